@@ -1,0 +1,3 @@
+from gpucluster_analysis.cli import main
+
+main()

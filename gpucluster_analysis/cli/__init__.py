@@ -1,0 +1,54 @@
+"""The `gca` command line: a thin client of the library.
+
+This package is the only one that imports typer and rich, prints, or exits.
+Heavy libraries (duckdb, polars, plotly) are imported inside the commands so
+that `gca --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from gpucluster_analysis import __version__
+from gpucluster_analysis.cli import ingest as _ingest
+from gpucluster_analysis.cli import report as _report
+from gpucluster_analysis.cli import synth as _synth
+
+EXIT_CODES_EPILOG = (
+    "Exit codes: 0 ok; 1 the data or a query failed; 2 usage error, unknown or "
+    "unreadable input; 3 --strict and rows were rejected; 130 interrupted."
+)
+
+app = typer.Typer(
+    name="gca",
+    help="Why jobs wait, how well they use their GPUs, and why they fail: "
+    "characterize a shared GPU cluster from the logs it already writes.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=EXIT_CODES_EPILOG,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"gca {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """Why jobs wait, how well they use their GPUs, and why they fail."""
+
+
+app.command("ingest", epilog=EXIT_CODES_EPILOG)(_ingest.ingest)
+app.command("report", epilog=EXIT_CODES_EPILOG)(_report.report)
+app.command("synth", epilog=EXIT_CODES_EPILOG)(_synth.synth)
+
+
+def main() -> None:
+    app()

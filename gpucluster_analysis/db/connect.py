@@ -1,0 +1,53 @@
+"""Open the store. This is the one place that calls `duckdb.connect`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+from gpucluster_analysis.db.schema import apply_schema
+from gpucluster_analysis.errors import StoreError
+
+
+@contextmanager
+def open_store(path: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open (creating if needed and writable) the DuckDB store at `path`.
+
+    A read-only open of a file that does not exist is an error rather than a
+    silently created empty database.
+    """
+    path = Path(path)
+    if read_only and not path.exists():
+        raise StoreError(
+            f"{path}: no gca store here",
+            hint="run `gca ingest PATH... --db " + str(path) + "` first",
+        )
+    if not read_only:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        con = duckdb.connect(str(path), read_only=read_only)
+    except duckdb.Error as e:
+        first_line = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise StoreError(
+            f"{path}: cannot open the store: {first_line}",
+            hint="check that it is a gca DuckDB file and that no other gca process holds it",
+        ) from e
+    try:
+        # Times are stored as naive UTC; make sure nothing converts them on the way.
+        con.execute("SET TimeZone = 'UTC'")
+        if not read_only:
+            apply_schema(con)
+        yield con
+    finally:
+        con.close()
+
+
+def store_is_empty(con: duckdb.DuckDBPyConnection) -> bool:
+    """True when the store has no ingested files (or no schema at all)."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    if "ingested_files" not in tables:
+        return True
+    return con.execute("SELECT count(*) FROM ingested_files").fetchone()[0] == 0

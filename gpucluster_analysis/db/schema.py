@@ -1,0 +1,26 @@
+"""Create or upgrade the store's tables from the DDL files in `sql/schema/`."""
+
+from __future__ import annotations
+
+import duckdb
+
+from gpucluster_analysis.errors import StoreError
+from gpucluster_analysis.sqlfiles import list_sql, load_sql
+
+SCHEMA_VERSION = 1
+
+
+def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Apply every `sql/schema/*.sql` file in name order; each is idempotent."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    if "schema_version" in tables:
+        row = con.execute("SELECT max(version) FROM schema_version").fetchone()
+        if row and row[0] is not None and row[0] > SCHEMA_VERSION:
+            raise StoreError(
+                f"the store has schema version {row[0]}, newer than this gca ({SCHEMA_VERSION})",
+                hint="upgrade gca, or ingest into a new --db file",
+            )
+    for name in list_sql("schema"):
+        con.execute(load_sql("schema", name))
+    if not con.execute("SELECT count(*) FROM schema_version").fetchone()[0]:
+        con.execute("INSERT INTO schema_version VALUES (?)", [SCHEMA_VERSION])

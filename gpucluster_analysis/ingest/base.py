@@ -1,0 +1,66 @@
+"""The contract between the ingest orchestrator and each input format.
+
+A format knows how to recognize its files (`sniff`) and how to load one file
+into the canonical tables (`load`). Loading runs inside a transaction that the
+orchestrator owns; a format never commits, prints, or touches files other than
+the one it is given. For big inputs the "parser" is DuckDB's own reader,
+driven by a named SQL script, so no row becomes a Python object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """Choices that affect how files are read; recorded with each file where they matter."""
+
+    zone: str | None = None  # zone of naive times; None means the format's own default
+    replace: bool = False
+    strict: bool = False
+
+
+@dataclass
+class LoadContext:
+    con: duckdb.DuckDBPyConnection
+    path: Path
+    file_id: int
+    options: IngestOptions
+    head: str  # the first few KB of the (decompressed) file, as text
+
+
+@dataclass(frozen=True)
+class LoadCounts:
+    rows: int  # rows stored in the format's main table
+    rejects: int
+
+
+@dataclass(frozen=True)
+class FileFormat:
+    name: str  # e.g. philly_gpu_util; what --format takes and ingested_files.format records
+    source: str  # input family: philly, slurm, ...
+    description: str
+    file_names: tuple[str, ...]  # conventional file names that identify the format
+    sniff: Callable[[str], bool]  # given the head of the file, is it this format?
+    load: Callable[[LoadContext], LoadCounts]
+    default_zone: str | None = None  # zone of the format's naive times, if it has any
+
+
+@dataclass
+class FileReport:
+    """What happened to one input file; the CLI renders a list of these."""
+
+    path: Path
+    format: str | None
+    status: str  # loaded, replaced, unchanged, skipped, failed
+    rows: int = 0
+    rejects: int = 0
+    seconds: float = 0.0
+    message: str = ""
+    reject_samples: list[tuple[int | None, str]] = field(default_factory=list)
+    error: Exception | None = None  # the GcaError that failed the file, when status is failed

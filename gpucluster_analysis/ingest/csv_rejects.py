@@ -1,0 +1,87 @@
+"""Rejects from DuckDB-read CSV files: collect the reader's own, place ours on lines.
+
+Scripts under `sql/ingest/` read CSV with `store_rejects`, so DuckDB records
+rows of the wrong width or with uncastable cells in `gca_csv_rejects`, with
+their line numbers. Rows that parse but make no sense (a time that is not a
+time, a utilization of 130%) are rejected by the script itself without a line
+number; `place_rejects` finds those lines with one streaming pass.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from gpucluster_analysis.ingest.files import locate_json_keys, locate_prefixes
+
+READER_REJECTS = "gca_csv_rejects"
+READER_SCANS = "gca_csv_scans"
+_TEXT_LIMIT = 500
+# Past this many unplaced rejects the file is mostly garbage; don't scan it for each.
+_MAX_PLACED = 100_000
+
+
+def reset_reader_rejects(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(f"DROP TABLE IF EXISTS {READER_REJECTS}")
+    con.execute(f"DROP TABLE IF EXISTS {READER_SCANS}")
+
+
+def collect_reader_rejects(con: duckdb.DuckDBPyConnection, file_id: int) -> int:
+    """Move DuckDB's CSV reader rejects into `rejects`, one per bad line; return how many."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    if READER_REJECTS not in tables:
+        return 0
+    con.execute(
+        f"""
+        INSERT INTO rejects (file_id, line, reason, text)
+        SELECT ?, line,
+               CASE error_type
+                   WHEN 'TOO MANY COLUMNS' THEN 'too many fields: ' || error_message
+                   WHEN 'MISSING COLUMNS' THEN 'too few fields: ' || error_message
+                   WHEN 'CAST' THEN 'unreadable value: ' || error_message
+                   ELSE lower(error_type) || ': ' || error_message
+               END,
+               left(csv_line, {_TEXT_LIMIT})
+        FROM (SELECT *, row_number() OVER (PARTITION BY line ORDER BY column_idx) AS n
+              FROM {READER_REJECTS})
+        WHERE n = 1
+        """,
+        [file_id],
+    )
+    count = con.execute(f"SELECT count(DISTINCT line) FROM {READER_REJECTS}").fetchone()[0]
+    reset_reader_rejects(con)
+    return int(count)
+
+
+def place_csv_rejects(con: duckdb.DuckDBPyConnection, file_id: int, path: Path) -> None:
+    """Fill in line numbers of script-made rejects whose text is the row's first fields."""
+    _place(con, file_id, lambda texts: locate_prefixes(path, texts), lambda text: text)
+
+
+def place_json_rejects(con: duckdb.DuckDBPyConnection, file_id: int, path: Path, key: str) -> None:
+    """Fill in line numbers of rejects whose text ends in '<key> <value>' (a JSON record)."""
+    marker = f" {key} "
+
+    def value_of(text: str) -> str:
+        return text.rsplit(marker, 1)[-1] if marker in text else ""
+
+    _place(con, file_id, lambda values: locate_json_keys(path, key, values), value_of)
+
+
+def _place(con, file_id, locate, key_of) -> None:  # type: ignore[no-untyped-def]
+    rows = con.execute(
+        "SELECT rowid, text FROM rejects WHERE file_id = ? AND line IS NULL ORDER BY rowid LIMIT ?",
+        [file_id, _MAX_PLACED],
+    ).fetchall()
+    if not rows:
+        return
+    keys = {key_of(text) for _, text in rows if text}
+    found = locate({k for k in keys if k})
+    updates = []
+    for rowid, text in rows:
+        lines = found.get(key_of(text) if text else "", [])
+        if lines:
+            updates.append((lines.pop(0), rowid))
+    if updates:
+        con.executemany("UPDATE rejects SET line = ? WHERE rowid = ?", updates)

@@ -1,0 +1,109 @@
+"""Small file helpers for ingest: reading a file's head, hashing, finding lines."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO
+
+HEAD_BYTES = 8192
+
+
+def open_binary(path: Path) -> IO[bytes]:
+    """Open a file for reading, transparently decompressing `.gz`."""
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")
+    return path.open("rb")
+
+
+def read_head(path: Path, size: int = HEAD_BYTES) -> str:
+    """The first `size` bytes of the (decompressed) file, decoded leniently."""
+    with open_binary(path) as f:
+        data = f.read(size)
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    return data.decode("utf-8", errors="replace")
+
+
+def looks_binary(head: str) -> bool:
+    return "\x00" in head
+
+
+def first_lines(head: str, n: int) -> list[str]:
+    """Up to `n` complete lines from the head of a file (without line ends)."""
+    lines = head.splitlines()
+    if not head.endswith(("\n", "\r")) and len(lines) > 1:
+        lines = lines[:-1]  # the last one may be cut
+    return [ln for ln in lines][:n]
+
+
+def sha256_of(path: Path, on_bytes: Callable[[int], None] | None = None) -> str:
+    """Hex sha256 of the raw file bytes, read in 4 MiB chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(4 << 20):
+            digest.update(chunk)
+            if on_bytes:
+                on_bytes(len(chunk))
+    return digest.hexdigest()
+
+
+def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(1-based line number, text without line end) for each line, streaming."""
+    with open_binary(path) as f:
+        for number, raw in enumerate(f, start=1):
+            yield number, raw.decode("utf-8", errors="replace").rstrip("\r\n")
+
+
+def locate_prefixes(path: Path, prefixes: Iterable[str]) -> dict[str, list[int]]:
+    """Line numbers of lines starting with each prefix (exact prefix + ',' or whole line)."""
+    wanted = set(prefixes)
+    found: dict[str, list[int]] = {}
+    if not wanted:
+        return found
+    for number, line in iter_lines(path):
+        for key in _candidate_keys(line):
+            if key in wanted:
+                found.setdefault(key, []).append(number)
+                break
+    return found
+
+
+def _candidate_keys(line: str) -> Iterator[str]:
+    # A reject's text is the row's leading fields (trimmed) joined by ','.
+    parts = [p.strip() for p in line.split(",")]
+    while parts and parts[-1] == "":
+        parts.pop()  # the trailing comma of upstream rows
+    for n in range(len(parts), 0, -1):
+        yield ",".join(parts[:n])
+
+
+def locate_json_keys(path: Path, key: str, values: Iterable[str]) -> dict[str, list[int]]:
+    """Line numbers where `"key": "value"` appears, for each value."""
+    wanted = set(values)
+    found: dict[str, list[int]] = {}
+    if not wanted:
+        return found
+    pattern = re.compile(r'"' + re.escape(key) + r'"\s*:\s*"((?:[^"\\]|\\.)*)"')
+    for number, line in iter_lines(path):
+        for match in pattern.finditer(line):
+            if match.group(1) in wanted:
+                found.setdefault(match.group(1), []).append(number)
+    return found
+
+
+def line_of_byte(path: Path, offset: int) -> int:
+    """1-based line number holding byte `offset` of the (decompressed) file."""
+    count = 1
+    remaining = offset
+    with open_binary(path) as f:
+        while remaining > 0:
+            chunk = f.read(min(remaining, 4 << 20))
+            if not chunk:
+                break
+            count += chunk.count(b"\n")
+            remaining -= len(chunk)
+    return count

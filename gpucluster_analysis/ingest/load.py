@@ -1,0 +1,240 @@
+"""Ingest files into the store: find them, recognize them, load each in one transaction.
+
+This is the only ingest module that writes to the database. The flow per file:
+hash it; skip it if the same bytes were ingested before (unless --replace);
+open a transaction; register the file; let its format load it; record counts;
+commit. Any error rolls the transaction back, so a failed file leaves the
+store exactly as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+import duckdb
+
+from gpucluster_analysis.errors import GcaError, InputError, StoreError, StrictRejectsError
+from gpucluster_analysis.ingest.base import FileFormat, FileReport, IngestOptions, LoadContext
+from gpucluster_analysis.ingest.files import read_head, sha256_of
+from gpucluster_analysis.ingest.registry import detect_format, format_named
+from gpucluster_analysis.sqlfiles import run_script
+
+# Tables whose rows carry the file_id of the file they came from.
+_CONTRIBUTING_TABLES = ("rejects", "jobs", "attempts", "allocations", "machines", "gpu_samples", "host_samples")
+_TEMP_PREFIXES = ("stage_",)
+
+
+class IngestListener(Protocol):
+    """Receives progress; the CLI draws it, tests may ignore it."""
+
+    def skipped(self, path: Path, reason: str) -> None: ...
+    def file_started(self, path: Path, format_name: str, size: int) -> None: ...
+    def file_progress(self, fraction: float) -> None: ...
+    def file_finished(self, report: FileReport) -> None: ...
+
+
+class _Silent:
+    def skipped(self, path: Path, reason: str) -> None: ...
+    def file_started(self, path: Path, format_name: str, size: int) -> None: ...
+    def file_progress(self, fraction: float) -> None: ...
+    def file_finished(self, report: FileReport) -> None: ...
+
+
+def plan_files(
+    paths: list[Path], format_name: str | None, listener: IngestListener
+) -> list[tuple[Path, FileFormat]]:
+    """Resolve PATHs to (file, format) pairs before anything is stored.
+
+    A file named explicitly must exist, be readable and be recognized (else
+    InputError). Inside a directory, unrecognized files are reported as skipped.
+    """
+    forced = format_named(format_name) if format_name else None
+    plan: list[tuple[Path, FileFormat]] = []
+    for path in paths:
+        if not path.exists():
+            raise InputError(f"{path}: no such file or directory")
+        if path.is_dir():
+            for child in _walk(path):
+                fmt = _recognize(child, forced)
+                if fmt is None:
+                    listener.skipped(child, "not a format gca reads")
+                else:
+                    plan.append((child, fmt))
+            continue
+        fmt = _recognize(path, forced)
+        if fmt is None:
+            raise InputError(
+                f"{path}: not a format gca recognizes",
+                hint="pass --format NAME if it is one (see `gca ingest --help`)",
+            )
+        plan.append((path, fmt))
+    return plan
+
+
+def _walk(directory: Path) -> Iterator[Path]:
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if not name.startswith("."):
+                yield Path(root) / name
+
+
+def _recognize(path: Path, forced: FileFormat | None) -> FileFormat | None:
+    try:
+        head = read_head(path)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from e
+    return forced if forced else detect_format(path, head)
+
+
+def ingest_paths(
+    con: duckdb.DuckDBPyConnection,
+    paths: list[Path],
+    options: IngestOptions,
+    *,
+    format_name: str | None = None,
+    listener: IngestListener | None = None,
+) -> list[FileReport]:
+    """Ingest every file under `paths`; one FileReport per file, in order."""
+    listener = listener or _Silent()
+    plan = plan_files(paths, format_name, listener)
+    run_script(con, "ingest", "macros", {})
+    reports = []
+    for path, fmt in plan:
+        try:
+            report = ingest_file(con, path, fmt, options, listener)
+        except GcaError as e:
+            report = FileReport(path, fmt.name, "failed", message=str(e), error=e)
+        listener.file_finished(report)
+        reports.append(report)
+    return reports
+
+
+def ingest_file(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    fmt: FileFormat,
+    options: IngestOptions,
+    listener: IngestListener,
+) -> FileReport:
+    started = time.perf_counter()
+    size = path.stat().st_size
+    listener.file_started(path, fmt.name, size)
+    digest = sha256_of(path, _byte_progress(listener, size))
+    previous = con.execute(
+        "SELECT file_id, path, content_hash FROM ingested_files WHERE content_hash = ? OR path = ? ORDER BY file_id",
+        [digest, str(path.resolve())],
+    ).fetchall()
+    same_bytes = [row for row in previous if row[2] == digest]
+    if same_bytes and not options.replace:
+        return FileReport(
+            path, fmt.name, "unchanged",
+            message=f"same content as {same_bytes[0][1]}, ingested before; nothing to do (--replace reloads it)",
+        )
+    if previous and not options.replace:
+        raise InputError(
+            f"{path}: ingested before with different content",
+            hint="pass --replace to replace what it contributed",
+        )
+    head = read_head(path)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for old_file_id, _, _ in previous:
+            _forget_file(con, old_file_id)
+        file_id = _register(con, path, size, digest, fmt, options)
+        ctx = LoadContext(con=con, path=path, file_id=file_id, options=options, head=head)
+        with _watch_progress(con, listener):
+            counts = fmt.load(ctx)
+        seconds = time.perf_counter() - started
+        con.execute(
+            "UPDATE ingested_files SET rows_loaded = ?, rejects = ?, seconds = ? WHERE file_id = ?",
+            [counts.rows, counts.rejects, seconds, file_id],
+        )
+        samples = con.execute(
+            "SELECT line, reason FROM rejects WHERE file_id = ? ORDER BY line NULLS LAST LIMIT 3", [file_id]
+        ).fetchall()
+        if options.strict and counts.rejects:
+            line, reason = samples[0]
+            where = f"{path}:{line}" if line else str(path)
+            raise StrictRejectsError(
+                f"{where}: {reason} ({counts.rejects} rejected rows in all; nothing stored from this file)",
+                hint="fix the rows, or drop --strict to store the file with its rejects recorded",
+            )
+        con.execute("COMMIT")
+    except BaseException as e:
+        con.execute("ROLLBACK")
+        _drop_staging(con)
+        if isinstance(e, duckdb.Error):
+            raise StoreError(f"{path}: loading failed: {str(e).splitlines()[0]}") from e
+        raise
+    _drop_staging(con)
+    return FileReport(
+        path, fmt.name, "replaced" if previous else "loaded",
+        rows=counts.rows, rejects=counts.rejects, seconds=time.perf_counter() - started,
+        reject_samples=[(line, reason) for line, reason in samples],
+    )
+
+
+def _register(con: duckdb.DuckDBPyConnection, path: Path, size: int, digest: str, fmt: FileFormat, options: IngestOptions) -> int:
+    file_id = con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM ingested_files").fetchone()[0]
+    zone = (options.zone or fmt.default_zone) if fmt.default_zone else None
+    con.execute(
+        "INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?, ?, 0, 0, 0, ?)",
+        [file_id, str(path.resolve()), size, digest, fmt.name, zone, datetime.now(UTC).replace(tzinfo=None)],
+    )
+    return int(file_id)
+
+
+def _forget_file(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
+    for table in _CONTRIBUTING_TABLES:
+        con.execute(f"DELETE FROM {table} WHERE file_id = ?", [file_id])
+    con.execute("DELETE FROM ingested_files WHERE file_id = ?", [file_id])
+
+
+def _drop_staging(con: duckdb.DuckDBPyConnection) -> None:
+    temps = con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()
+    for (name,) in temps:
+        if name.startswith(_TEMP_PREFIXES):
+            con.execute(f"DROP TABLE IF EXISTS {name}")
+
+
+def _byte_progress(listener: IngestListener, size: int):  # type: ignore[no-untyped-def]
+    # Hashing is the first ~10% of a file's work; loading the rest.
+    done = 0
+
+    def on_bytes(n: int) -> None:
+        nonlocal done
+        done += n
+        listener.file_progress(0.1 * done / max(size, 1))
+
+    return on_bytes
+
+
+@contextmanager
+def _watch_progress(con: duckdb.DuckDBPyConnection, listener: IngestListener) -> Iterator[None]:
+    """Poll DuckDB's progress of the running statement from a side thread."""
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.wait(0.25):
+            try:
+                pct = con.query_progress()
+            except Exception:  # no statement running right now, or the call is unsupported
+                continue
+            if pct is not None and pct >= 0:
+                listener.file_progress(0.1 + 0.9 * min(pct, 100.0) / 100.0)
+
+    thread = threading.Thread(target=poll, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()

@@ -1,0 +1,226 @@
+"""The public Microsoft Philly trace (msr-fiddle/philly-traces): its five files.
+
+* `cluster_job_log`: a JSON array of jobs with their attempts and GPU placements;
+  times are naive America/Los_Angeles wall-clock times, `"None"` when missing.
+* `cluster_gpu_util`: per-minute utilization, one row per machine and column per
+  GPU (`NA` = no value), a trailing comma on data rows, times suffixed PDT/PST.
+* `cluster_cpu_util`, `cluster_mem_util`: per-minute host CPU % and memory (KiB).
+* `cluster_machine_list`: machines with their listed GPU count and GPU memory.
+
+DuckDB reads every file (see `sql/ingest/philly_*.sql`); this module only
+recognizes the files, works out their column layout from the first lines, and
+fills in line numbers for rejects.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpucluster_analysis.errors import ParseError
+from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
+from gpucluster_analysis.ingest.csv_rejects import (
+    collect_reader_rejects,
+    place_csv_rejects,
+    place_json_rejects,
+    reset_reader_rejects,
+)
+from gpucluster_analysis.ingest.files import first_lines, line_of_byte
+from gpucluster_analysis.sqlfiles import run_script
+from gpucluster_analysis.timezones import install_zone
+
+PHILLY_ZONE = "America/Los_Angeles"
+
+_TIME_FIELD = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}( [A-Za-z]{1,5})?$")
+
+
+def _normalized(line: str) -> str:
+    return re.sub(r"\s+", "", line).lower()
+
+
+def _fields(line: str) -> list[str]:
+    return [f.strip() for f in line.split(",")]
+
+
+def _is_data_line(line: str) -> bool:
+    return bool(_TIME_FIELD.match(_fields(line)[0]))
+
+
+# --- recognizing the files -------------------------------------------------
+
+
+def _sniff_job_log(head: str) -> bool:
+    text = head.lstrip()
+    return text.startswith("[") and ('"jobid"' in text or '"attempts"' in text)
+
+
+def _sniff_gpu_util(head: str) -> bool:
+    lines = first_lines(head, 2)
+    if not lines:
+        return False
+    header = _normalized(lines[0])
+    if header.startswith("time,machineid,gpu0"):
+        return True
+    return _is_data_line(lines[0]) and len([f for f in _fields(lines[0]) if f]) >= 5
+
+
+def _sniff_cpu_util(head: str) -> bool:
+    lines = first_lines(head, 2)
+    if not lines:
+        return False
+    if _normalized(lines[0]).startswith("time,machine_id,cpu_util"):
+        return True
+    return _is_data_line(lines[0]) and len([f for f in _fields(lines[0]) if f]) == 3
+
+
+def _sniff_mem_util(head: str) -> bool:
+    lines = first_lines(head, 2)
+    if not lines:
+        return False
+    if _normalized(lines[0]).startswith("time,machine_id,mem_total,mem_free"):
+        return True
+    return _is_data_line(lines[0]) and len([f for f in _fields(lines[0]) if f]) == 4
+
+
+def _sniff_machine_list(head: str) -> bool:
+    lines = first_lines(head, 1)
+    return bool(lines) and _normalized(lines[0]).startswith("machineid,numberofgpus")
+
+
+# --- column layouts ----------------------------------------------------------
+
+
+def _csv_layout(ctx: LoadContext, fixed: list[tuple[str, str]], what: str) -> tuple[dict[str, str], bool]:
+    """Reader columns and whether line 1 is a header, from the file's first lines.
+
+    `fixed` lists (name, type) of the leading columns; for the GPU file the
+    per-GPU columns are taken from the header. A trailing comma on data rows
+    (as upstream writes them) becomes an extra ignored column.
+    """
+    lines = [ln for ln in first_lines(ctx.head, 3)]
+    if not lines:
+        raise ParseError(f"{ctx.path}: the file is empty", hint=f"expected a Philly {what} file")
+    has_header = not _is_data_line(lines[0])
+    columns = dict(fixed)
+    if what == "cluster_gpu_util":
+        columns = dict(fixed[:2])
+        if has_header:
+            names = _fields(lines[0])[2:]
+            for position, name in enumerate(n for n in names if n):
+                match = re.fullmatch(r"gpu(\d+)(_util)?", name.lower())
+                if not match:
+                    raise ParseError(
+                        f"{ctx.path}:1: unexpected GPU column {name!r} (column {position + 3})",
+                        hint="a Philly cluster_gpu_util header is time,machineId,gpu0_util,...",
+                    )
+                columns[f"g{match.group(1)}"] = "DOUBLE"
+        else:
+            count = len(_fields(lines[0])) - 2
+            if _fields(lines[0])[-1] == "":
+                count -= 1
+            for i in range(count):
+                columns[f"g{i}"] = "DOUBLE"
+    data = lines[1] if has_header and len(lines) > 1 else (lines[0] if not has_header else None)
+    if data is not None:
+        fields = _fields(data)
+        if len(fields) == len(columns) + 1 and fields[-1] == "":
+            columns["trailing"] = "VARCHAR"
+    return columns, has_header
+
+
+def _load_csv(ctx: LoadContext, script: str, table: str, fixed: list[tuple[str, str]], what: str) -> LoadCounts:
+    columns, has_header = _csv_layout(ctx, fixed, what)
+    before = _count(ctx, table)
+    reset_reader_rejects(ctx.con)
+    run_script(
+        ctx.con, "ingest", script,
+        {"path": str(ctx.path), "file_id": ctx.file_id, "columns": columns, "header": has_header},
+    )
+    reader_rejects = collect_reader_rejects(ctx.con, ctx.file_id)
+    place_csv_rejects(ctx.con, ctx.file_id, ctx.path)
+    rows = _count(ctx, table) - before
+    rejects = _count_rejects(ctx)
+    del reader_rejects
+    return LoadCounts(rows=rows, rejects=rejects)
+
+
+def _count(ctx: LoadContext, table: str) -> int:
+    return int(ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchone()[0])
+
+
+def _count_rejects(ctx: LoadContext) -> int:
+    return _count(ctx, "rejects")
+
+
+# --- loaders -----------------------------------------------------------------
+
+
+def _load_job_log(ctx: LoadContext) -> LoadCounts:
+    zone = ctx.options.zone or PHILLY_ZONE
+    install_zone(ctx.con, zone)
+    try:
+        run_script(ctx.con, "ingest", "philly_job_log", {"path": str(ctx.path), "file_id": ctx.file_id, "zone": zone})
+    except Exception as e:  # duckdb.Error, narrowed below to keep duckdb out of the signature
+        import duckdb
+
+        if not isinstance(e, duckdb.Error):
+            raise
+        raise ParseError(_json_error_message(ctx, str(e)), hint="expected a Philly cluster_job_log (a JSON array of jobs)") from e
+    place_json_rejects(ctx.con, ctx.file_id, ctx.path, "jobid")
+    return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count_rejects(ctx))
+
+
+def _json_error_message(ctx: LoadContext, error: str) -> str:
+    first = error.splitlines()[0]
+    first = re.sub(r'^[A-Za-z ]+Error: ', "", first)
+    first = re.sub(r' in file "[^"]*"', "", first)
+    byte = re.search(r"at byte (\d+)", first)
+    where = f"{ctx.path}:{line_of_byte(ctx.path, int(byte.group(1)))}" if byte else str(ctx.path)
+    return f"{where}: not a readable Philly job log: {first}"
+
+
+def _load_gpu_util(ctx: LoadContext) -> LoadCounts:
+    return _load_csv(ctx, "philly_gpu_util", "gpu_samples", [("t", "VARCHAR"), ("machine_id", "VARCHAR")], "cluster_gpu_util")
+
+
+def _load_cpu_util(ctx: LoadContext) -> LoadCounts:
+    fixed = [("t", "VARCHAR"), ("machine_id", "VARCHAR"), ("cpu_util", "DOUBLE")]
+    return _load_csv(ctx, "philly_cpu_util", "host_samples", fixed, "cluster_cpu_util")
+
+
+def _load_mem_util(ctx: LoadContext) -> LoadCounts:
+    fixed = [("t", "VARCHAR"), ("machine_id", "VARCHAR"), ("mem_total", "DOUBLE"), ("mem_free", "DOUBLE")]
+    return _load_csv(ctx, "philly_mem_util", "host_samples", fixed, "cluster_mem_util")
+
+
+def _load_machine_list(ctx: LoadContext) -> LoadCounts:
+    fixed = [("machine_id", "VARCHAR"), ("gpus", "VARCHAR"), ("gpu_mem", "VARCHAR")]
+    return _load_csv(ctx, "philly_machine_list", "machines", fixed, "cluster_machine_list")
+
+
+FORMATS = [
+    FileFormat(
+        name="philly_job_log", source="philly",
+        description="Philly cluster_job_log: JSON array of jobs, attempts and GPU placements",
+        file_names=("cluster_job_log",), sniff=_sniff_job_log, load=_load_job_log, default_zone=PHILLY_ZONE,
+    ),
+    FileFormat(
+        name="philly_gpu_util", source="philly",
+        description="Philly cluster_gpu_util: per-minute GPU utilization per machine",
+        file_names=("cluster_gpu_util",), sniff=_sniff_gpu_util, load=_load_gpu_util,
+    ),
+    FileFormat(
+        name="philly_cpu_util", source="philly",
+        description="Philly cluster_cpu_util: per-minute host CPU utilization",
+        file_names=("cluster_cpu_util",), sniff=_sniff_cpu_util, load=_load_cpu_util,
+    ),
+    FileFormat(
+        name="philly_mem_util", source="philly",
+        description="Philly cluster_mem_util: per-minute host memory total/free (KiB)",
+        file_names=("cluster_mem_util",), sniff=_sniff_mem_util, load=_load_mem_util,
+    ),
+    FileFormat(
+        name="philly_machine_list", source="philly",
+        description="Philly cluster_machine_list: machines, listed GPU count and GPU memory",
+        file_names=("cluster_machine_list",), sniff=_sniff_machine_list, load=_load_machine_list,
+    ),
+]

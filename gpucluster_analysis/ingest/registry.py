@@ -1,0 +1,43 @@
+"""Which format a file is: by its content first, by its conventional name second."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpucluster_analysis.errors import InputError
+from gpucluster_analysis.ingest import philly
+from gpucluster_analysis.ingest.base import FileFormat
+from gpucluster_analysis.ingest.files import looks_binary
+
+FORMATS: list[FileFormat] = [*philly.FORMATS]
+
+
+def format_named(name: str) -> FileFormat:
+    for fmt in FORMATS:
+        if fmt.name == name.replace("-", "_"):
+            return fmt
+    known = ", ".join(f.name for f in FORMATS)
+    raise InputError(f"unknown format {name!r}", hint=f"--format takes one of: {known}")
+
+
+def _base_name(path: Path) -> str:
+    name = path.name
+    for suffix in (".gz", ".csv", ".json", ".txt", ".log"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name
+
+
+def detect_format(path: Path, head: str) -> FileFormat | None:
+    """The format whose sniffer accepts the head; a conventional file name breaks ties."""
+    if looks_binary(head):
+        return None
+    by_content = [fmt for fmt in FORMATS if fmt.sniff(head)]
+    base = _base_name(path)
+    by_name = [fmt for fmt in FORMATS if any(base == n or base.startswith(n + "_") or base.startswith(n + ".") for n in fmt.file_names)]
+    if len(by_content) == 1:
+        return by_content[0]
+    both = [fmt for fmt in by_content if fmt in by_name]
+    if both:
+        return both[0]
+    return None

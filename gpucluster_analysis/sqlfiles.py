@@ -1,0 +1,73 @@
+"""Find and load the SQL files that ship with gca.
+
+SQL lives at the repository's top level in `sql/` and is packed into the wheel
+as `gpucluster_analysis/sql/`; code refers to a file by its name, never a path.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from gpucluster_analysis.errors import QueryError
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+@cache
+def sql_root() -> Path:
+    """The `sql/` directory: inside the installed package, else the source checkout's."""
+    for candidate in (_PACKAGE_DIR / "sql", _PACKAGE_DIR.parent / "sql"):
+        if (candidate / "schema").is_dir():
+            return candidate
+    raise QueryError(
+        f"gca's SQL files are missing (looked in {_PACKAGE_DIR / 'sql'})",
+        hint="reinstall gca: pip install --force-reinstall gpucluster-analysis",
+    )
+
+
+@cache
+def load_sql(group: str, name: str) -> str:
+    """The text of `sql/<group>/<name>.sql`."""
+    path = sql_root() / group / f"{name}.sql"
+    if not path.is_file():
+        raise QueryError(f"no SQL file named {group}/{name}.sql in {sql_root()}")
+    return path.read_text(encoding="utf-8")
+
+
+def list_sql(group: str) -> list[str]:
+    """Names (without .sql) of the files in `sql/<group>/`, sorted."""
+    return sorted(p.stem for p in (sql_root() / group).glob("*.sql"))
+
+
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_STATEMENT_END = re.compile(r";[ \t]*(?:--[^\n]*)?\n")
+
+
+def split_statements(script: str) -> list[str]:
+    """Split a SQL script at semicolons that end a line (our files never put one inside a string)."""
+    parts = _STATEMENT_END.split(script + "\n")
+    return [p.strip() for p in parts if _strip_comments(p).strip()]
+
+
+def _strip_comments(sql: str) -> str:
+    return "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
+
+
+def bind(statement: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The subset of `params` that `statement` names ($name); a missing one is a bug, said plainly."""
+    names = set(_PARAM.findall(_strip_comments(statement)))
+    missing = names - params.keys()
+    if missing:
+        raise QueryError(f"SQL statement needs parameters {sorted(missing)} that were not given")
+    return {k: params[k] for k in names}
+
+
+def run_script(con: duckdb.DuckDBPyConnection, group: str, name: str, params: dict[str, Any]) -> None:
+    """Run every statement of `sql/<group>/<name>.sql`, each with the parameters it names."""
+    for statement in split_statements(load_sql(group, name)):
+        con.execute(statement, bind(statement, params))
