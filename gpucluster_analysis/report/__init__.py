@@ -1,0 +1,1 @@
+"""Reports: named queries -> tables (polars) -> figures (plotly) -> one offline HTML file + CSVs."""

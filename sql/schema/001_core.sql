@@ -76,7 +76,7 @@ CREATE TABLE IF NOT EXISTS gpu_samples (
     sample_at     TIMESTAMP NOT NULL,
     machine_id    VARCHAR NOT NULL,
     gpu_index     SMALLINT NOT NULL,
-    util_pct      REAL,               -- SM/GPU utilization, 0-100
+    util_pct      DOUBLE,             -- SM/GPU utilization, 0-100
     mem_util_pct  REAL,
     mem_used_mib  REAL,
     mem_total_mib REAL,
@@ -91,7 +91,7 @@ CREATE TABLE IF NOT EXISTS gpu_samples (
 CREATE TABLE IF NOT EXISTS host_samples (
     sample_at     TIMESTAMP NOT NULL,
     machine_id    VARCHAR NOT NULL,
-    cpu_util_pct  REAL,
+    cpu_util_pct  DOUBLE,
     mem_total_kib DOUBLE,
     mem_free_kib  DOUBLE,
     file_id       INTEGER NOT NULL

@@ -1,0 +1,25 @@
+-- attempt_windows: the (machine, GPU, time window) cells of each job's attempts,
+-- merged per job so that overlapping attempts of one job never count a sample twice.
+-- Parameters: none. Output: source, job_id, machine_id, gpu_index, start_at, end_at
+-- (half-open [start_at, end_at)). Attempts without a start or an end have no window.
+-- Used as a building block (CREATE TEMP TABLE ... AS) by the report.
+WITH windows AS (
+    SELECT al.source, al.job_id, al.machine_id, al.gpu_index, a.start_at, a.end_at
+    FROM allocations al
+    JOIN attempts a USING (source, job_id, attempt_no)
+    WHERE a.start_at IS NOT NULL AND a.end_at IS NOT NULL AND a.end_at > a.start_at
+),
+ordered AS (
+    SELECT *, max(end_at) OVER (
+        PARTITION BY source, job_id, machine_id, gpu_index ORDER BY start_at, end_at
+        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS previous_end
+    FROM windows
+),
+islands AS (
+    SELECT *, sum(CASE WHEN previous_end IS NULL OR start_at > previous_end THEN 1 ELSE 0 END) OVER (
+        PARTITION BY source, job_id, machine_id, gpu_index ORDER BY start_at, end_at) AS island
+    FROM ordered
+)
+SELECT source, job_id, machine_id, gpu_index, min(start_at) AS start_at, max(end_at) AS end_at
+FROM islands
+GROUP BY source, job_id, machine_id, gpu_index, island
