@@ -32,7 +32,7 @@ def run_query(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pl
     from gpucluster_analysis.sqlfiles import bind
 
     sql = load_sql("queries", name)
-    return con.execute(sql, bind(sql, params)).pl()
+    return con.sql(sql, params=bind(sql, params) or None).pl()
 
 
 def jobs_table(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
