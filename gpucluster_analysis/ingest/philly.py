@@ -123,7 +123,7 @@ def _csv_layout(ctx: LoadContext, fixed: list[tuple[str, str]], what: str) -> tu
     if data is not None:
         fields = _fields(data)
         if len(fields) == len(columns) + 1 and fields[-1] == "":
-            columns["trailing"] = "VARCHAR"
+            columns["extra_fields"] = "VARCHAR"
     return columns, has_header
 
 
@@ -135,12 +135,9 @@ def _load_csv(ctx: LoadContext, script: str, table: str, fixed: list[tuple[str, 
         ctx.con, "ingest", script,
         {"path": str(ctx.path), "file_id": ctx.file_id, "columns": columns, "header": has_header},
     )
-    reader_rejects = collect_reader_rejects(ctx.con, ctx.file_id)
+    collect_reader_rejects(ctx.con, ctx.file_id)
     place_csv_rejects(ctx.con, ctx.file_id, ctx.path)
-    rows = _count(ctx, table) - before
-    rejects = _count_rejects(ctx)
-    del reader_rejects
-    return LoadCounts(rows=rows, rejects=rejects)
+    return LoadCounts(rows=_count(ctx, table) - before, rejects=_count_rejects(ctx))
 
 
 def _count(ctx: LoadContext, table: str) -> int:

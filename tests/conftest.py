@@ -1,0 +1,33 @@
+"""Shared fixtures: paths to the real Philly extracts and stores ingested from them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpucluster_analysis.db import open_store
+from gpucluster_analysis.ingest import IngestOptions, ingest_paths
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO.parent / "shared" / "data"
+PHILLY_SAMPLE = SHARED_DATA / "philly-sample"
+PHILLY_5910 = SHARED_DATA / "philly-5910"
+
+
+def require(path: Path) -> Path:
+    if not path.exists():
+        pytest.skip(f"{path} is not available (CI keeps ../shared beside the checkout)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store holding the five files of ../shared/data/philly-sample (not its upstream examples)."""
+    data = require(PHILLY_SAMPLE)
+    db = tmp_path_factory.mktemp("sample") / "sample.duckdb"
+    files = sorted(p for p in data.iterdir() if p.is_file() and p.name.startswith("cluster_"))
+    with open_store(db) as con:
+        reports = ingest_paths(con, files, IngestOptions())
+    assert all(r.status == "loaded" for r in reports), reports
+    return db
