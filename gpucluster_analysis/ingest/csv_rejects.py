@@ -76,12 +76,18 @@ def _place(con, file_id, locate, key_of) -> None:  # type: ignore[no-untyped-def
     ).fetchall()
     if not rows:
         return
-    keys = {key_of(text) for _, text in rows if text}
-    found = locate({k for k in keys if k})
-    updates = []
+    by_key: dict[str, list[int]] = {}
     for rowid, text in rows:
-        lines = found.get(key_of(text) if text else "", [])
-        if lines:
-            updates.append((lines.pop(0), rowid))
+        key = key_of(text) if text else ""
+        if key:
+            by_key.setdefault(key, []).append(rowid)
+    found = locate(set(by_key))
+    updates = []
+    for key, rowids in by_key.items():
+        lines = found.get(key, [])
+        # When fewer rows were rejected than the file has with this key, the
+        # rejected ones are the later copies (duplicates keep the first).
+        for rowid, line in zip(rowids, lines[max(len(lines) - len(rowids), 0):], strict=False):
+            updates.append((line, rowid))
     if updates:
         con.executemany("UPDATE rejects SET line = ? WHERE rowid = ?", updates)

@@ -95,15 +95,21 @@ def locate_json_keys(path: Path, key: str, values: Iterable[str]) -> dict[str, l
     return found
 
 
-def line_of_byte(path: Path, offset: int) -> int:
-    """1-based line number holding byte `offset` of the (decompressed) file."""
-    count = 1
-    remaining = offset
+# Python's json parser knows the line of a syntax error, DuckDB's does not; it is
+# only run on files that already failed, and only up to this size.
+_JSON_LOCATE_LIMIT = 256 << 20
+
+
+def locate_json_error(path: Path) -> tuple[int, str] | None:
+    """(line, message) of the first JSON syntax error in the file, if it can tell."""
+    import json
+
+    if path.stat().st_size > _JSON_LOCATE_LIMIT:
+        return None
     with open_binary(path) as f:
-        while remaining > 0:
-            chunk = f.read(min(remaining, 4 << 20))
-            if not chunk:
-                break
-            count += chunk.count(b"\n")
-            remaining -= len(chunk)
-    return count
+        text = f.read().decode("utf-8", errors="replace")
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as e:
+        return e.lineno, f"{e.msg} (column {e.colno})"
+    return None

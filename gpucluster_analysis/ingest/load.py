@@ -72,7 +72,7 @@ def plan_files(
         if fmt is None:
             raise InputError(
                 f"{path}: not a format gca recognizes",
-                hint="pass --format NAME if it is one (see `gca ingest --help`)",
+                hint="pass --format NAME if it is one; `gca ingest --help` lists the formats",
             )
         plan.append((path, fmt))
     return plan

@@ -24,7 +24,7 @@ from gpucluster_analysis.ingest.csv_rejects import (
     place_json_rejects,
     reset_reader_rejects,
 )
-from gpucluster_analysis.ingest.files import first_lines, line_of_byte
+from gpucluster_analysis.ingest.files import first_lines, locate_json_error
 from gpucluster_analysis.sqlfiles import run_script
 from gpucluster_analysis.timezones import install_zone
 
@@ -167,12 +167,14 @@ def _load_job_log(ctx: LoadContext) -> LoadCounts:
 
 
 def _json_error_message(ctx: LoadContext, error: str) -> str:
+    located = locate_json_error(ctx.path)
+    if located:
+        line, what = located
+        return f"{ctx.path}:{line}: not a readable Philly job log: {what}"
     first = error.splitlines()[0]
-    first = re.sub(r'^[A-Za-z ]+Error: ', "", first)
+    first = re.sub(r"^[A-Za-z ]+Error: ", "", first)
     first = re.sub(r' in file "[^"]*"', "", first)
-    byte = re.search(r"at byte (\d+)", first)
-    where = f"{ctx.path}:{line_of_byte(ctx.path, int(byte.group(1)))}" if byte else str(ctx.path)
-    return f"{where}: not a readable Philly job log: {first}"
+    return f"{ctx.path}: not a readable Philly job log: {first}"
 
 
 def _load_gpu_util(ctx: LoadContext) -> LoadCounts:
