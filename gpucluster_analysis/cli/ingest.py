@@ -8,13 +8,14 @@ from typing import Annotated
 import typer
 
 from gpucluster_analysis.cli._options import DEFAULT_DB, DbOption
-from gpucluster_analysis.cli._output import fail, interrupted, stderr
+from gpucluster_analysis.cli._output import guarded, stderr
 from gpucluster_analysis.errors import ExitCode, GcaError
 
 # Files smaller than this finish before a progress bar would be worth drawing.
 _PROGRESS_MIN_BYTES = 32 << 20
 
 
+@guarded
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or directories (walked) to ingest.", show_default=False)],
     db: DbOption = DEFAULT_DB,
@@ -41,17 +42,12 @@ def ingest(
     from gpucluster_analysis.ingest import IngestOptions, ingest_paths
     from gpucluster_analysis.timezones import check_zone
 
-    try:
-        if tz:
-            check_zone(tz)
-        options = IngestOptions(zone=tz, replace=replace, strict=strict)
-        listener = _RichListener()
-        with open_store(db) as con, listener:
-            reports = ingest_paths(con, paths, options, format_name=format_name, listener=listener)
-    except GcaError as e:
-        fail(e)
-    except KeyboardInterrupt:
-        interrupted()
+    if tz:
+        check_zone(tz)
+    options = IngestOptions(zone=tz, replace=replace, strict=strict)
+    listener = _RichListener()
+    with open_store(db) as con, listener:
+        reports = ingest_paths(con, paths, options, format_name=format_name, listener=listener)
     _print_summary(reports, db)
     failed = [r for r in reports if r.status == "failed"]
     if failed:

@@ -8,10 +8,10 @@ from typing import Annotated
 import typer
 
 from gpucluster_analysis.cli._options import DEFAULT_DB, DbOption
-from gpucluster_analysis.cli._output import fail, interrupted, stderr
-from gpucluster_analysis.errors import GcaError
+from gpucluster_analysis.cli._output import guarded, stderr
 
 
+@guarded
 def report(
     db: DbOption = DEFAULT_DB,
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory for index.html and the CSV tables.", file_okay=False)] = Path("reports"),
@@ -22,10 +22,5 @@ def report(
     """
     from gpucluster_analysis.report.build import build_report
 
-    try:
-        written = build_report(db, out, log=lambda msg: stderr.print(f"gca: {msg}", markup=False))
-    except GcaError as e:
-        fail(e)
-    except KeyboardInterrupt:
-        interrupted()
+    written = build_report(db, out, log=lambda msg: stderr.print(f"gca: {msg}", markup=False))
     stderr.print(f"gca: wrote {written.html} and {len(written.tables)} CSV tables in {written.out_dir}", markup=False)

@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 
-from gpucluster_analysis.cli._output import fail, interrupted, stderr
-from gpucluster_analysis.errors import GcaError
+from gpucluster_analysis.cli._output import guarded, stderr
 
 
+@guarded
 def synth(
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write the trace into.", file_okay=False)],
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Number of jobs.")] = 500,
@@ -24,11 +24,6 @@ def synth(
     """
     from gpucluster_analysis.synth import generate_trace
 
-    try:
-        result = generate_trace(out, jobs=jobs, machines=machines, days=days, seed=seed,
-                                log=lambda msg: stderr.print(f"gca: {msg}", markup=False))
-    except GcaError as e:
-        fail(e)
-    except KeyboardInterrupt:
-        interrupted()
+    result = generate_trace(out, jobs=jobs, machines=machines, days=days, seed=seed,
+                            log=lambda msg: stderr.print(f"gca: {msg}", markup=False))
     stderr.print(f"gca: wrote {result}", markup=False)

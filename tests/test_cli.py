@@ -1,0 +1,102 @@
+"""The command line: help, exit codes, one-line errors on stderr, no tracebacks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpucluster_analysis.cli import app
+from gpucluster_analysis.errors import ExitCode
+from tests.test_ingest_philly import GPU_UTIL, JOB_LOG
+
+runner = CliRunner()
+
+
+def run(*args: str):  # type: ignore[no-untyped-def]
+    return runner.invoke(app, list(args))
+
+
+def assert_one_line_error(result, code: ExitCode, *fragments: str) -> None:  # type: ignore[no-untyped-def]
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("gca: error:")]
+    assert len(errors) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in errors[0]
+
+
+@pytest.mark.parametrize("command", [[], ["ingest"], ["report"], ["synth"]])
+def test_every_command_has_help(command: list[str]) -> None:
+    result = run(*command, "--help")
+    assert result.exit_code == 0
+    assert "Exit codes" in result.stdout
+    assert "Example:" in result.stdout or not command
+
+
+def test_help_does_not_import_heavy_libraries() -> None:
+    code = (
+        "import sys; from gpucluster_analysis.cli import app; "
+        "print(sorted(m for m in ('duckdb', 'polars', 'plotly', 'scipy', 'numpy') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_entry_point_runs_as_a_module() -> None:
+    out = subprocess.run([sys.executable, "-m", "gpucluster_analysis", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.startswith("gca ")
+
+
+def test_ingest_then_summary_on_stderr_and_nothing_on_stdout(tmp_path: Path) -> None:
+    log = tmp_path / "cluster_job_log"
+    log.write_text(JOB_LOG)
+    result = run("ingest", str(log), "--db", str(tmp_path / "s.duckdb"))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert "philly_job_log" in result.stderr
+    assert "rejected cluster_job_log:17" in result.stderr.replace(str(tmp_path) + "/", "")
+    again = run("ingest", str(log), "--db", str(tmp_path / "s.duckdb"))
+    assert again.exit_code == 0 and "unchanged" in again.stderr
+
+
+def test_unknown_file_exits_2_and_stores_nothing(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello\n")
+    result = run("ingest", str(notes), "--db", str(tmp_path / "s.duckdb"))
+    assert_one_line_error(result, ExitCode.USAGE, str(notes), "not a format gca recognizes")
+
+
+def test_missing_path_exits_2(tmp_path: Path) -> None:
+    result = run("ingest", str(tmp_path / "nope"), "--db", str(tmp_path / "s.duckdb"))
+    assert_one_line_error(result, ExitCode.USAGE, "nope: no such file or directory")
+
+
+def test_bad_zone_and_bad_format_exit_2(tmp_path: Path) -> None:
+    log = tmp_path / "cluster_job_log"
+    log.write_text(JOB_LOG)
+    assert_one_line_error(run("ingest", str(log), "--tz", "Mars/Olympus", "--db", str(tmp_path / "s.duckdb")), ExitCode.USAGE, "Mars/Olympus")
+    assert_one_line_error(run("ingest", str(log), "--format", "excel", "--db", str(tmp_path / "s.duckdb")), ExitCode.USAGE, "unknown format 'excel'")
+
+
+def test_malformed_file_exits_2_naming_file_and_line(tmp_path: Path) -> None:
+    log = tmp_path / "cluster_job_log"
+    log.write_text('[\n {"jobid": "a",\n  "attempts": [}\n]\n')
+    result = run("ingest", str(log), "--db", str(tmp_path / "s.duckdb"))
+    assert_one_line_error(result, ExitCode.USAGE, f"{log}:3: not a readable Philly job log")
+
+
+def test_strict_with_rejects_exits_3(tmp_path: Path) -> None:
+    util = tmp_path / "cluster_gpu_util"
+    util.write_text(GPU_UTIL)
+    result = run("ingest", str(util), "--strict", "--db", str(tmp_path / "s.duckdb"))
+    assert_one_line_error(result, ExitCode.PARTIAL, f"{util}:4: too many fields")
+
+
+def test_report_without_a_store_exits_1_with_a_hint(tmp_path: Path) -> None:
+    result = run("report", "--db", str(tmp_path / "none.duckdb"), "--out", str(tmp_path / "out"))
+    assert_one_line_error(result, ExitCode.DATA, "none.duckdb", "gca ingest")
+    assert not (tmp_path / "out" / "index.html").exists()
