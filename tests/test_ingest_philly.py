@@ -132,21 +132,24 @@ GPU_UTIL = (
     "2017-11-05 01:33:00 PST,m1,130,1,\n"
     "2017-11-05 01:34:00 XST,m1,1,1,\n"
     "2017-11-05 01:35:00 PST,,1,1,\n"
-    "2017-11-05 01:36:00 PST,m2,1,2\n"  # no trailing comma: one field short of the others
+    "2017-11-05 01:36:00 PST,m2,1,2\n"  # no trailing comma but every value: fine
+    "2017-11-05 01:37:00 PST,m2\n"  # too few fields
 )
 
 
 def test_gpu_util_long_form_and_rejects(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     (report,) = ingest(db, write(tmp_path / "cluster_gpu_util", GPU_UTIL))
-    assert (report.rows, report.rejects) == (3, 7)
+    assert (report.rows, report.rejects) == (5, 7)
     assert rows(db, "SELECT sample_at, machine_id, gpu_index, util_pct FROM gpu_samples ORDER BY ALL") == [
         (datetime(2017, 11, 5, 8, 30), "m1", 0, 50.0),
         (datetime(2017, 11, 5, 9, 30), "m1", 0, 60.0),
         (datetime(2017, 11, 5, 9, 30), "m1", 1, 70.0),
+        (datetime(2017, 11, 5, 9, 36), "m2", 0, 1.0),
+        (datetime(2017, 11, 5, 9, 36), "m2", 1, 2.0),
     ]
     rejects = rows(db, "SELECT line, reason FROM rejects ORDER BY line")
-    assert [line for line, _ in rejects] == [4, 5, 6, 7, 8, 9, 10]
+    assert [line for line, _ in rejects] == [4, 5, 6, 7, 8, 9, 11]
     reasons = dict(rejects)
     assert reasons[4].startswith("too many fields")
     assert reasons[5] == "unreadable time not a time"
@@ -154,7 +157,7 @@ def test_gpu_util_long_form_and_rejects(tmp_path: Path) -> None:
     assert reasons[7] == "GPU utilization outside 0-100"
     assert reasons[8] == "unreadable time 2017-11-05 01:34:00 XST"
     assert reasons[9] == "row without a machine id"
-    assert reasons[10].startswith("too few fields")
+    assert reasons[11].startswith("too few fields")
 
 
 def test_gpu_util_without_trailing_commas_or_header_and_gzipped(tmp_path: Path) -> None:

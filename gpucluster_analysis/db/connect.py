@@ -38,6 +38,9 @@ def open_store(path: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDB
     try:
         # Times are stored as naive UTC; make sure nothing converts them on the way.
         con.execute("SET TimeZone = 'UTC'")
+        # Keep progress tracking (gca draws its own bar on stderr) but never let DuckDB print one.
+        con.execute("SET enable_progress_bar = true")
+        con.execute("SET enable_progress_bar_print = false")
         if not read_only:
             apply_schema(con)
         yield con

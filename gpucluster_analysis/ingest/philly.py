@@ -93,8 +93,8 @@ def _csv_layout(ctx: LoadContext, fixed: list[tuple[str, str]], what: str) -> tu
     """Reader columns and whether line 1 is a header, from the file's first lines.
 
     `fixed` lists (name, type) of the leading columns; for the GPU file the
-    per-GPU columns are taken from the header. A trailing comma on data rows
-    (as upstream writes them) becomes an extra ignored column.
+    per-GPU columns are taken from the header (or counted on a headerless
+    first row). DuckDB's reader accepts the trailing comma of upstream rows.
     """
     lines = [ln for ln in first_lines(ctx.head, 3)]
     if not lines:
@@ -119,11 +119,6 @@ def _csv_layout(ctx: LoadContext, fixed: list[tuple[str, str]], what: str) -> tu
                 count -= 1
             for i in range(count):
                 columns[f"g{i}"] = "DOUBLE"
-    data = lines[1] if has_header and len(lines) > 1 else (lines[0] if not has_header else None)
-    if data is not None:
-        fields = _fields(data)
-        if len(fields) == len(columns) + 1 and fields[-1] == "":
-            columns["extra_fields"] = "VARCHAR"
     return columns, has_header
 
 
