@@ -13,6 +13,7 @@ so the rules do not depend on DuckDB's ICU build and the edge cases are ours:
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import duckdb
@@ -60,6 +61,7 @@ def _offset_periods(zone: ZoneInfo) -> list[tuple[datetime, int]]:
     return periods
 
 
+@cache
 def local_periods(zone_name: str) -> list[tuple[datetime, int]]:
     """(local wall-clock start, offset seconds) rows covering every local time once.
 
