@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Callable
 from typing import NoReturn, ParamSpec, TypeVar
 
@@ -12,7 +13,8 @@ from rich.console import Console
 
 from gpucluster_analysis.errors import ExitCode, GcaError
 
-stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+# Logs and CI captures are not 80 columns wide; don't fold the summary table there.
+stderr = Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys.stderr.isatty() else 160)
 
 P = ParamSpec("P")
 R = TypeVar("R")
