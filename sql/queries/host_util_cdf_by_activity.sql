@@ -1,0 +1,69 @@
+-- host_util_cdf_by_activity: the distribution of host CPU utilization and memory used
+-- (mem used % = (total - free) / total) per host sample, split by whether a job of this
+-- store held a GPU of that machine at that time (temp table job_machine_windows; the same
+-- start <= t < end rule and hour-bucket equi-join as the GPU attribution). 1-percent bins.
+-- The windows of all jobs on a machine are merged first, so a sample matches at most one
+-- window and the LEFT JOIN neither drops nor repeats a sample.
+-- Parameters: none.
+-- Output: metric ('cpu_util_pct', 'mem_used_pct'), job_running (BOOLEAN), util_bin (0..100),
+-- samples, value_sum (exact sum of the values in the bin), cum_share.
+WITH telemetry AS (
+    SELECT min(sample_at) AS first_at, max(sample_at) AS last_at FROM host_samples
+),
+ordered AS (
+    SELECT machine_id, start_at, end_at,
+           max(end_at) OVER (PARTITION BY machine_id ORDER BY start_at, end_at
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS previous_end
+    FROM job_machine_windows
+),
+islands AS (
+    SELECT *, sum(CASE WHEN previous_end IS NULL OR start_at > previous_end THEN 1 ELSE 0 END)
+                  OVER (PARTITION BY machine_id ORDER BY start_at, end_at) AS island
+    FROM ordered
+),
+busy AS (
+    SELECT machine_id, min(start_at) AS start_at, max(end_at) AS end_at
+    FROM islands GROUP BY machine_id, island
+),
+busy_hours AS (
+    SELECT b.machine_id, b.start_at, b.end_at,
+           unnest(range(epoch_us(greatest(b.start_at, t.first_at)) // 3600000000,
+                        epoch_us(least(b.end_at, t.last_at)) // 3600000000 + 1)) AS hour
+    FROM busy b CROSS JOIN telemetry t
+    WHERE b.end_at > t.first_at AND b.start_at <= t.last_at
+),
+marked AS (
+    SELECT s.cpu_util_pct,
+           100.0 * (s.mem_total_kib - s.mem_free_kib) / nullif(s.mem_total_kib, 0) AS mem_used_pct,
+           w.machine_id IS NOT NULL AS job_running
+    FROM host_samples s
+    LEFT JOIN busy_hours w
+      ON s.machine_id = w.machine_id AND epoch_us(s.sample_at) // 3600000000 = w.hour
+     AND s.sample_at >= w.start_at AND s.sample_at < w.end_at
+),
+pairs AS (
+    -- both metrics binned in one pass; at most 2 x 102 x 102 groups
+    SELECT job_running,
+           -- CASE, not just least/greatest: those skip NULLs, and a missing value must stay missing
+           CASE WHEN cpu_util_pct IS NOT NULL
+                THEN CAST(least(greatest(floor(cpu_util_pct), 0), 100) AS SMALLINT) END AS cpu_bin,
+           CASE WHEN mem_used_pct IS NOT NULL
+                THEN CAST(least(greatest(floor(mem_used_pct), 0), 100) AS SMALLINT) END AS mem_bin,
+           count(*) AS samples,
+           sum(cpu_util_pct) AS cpu_sum,
+           sum(mem_used_pct) AS mem_sum
+    FROM marked
+    GROUP BY ALL
+),
+binned AS (
+    SELECT 'cpu_util_pct' AS metric, job_running, cpu_bin AS util_bin, sum(samples) AS samples, sum(cpu_sum) AS value_sum
+    FROM pairs WHERE cpu_bin IS NOT NULL GROUP BY job_running, cpu_bin
+    UNION ALL
+    SELECT 'mem_used_pct', job_running, mem_bin, sum(samples), sum(mem_sum)
+    FROM pairs WHERE mem_bin IS NOT NULL GROUP BY job_running, mem_bin
+)
+SELECT metric, job_running, util_bin, CAST(samples AS BIGINT) AS samples, value_sum,
+       sum(samples) OVER (PARTITION BY metric, job_running ORDER BY util_bin)
+           / sum(samples) OVER (PARTITION BY metric, job_running) AS cum_share
+FROM binned
+ORDER BY metric, job_running DESC, util_bin
