@@ -1,0 +1,257 @@
+"""Build the report: store -> named queries -> sections -> one offline index.html + CSV tables.
+
+`build_report(db, out, log)` opens the store read-only, builds the temp tables (one pass
+over the GPU samples), runs the report's named queries, writes `jobs.csv` and one CSV per
+figure or table, and `index.html`: a single self-contained file with plotly.js inlined
+once, no network reference, every figure drawn from a fixed div id. Each file is written
+to a temporary name in the output directory and renamed into place, so a reader never
+sees a half-written file.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from gpucluster_analysis import __version__
+from gpucluster_analysis.db import open_store
+from gpucluster_analysis.errors import ReportError, StoreError
+from gpucluster_analysis.report import analysis, sections
+from gpucluster_analysis.report.sections import Figure, Paragraph, Section, Table
+from gpucluster_analysis.report.tables import format_for_csv, jobs_table, prepare, prepare_report, run_query
+
+# The report's named queries; each result is written as <name>.csv.
+REPORT_QUERIES = (
+    "overview_totals", "jobs_by_status", "jobs_by_size",
+    "queue_delay_summary_by_size", "queue_delay_cdf_by_size", "queue_delay_by_vc", "queue_delay_cdf_by_vc",
+    "queue_delay_by_servers", "retry_gap_by_order",
+    "gpu_util_by_gpus_servers", "gpu_util_cdf_by_placement", "gpu_util_by_status", "gpu_util_cdf_by_status",
+    "gpu_util_by_colocation", "host_util_cdf_by_activity",
+    "failures_by_status", "job_attempts_by_status", "gpu_time_by_status_size", "run_time_cdf_by_status",
+    "gpu_time_by_run_time_status", "failure_reasons",
+    "gpu_sample_interval", "gpu_time_coverage", "job_sample_coverage", "rejects_by_file",
+    "machine_capacity_mismatch", "jobs_missing_times",
+)
+# Stored rows the sample-interval query looks at (a bounded prefix of gpu_samples).
+INTERVAL_PROBE_ROWS = 1_000_000
+PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
+
+
+@dataclass(frozen=True)
+class Written:
+    """What build_report wrote."""
+
+    html: Path
+    tables: list[Path]
+    out_dir: Path
+
+
+def build_report(db: Path, out: Path, log: Callable[[str], None] = lambda _msg: None) -> Written:
+    """Write `out/index.html` and the CSV tables (jobs.csv first) for the store at `db`.
+
+    Raises StoreError when the store is missing or holds no jobs, ReportError when `out`
+    cannot be written.
+    """
+    db, out = Path(db), Path(out)
+    if out.exists() and not out.is_dir():
+        raise ReportError(f"{out}: exists and is not a directory", hint="pass --out a directory")
+    started = time.perf_counter()
+    with open_store(db, read_only=True) as con:
+        _check_store(con, db)
+        with _step(log, "preparing: attempt windows and GPU-sample attribution"):
+            prepare(con)
+            prepare_report(con)
+        with _step(log, "jobs table"):
+            jobs = format_for_csv(jobs_table(con))
+        with _step(log, f"{len(REPORT_QUERIES)} report queries"):
+            results = _run_queries(con)
+            per_job = run_query(con, "job_gpu_util_by_attributes")
+    tests = analysis.locality_tests(per_job)
+    results["gpu_util_locality_tests"] = analysis.tests_frame(tests)
+    content = sections.compose(results, tests, db.name)
+    with _step(log, "writing HTML and CSV"):
+        page = render_html(content, title=f"GPU cluster report: {db.name}")
+        tables = _write_outputs(out, jobs, results, page)
+    log(f"report built in {time.perf_counter() - started:.1f} s")
+    return Written(html=out / "index.html", tables=tables, out_dir=out)
+
+
+@contextmanager
+def _step(log: Callable[[str], None], what: str) -> Iterator[None]:
+    t = time.perf_counter()
+    yield
+    log(f"{what}: {time.perf_counter() - t:.1f} s")
+
+
+def _check_store(con: duckdb.DuckDBPyConnection, db: Path) -> None:
+    hint = f"run `gca ingest PATH... --db {db}` first"
+    tables = {r[0] for r in con.sql("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall()}
+    if "jobs" not in tables:
+        raise StoreError(f"{db}: not a gca store (it has no jobs table)", hint=hint)
+    if not con.sql("SELECT count(*) FROM jobs").fetchall()[0][0]:
+        raise StoreError(f"{db}: the store holds no jobs, so there is nothing to report", hint=hint)
+
+
+def _run_queries(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
+    interval = run_query(con, "gpu_sample_interval", rows=INTERVAL_PROBE_ROWS)
+    interval_s = interval.get_column("interval_s")[0] if interval.height else None
+    params = {"top_vcs": sections.TOP_VCS, "sample_interval_s": interval_s}
+    results = {"gpu_sample_interval": interval}
+    for name in REPORT_QUERIES:
+        if name not in results:
+            results[name] = run_query(con, name, **params)
+    return results
+
+
+# ---------------------------------------------------------------- files
+
+
+def csv_text(df: pl.DataFrame) -> str:
+    """CSV with ISO 8601 Z times, plain decimals at full precision (never 1e-05), empty missing values."""
+    return format_for_csv(df).write_csv(float_scientific=False, null_value="")
+
+
+def _write_outputs(out: Path, jobs: pl.DataFrame, results: dict[str, pl.DataFrame], page: str) -> list[Path]:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        tables = [_write_atomic(out / "jobs.csv", csv_text(jobs))]
+        for name, df in results.items():
+            tables.append(_write_atomic(out / f"{name}.csv", csv_text(df)))
+        # index.html last: when it is there, the tables it links to are too
+        _write_atomic(out / "index.html", page)
+    except OSError as e:
+        raise ReportError(f"{out}: cannot write the report: {e.strerror or e}",
+                          hint="check that the directory is writable and the disk is not full") from e
+    return tables
+
+
+def _write_atomic(path: Path, text: str) -> Path:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+# ---------------------------------------------------------------- HTML
+
+CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0; color: #222;
+       background: #fafafa; line-height: 1.45; }
+header { background: #1f3b57; color: #fff; padding: 18px 32px; }
+header h1 { margin: 0 0 4px 0; font-size: 22px; }
+header p { margin: 0; opacity: 0.85; font-size: 13px; }
+nav { background: #fff; border-bottom: 1px solid #ddd; padding: 8px 32px; position: sticky; top: 0; z-index: 10; }
+nav a { margin-right: 18px; color: #1f3b57; text-decoration: none; font-weight: 600; font-size: 14px; }
+main { max-width: 1180px; margin: 0 auto; padding: 8px 32px 48px 32px; }
+section { background: #fff; border: 1px solid #e3e3e3; border-radius: 6px; padding: 6px 24px 18px 24px;
+          margin: 22px 0; }
+h2 { color: #1f3b57; border-bottom: 2px solid #e8eef4; padding-bottom: 6px; }
+h3 { color: #1f3b57; margin-top: 28px; }
+.figure { margin: 18px 0 26px 0; }
+.plot { width: 100%; }
+p.finding { background: #f2f7fb; border-left: 4px solid #2c7fb8; padding: 8px 12px; margin: 6px 0; }
+p.note { background: #fff8e6; border-left: 4px solid #e0a800; padding: 8px 12px; }
+p.source { font-size: 12px; color: #666; margin: 2px 0 0 0; }
+table { border-collapse: collapse; font-size: 12.5px; margin: 6px 0; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; white-space: nowrap; }
+th { background: #f0f3f6; }
+td.text { text-align: left; white-space: normal; max-width: 520px; }
+.table-wrap { overflow-x: auto; }
+p.caption { font-size: 13.5px; margin: 18px 0 4px 0; }
+th { text-align: left; }
+"""
+
+
+def render_html(content: list[Section], title: str) -> str:
+    """One self-contained page: plotly.js once in <head>, then every section and figure."""
+    import plotly.io as pio
+    from plotly.offline import get_plotlyjs
+
+    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    nav = "".join(f'<a href="#{html.escape(s.id)}">{html.escape(s.title)}</a>' for s in content)
+    body: list[str] = []
+    for s in content:
+        body.append(f'<section id="{html.escape(s.id)}"><h2>{html.escape(s.title)}</h2>')
+        for block in s.blocks:
+            if isinstance(block, Figure):
+                div = pio.to_html(block.figure, include_plotlyjs=False, full_html=False, div_id=block.div_id,
+                                  config=PLOTLY_CONFIG, default_width="100%",
+                                  default_height=f"{block.figure.layout.height or 420}px")
+                body.append(
+                    f'<div class="figure" id="{html.escape(block.div_id)}-block"><div class="plot">{div}</div>'
+                    f'<p class="finding">{html.escape(block.finding)}</p>'
+                    f'<p class="source">Numbers: <a href="{html.escape(block.csv)}.csv">{html.escape(block.csv)}.csv</a></p>'
+                    "</div>"
+                )
+            elif isinstance(block, Table):
+                body.append(_table_html(block))
+            elif isinstance(block, Paragraph) and block.kind == "h3":
+                slug = block.text.lower().replace(" ", "-")
+                body.append(f'<h3 id="{html.escape(slug)}">{html.escape(block.text)}</h3>')
+            else:
+                body.append(f'<p class="{html.escape(block.kind)}">{html.escape(block.text)}</p>')
+        body.append("</section>")
+    # The bundle goes in as is; it holds no "</script" (checked by the tests).
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        f"<title>{html.escape(title)}</title>\n<style>{CSS}</style>\n"
+        f'<script type="text/javascript">{get_plotlyjs()}</script>\n</head>\n<body>\n'
+        f"<header><h1>{html.escape(title)}</h1><p>Generated {generated} by gca {html.escape(__version__)}."
+        " All times UTC. Every figure's numbers are in the CSV named below it; jobs.csv has one row per job.</p></header>\n"
+        f"<nav>{nav}</nav>\n<main>\n" + "\n".join(body) + "\n</main>\n</body>\n</html>\n"
+    )
+
+
+def _table_html(t: Table) -> str:
+    df = t.frame
+    shown = df.head(t.max_rows)
+    more = (f" Showing the first {t.max_rows} of {df.height:,} rows; all are in {t.name}.csv."
+            if df.height > t.max_rows else "")
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
+    rows = []
+    for row in shown.iter_rows(named=True):
+        cells = []
+        for col, value in row.items():
+            text, is_text = _cell(col, value)
+            cells.append(f'<td class="text">{html.escape(text)}</td>' if is_text else f"<td>{html.escape(text)}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    if not rows:
+        rows.append(f'<tr><td class="text" colspan="{max(len(df.columns), 1)}">(no rows)</td></tr>')
+    caption = html.escape(t.caption + more)
+    return (f'<div class="table-block"><p class="caption">{caption}'
+            f' <a href="{html.escape(t.name)}.csv">{html.escape(t.name)}.csv</a></p>'
+            f'<div class="table-wrap"><table id="table-{html.escape(t.name)}">'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div></div>")
+
+
+def _cell(col: str, value: object) -> tuple[str, bool]:
+    """Display text of one table cell, and whether it is text (left-aligned)."""
+    if value is None:
+        return "", False
+    if isinstance(value, bool):
+        return ("yes" if value else "no"), False
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M"), False
+    if isinstance(value, int):
+        return f"{value:,}", False
+    if isinstance(value, float):
+        if col.endswith("_s"):
+            return sections.fmt_dur(value), False
+        if col == "p_value":
+            return ("<0.001" if value < 0.001 else f"{value:.3f}"), False
+        if abs(value) >= 100:
+            return f"{value:,.0f}", False
+        return f"{value:.2f}" if abs(value) < 10 else f"{value:.1f}", False
+    return str(value), True

@@ -1,0 +1,248 @@
+"""Figures of the report: pure functions, polars DataFrame in, plotly Figure out.
+
+Each function takes the DataFrame of one named query (columns as documented in its SQL
+header) and returns a Figure; nothing here reads files, the store or the clock, so the
+same input always gives the same figure (`fig.to_dict()` can be golden-tested).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+import polars as pl
+
+HEIGHT = 420
+STATUS_COLORS = {
+    "passed": "#2ca02c", "failed": "#d62728", "killed": "#ff7f0e", "timeout": "#9467bd",
+    "node_fail": "#8c564b", "preempted": "#e377c2", "running": "#17becf", "pending": "#bcbd22",
+    "unknown": "#7f7f7f",
+}
+def status_rank(status: object) -> tuple[int, str]:
+    """Sort key: statuses in STATUS_COLORS order (passed first), unknown ones after, by name."""
+    order = list(STATUS_COLORS)
+    return (order.index(status) if status in order else len(order), str(status))
+
+
+PLACEMENT_COLORS = {"packed": "#1f77b4", "spread": "#d62728"}
+SIZE_ORDER = ["1", "2-4", "5-8", ">8", "unknown"]
+
+
+def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, height: int = HEIGHT) -> go.Figure:
+    fig.update_layout(
+        title=dict(text=title, x=0.0, xanchor="left", font=dict(size=15)),
+        template="plotly_white",
+        height=height,
+        margin=dict(l=70, r=20, t=60, b=60),
+        font=dict(size=12),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0),
+        xaxis_title=x_title,
+        yaxis_title=y_title,
+    )
+    return fig
+
+
+DURATION_TICKS = (
+    (1, "1 s"), (10, "10 s"), (60, "1 min"), (600, "10 min"), (3600, "1 h"), (6 * 3600, "6 h"),
+    (86400, "1 day"), (7 * 86400, "1 week"), (30 * 86400, "30 days"), (365 * 86400, "1 year"),
+)
+
+
+def duration_axis(fig: go.Figure, axis: str = "x") -> go.Figure:
+    """A log axis of seconds labelled in human units (1 min, 1 h, 1 day...)."""
+    ticks = dict(type="log", tickvals=[v for v, _ in DURATION_TICKS], ticktext=[t for _, t in DURATION_TICKS])
+    (fig.update_xaxes if axis == "x" else fig.update_yaxes)(**ticks)
+    return fig
+
+
+def share_bars(df: pl.DataFrame, category: str, title: str, category_title: str) -> go.Figure:
+    """Side-by-side bars per category: % of jobs and % of GPU time (queries jobs_by_status/size)."""
+    cats = [str(c) for c in df.get_column(category).to_list()]
+    fig = go.Figure()
+    fig.add_bar(x=cats, y=df.get_column("jobs_pct").to_list(), name="% of jobs",
+                customdata=df.get_column("jobs").to_list(),
+                hovertemplate="%{x}: %{y:.1f}% of jobs (%{customdata:,} jobs)<extra></extra>")
+    fig.add_bar(x=cats, y=df.get_column("gpu_time_pct").to_list(), name="% of GPU time",
+                customdata=df.get_column("gpu_hours").to_list(),
+                hovertemplate="%{x}: %{y:.1f}% of GPU time (%{customdata:,.0f} GPU-hours)<extra></extra>")
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(type="category")
+    return _layout(fig, title, category_title, "share (%)")
+
+
+def cdf_lines(
+    df: pl.DataFrame,
+    group: str,
+    x: str,
+    title: str,
+    x_title: str,
+    *,
+    order: Sequence[str] | None = None,
+    colors: dict[str, str] | None = None,
+    log_x: bool = True,
+    x_floor: float = 1.0,
+) -> go.Figure:
+    """Empirical CDFs of durations in seconds, one step line per group (queries *_cdf_by_*:
+    group, x, cum_share).
+
+    On the log axis, values below `x_floor` are drawn at `x_floor` (a zero wait cannot be
+    placed on a log scale); hover shows the true value.
+    """
+    fig = go.Figure()
+    groups = list(order) if order else list(dict.fromkeys(df.get_column(group).to_list()))
+    for g in groups:
+        part = df.filter(pl.col(group) == g)
+        if part.is_empty():
+            continue
+        xs = part.get_column(x).to_list()
+        shown = [max(v, x_floor) for v in xs] if log_x else xs
+        fig.add_scatter(
+            x=shown, y=part.get_column("cum_share").to_list(), customdata=xs, mode="lines", name=str(g),
+            line=dict(shape="hv", width=2, color=(colors or {}).get(str(g))),
+            hovertemplate=f"{g}: " + "%{y:.1%} at or below %{customdata:,.0f} s<extra></extra>",
+        )
+    fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
+    if log_x:
+        duration_axis(fig, "x")
+    return _layout(fig, title, x_title, "share of jobs (CDF)")
+
+
+def hist_cdf(
+    df: pl.DataFrame,
+    group: str,
+    title: str,
+    x_title: str = "GPU utilization (%)",
+    *,
+    order: Sequence[str] | None = None,
+    colors: dict[str, str] | None = None,
+    y_title: str = "share of samples (CDF)",
+) -> go.Figure:
+    """CDFs from 1-percent histograms (queries *_util_cdf_*: group, util_bin, cum_share).
+
+    A bin b holds values in [b, b+1), so its cumulative share is drawn at x = b + 1.
+    """
+    fig = go.Figure()
+    groups = list(order) if order else list(dict.fromkeys(df.get_column(group).to_list()))
+    for g in groups:
+        part = df.filter(pl.col(group) == g).sort("util_bin")
+        if part.is_empty():
+            continue
+        xs = [0.0] + [min(b + 1, 100) for b in part.get_column("util_bin").to_list()]
+        ys = [0.0] + part.get_column("cum_share").to_list()
+        n = int(part.get_column("samples").sum())
+        fig.add_scatter(
+            x=xs, y=ys, mode="lines", name=f"{g} (n={n:,})",
+            line=dict(width=2, color=(colors or {}).get(str(g))),
+            hovertemplate=f"{g}: " + "%{y:.1%} of samples below %{x}%<extra></extra>",
+        )
+    fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
+    fig.update_xaxes(range=[0, 100])
+    return _layout(fig, title, x_title, y_title)
+
+
+def grouped_bars(
+    df: pl.DataFrame,
+    x: str,
+    y: str,
+    color: str | None,
+    title: str,
+    x_title: str,
+    y_title: str,
+    *,
+    count: str | None = None,
+    log_y: bool = False,
+    barmode: str = "group",
+    colors: dict[str, str] | None = None,
+    color_order: Sequence[str] | None = None,
+    y_format: str = ",.1f",
+) -> go.Figure:
+    """Bars of `y` by category `x`, one trace per value of `color` (or a single trace)."""
+    fig = go.Figure()
+    if color is None:
+        traces: list[tuple[str, pl.DataFrame]] = [(y_title, df)]
+    else:
+        keys = list(color_order) if color_order else list(dict.fromkeys(df.get_column(color).to_list()))
+        traces = [(str(k), df.filter(pl.col(color) == k)) for k in keys]
+    for name, part in traces:
+        if part.is_empty():
+            continue
+        custom = part.get_column(count).to_list() if count else None
+        hover = f"{name}, %{{x}}: %{{y:{y_format}}}"
+        if count:
+            hover += f" (n=%{{customdata:,}})"
+        fig.add_bar(
+            x=[str(v) for v in part.get_column(x).to_list()], y=part.get_column(y).to_list(), name=name,
+            customdata=custom, hovertemplate=hover + "<extra></extra>",
+            marker_color=(colors or {}).get(name),
+        )
+    fig.update_layout(barmode=barmode, showlegend=color is not None)
+    fig.update_xaxes(type="category")
+    if log_y:
+        fig.update_yaxes(type="log")
+    return _layout(fig, title, x_title, y_title)
+
+
+def quantile_bars(
+    df: pl.DataFrame, x: str, title: str, x_title: str, columns: Sequence[tuple[str, str]], *, count: str = "jobs"
+) -> go.Figure:
+    """Bars of several percentile columns (seconds) per category, on a log duration axis.
+
+    Values below 1 s are drawn at 1 s (log scale); hover shows the true value.
+    """
+    fig = go.Figure()
+    cats = [str(v) for v in df.get_column(x).to_list()]
+    n = df.get_column(count).to_list()
+    for col, label in columns:
+        secs = df.get_column(col).to_list()
+        fig.add_bar(x=cats, y=[None if v is None else max(v, 1.0) for v in secs], name=label,
+                    customdata=list(zip(secs, n, strict=True)),
+                    hovertemplate=f"%{{x}} {label}: %{{customdata[0]:,.0f}} s (n=%{{customdata[1]:,}})<extra></extra>")
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(type="category")
+    duration_axis(fig, "y")
+    return _layout(fig, title, x_title, "duration (log scale)")
+
+
+def util_heatmap(df: pl.DataFrame, title: str) -> go.Figure:
+    """Mean GPU utilization by GPUs (rows) x servers spanned (columns), query gpu_util_by_gpus_servers."""
+    gpus = sorted(set(df.get_column("num_gpus").to_list()))
+    servers = sorted(set(df.get_column("num_servers").to_list()))
+    cell = {(r["num_gpus"], r["num_servers"]): r for r in df.iter_rows(named=True)}
+    z, text, custom = [], [], []
+    for g in gpus:
+        z_row, t_row, c_row = [], [], []
+        for s in servers:
+            r = cell.get((g, s))
+            z_row.append(None if r is None else r["mean_util_pct"])
+            t_row.append("" if r is None else f"{r['mean_util_pct']:.0f}%<br>n={r['jobs']}")
+            c_row.append([0, 0] if r is None else [r["jobs"], r["samples"]])
+        z.append(z_row)
+        text.append(t_row)
+        custom.append(c_row)
+    fig = go.Figure(go.Heatmap(
+        x=[str(s) for s in servers], y=[str(g) for g in gpus], z=z, text=text, texttemplate="%{text}",
+        customdata=custom, zmin=0, zmax=100, colorscale="Viridis", colorbar=dict(title="util %"),
+        hovertemplate="%{y} GPUs on %{x} servers: %{z:.1f}% mean utilization"
+                      "<br>%{customdata[0]:,} jobs, %{customdata[1]:,} samples<extra></extra>",
+    ))
+    fig.update_xaxes(type="category")
+    fig.update_yaxes(type="category")
+    return _layout(fig, title, "servers spanned", "GPUs per job", height=max(HEIGHT, 60 + 40 * len(gpus)))
+
+
+def stacked_status_bars(
+    df: pl.DataFrame, x: str, y: str, title: str, x_title: str, y_title: str, *, x_order: Sequence[str] | None = None
+) -> go.Figure:
+    """Bars of `y` by `x`, stacked by final status (queries job_attempts_by_status, gpu_time_by_status_size)."""
+    fig = go.Figure()
+    xs = list(x_order) if x_order else [str(v) for v in dict.fromkeys(df.get_column(x).to_list())]
+    present = list(dict.fromkeys(df.get_column("status").to_list()))
+    for status in sorted(present, key=status_rank):
+        part = df.filter(pl.col("status") == status)
+        values = {str(r[x]): r[y] for r in part.iter_rows(named=True)}
+        fig.add_bar(x=xs, y=[values.get(v) for v in xs], name=str(status),
+                    marker_color=STATUS_COLORS.get(str(status)),
+                    hovertemplate=f"{status}, %{{x}}: %{{y:,.1f}}<extra></extra>")
+    fig.update_layout(barmode="stack")
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=xs)
+    return _layout(fig, title, x_title, y_title)

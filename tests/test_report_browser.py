@@ -1,0 +1,86 @@
+"""The report page in a real browser (Debian's headless chromium, driven by Playwright):
+no console or page errors, every figure drawn by plotly, and no request leaves file://.
+
+Skipped only where /usr/bin/chromium (or playwright) is missing and we are not in CI;
+in CI (CI=true) a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from gpucluster_analysis.report.build import Written, build_report
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason}; the browser check must run in CI")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def report(sample_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Written:
+    return build_report(sample_store, tmp_path_factory.mktemp("browser") / "out")
+
+
+def test_report_renders_offline_without_errors(report: Written) -> None:
+    if not CHROMIUM.exists():
+        _unavailable(f"{CHROMIUM} is not installed")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("playwright is not installed (pip install -e '.[test]')")
+
+    expected = len(re.findall(r"Plotly\.newPlot\(", report.html.read_text()))
+    assert expected >= 12
+    errors: list[str] = []
+    outside: list[str] = []
+
+    def route(r) -> None:  # type: ignore[no-untyped-def]
+        if r.request.url.startswith(LOCAL_SCHEMES):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.route("**/*", route)
+            page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+            page.on("requestfailed", lambda req: None if req.url in outside else errors.append(f"failed: {req.url}"))
+            page.goto(report.html.resolve().as_uri(), wait_until="load")
+            page.wait_for_function(
+                "n => document.querySelectorAll('.js-plotly-plot').length === n"
+                " && [...document.querySelectorAll('.js-plotly-plot')].every(d => d.querySelector('svg.main-svg'))",
+                arg=expected, timeout=30_000,
+            )
+            drawn = page.evaluate(
+                "[...document.querySelectorAll('.js-plotly-plot')]"
+                ".filter(d => d.querySelector('svg.main-svg') && d.querySelector('.plot-container')).length"
+            )
+            # every figure has data drawn: bars, lines or heatmap cells, not just empty axes
+            with_marks = page.evaluate(
+                "[...document.querySelectorAll('.js-plotly-plot')]"
+                ".filter(d => d.querySelector('.trace, .hm, image')).length"
+            )
+            page.wait_for_timeout(300)  # let late console messages arrive
+        finally:
+            browser.close()
+    assert errors == []
+    assert outside == []
+    assert drawn == expected
+    assert with_marks == expected
