@@ -10,8 +10,11 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import re
 import shlex
+import subprocess
+import sys
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -119,6 +122,15 @@ def test_same_seed_gives_identical_bytes(trace: Path, tmp_path: Path) -> None:
     again = tmp_path / "again"
     generate_trace(again, **SMALL)
     assert files_of(again) == files_of(trace)
+
+
+def test_bytes_do_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
+    tiny = {"jobs": 40, "machines": 2, "days": 0.5, "seed": 9}
+    generate_trace(tmp_path / "here", **tiny)
+    code = f"from gpucluster_analysis.synth import generate_trace; generate_trace({str(tmp_path / 'there')!r}, **{tiny!r})"
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=REPO)
+    assert files_of(tmp_path / "there") == files_of(tmp_path / "here")
 
 
 def test_another_seed_gives_another_trace(trace: Path, tmp_path: Path) -> None:

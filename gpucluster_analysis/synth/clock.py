@@ -100,10 +100,6 @@ class Blackout:
 
     windows: tuple[tuple[int, int], ...]
 
-    @classmethod
-    def for_span(cls, t0: int, t1: int, zone_name: str = ZONE_NAME) -> Blackout:
-        return cls(tuple((h.second, h.end) for h in repeated_hours(t0, t1, zone_name)))
-
     def defer(self, t: int) -> int:
         """`t`, or the end of the blackout window it falls in."""
         for start, end in self.windows:
