@@ -13,7 +13,7 @@ from gpucluster_analysis.errors import ExitCode, GcaError
 
 # Files smaller than this finish before a progress bar would be worth drawing.
 _PROGRESS_MIN_BYTES = 32 << 20
-_SKIPPED_SHOWN = 5
+_SKIPPED_SHOWN = 3
 
 
 @guarded
@@ -68,7 +68,7 @@ class _RichListener:
             TimeElapsedColumn(), console=stderr, transient=True,
         )
         self._task = None
-        self._skipped = 0
+        self._skipped: list[Path] = []
 
     def __enter__(self) -> _RichListener:
         self._progress.start()
@@ -76,14 +76,19 @@ class _RichListener:
 
     def __exit__(self, *exc: object) -> None:
         self._progress.stop()
-        if self._skipped > _SKIPPED_SHOWN:
-            stderr.print(f"gca: warning: skipped {self._skipped - _SKIPPED_SHOWN} more files gca does not read", markup=False)
+        # A directory can hold thousands of files gca does not read (job logs, notes): one line.
+        if len(self._skipped) == 1:
+            stderr.print(f"gca: warning: skipped {self._skipped[0]}: not a format gca reads", markup=False)
+        elif self._skipped:
+            examples = ", ".join(str(p) for p in self._skipped[:_SKIPPED_SHOWN])
+            more = ", ..." if len(self._skipped) > _SKIPPED_SHOWN else ""
+            stderr.print(
+                f"gca: warning: skipped {len(self._skipped)} files that are not a format gca reads: {examples}{more}",
+                markup=False,
+            )
 
     def skipped(self, path: Path, reason: str) -> None:
-        # A directory of job logs can hold thousands of files gca does not read (yet): show a few.
-        self._skipped += 1
-        if self._skipped <= _SKIPPED_SHOWN:
-            self._progress.console.print(f"gca: warning: skipped {path}: {reason}", markup=False)
+        self._skipped.append(path)
 
     def file_started(self, path: Path, format_name: str, size: int) -> None:
         if size >= _PROGRESS_MIN_BYTES:
