@@ -413,6 +413,16 @@ def test_every_query_runs_on_an_empty_schema(tmp_path: Path) -> None:
             assert isinstance(df, pl.DataFrame), name
 
 
+def test_capacity_snapshot_equals_the_schema_view(sample_store: Path) -> None:
+    """machine_capacity_snapshot re-derives the view from a shared scan; both must agree."""
+    with open_store(sample_store, read_only=True) as con:
+        prepare(con)
+        prepare_report(con)
+        view = con.sql("SELECT * FROM machine_capacity ORDER BY machine_id").fetchall()
+        snapshot = con.sql("SELECT * FROM machine_capacity_snapshot ORDER BY machine_id").fetchall()
+    assert view == snapshot and len(view) > 500
+
+
 def test_every_query_file_has_a_header_comment() -> None:
     for name in list_sql("queries"):
         first = load_sql("queries", name).lstrip().splitlines()[0]

@@ -67,13 +67,16 @@ def build_report(db: Path, out: Path, log: Callable[[str], None] = lambda _msg: 
     started = time.perf_counter()
     with open_store(db, read_only=True) as con:
         _check_store(con, db)
-        with _step(log, "preparing: attempt windows and GPU-sample attribution"):
-            prepare(con)
-            prepare_report(con)
+        # stdout is for data: no progress bars from long queries
+        con.execute("SET enable_progress_bar = false")
+        timed = _timed_tables(log)
+        with _step(log, "preparing: attempt windows, GPU-sample attribution, job tables"):
+            prepare(con, on_table=timed)
+            prepare_report(con, on_table=timed)
         with _step(log, "jobs table"):
             jobs = format_for_csv(jobs_table(con))
         with _step(log, f"{len(REPORT_QUERIES)} report queries"):
-            results = _run_queries(con)
+            results = _run_queries(con, log)
             per_job = run_query(con, "job_gpu_util_by_attributes")
     tests = analysis.locality_tests(per_job)
     results["gpu_util_locality_tests"] = analysis.tests_frame(tests)
@@ -83,6 +86,14 @@ def build_report(db: Path, out: Path, log: Callable[[str], None] = lambda _msg: 
         tables = _write_outputs(out, jobs, results, page)
     log(f"report built in {time.perf_counter() - started:.1f} s")
     return Written(html=out / "index.html", tables=tables, out_dir=out)
+
+
+def _timed_tables(log: Callable[[str], None]) -> Callable[[str, float], None]:
+    def on_table(name: str, seconds: float) -> None:
+        if seconds >= 1.0:  # only the ones worth knowing about at scale
+            log(f"  {name}: {seconds:.1f} s")
+
+    return on_table
 
 
 @contextmanager
@@ -101,14 +112,17 @@ def _check_store(con: duckdb.DuckDBPyConnection, db: Path) -> None:
         raise StoreError(f"{db}: the store holds no jobs, so there is nothing to report", hint=hint)
 
 
-def _run_queries(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
+def _run_queries(con: duckdb.DuckDBPyConnection, log: Callable[[str], None]) -> dict[str, pl.DataFrame]:
     interval = run_query(con, "gpu_sample_interval", rows=INTERVAL_PROBE_ROWS)
     interval_s = interval.get_column("interval_s")[0] if interval.height else None
     params = {"top_vcs": sections.TOP_VCS, "sample_interval_s": interval_s}
     results = {"gpu_sample_interval": interval}
     for name in REPORT_QUERIES:
         if name not in results:
+            started = time.perf_counter()
             results[name] = run_query(con, name, **params)
+            if (seconds := time.perf_counter() - started) >= 1.0:
+                log(f"  {name}: {seconds:.1f} s")
     return results
 
 

@@ -7,6 +7,7 @@ same input always gives the same figure (`fig.to_dict()` can be golden-tested).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
@@ -42,16 +43,38 @@ def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, height: int 
     return fig
 
 
-DURATION_TICKS = (
+# Log-axis ticks for durations in seconds: a fine set for narrow ranges, a coarse one for wide.
+FINE_TICKS = (
+    (1, "1 s"), (2, "2 s"), (5, "5 s"), (10, "10 s"), (30, "30 s"), (60, "1 min"), (120, "2 min"),
+    (300, "5 min"), (600, "10 min"), (1800, "30 min"), (3600, "1 h"), (2 * 3600, "2 h"), (6 * 3600, "6 h"),
+    (12 * 3600, "12 h"), (86400, "1 day"), (2 * 86400, "2 days"), (7 * 86400, "1 week"),
+    (30 * 86400, "30 days"), (365 * 86400, "1 year"),
+)
+COARSE_TICKS = (
     (1, "1 s"), (10, "10 s"), (60, "1 min"), (600, "10 min"), (3600, "1 h"), (6 * 3600, "6 h"),
     (86400, "1 day"), (7 * 86400, "1 week"), (30 * 86400, "30 days"), (365 * 86400, "1 year"),
 )
 
 
-def duration_axis(fig: go.Figure, axis: str = "x") -> go.Figure:
-    """A log axis of seconds labelled in human units (1 min, 1 h, 1 day...)."""
-    ticks = dict(type="log", tickvals=[v for v, _ in DURATION_TICKS], ticktext=[t for _, t in DURATION_TICKS])
-    (fig.update_xaxes if axis == "x" else fig.update_yaxes)(**ticks)
+def duration_axis(fig: go.Figure, axis: str, values: Sequence[float | None]) -> go.Figure:
+    """A log axis of seconds labelled in human units (1 min, 1 h, 1 day...).
+
+    The axis runs from the tick at or below the smallest value to the tick at or above the
+    largest, so there are always labelled ticks and bars keep a visible base.
+    """
+    present = [float(v) for v in values if v is not None and v > 0]
+    lo, hi = (min(present), max(present)) if present else (1.0, 86400.0)
+    for ticks in (FINE_TICKS, COARSE_TICKS):
+        below = [t for t in ticks if t[0] <= lo] or [ticks[0]]
+        above = [t for t in ticks if t[0] >= hi] or [ticks[-1]]
+        first, last = below[-1][0], above[0][0]
+        shown = [t for t in ticks if first <= t[0] <= last]
+        if len(shown) <= 10:
+            break
+    pad = 0.04 * max(math.log10(last) - math.log10(first), 1.0)
+    update = fig.update_xaxes if axis == "x" else fig.update_yaxes
+    update(type="log", tickvals=[v for v, _ in shown], ticktext=[t for _, t in shown],
+           range=[math.log10(first) - pad, math.log10(last) + pad])
     return fig
 
 
@@ -103,7 +126,7 @@ def cdf_lines(
         )
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
     if log_x:
-        duration_axis(fig, "x")
+        duration_axis(fig, "x", [max(v, x_floor) for v in df.get_column(x).to_list() if v is not None])
     return _layout(fig, title, x_title, "share of jobs (CDF)")
 
 
@@ -199,7 +222,7 @@ def quantile_bars(
                     hovertemplate=f"%{{x}} {label}: %{{customdata[0]:,.0f}} s (n=%{{customdata[1]:,}})<extra></extra>")
     fig.update_layout(barmode="group")
     fig.update_xaxes(type="category")
-    duration_axis(fig, "y")
+    duration_axis(fig, "y", [max(v, 1.0) for c, _ in columns for v in df.get_column(c).to_list() if v is not None])
     return _layout(fig, title, x_title, "duration (log scale)")
 
 

@@ -70,6 +70,11 @@ def plural(n: object, word: str, words: str | None = None) -> str:
     return f"{fmt_int(n)} {word if one else (words or word + 's')}"
 
 
+def gpus_label(bucket: object) -> str:
+    """'1 GPU', '2-4 GPUs', 'unknown GPUs' for a size bucket."""
+    return f"{bucket} GPU" if str(bucket) == "1" else f"{bucket} GPUs"
+
+
 def fmt_pct(x: object, digits: int = 1) -> str:
     v = an.safe_float(x)
     return "-" if v is None else f"{v:.{digits}f}%"
@@ -178,7 +183,7 @@ def _overview(r: dict[str, pl.DataFrame], store_name: str) -> Section:
         "jobs_by_status",
     ))
     sz = r["jobs_by_size"]
-    parts = [f"{x['size_bucket']} GPUs: {fmt_pct(x['jobs_pct'])} of jobs, {fmt_pct(x['gpu_time_pct'])} of GPU time"
+    parts = [f"{gpus_label(x['size_bucket'])}: {fmt_pct(x['jobs_pct'])} of jobs, {fmt_pct(x['gpu_time_pct'])} of GPU time"
              for x in _rows(sz)]
     s.add(Figure(
         "fig-jobs-by-size",
@@ -206,12 +211,12 @@ def _queueing(r: dict[str, pl.DataFrame]) -> Section:
         s.add(Paragraph("No job has both a submission time and a start time, so there is no queueing delay to show.",
                         "note"))
     else:
-        parts = [f"{k} GPUs: median {fmt_dur(v['p50_s'])}, p90 {fmt_dur(v['p90_s'])} (n={fmt_int(v['jobs_with_delay'])})"
+        parts = [f"{gpus_label(k)}: median {fmt_dur(v['p50_s'])}, p90 {fmt_dur(v['p90_s'])} (n={fmt_int(v['jobs_with_delay'])})"
                  for k, v in by_size.items() if k != "all" and v["jobs_with_delay"]]
         s.add(Figure(
             "fig-queue-delay-cdf-by-size",
             fg.cdf_lines(r["queue_delay_cdf_by_size"], "size_bucket", "queue_delay_s",
-                         "Queueing delay (submit -> first start) by job size", "queueing delay (s, log scale)",
+                         "Queueing delay (submit -> first start) by job size", "queueing delay (log scale)",
                          order=[b for b in fg.SIZE_ORDER if b in by_size]),
             f"Over {fmt_int(overall['jobs_with_delay'])} jobs the median queueing delay was {fmt_dur(overall['p50_s'])}"
             f" (p90 {fmt_dur(overall['p90_s'])}, p99 {fmt_dur(overall['p99_s'])}, mean {fmt_dur(overall['mean_s'])})."
@@ -229,7 +234,7 @@ def _queueing(r: dict[str, pl.DataFrame]) -> Section:
                 "fig-queue-delay-cdf-by-vc",
                 fg.cdf_lines(r["queue_delay_cdf_by_vc"], "vc", "queue_delay_s",
                              f"Queueing delay by virtual cluster ({min(TOP_VCS, vc.height)} busiest)",
-                             "queueing delay (s, log scale)"),
+                             "queueing delay (log scale)"),
                 f"Among the {top.height} busiest of {vc.height} VCs, the median queueing delay ranges from"
                 f" {fmt_dur(lo['p50_s'])} (VC {lo['vc']}, n={fmt_int(lo['jobs_with_delay'])}) to"
                 f" {fmt_dur(hi['p50_s'])} (VC {hi['vc']}, n={fmt_int(hi['jobs_with_delay'])}); p90s range from"
@@ -243,7 +248,7 @@ def _queueing(r: dict[str, pl.DataFrame]) -> Section:
             s.add(Figure(
                 "fig-queue-delay-by-servers",
                 fg.quantile_bars(
-                    srv.with_columns(pl.format("{} GPUs, {} srv", "size_bucket", "num_servers").alias("placement")),
+                    srv.with_columns(pl.format("{} GPU, {} srv", "size_bucket", "num_servers").alias("placement")),
                     "placement", "Queueing delay by job size and servers spanned", "GPUs per job, servers spanned",
                     [("p50_s", "median"), ("p90_s", "p90")]),
                 _servers_sentence(srv),
@@ -292,7 +297,7 @@ def _servers_sentence(srv: pl.DataFrame) -> str:
         if not one.is_empty() and not many.is_empty():
             m1, n1 = median_of(one)
             m2, n2 = median_of(many)
-            by_size.append(f"{bucket} GPUs: {fmt_dur(m1)} packed (n={n1}) vs {fmt_dur(m2)} spread (n={n2})")
+            by_size.append(f"{gpus_label(bucket)}: {fmt_dur(m1)} packed (n={n1}) vs {fmt_dur(m2)} spread (n={n2})")
     if by_size:
         text += f" Same size: {_list(by_size)}."
     return text
@@ -356,7 +361,8 @@ def _locality(r: dict[str, pl.DataFrame], tests: list[an.TestResult]) -> Section
              for x in _rows(status) if x["jobs_with_samples"]]
     s.add(Figure(
         "fig-util-cdf-by-status",
-        fg.hist_cdf(st_cdf, "status", "GPU utilization per sample by final status", colors=fg.STATUS_COLORS),
+        fg.hist_cdf(st_cdf, "status", "GPU utilization per sample by final status", colors=fg.STATUS_COLORS,
+                    order=sorted(set(st_cdf.get_column("status").to_list()), key=fg.status_rank)),
         f"Mean utilization by final status: {_list(parts)}.",
         "gpu_util_cdf_by_status",
     ))
@@ -504,12 +510,14 @@ def _failures(r: dict[str, pl.DataFrame]) -> Section:
             fast_n = int(fast.get_column("jobs").sum()) if not fast.is_empty() else 0
             slow_pct = slow.get_column("status_gpu_time_pct").sum() if not slow.is_empty() else 0.0
             slow_n = int(slow.get_column("jobs").sum()) if not slow.is_empty() else 0
-            text += (f" {status}: {fmt_share(fast_n / n if n else None)} ended within 10 minutes, while the"
-                     f" {fmt_int(slow_n)} that ran over a day used {fmt_pct(slow_pct)} of the {status} jobs' GPU time.")
+            text += f" {status}: {fmt_share(fast_n / n if n else None)} ended within 10 minutes"
+            text += (f", while the {fmt_int(slow_n)} that ran over a day used {fmt_pct(slow_pct)} of the {status}"
+                     " jobs' GPU time." if slow_n else "; none ran over a day.")
         s.add(Figure(
             "fig-run-time-cdf-by-status",
             fg.cdf_lines(rt, "status", "run_time_s", "Run time by final status (time to failure for failed jobs)",
-                         "run time (s, log scale)", colors=fg.STATUS_COLORS),
+                         "run time (log scale)", colors=fg.STATUS_COLORS,
+                         order=sorted(set(rt.get_column("status").to_list()), key=fg.status_rank)),
             text,
             "run_time_cdf_by_status",
         ))

@@ -8,14 +8,17 @@ job-level tables the report's figure queries read (after `prepare`).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import duckdb
 import polars as pl
 
 from gpucluster_analysis.sqlfiles import load_sql
 
 # Temp tables built once per report, in this order; later queries refer to them by name.
-# attributed_util is the only query that reads gpu_samples row by row (one pass).
-PREPARED_TABLES = ("attempt_windows", "attributed_util", "job_gpu_util")
+# attributed_util is the only query that joins gpu_samples row by row (one pass).
+PREPARED_TABLES = ("attempt_windows", "job_keys", "attributed_util", "job_gpu_util")
 
 # Built by prepare_report() after prepare(): (temp table, named query it holds).
 REPORT_TABLES = (
@@ -23,6 +26,7 @@ REPORT_TABLES = (
     ("job_machine_windows", "job_machine_windows"),
     ("job_colocation", "job_colocation"),
     ("job_facts", "job_facts"),
+    ("gpu_samples_by_machine", "gpu_samples_by_machine"),
     ("machine_capacity_snapshot", "machine_capacity_snapshot"),
 )
 
@@ -33,16 +37,27 @@ JOBS_COLUMNS = [
 ]
 
 
-def prepare(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the report's temp tables (idempotent within a connection)."""
-    for name in PREPARED_TABLES:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {load_sql('queries', name)}")
+def prepare(con: duckdb.DuckDBPyConnection, on_table: Callable[[str, float], None] | None = None) -> None:
+    """Create the report's temp tables (idempotent within a connection).
+
+    `on_table(name, seconds)`, when given, hears how long each table took.
+    """
+    _create(con, [(name, name) for name in PREPARED_TABLES], on_table)
 
 
-def prepare_report(con: duckdb.DuckDBPyConnection) -> None:
+def prepare_report(con: duckdb.DuckDBPyConnection, on_table: Callable[[str, float], None] | None = None) -> None:
     """Create the job-level temp tables of the report's figure queries; call `prepare(con)` first."""
-    for table, query in REPORT_TABLES:
+    _create(con, list(REPORT_TABLES), on_table)
+
+
+def _create(
+    con: duckdb.DuckDBPyConnection, tables: list[tuple[str, str]], on_table: Callable[[str, float], None] | None
+) -> None:
+    for table, query in tables:
+        started = time.perf_counter()
         con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {load_sql('queries', query)}")
+        if on_table is not None:
+            on_table(table, time.perf_counter() - started)
 
 
 def run_query(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pl.DataFrame:

@@ -6,15 +6,13 @@
 -- row ever leaves DuckDB.
 -- Speed (hundreds of millions of samples): samples are matched through hour buckets so the
 -- join stays an equi-join (each window listed once per hour it touches, each sample once);
--- hours are integers (epoch hours), hours outside the telemetry's span are not listed, and
--- jobs are an INTEGER key in the big join and aggregation, named again only at the end.
+-- hours are integers (epoch hours) and hours outside the telemetry's span are not listed;
+-- jobs are the INTEGER job_key of the temp table job_keys; bins are clamped into 0..100
+-- after the aggregation, on the few grouped rows, not on every sample.
 -- Parameters: none.
--- Output: source, job_id, util_bin (0..100: floor(util_pct), clamped), samples, util_sum.
-WITH job_keys AS (
-    SELECT source, job_id, CAST(row_number() OVER (ORDER BY source, job_id) AS INTEGER) AS job_key
-    FROM (SELECT DISTINCT source, job_id FROM attempt_windows)
-),
-telemetry AS (
+-- Output: job_key, util_bin (0..100: floor(util_pct), clamped; values that are not finite
+-- or beyond the INTEGER range land in bin 100), samples, util_sum.
+WITH telemetry AS (
     SELECT min(sample_at) AS first_at, max(sample_at) AS last_at FROM gpu_samples
 ),
 window_hours AS (
@@ -27,9 +25,8 @@ window_hours AS (
     WHERE w.end_at > t.first_at AND w.start_at <= t.last_at
 ),
 histogram AS (
-    -- clamping into 0..100 costs a lot per sample; it is done on the (far fewer) groups below
     SELECT w.job_key,
-           CAST(floor(s.util_pct) AS INTEGER) AS raw_bin,
+           TRY_CAST(floor(s.util_pct) AS INTEGER) AS raw_bin,
            count(*) AS samples,
            sum(s.util_pct) AS util_sum
     FROM gpu_samples s
@@ -38,13 +35,10 @@ histogram AS (
      AND epoch_us(s.sample_at) // 3600000000 = w.hour
     WHERE s.sample_at >= w.start_at AND s.sample_at < w.end_at AND s.util_pct IS NOT NULL
     GROUP BY w.job_key, raw_bin
-),
-clamped AS (
-    SELECT job_key, CAST(least(greatest(raw_bin, 0), 100) AS SMALLINT) AS util_bin,
-           CAST(sum(samples) AS BIGINT) AS samples, sum(util_sum) AS util_sum
-    FROM histogram
-    GROUP BY ALL
 )
-SELECT k.source, k.job_id, c.util_bin, c.samples, c.util_sum
-FROM clamped c
-JOIN job_keys k USING (job_key)
+SELECT job_key,
+       CAST(CASE WHEN raw_bin IS NULL THEN 100 ELSE least(greatest(raw_bin, 0), 100) END AS SMALLINT) AS util_bin,
+       CAST(sum(samples) AS BIGINT) AS samples,
+       sum(util_sum) AS util_sum
+FROM histogram
+GROUP BY ALL

@@ -1,14 +1,15 @@
 -- gpu_time_coverage: how much of the jobs' GPU time the GPU telemetry covers.
 -- GPU time = the jobs' (machine, GPU) windows (temp table attempt_windows, overlapping
 -- attempts of one job merged); the part inside the telemetry's span is what samples could
--- cover. Expected samples = GPU-seconds in span / $sample_interval_s; coverage = attributed
+-- cover (temp tables attempt_windows, attributed_util, gpu_samples_by_machine). Expected samples = GPU-seconds in span / $sample_interval_s; coverage = attributed
 -- non-null samples (temp table attributed_util) / expected.
 -- Parameters: $sample_interval_s (DOUBLE, may be NULL: then coverage is NULL).
 -- Output: window_gpu_hours, span_gpu_hours, telemetry_first_at, telemetry_last_at,
 -- attributed_samples, expected_samples, coverage_pct, gpu_samples_non_null, attributed_share_pct
 -- (attributed samples / non-null samples: how much of the telemetry falls in some job's window).
 WITH telemetry AS (
-    SELECT min(sample_at) AS first_at, max(sample_at) AS last_at, count(util_pct) AS non_null
+    SELECT min(sample_at) AS first_at, max(sample_at) AS last_at,
+           (SELECT coalesce(sum(non_null), 0) FROM gpu_samples_by_machine) AS non_null
     FROM gpu_samples
 ),
 windows AS (

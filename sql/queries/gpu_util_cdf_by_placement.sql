@@ -7,7 +7,7 @@
 WITH binned AS (
     SELECT f.placement, a.util_bin, CAST(sum(a.samples) AS BIGINT) AS samples
     FROM attributed_util a
-    JOIN job_facts f USING (source, job_id)
+    JOIN job_facts f USING (job_key)
     WHERE f.placement IS NOT NULL
     GROUP BY f.placement, a.util_bin
 )

@@ -5,7 +5,7 @@
 WITH binned AS (
     SELECT f.status, a.util_bin, CAST(sum(a.samples) AS BIGINT) AS samples
     FROM attributed_util a
-    JOIN job_facts f USING (source, job_id)
+    JOIN job_facts f USING (job_key)
     GROUP BY f.status, a.util_bin
 )
 SELECT status, util_bin, samples,

@@ -42,27 +42,31 @@ marked AS (
      AND s.sample_at >= w.start_at AND s.sample_at < w.end_at
 ),
 pairs AS (
-    -- both metrics binned in one pass; at most 2 x 102 x 102 groups
+    -- both metrics binned in one pass (at most 2 x ~102 x ~102 groups); raw integer bins
+    -- here, clamped into 0..100 below on the grouped rows: cheaper than per sample
     SELECT job_running,
-           -- CASE, not just least/greatest: those skip NULLs, and a missing value must stay missing
-           CASE WHEN cpu_util_pct IS NOT NULL
-                THEN CAST(least(greatest(floor(cpu_util_pct), 0), 100) AS SMALLINT) END AS cpu_bin,
-           CASE WHEN mem_used_pct IS NOT NULL
-                THEN CAST(least(greatest(floor(mem_used_pct), 0), 100) AS SMALLINT) END AS mem_bin,
-           count(*) AS samples,
+           TRY_CAST(floor(cpu_util_pct) AS INTEGER) AS cpu_raw,
+           TRY_CAST(floor(mem_used_pct) AS INTEGER) AS mem_raw,
+           count(cpu_util_pct) AS cpu_n,
+           count(mem_used_pct) AS mem_n,
            sum(cpu_util_pct) AS cpu_sum,
            sum(mem_used_pct) AS mem_sum
     FROM marked
     GROUP BY ALL
 ),
 binned AS (
-    SELECT 'cpu_util_pct' AS metric, job_running, cpu_bin AS util_bin, sum(samples) AS samples, sum(cpu_sum) AS value_sum
-    FROM pairs WHERE cpu_bin IS NOT NULL GROUP BY job_running, cpu_bin
+    -- a value that is present but does not fit an INTEGER (NaN, inf) lands in bin 100
+    SELECT 'cpu_util_pct' AS metric, job_running,
+           CASE WHEN cpu_raw IS NULL THEN 100 ELSE least(greatest(cpu_raw, 0), 100) END AS util_bin,
+           sum(cpu_n) AS samples, sum(cpu_sum) AS value_sum
+    FROM pairs WHERE cpu_n > 0 GROUP BY ALL
     UNION ALL
-    SELECT 'mem_used_pct', job_running, mem_bin, sum(samples), sum(mem_sum)
-    FROM pairs WHERE mem_bin IS NOT NULL GROUP BY job_running, mem_bin
+    SELECT 'mem_used_pct', job_running,
+           CASE WHEN mem_raw IS NULL THEN 100 ELSE least(greatest(mem_raw, 0), 100) END,
+           sum(mem_n), sum(mem_sum)
+    FROM pairs WHERE mem_n > 0 GROUP BY ALL
 )
-SELECT metric, job_running, util_bin, CAST(samples AS BIGINT) AS samples, value_sum,
+SELECT metric, job_running, CAST(util_bin AS SMALLINT) AS util_bin, CAST(samples AS BIGINT) AS samples, value_sum,
        sum(samples) OVER (PARTITION BY metric, job_running ORDER BY util_bin)
            / sum(samples) OVER (PARTITION BY metric, job_running) AS cum_share
 FROM binned

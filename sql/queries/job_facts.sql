@@ -3,7 +3,8 @@
 -- Parameters: none.
 -- Output: every jobs.csv column, plus size_bucket ('1', '2-4', '5-8', '>8', 'unknown'),
 -- size_order (1..5, for sorting), placement ('packed' = 1 server, 'spread' = 2+ servers,
--- NULL without an allocation), shares_server (NULL for jobs without a timed allocation).
+-- NULL without an allocation), shares_server (NULL for jobs without a timed allocation),
+-- job_key (temp table job_keys; NULL for jobs without an attempt window).
 SELECT r.*,
        CASE WHEN r.num_gpus IS NULL THEN 'unknown'
             WHEN r.num_gpus <= 1 THEN '1'
@@ -18,6 +19,8 @@ SELECT r.*,
        CASE WHEN r.num_servers IS NULL THEN NULL
             WHEN r.num_servers = 1 THEN 'packed'
             ELSE 'spread' END AS placement,
-       c.shares_server
+       c.shares_server,
+       k.job_key
 FROM report_jobs r
 LEFT JOIN job_colocation c USING (source, job_id)
+LEFT JOIN job_keys k USING (source, job_id)

@@ -1,5 +1,27 @@
--- machine_capacity_snapshot: the view machine_capacity (listed vs observed GPUs per machine),
--- computed once per report: the view scans every GPU sample, so the report reads this copy.
+-- machine_capacity_snapshot: listed vs observed GPUs per machine, computed once per report.
+-- The same definition as the view machine_capacity (sql/schema/001_core.sql): observed =
+-- highest GPU index + 1 seen in allocations or in non-null GPU samples, gpus = the larger
+-- of listed and observed; but it takes the samples' side from the temp table
+-- gpu_samples_by_machine, so that gpu_samples is not scanned once more (tests check that
+-- both give the same rows).
 -- Parameters: none.
 -- Output: machine_id, listed_gpus, observed_gpus, gpu_memory_gb, gpus.
-SELECT * FROM machine_capacity
+WITH observed AS (
+    SELECT machine_id, max(gpu_index) + 1 AS gpus FROM allocations GROUP BY machine_id
+    UNION ALL
+    SELECT machine_id, observed_gpus FROM gpu_samples_by_machine WHERE observed_gpus IS NOT NULL
+),
+observed_max AS (
+    SELECT machine_id, max(gpus) AS observed_gpus FROM observed GROUP BY machine_id
+),
+listed AS (
+    SELECT machine_id, max(listed_gpus) AS listed_gpus, max(gpu_memory_gb) AS gpu_memory_gb
+    FROM machines GROUP BY machine_id
+)
+SELECT
+    coalesce(l.machine_id, o.machine_id) AS machine_id,
+    l.listed_gpus,
+    o.observed_gpus,
+    l.gpu_memory_gb,
+    greatest(coalesce(l.listed_gpus, 0), coalesce(o.observed_gpus, 0)) AS gpus
+FROM listed l FULL OUTER JOIN observed_max o USING (machine_id)

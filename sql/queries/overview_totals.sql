@@ -26,6 +26,7 @@ m AS (
     FROM machine_capacity_snapshot
 ),
 g AS (
+    -- count, min and max come from the table's statistics: no scan
     SELECT count(*) AS gpu_samples, min(sample_at) AS gpu_samples_first_at, max(sample_at) AS gpu_samples_last_at
     FROM gpu_samples
 )
