@@ -21,7 +21,7 @@ import polars as pl
 import pytest
 
 from gpucluster_analysis.db import open_store
-from gpucluster_analysis.errors import ReportError, StoreError
+from gpucluster_analysis.errors import QueryError, ReportError, StoreError
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
 from gpucluster_analysis.report import analysis
 from gpucluster_analysis.report.build import REPORT_QUERIES, Written, build_report
@@ -251,6 +251,15 @@ def test_duckdb_file_that_is_not_a_store_is_a_store_error(tmp_path: Path) -> Non
         build_report(db, tmp_path / "out")
 
 
+def test_store_missing_a_table_is_a_query_error_naming_the_query(tmp_path: Path) -> None:
+    db = tmp_path / "old.duckdb"
+    with open_store(db) as con:
+        con.execute("INSERT INTO jobs VALUES ('philly', 'A', 'u', 'v', 'passed', 'Pass', '2017-10-10 10:00:00', 1)")
+        con.execute("DROP TABLE host_samples")
+    with pytest.raises(QueryError, match=r"query \w+ failed: .*host_samples"):
+        build_report(db, tmp_path / "out")
+
+
 def test_out_path_that_is_a_file_is_a_report_error(sample_store: Path, tmp_path: Path) -> None:
     (tmp_path / "out").write_text("x")
     with pytest.raises(ReportError):
@@ -450,3 +459,18 @@ def test_hist_quantile_interpolates_inside_bins() -> None:
     assert analysis.hist_quantile(hist, 0.25) == pytest.approx(1.0)
     assert analysis.hist_quantile(hist, 1.0) == pytest.approx(51.0)
     assert analysis.hist_quantile(hist.clear(), 0.5) is None
+
+
+def test_figures_accept_empty_tables_and_are_deterministic() -> None:
+    from gpucluster_analysis.report import figures as fg
+
+    empty_cdf = pl.DataFrame(schema={"g": pl.String, "x": pl.Float64, "cum_share": pl.Float64})
+    assert fg.cdf_lines(empty_cdf, "g", "x", "t", "x").data == ()
+    empty_hist = pl.DataFrame(schema={"g": pl.String, "util_bin": pl.Int16, "samples": pl.Int64, "cum_share": pl.Float64})
+    assert fg.hist_cdf(empty_hist, "g", "t").data == ()
+    grid = pl.DataFrame({"num_gpus": [8, 8], "num_servers": [1, 2], "jobs": [3, 4], "samples": [30, 40],
+                         "mean_util_pct": [50.0, 30.0]})
+    assert fg.util_heatmap(grid, "t").to_dict() == fg.util_heatmap(grid, "t").to_dict()
+    gaps = pl.DataFrame({"retry_no": [1], "gaps": [2], "p50_s": [0.0], "p90_s": [None]}, schema_overrides={"p90_s": pl.Float64})
+    fig = fg.quantile_bars(gaps, "retry_no", "t", "x", [("p50_s", "median"), ("p90_s", "p90")], count="gaps")
+    assert fig.data[0].y == (1.0,)  # a zero wait drawn at the 1 s floor of the log axis

@@ -9,11 +9,13 @@ job-level tables the report's figure queries read (after `prepare`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import duckdb
 import polars as pl
 
+from gpucluster_analysis.errors import QueryError
 from gpucluster_analysis.sqlfiles import load_sql
 
 # Temp tables built once per report, in this order; later queries refer to them by name.
@@ -55,9 +57,25 @@ def _create(
 ) -> None:
     for table, query in tables:
         started = time.perf_counter()
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {load_sql('queries', query)}")
+        with _query_errors(query):
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {load_sql('queries', query)}")
         if on_table is not None:
             on_table(table, time.perf_counter() - started)
+
+
+@contextmanager
+def _query_errors(name: str) -> Iterator[None]:
+    """A failing named query becomes a one-line QueryError that names it; Ctrl-C stays an interrupt."""
+    try:
+        yield
+    except duckdb.InterruptException as e:
+        raise KeyboardInterrupt from e
+    except duckdb.Error as e:
+        first_line = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise QueryError(
+            f"query {name} failed: {first_line}",
+            hint="the store may come from another gca version: ingest into a new store; if it persists, report it",
+        ) from e
 
 
 def run_query(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pl.DataFrame:
@@ -65,7 +83,8 @@ def run_query(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pl
     from gpucluster_analysis.sqlfiles import bind
 
     sql = load_sql("queries", name)
-    return con.sql(sql, params=bind(sql, params) or None).pl()
+    with _query_errors(name):
+        return con.sql(sql, params=bind(sql, params) or None).pl()
 
 
 def jobs_table(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
