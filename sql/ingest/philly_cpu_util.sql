@@ -3,11 +3,14 @@
 -- Two streaming passes, as in philly_gpu_util.sql: good rows, then rows that parse but make no sense.
 
 INSERT INTO host_samples (sample_at, machine_id, cpu_util_pct, file_id)
-SELECT philly_util_time_utc(t), trim(machine_id), cpu_util, $file_id
-FROM read_csv($path, header = $header, columns = $columns, delim = ',', quote = '',
-              escape = '', nullstr = ['NA', 'N/A', 'None', ''], auto_detect = false,
-              store_rejects = true, rejects_table = 'gca_csv_rejects', rejects_scan = 'gca_csv_scans')
-WHERE philly_util_time_utc(t) IS NOT NULL
+SELECT sample_at, trim(machine_id), cpu_util, $file_id
+FROM (
+    SELECT *, philly_util_time_utc(t) AS sample_at
+    FROM read_csv($path, header = $header, columns = $columns, delim = ',', quote = '',
+                  escape = '', nullstr = ['NA', 'N/A', 'None', ''], auto_detect = false,
+                  store_rejects = true, rejects_table = 'gca_csv_rejects', rejects_scan = 'gca_csv_scans')
+)
+WHERE sample_at IS NOT NULL
   AND nullif(trim(machine_id), '') IS NOT NULL
   AND cpu_util BETWEEN 0 AND 100;
 

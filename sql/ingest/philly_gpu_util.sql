@@ -13,12 +13,15 @@ INSERT INTO gpu_samples (sample_at, machine_id, gpu_index, util_pct, file_id)
 SELECT sample_at, machine_id, CAST(substr(gpu, 2) AS SMALLINT), util, $file_id
 FROM (
     UNPIVOT (
-        SELECT philly_util_time_utc(t) AS sample_at, trim(machine_id) AS machine_id, COLUMNS('^g\d+$')
-        FROM read_csv($path, header = $header, columns = $columns, delim = ',', quote = '',
-                      escape = '', nullstr = ['NA', 'N/A', 'None', ''], auto_detect = false,
-                      store_rejects = true, rejects_table = 'gca_csv_rejects',
-                      rejects_scan = 'gca_csv_scans')
-        WHERE philly_util_time_utc(t) IS NOT NULL
+        SELECT sample_at, trim(machine_id) AS machine_id, COLUMNS('^g\d+$')
+        FROM (
+            SELECT *, philly_util_time_utc(t) AS sample_at
+            FROM read_csv($path, header = $header, columns = $columns, delim = ',', quote = '',
+                          escape = '', nullstr = ['NA', 'N/A', 'None', ''], auto_detect = false,
+                          store_rejects = true, rejects_table = 'gca_csv_rejects',
+                          rejects_scan = 'gca_csv_scans')
+        )
+        WHERE sample_at IS NOT NULL
           AND nullif(trim(machine_id), '') IS NOT NULL
           AND coalesce(greatest(*COLUMNS('^g\d+$')) <= 100 AND least(*COLUMNS('^g\d+$')) >= 0, true)
     )
