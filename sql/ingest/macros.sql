@@ -14,3 +14,19 @@ CREATE OR REPLACE TEMP MACRO philly_util_time_utc(t) AS (
         WHEN ' UTC' THEN 0 WHEN ' GMT' THEN 0
       END)
 );
+
+-- The one way gca reads a Philly CSV file: columns as given (never sniffed), no
+-- quoting, `NA` and friends as NULL. DuckDB's reader records rows of the wrong
+-- width or with uncastable cells, with their line numbers, in gca_csv_rejects.
+CREATE OR REPLACE TEMP MACRO philly_csv(path, has_header, cols) AS TABLE
+SELECT * FROM read_csv(path, header = has_header, columns = cols, delim = ',', quote = '',
+                       escape = '', nullstr = ['NA', 'N/A', 'None', ''], auto_detect = false,
+                       store_rejects = true, rejects_table = 'gca_csv_rejects',
+                       rejects_scan = 'gca_csv_scans');
+
+-- The same rows, skipping the ones the reader rejects: for the second pass that
+-- looks for rows that parse but make no sense.
+CREATE OR REPLACE TEMP MACRO philly_csv_parsable(path, has_header, cols) AS TABLE
+SELECT * FROM read_csv(path, header = has_header, columns = cols, delim = ',', quote = '',
+                       escape = '', nullstr = ['NA', 'N/A', 'None', ''], auto_detect = false,
+                       ignore_errors = true);

@@ -6,9 +6,7 @@ INSERT INTO host_samples (sample_at, machine_id, cpu_util_pct, file_id)
 SELECT sample_at, trim(machine_id), cpu_util, $file_id
 FROM (
     SELECT *, philly_util_time_utc(t) AS sample_at
-    FROM read_csv($path, header = $header, columns = $columns, delim = ',', quote = '',
-                  escape = '', nullstr = ['NA', 'N/A', 'None', ''], auto_detect = false,
-                  store_rejects = true, rejects_table = 'gca_csv_rejects', rejects_scan = 'gca_csv_scans')
+    FROM philly_csv($path, $header, $columns)
 )
 WHERE sample_at IS NOT NULL
   AND nullif(trim(machine_id), '') IS NOT NULL
@@ -23,8 +21,6 @@ FROM (
             WHEN nullif(trim(machine_id), '') IS NULL THEN 'row without a machine id'
             WHEN cpu_util < 0 OR cpu_util > 100 THEN 'CPU utilization outside 0-100'
         END AS problem
-    FROM read_csv($path, header = $header, columns = $columns, delim = ',', quote = '',
-                  escape = '', nullstr = ['NA', 'N/A', 'None', ''], auto_detect = false,
-                  ignore_errors = true)
+    FROM philly_csv_parsable($path, $header, $columns)
 )
 WHERE problem IS NOT NULL;

@@ -16,10 +16,7 @@ FROM (
         SELECT sample_at, trim(machine_id) AS machine_id, COLUMNS('^g\d+$')
         FROM (
             SELECT *, philly_util_time_utc(t) AS sample_at
-            FROM read_csv($path, header = $header, columns = $columns, delim = ',', quote = '',
-                          escape = '', nullstr = ['NA', 'N/A', 'None', ''], auto_detect = false,
-                          store_rejects = true, rejects_table = 'gca_csv_rejects',
-                          rejects_scan = 'gca_csv_scans')
+            FROM philly_csv($path, $header, $columns)
         )
         WHERE sample_at IS NOT NULL
           AND nullif(trim(machine_id), '') IS NOT NULL
@@ -39,9 +36,7 @@ FROM (
         END AS problem
     FROM (
         SELECT t, machine_id, greatest(*COLUMNS('^g\d+$')) AS max_util, least(*COLUMNS('^g\d+$')) AS min_util
-        FROM read_csv($path, header = $header, columns = $columns, delim = ',', quote = '',
-                      escape = '', nullstr = ['NA', 'N/A', 'None', ''], auto_detect = false,
-                      ignore_errors = true)
+        FROM philly_csv_parsable($path, $header, $columns)
     )
 )
 WHERE problem IS NOT NULL;

@@ -4,10 +4,7 @@
 -- issue #8); they are stored as listed and compared with what the data shows.
 
 CREATE OR REPLACE TEMP TABLE stage_machine AS
-SELECT * FROM read_csv($path, header = $header, columns = $columns, delim = ',', quote = '',
-                       escape = '', nullstr = ['NA', 'N/A', 'None', ''], auto_detect = false,
-                       store_rejects = true, rejects_table = 'gca_csv_rejects',
-                       rejects_scan = 'gca_csv_scans');
+SELECT * FROM philly_csv($path, $header, $columns);
 
 CREATE OR REPLACE TEMP TABLE stage_machine_checked AS
 SELECT
