@@ -7,6 +7,7 @@ as `gpucluster_analysis/sql/`; code refers to a file by its name, never a path.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -67,7 +68,19 @@ def bind(statement: str, params: dict[str, Any]) -> dict[str, Any]:
     return {k: params[k] for k in names}
 
 
-def run_script(con: duckdb.DuckDBPyConnection, group: str, name: str, params: dict[str, Any]) -> None:
-    """Run every statement of `sql/<group>/<name>.sql`, each with the parameters it names."""
-    for statement in split_statements(load_sql(group, name)):
+def run_script(
+    con: duckdb.DuckDBPyConnection,
+    group: str,
+    name: str,
+    params: dict[str, Any],
+    on_statement: Callable[[int, int], None] | None = None,
+) -> None:
+    """Run every statement of `sql/<group>/<name>.sql`, each with the parameters it names.
+
+    `on_statement(i, n)` is called before statement i of n (for progress).
+    """
+    statements = split_statements(load_sql(group, name))
+    for i, statement in enumerate(statements):
+        if on_statement:
+            on_statement(i, len(statements))
         con.execute(statement, bind(statement, params))

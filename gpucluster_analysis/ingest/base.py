@@ -32,6 +32,8 @@ class LoadContext:
     file_id: int
     options: IngestOptions
     head: str  # the first few KB of the (decompressed) file, as text
+    # Called before statement i of n of the format's SQL script, so progress can span them.
+    on_statement: Callable[[int, int], None] | None = None
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -149,8 +149,8 @@ def ingest_file(
         for old_file_id, _, _ in previous:
             _forget_file(con, old_file_id)
         file_id = _register(con, path, size, digest, fmt, options)
-        ctx = LoadContext(con=con, path=path, file_id=file_id, options=options, head=head)
-        with _watch_progress(con, listener):
+        with _watch_progress(con, listener) as on_statement:
+            ctx = LoadContext(con=con, path=path, file_id=file_id, options=options, head=head, on_statement=on_statement)
             counts = fmt.load(ctx)
         seconds = time.perf_counter() - started
         con.execute(
@@ -218,9 +218,18 @@ def _byte_progress(listener: IngestListener, size: int):  # type: ignore[no-unty
 
 
 @contextmanager
-def _watch_progress(con: duckdb.DuckDBPyConnection, listener: IngestListener) -> Iterator[None]:
-    """Poll DuckDB's progress of the running statement from a side thread."""
+def _watch_progress(con: duckdb.DuckDBPyConnection, listener: IngestListener) -> Iterator[Callable[[int, int], None]]:
+    """Poll DuckDB's progress of the running statement from a side thread.
+
+    Yields the callback a format's script calls before each statement, so that
+    statement i of n fills its own share of the bar and the bar never runs back.
+    """
     stop = threading.Event()
+    share = {"done": 0.0, "size": 1.0}
+    shown = {"fraction": 0.1}
+
+    def on_statement(i: int, n: int) -> None:
+        share["done"], share["size"] = i / n, 1 / n
 
     def poll() -> None:
         while not stop.wait(0.25):
@@ -228,13 +237,17 @@ def _watch_progress(con: duckdb.DuckDBPyConnection, listener: IngestListener) ->
                 pct = con.query_progress()
             except Exception:  # no statement running right now, or the call is unsupported
                 continue
-            if pct is not None and pct >= 0:
-                listener.file_progress(0.1 + 0.9 * min(pct, 100.0) / 100.0)
+            if pct is None or pct < 0:
+                continue
+            fraction = 0.1 + 0.9 * (share["done"] + share["size"] * min(pct, 100.0) / 100.0)
+            if fraction > shown["fraction"]:
+                shown["fraction"] = fraction
+                listener.file_progress(fraction)
 
     thread = threading.Thread(target=poll, daemon=True)
     thread.start()
     try:
-        yield
+        yield on_statement
     finally:
         stop.set()
         thread.join()

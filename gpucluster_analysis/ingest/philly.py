@@ -129,6 +129,7 @@ def _load_csv(ctx: LoadContext, script: str, table: str, fixed: list[tuple[str, 
     run_script(
         ctx.con, "ingest", script,
         {"path": str(ctx.path), "file_id": ctx.file_id, "columns": columns, "header": has_header},
+        on_statement=ctx.on_statement,
     )
     collect_reader_rejects(ctx.con, ctx.file_id)
     place_csv_rejects(ctx.con, ctx.file_id, ctx.path)
@@ -150,7 +151,11 @@ def _load_job_log(ctx: LoadContext) -> LoadCounts:
     zone = ctx.options.zone or PHILLY_ZONE
     install_zone(ctx.con, zone)
     try:
-        run_script(ctx.con, "ingest", "philly_job_log", {"path": str(ctx.path), "file_id": ctx.file_id, "zone": zone})
+        run_script(
+            ctx.con, "ingest", "philly_job_log",
+            {"path": str(ctx.path), "file_id": ctx.file_id, "zone": zone},
+            on_statement=ctx.on_statement,
+        )
     except Exception as e:  # duckdb.Error, narrowed below to keep duckdb out of the signature
         import duckdb
 
