@@ -100,3 +100,15 @@ def test_report_without_a_store_exits_1_with_a_hint(tmp_path: Path) -> None:
     result = run("report", "--db", str(tmp_path / "none.duckdb"), "--out", str(tmp_path / "out"))
     assert_one_line_error(result, ExitCode.DATA, "none.duckdb", "gca ingest")
     assert not (tmp_path / "out" / "index.html").exists()
+
+
+def test_archive_gets_a_hint_to_extract_it(tmp_path: Path) -> None:
+    import tarfile
+
+    log = tmp_path / "cluster_job_log"
+    log.write_text(JOB_LOG)
+    archive = tmp_path / "trace-data.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(log, arcname="trace-data/cluster_job_log")
+    result = run("ingest", str(archive), "--db", str(tmp_path / "s.duckdb"))
+    assert_one_line_error(result, ExitCode.USAGE, "an archive", "tar xzf trace-data.tar.gz")

@@ -29,6 +29,8 @@ from gpucluster_analysis.sqlfiles import run_script
 # Tables whose rows carry the file_id of the file they came from.
 _CONTRIBUTING_TABLES = ("rejects", "jobs", "attempts", "allocations", "machines", "gpu_samples", "host_samples")
 _TEMP_PREFIXES = ("stage_",)
+# The public Philly trace ships as trace-data.tar.gz.
+_ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip", ".tar.bz2", ".tar.xz", ".7z")
 
 
 class IngestListener(Protocol):
@@ -69,6 +71,11 @@ def plan_files(
                     plan.append((child, fmt))
             continue
         fmt = _recognize(path, forced)
+        if fmt is None and path.name.endswith(_ARCHIVE_SUFFIXES):
+            raise InputError(
+                f"{path}: an archive; gca reads the files inside it",
+                hint=f"extract it first (e.g. tar xzf {path.name}) and ingest the folder",
+            )
         if fmt is None:
             raise InputError(
                 f"{path}: not a format gca recognizes",
