@@ -27,7 +27,9 @@ from gpucluster_analysis.ingest.registry import detect_format, format_named
 from gpucluster_analysis.sqlfiles import run_script
 
 # Tables whose rows carry the file_id of the file they came from.
-_CONTRIBUTING_TABLES = ("rejects", "jobs", "attempts", "allocations", "machines", "gpu_samples", "host_samples")
+_CONTRIBUTING_TABLES = (
+    "rejects", "jobs", "attempts", "allocations", "machines", "gpu_samples", "gpu_sample_details", "host_samples",
+)
 _TEMP_PREFIXES = ("stage_",)
 # The public Philly trace ships as trace-data.tar.gz.
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip", ".tar.bz2", ".tar.xz", ".7z")

@@ -71,12 +71,23 @@ CREATE TABLE IF NOT EXISTS machines (
     file_id       INTEGER NOT NULL
 );
 
--- GPU telemetry in long form: one row per GPU per sample time.
+-- GPU telemetry in long form: one row per GPU per sample time. Kept to the
+-- columns every source has: hundreds of millions of rows are written per
+-- trace, and each extra (mostly NULL) column made that ~50% slower.
 CREATE TABLE IF NOT EXISTS gpu_samples (
     sample_at     TIMESTAMP NOT NULL,
     machine_id    VARCHAR NOT NULL,
     gpu_index     SMALLINT NOT NULL,
     util_pct      DOUBLE,             -- SM/GPU utilization, 0-100
+    file_id       INTEGER NOT NULL
+);
+
+-- What richer sources (nvidia-smi, DCGM) report beside utilization, for the
+-- same (machine_id, gpu_index, sample_at) as a gpu_samples row.
+CREATE TABLE IF NOT EXISTS gpu_sample_details (
+    sample_at     TIMESTAMP NOT NULL,
+    machine_id    VARCHAR NOT NULL,
+    gpu_index     SMALLINT NOT NULL,
     mem_util_pct  REAL,
     mem_used_mib  REAL,
     mem_total_mib REAL,
