@@ -44,6 +44,12 @@ class ParseError(GcaError):
     exit_code = ExitCode.USAGE
 
 
+class RulesError(GcaError):
+    """A signatures (rules) file is invalid: unknown key, bad regex, unknown reason..."""
+
+    exit_code = ExitCode.USAGE
+
+
 class StoreError(GcaError):
     """The DuckDB store is missing, empty, locked or from an incompatible version."""
 

@@ -1,0 +1,59 @@
+"""`gca classify`: the failure reason of job logs, from signatures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gpucluster_analysis.cli._output import guarded
+from gpucluster_analysis.errors import InputError
+
+
+@guarded
+def classify(
+    files: Annotated[list[Path], typer.Argument(help="Log files to classify (stdout.log, stderr.log, slurm-*.out...).")],
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per file and line.")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="List every matching signature in precedence order and why the winner won.")] = False,
+    signatures: Annotated[
+        list[Path] | None,
+        typer.Option("--signatures", help="A TOML file of extra signatures; one with a shipped id replaces it. Repeatable."),
+    ] = None,
+) -> None:
+    """Classify why each job log failed: one line per file, path, reason, category, signature, line.
+
+    Reads at most the first 1 MiB and the last 4 MiB of each file.
+
+    Example: gca classify examples/synthetic/logs/*/attempt_0/stderr.log --explain
+    """
+    from gpucluster_analysis.classify import classify_file, load_signatures
+
+    sigs = load_signatures(list(signatures or []))
+    for path in files:
+        if not path.is_file():
+            raise InputError(f"{path}: no such file", "give the path of a log file")
+        try:
+            result = classify_file(path, sigs)
+        except OSError as e:
+            raise InputError(f"{path}: cannot read: {e.strerror or e}", "check the path and its permissions") from None
+        if as_json:
+            obj: dict[str, object] = {
+                "path": str(path), "reason": result.reason, "category": result.category,
+                "signature": result.signature_id, "line_number": result.line_number, "line": result.line,
+            }
+            if explain:
+                obj["matched"] = [
+                    {"signature": m.signature_id, "reason": m.reason, "priority": m.priority,
+                     "line_number": m.line_number, "traceback": m.chain, "line": m.line}
+                    for m in result.matched
+                ]
+            typer.echo(json.dumps(obj, ensure_ascii=False))
+        else:
+            sig = result.signature_id or "-"
+            line_no = "-" if result.line_number is None else str(result.line_number)
+            typer.echo(f"{path}\t{result.reason}\t{result.category}\t{sig}\t{line_no}")
+            if explain:
+                for text in result.explain():
+                    typer.echo(f"  {text}")

@@ -1,0 +1,204 @@
+"""Failure classification: signatures, precedence on realistic logs, the synthetic truth, the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpucluster_analysis.classify import CATEGORIES, classify_file, classify_text, load_signatures
+from gpucluster_analysis.classify.engine import iter_lines, normalize_line, read_bounded
+from gpucluster_analysis.classify.rules import parse_signatures
+from gpucluster_analysis.cli import app
+from gpucluster_analysis.errors import ExitCode, RulesError
+from tests.conftest import REPO
+
+SIGNATURES = load_signatures()
+CASES = REPO / "tests" / "data" / "classify"
+SYNTH = REPO / "examples" / "synthetic"
+runner = CliRunner()
+
+
+def _examples(kind: str) -> list[tuple[str, str]]:
+    return [(s.id, line) for s in SIGNATURES for line in getattr(s, kind)]
+
+
+@pytest.mark.parametrize(("sid", "line"), _examples("examples"))
+def test_signature_matches_its_examples(sid: str, line: str) -> None:
+    sig = next(s for s in SIGNATURES if s.id == sid)
+    assert sig.regex.search(normalize_line(line)), f"{sid} should match {line!r}"
+
+
+@pytest.mark.parametrize(("sid", "line"), _examples("counter_examples"))
+def test_signature_does_not_match_its_counter_examples(sid: str, line: str) -> None:
+    sig = next(s for s in SIGNATURES if s.id == sid)
+    assert not sig.regex.search(normalize_line(line)), f"{sid} should not match {line!r}"
+
+
+def test_every_taxonomy_reason_has_a_signature() -> None:
+    covered = {s.reason for s in SIGNATURES}
+    assert set(CATEGORIES) - {"unknown"} <= covered
+
+
+def test_ids_are_unique() -> None:
+    ids = [s.id for s in SIGNATURES]
+    assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("case", sorted(p.stem for p in CASES.glob("*.expected")))
+def test_precedence_case(case: str) -> None:
+    expected = (CASES / f"{case}.expected").read_text().strip()
+    result = classify_file(CASES / f"{case}.log", SIGNATURES)
+    assert result.reason == expected, "\n".join(result.explain())
+    assert result.category == CATEGORIES[expected]
+
+
+def test_there_are_enough_precedence_cases() -> None:
+    assert len(list(CASES.glob("*.expected"))) >= 15
+
+
+def _synthetic_attempts() -> list[dict]:  # type: ignore[type-arg]
+    truth = json.loads((SYNTH / "truth.json").read_text())
+    return [a for a in truth["attempts"] if a.get("log_dir") and a.get("failure_reason")]
+
+
+def test_synthetic_logs_classify_to_their_truth() -> None:
+    attempts = _synthetic_attempts()
+    assert attempts
+    misses = []
+    for a in attempts:
+        d = SYNTH / a["log_dir"]
+        text = "\n".join((d / name).read_text(encoding="utf-8", errors="replace")
+                         for name in ("stderr.log", "stdout.log") if (d / name).exists())
+        got = classify_text(text, SIGNATURES)
+        if got.reason != a["failure_reason"]:
+            misses.append((a["log_dir"], a["failure_reason"], got.reason, got.line))
+    print("\n".join(map(str, misses)))
+    assert misses == []
+
+
+# --- noise -------------------------------------------------------------------
+
+def test_normalize_strips_prefixes_and_ansi() -> None:
+    assert normalize_line("[rank3]: KeyError: 'x'") == "KeyError: 'x'"
+    assert normalize_line("0: ValueError: bad") == "ValueError: bad"
+    assert normalize_line("> > IndexError: list index out of range") == "IndexError: list index out of range"
+    assert normalize_line("\x1b[31mTypeError\x1b[0m: no") == "TypeError: no"
+    assert normalize_line("│ AttributeError: x  │") == "AttributeError: x"
+    assert normalize_line("2024-03-01T12:00:00.123Z node01: SyntaxError: invalid syntax") == "SyntaxError: invalid syntax"
+    assert normalize_line("^CKeyboardInterrupt") == "KeyboardInterrupt"
+
+
+def test_carriage_returns_split_progress_bars() -> None:
+    lines = iter_lines("Epoch 1: 10%\rEpoch 1: 20%\rRuntimeError: boom\nnext")
+    assert (1, "RuntimeError: boom") in lines and (2, "next") in lines
+
+
+def test_first_traceback_of_a_chain_wins() -> None:
+    text = ("Traceback (most recent call last):\nIndexError: list index out of range\n\n"
+            "During handling of the above exception, another exception occurred:\n\n"
+            "Traceback (most recent call last):\nKeyError: 'x'\n")
+    result = classify_text(text, SIGNATURES)
+    assert result.reason == "index_error" and result.line_number == 2
+    assert [m.signature_id for m in result.matched][:2] == ["py_index_error", "py_other_exception"]
+
+
+def test_unknown_when_nothing_matches() -> None:
+    result = classify_text("all good\n", SIGNATURES)
+    assert (result.reason, result.category, result.signature_id, result.matched) == ("unknown", "unknown", None, [])
+
+
+def test_bounded_read_keeps_head_and_tail(tmp_path: Path) -> None:
+    p = tmp_path / "big.log"
+    p.write_bytes(b"ImportError: x\n" + b"." * 5000 + b"\nKilled\n\xff\n")
+    text = read_bounded(p, head=100, tail=100)
+    assert text.startswith("ImportError") and "Killed" in text and "\ufffd" in text
+    assert len(text) < 300
+
+
+# --- rules files ---------------------------------------------------------------
+
+GOOD = """
+[[signature]]
+id = "my_sig"
+reason = "value_error"
+pattern = 'frobnicate failed'
+priority = 999
+description = "d"
+examples = ["frobnicate failed"]
+counter_examples = []
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        (GOOD.replace('counter_examples = []', 'counter_examples = []\ncolour = "red"'), "unknown key(s) ['colour']"),
+        (GOOD.replace('reason = "value_error"', 'reason = "bad_luck"'), "unknown reason 'bad_luck'"),
+        (GOOD.replace("'frobnicate failed'", "'(unclosed'"), "pattern does not compile"),
+        (GOOD.replace('priority = 999\n', ''), "missing key(s) ['priority']"),
+        (GOOD + GOOD, "duplicate id"),
+        ("[[signature]\n", "not valid TOML"),
+        (GOOD.replace('priority = 999', 'priority = "high"'), "priority must be an integer"),
+    ],
+)
+def test_broken_rules_raise_rules_error(text: str, fragment: str, tmp_path: Path) -> None:
+    with pytest.raises(RulesError) as err:
+        parse_signatures(text, "my.toml")
+    message = str(err.value)
+    assert fragment in message and "my.toml" in message and "\n" not in message
+    assert err.value.exit_code == ExitCode.USAGE
+    if "signature" in fragment or fragment.startswith(("unknown", "pattern", "missing", "duplicate", "priority")):
+        assert "'my_sig'" in message
+
+
+def test_user_file_adds_and_overrides(tmp_path: Path) -> None:
+    extra = tmp_path / "extra.toml"
+    override = GOOD.replace('id = "my_sig"', 'id = "py_key_error"').replace('reason = "value_error"', 'reason = "file_not_found"').replace(
+        "frobnicate failed", "KeyError")
+    extra.write_text(GOOD + override)
+    sigs = load_signatures([extra])
+    assert len(sigs) == len(SIGNATURES) + 1
+    assert classify_text("frobnicate failed", sigs).signature_id == "my_sig"
+    assert next(s for s in sigs if s.id == "py_key_error").reason == "file_not_found"
+    assert classify_text("KeyError: 'x'", sigs).reason == "file_not_found"
+
+
+# --- CLI ---------------------------------------------------------------------
+
+def test_cli_plain_output() -> None:
+    log = CASES / "keyerror_path.log"
+    result = runner.invoke(app, ["classify", str(log), str(CASES / "nothing.log")])
+    assert result.exit_code == 0, result.output
+    rows = [line.split("\t") for line in result.stdout.splitlines()]
+    assert rows[0] == [str(log), "key_error", "user", "py_key_error", "5"]
+    assert rows[1][1:] == ["unknown", "unknown", "-", "-"]
+
+
+def test_cli_json_and_explain() -> None:
+    result = runner.invoke(app, ["classify", "--json", "--explain", str(CASES / "xid79_illegal.log")])
+    assert result.exit_code == 0, result.output
+    obj = json.loads(result.stdout.splitlines()[0])
+    assert obj["reason"] == "gpu_hw" and obj["category"] == "infrastructure" and obj["signature"] == "xid_hardware"
+    assert obj["line_number"] == 2 and "Xid" in obj["line"]
+    assert [m["signature"] for m in obj["matched"]][:1] == ["xid_hardware"]
+    text = runner.invoke(app, ["classify", "--explain", str(CASES / "xid79_illegal.log")]).stdout
+    assert "winner" in text and "loses" in text
+
+
+def test_cli_missing_file_is_one_line_error(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["classify", str(tmp_path / "nope.log")])
+    assert result.exit_code == ExitCode.USAGE
+    errors = [line for line in result.stderr.splitlines() if line.startswith("gca: error:")]
+    assert len(errors) == 1 and "nope.log" in errors[0]
+    assert "Traceback" not in result.output
+
+
+def test_cli_bad_signatures_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(GOOD.replace("'frobnicate failed'", "'(unclosed'"))
+    result = runner.invoke(app, ["classify", "--signatures", str(bad), str(CASES / "nothing.log")])
+    assert result.exit_code == ExitCode.USAGE
+    assert "bad.toml" in result.stderr and "my_sig" in result.stderr
