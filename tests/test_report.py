@@ -432,6 +432,20 @@ def test_capacity_snapshot_equals_the_schema_view(sample_store: Path) -> None:
     assert view == snapshot and len(view) > 500
 
 
+def test_job_keys_sizes_follow_jobs_csv(sample_store: Path) -> None:
+    """job_keys (fixed before the sample pass) must size and place jobs exactly as jobs.sql does."""
+    with open_store(sample_store, read_only=True) as con:
+        prepare(con)
+        prepare_report(con)
+        mismatched = con.sql(
+            "SELECT count(*) FROM report_jobs r JOIN job_keys k USING (source, job_id)"
+            " WHERE r.num_gpus IS DISTINCT FROM k.num_gpus OR r.num_servers IS DISTINCT FROM k.num_servers"
+            " OR r.status IS DISTINCT FROM k.status"
+        ).fetchall()[0][0]
+        counts = con.sql("SELECT (SELECT count(*) FROM report_jobs), (SELECT count(*) FROM job_keys)").fetchall()[0]
+    assert mismatched == 0 and counts[0] == counts[1]
+
+
 def test_every_query_file_has_a_header_comment() -> None:
     for name in list_sql("queries"):
         first = load_sql("queries", name).lstrip().splitlines()[0]

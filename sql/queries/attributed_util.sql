@@ -1,22 +1,25 @@
--- attributed_util: the single pass over gpu_samples that every utilization figure reuses.
+-- attributed_util: the single pass over gpu_samples that every utilization number reuses.
 -- Each non-null sample that belongs to a job (domain.md: start <= t < end on an allocated
--- (machine, GPU), windows from the temp table attempt_windows) is counted into a per-job
--- histogram of 1-percent bins; util_sum keeps the exact sum so that means are not binned.
--- Per-sample distributions for any job attribute are sums of these rows, so no per-sample
--- row ever leaves DuckDB.
+-- (machine, GPU), windows from the temp table attempt_windows) is counted twice in one
+-- aggregation (GROUPING SETS): into its job's count and sum (rows with job_key set), and
+-- into a 1-percent histogram of its job's cohort (status, size bucket, placement; temp
+-- table job_keys) (rows with cohort and util_bin set). Sums are exact, so means are never
+-- binned; per-sample distributions by any cohort attribute are sums of the cohort rows,
+-- and no per-sample row ever leaves DuckDB.
 -- Speed (hundreds of millions of samples): samples are matched through hour buckets so the
 -- join stays an equi-join (each window listed once per hour it touches, each sample once);
 -- hours are integers (epoch hours) and hours outside the telemetry's span are not listed;
--- jobs are the INTEGER job_key of the temp table job_keys; bins are clamped into 0..100
--- after the aggregation, on the few grouped rows, not on every sample.
+-- both groupings have few groups (jobs; cohorts x 101 bins), and bins are clamped into
+-- 0..100 after the aggregation, not per sample.
 -- Parameters: none.
--- Output: job_key, util_bin (0..100: floor(util_pct), clamped; values that are not finite
--- or beyond the INTEGER range land in bin 100), samples, util_sum.
+-- Output: job_key (NULL on cohort rows), cohort and util_bin (NULL on job rows; util_bin
+-- 0..100 = floor(util_pct) clamped, values that are not finite or beyond the INTEGER range
+-- land in 100), samples, util_sum.
 WITH telemetry AS (
     SELECT min(sample_at) AS first_at, max(sample_at) AS last_at FROM gpu_samples
 ),
 window_hours AS (
-    SELECT k.job_key, w.machine_id, w.gpu_index, w.start_at, w.end_at,
+    SELECT k.job_key, k.cohort, w.machine_id, w.gpu_index, w.start_at, w.end_at,
            unnest(range(epoch_us(greatest(w.start_at, t.first_at)) // 3600000000,
                         epoch_us(least(w.end_at, t.last_at)) // 3600000000 + 1)) AS hour
     FROM attempt_windows w
@@ -24,8 +27,8 @@ window_hours AS (
     CROSS JOIN telemetry t
     WHERE w.end_at > t.first_at AND w.start_at <= t.last_at
 ),
-histogram AS (
-    SELECT w.job_key,
+grouped AS (
+    SELECT w.job_key, w.cohort,
            TRY_CAST(floor(s.util_pct) AS INTEGER) AS raw_bin,
            count(*) AS samples,
            sum(s.util_pct) AS util_sum
@@ -34,11 +37,14 @@ histogram AS (
       ON s.machine_id = w.machine_id AND s.gpu_index = w.gpu_index
      AND epoch_us(s.sample_at) // 3600000000 = w.hour
     WHERE s.sample_at >= w.start_at AND s.sample_at < w.end_at AND s.util_pct IS NOT NULL
-    GROUP BY w.job_key, raw_bin
+    GROUP BY GROUPING SETS ((w.job_key), (w.cohort, raw_bin))
 )
-SELECT job_key,
-       CAST(CASE WHEN raw_bin IS NULL THEN 100 ELSE least(greatest(raw_bin, 0), 100) END AS SMALLINT) AS util_bin,
-       CAST(sum(samples) AS BIGINT) AS samples,
-       sum(util_sum) AS util_sum
-FROM histogram
+SELECT job_key, NULL::INTEGER AS cohort, NULL::SMALLINT AS util_bin,
+       CAST(samples AS BIGINT) AS samples, util_sum
+FROM grouped WHERE job_key IS NOT NULL
+UNION ALL
+SELECT NULL, cohort,
+       CAST(CASE WHEN raw_bin IS NULL THEN 100 ELSE least(greatest(raw_bin, 0), 100) END AS SMALLINT),
+       CAST(sum(samples) AS BIGINT), sum(util_sum)
+FROM grouped WHERE job_key IS NULL
 GROUP BY ALL

@@ -1,8 +1,9 @@
 -- gpu_time_coverage: how much of the jobs' GPU time the GPU telemetry covers.
 -- GPU time = the jobs' (machine, GPU) windows (temp table attempt_windows, overlapping
 -- attempts of one job merged); the part inside the telemetry's span is what samples could
--- cover (temp tables attempt_windows, attributed_util, gpu_samples_by_machine). Expected samples = GPU-seconds in span / $sample_interval_s; coverage = attributed
--- non-null samples (temp table attributed_util) / expected.
+-- cover (temp tables attempt_windows, attributed_util, gpu_samples_by_machine).
+-- Expected samples = GPU-seconds in span / $sample_interval_s; coverage = attributed
+-- non-null samples (the per-job rows of attributed_util) / expected.
 -- Parameters: $sample_interval_s (DOUBLE, may be NULL: then coverage is NULL).
 -- Output: window_gpu_hours, span_gpu_hours, telemetry_first_at, telemetry_last_at,
 -- attributed_samples, expected_samples, coverage_pct, gpu_samples_non_null, attributed_share_pct
@@ -21,7 +22,7 @@ windows AS (
     FROM attempt_windows CROSS JOIN telemetry t
 ),
 attributed AS (
-    SELECT sum(samples) AS samples FROM attributed_util
+    SELECT sum(samples) AS samples FROM attributed_util WHERE job_key IS NOT NULL  -- the per-job rows
 )
 SELECT w.window_s / 3600.0 AS window_gpu_hours,
        w.span_s / 3600.0 AS span_gpu_hours,

@@ -1,7 +1,44 @@
--- job_keys: a dense INTEGER key for every job that has at least one attempt window
--- (temp table attempt_windows), so that the big per-sample join and aggregation in
--- attributed_util group by one small integer instead of (source, job_id) strings.
+-- job_keys: every job of the store with a dense INTEGER key and the attributes the report
+-- groups samples by, fixed before the one pass over gpu_samples (attributed_util) so that
+-- pass can group by small integers instead of (source, job_id) strings.
+-- num_gpus / num_servers follow jobs.sql exactly (the first attempt, by attempt_no, that
+-- has an allocation); size_bucket and placement are defined here once and job_facts
+-- takes them from this table.
 -- Parameters: none.
--- Output: source, job_id, job_key (1..n, in (source, job_id) order).
-SELECT source, job_id, CAST(row_number() OVER (ORDER BY source, job_id) AS INTEGER) AS job_key
-FROM (SELECT DISTINCT source, job_id FROM attempt_windows)
+-- Output: source, job_id, job_key (1..n in (source, job_id) order), status, num_gpus,
+-- num_servers, size_bucket ('1', '2-4', '5-8', '>8', 'unknown'), size_order (1..5),
+-- placement ('packed' = 1 server, 'spread' = 2+ servers, NULL without an allocation),
+-- cohort (INTEGER, one per distinct (status, size_bucket, placement)).
+WITH sized AS (
+    SELECT source, job_id, attempt_no, count(*) AS gpus, count(DISTINCT machine_id) AS servers
+    FROM allocations GROUP BY source, job_id, attempt_no
+),
+first_allocation AS (
+    SELECT a.source, a.job_id,
+           arg_min(s.gpus, a.attempt_no) AS num_gpus,
+           arg_min(s.servers, a.attempt_no) AS num_servers
+    FROM attempts a JOIN sized s USING (source, job_id, attempt_no)
+    GROUP BY a.source, a.job_id
+),
+described AS (
+    SELECT j.source, j.job_id, j.status, f.num_gpus, f.num_servers,
+           CASE WHEN f.num_gpus IS NULL THEN 'unknown'
+                WHEN f.num_gpus <= 1 THEN '1'
+                WHEN f.num_gpus <= 4 THEN '2-4'
+                WHEN f.num_gpus <= 8 THEN '5-8'
+                ELSE '>8' END AS size_bucket,
+           CASE WHEN f.num_gpus IS NULL THEN 5
+                WHEN f.num_gpus <= 1 THEN 1
+                WHEN f.num_gpus <= 4 THEN 2
+                WHEN f.num_gpus <= 8 THEN 3
+                ELSE 4 END AS size_order,
+           CASE WHEN f.num_servers IS NULL THEN NULL
+                WHEN f.num_servers = 1 THEN 'packed'
+                ELSE 'spread' END AS placement
+    FROM jobs j
+    LEFT JOIN first_allocation f USING (source, job_id)
+)
+SELECT *,
+       CAST(row_number() OVER (ORDER BY source, job_id) AS INTEGER) AS job_key,
+       CAST(dense_rank() OVER (ORDER BY status, size_order, placement) AS INTEGER) AS cohort
+FROM described
