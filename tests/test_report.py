@@ -254,7 +254,7 @@ def test_duckdb_file_that_is_not_a_store_is_a_store_error(tmp_path: Path) -> Non
 def test_store_missing_a_table_is_a_query_error_naming_the_query(tmp_path: Path) -> None:
     db = tmp_path / "old.duckdb"
     with open_store(db) as con:
-        con.execute("INSERT INTO jobs VALUES ('philly', 'A', 'u', 'v', 'passed', 'Pass', '2017-10-10 10:00:00', 1)")
+        con.execute("INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id) VALUES ('philly', 'A', 'u', 'v', 'passed', 'Pass', '2017-10-10 10:00:00', 1)")
         con.execute("DROP TABLE host_samples")
     with pytest.raises(QueryError, match=r"query \w+ failed: .*host_samples"):
         build_report(db, tmp_path / "out")
@@ -292,14 +292,14 @@ INSERT INTO ingested_files VALUES
   (4, 'machines.csv', 1, 'd', 'philly_machine_list', NULL, 3, 0, 0, now());
 INSERT INTO rejects VALUES (1, 3, 'bad json', '{');
 INSERT INTO machines VALUES ('m1', 2, 12, 4), ('m2', 8, 24, 4), ('m4', 8, 24, 4);
-INSERT INTO jobs VALUES
+INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id) VALUES
   ('philly', 'A', 'u1', 'vc1', 'passed', 'Pass', '2017-10-10 09:50:00', 1),
   ('philly', 'B', 'u1', 'vc1', 'failed', 'Failed', '2017-10-10 11:00:00', 1),
   ('philly', 'C', 'u2', 'vc2', 'killed', 'Killed', '2017-10-10 10:29:00', 1),
   ('philly', 'D', 'u2', 'vc2', 'passed', 'Pass', '2017-10-10 08:00:00', 1),
   ('philly', 'E', 'u3', 'vc2', 'failed', 'Failed', '2017-10-10 08:00:00', 1),
   ('philly', 'F', 'u3', 'vc1', 'passed', 'Pass', '2017-10-10 09:00:00', 1);
-INSERT INTO attempts VALUES
+INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id) VALUES
   ('philly', 'A', 0, 0, '2017-10-10 10:00:00', '2017-10-10 11:00:00', 1),
   ('philly', 'B', 0, 0, '2017-10-10 12:00:00', '2017-10-10 12:30:00', 1),
   ('philly', 'B', 1, 1, '2017-10-10 13:00:00', '2017-10-10 13:10:00', 1),

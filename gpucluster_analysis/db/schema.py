@@ -7,20 +7,20 @@ import duckdb
 from gpucluster_analysis.errors import StoreError
 from gpucluster_analysis.sqlfiles import list_sql, load_sql
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Apply every `sql/schema/*.sql` file in name order; each is idempotent."""
     tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
     if "schema_version" in tables:
-        row = con.execute("SELECT max(version) FROM schema_version").fetchone()
+        row = con.execute("SELECT max(version) FROM schema_version").fetchall()[0]
         if row and row[0] is not None and row[0] > SCHEMA_VERSION:
             raise StoreError(
                 f"the store has schema version {row[0]}, newer than this gca ({SCHEMA_VERSION})",
                 hint="upgrade gca, or ingest into a new --db file",
             )
     for name in list_sql("schema"):
-        con.execute(load_sql("schema", name))
-    if not con.execute("SELECT count(*) FROM schema_version").fetchone()[0]:
-        con.execute("INSERT INTO schema_version VALUES (?)", [SCHEMA_VERSION])
+        con.execute(load_sql("schema", name)).fetchall()
+    if not con.execute("SELECT count(*) FROM schema_version").fetchall()[0][0]:
+        con.execute("INSERT INTO schema_version VALUES (?)", [SCHEMA_VERSION]).fetchall()
