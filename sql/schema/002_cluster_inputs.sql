@@ -36,11 +36,12 @@ CREATE TABLE IF NOT EXISTS attempt_hosts (
 
 -- GPU indices a job was bound to, from a source other than the scheduler's log:
 -- `scontrol show job -d` (GRES=gpu:4(IDX:0-3)) or CUDA_VISIBLE_DEVICES printed in a job
--- log. attempt_no NULL: every attempt of the job (scontrol shows the current run).
+-- log. attempt_ref as in job_logs (attempts.source_index); NULL: every attempt of the
+-- job (scontrol shows the current run; slurm-<jobid>.out spans the requeues).
 CREATE TABLE IF NOT EXISTS gpu_bindings (
-    source     VARCHAR,                -- NULL: match the job_id in any source
-    job_id     VARCHAR NOT NULL,
-    attempt_no INTEGER,
+    source      VARCHAR,               -- NULL: match the job_id in any source
+    job_id      VARCHAR NOT NULL,
+    attempt_ref INTEGER,
     machine_id VARCHAR,                -- NULL: the binding holds on every host of the attempt
     gpu_index  SMALLINT NOT NULL,
     origin     VARCHAR NOT NULL,       -- scontrol, cuda_visible_devices
