@@ -23,6 +23,8 @@ class IngestOptions:
     zone: str | None = None  # zone of naive times; None means the format's own default
     replace: bool = False
     strict: bool = False
+    log_pattern: str | None = None  # template placing job logs: {job_id}/{attempt}/stderr.txt
+    signatures: tuple[Path, ...] = ()  # extra failure-signature files for classifying job logs
 
 
 @dataclass
@@ -51,6 +53,8 @@ class FileFormat:
     sniff: Callable[[str], bool]  # given the head of the file, is it this format?
     load: Callable[[LoadContext], LoadCounts]
     default_zone: str | None = None  # zone of the format's naive times, if it has any
+    # Recognizes files by their path instead of their content (job logs).
+    claims_path: Callable[[Path, IngestOptions], bool] | None = None
 
 
 @dataclass
