@@ -14,6 +14,9 @@ from gpucluster_analysis.errors import ExitCode, GcaError
 # Files smaller than this finish before a progress bar would be worth drawing.
 _PROGRESS_MIN_BYTES = 32 << 20
 _SKIPPED_SHOWN = 3
+_OVERALL_MIN_FILES = 50
+# Formats whose files come by the thousand: the summary gives them one row, not one per file.
+_GROUPED_FORMATS = ("job_log",)
 
 
 @guarded
@@ -30,6 +33,14 @@ def ingest(
         str | None,
         typer.Option("--tz", help="Zone of zone-less times in the input (default: the format's own, e.g. America/Los_Angeles for Philly)."),
     ] = None,
+    log_pattern: Annotated[
+        str | None,
+        typer.Option("--log-pattern", help="Where job logs name their job: a path template such as '{job_id}/{attempt}/stderr.txt' ({stream}, * also allowed)."),
+    ] = None,
+    signatures: Annotated[
+        list[Path] | None,
+        typer.Option("--signatures", help="A TOML file of extra failure signatures for classifying job logs; one with a shipped id replaces it. Repeatable."),
+    ] = None,
 ) -> None:
     """Read raw cluster logs into the store.
 
@@ -37,19 +48,39 @@ def ingest(
     philly_job_log, philly_gpu_util, philly_cpu_util, philly_mem_util,
     philly_machine_list. Re-ingesting a file with the same content does nothing.
 
+    Job logs (stdout/stderr) are recognized by their path: logs/<job_id>/attempt_<k>/stderr.log
+    (the layout gca synth writes), slurm-<jobid>.out, or --log-pattern; each is classified
+    into a failure reason as it is stored.
+
     Example: gca ingest ../philly-traces/trace-data/ --db philly.duckdb
     """
     from gpucluster_analysis.db import open_store
     from gpucluster_analysis.ingest import IngestOptions, ingest_paths
+    from gpucluster_analysis.ingest.load import logs_without_jobs
     from gpucluster_analysis.timezones import check_zone
 
     if tz:
         check_zone(tz)
-    options = IngestOptions(zone=tz, replace=replace, strict=strict)
+    if log_pattern:
+        from gpucluster_analysis.ingest.joblogs import compile_log_pattern
+
+        compile_log_pattern(log_pattern)  # a bad template fails before anything is read
+    if signatures:
+        from gpucluster_analysis.classify import load_signatures
+
+        load_signatures(list(signatures))  # a broken file fails before anything is stored
+    options = IngestOptions(zone=tz, replace=replace, strict=strict, log_pattern=log_pattern, signatures=tuple(signatures or ()))
     listener = _RichListener()
     with open_store(db) as con, listener:
         reports = ingest_paths(con, paths, options, format_name=format_name, listener=listener)
+        orphans, examples = logs_without_jobs(con)
     _print_summary(reports, db)
+    if orphans:
+        stderr.print(
+            f"gca: warning: job logs name {orphans:,} jobs that are not in the store (e.g. {', '.join(examples)}); "
+            "ingest their scheduler log, or check --log-pattern",
+            markup=False,
+        )
     failed = [r for r in reports if r.status == "failed"]
     if failed:
         for r in failed:
@@ -68,7 +99,8 @@ class _RichListener:
             TimeElapsedColumn(), console=stderr, transient=True,
         )
         self._task = None
-        self._skipped: list[Path] = []
+        self._overall = None
+        self._skipped: dict[str, list[Path]] = {}
 
     def __enter__(self) -> _RichListener:
         self._progress.start()
@@ -76,19 +108,22 @@ class _RichListener:
 
     def __exit__(self, *exc: object) -> None:
         self._progress.stop()
-        # A directory can hold thousands of files gca does not read (job logs, notes): one line.
-        if len(self._skipped) == 1:
-            stderr.print(f"gca: warning: skipped {self._skipped[0]}: not a format gca reads", markup=False)
-        elif self._skipped:
-            examples = ", ".join(str(p) for p in self._skipped[:_SKIPPED_SHOWN])
-            more = ", ..." if len(self._skipped) > _SKIPPED_SHOWN else ""
-            stderr.print(
-                f"gca: warning: skipped {len(self._skipped)} files that are not a format gca reads: {examples}{more}",
-                markup=False,
-            )
+        # A directory can hold thousands of files gca does not read (notes, unplaced logs): one line per reason.
+        for reason, paths in self._skipped.items():
+            if len(paths) == 1:
+                stderr.print(f"gca: warning: skipped {paths[0]}: {reason}", markup=False)
+                continue
+            examples = ", ".join(str(p) for p in paths[:_SKIPPED_SHOWN])
+            more = ", ..." if len(paths) > _SKIPPED_SHOWN else ""
+            stderr.print(f"gca: warning: skipped {len(paths)} files, each {reason}: {examples}{more}", markup=False)
 
     def skipped(self, path: Path, reason: str) -> None:
-        self._skipped.append(path)
+        self._skipped.setdefault(reason, []).append(path)
+
+    def planned(self, files: int) -> None:
+        # Thousands of small files (job logs) need a bar of their own: each is too quick for one.
+        if files >= _OVERALL_MIN_FILES:
+            self._overall = self._progress.add_task(f"{files:,} files", total=files)
 
     def file_started(self, path: Path, format_name: str, size: int) -> None:
         if size >= _PROGRESS_MIN_BYTES:
@@ -102,6 +137,8 @@ class _RichListener:
         if self._task is not None:
             self._progress.remove_task(self._task)
             self._task = None
+        if self._overall is not None:
+            self._progress.advance(self._overall)
 
 
 def _short(path: Path) -> str:
@@ -110,20 +147,32 @@ def _short(path: Path) -> str:
 
 
 def _print_summary(reports: list, db: Path) -> None:  # type: ignore[type-arg]
+    from collections import Counter
+
     from rich.table import Table
 
-    table = Table(title=f"ingested into {db}", title_justify="left", show_edge=False)
-    for column, justify in (("file", "left"), ("format", "left"), ("status", "left"), ("rows", "right"), ("rejects", "right"), ("seconds", "right")):
-        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    for r in reports:
-        table.add_row(_short(r.path), r.format or "", r.status, f"{r.rows:,}", f"{r.rejects:,}", f"{r.seconds:.1f}")
     if not reports:
         stderr.print("gca: nothing to ingest (no recognized files)", markup=False)
         return
+    table = Table(title=f"ingested into {db}", title_justify="left", show_edge=False)
+    for column, justify in (("file", "left"), ("format", "left"), ("status", "left"), ("rows", "right"), ("rejects", "right"), ("seconds", "right")):
+        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    single = [r for r in reports if r.format not in _GROUPED_FORMATS or r.status == "failed"]
+    for r in single:
+        table.add_row(_short(r.path), r.format or "", r.status, f"{r.rows:,}", f"{r.rejects:,}", f"{r.seconds:.1f}")
+    for fmt in _GROUPED_FORMATS:
+        group = [r for r in reports if r.format == fmt and r.status != "failed"]
+        if group:
+            statuses = ", ".join(f"{n:,} {status}" for status, n in Counter(r.status for r in group).most_common())
+            table.add_row(f"{len(group):,} files", fmt, statuses, f"{sum(r.rows for r in group):,}",
+                          f"{sum(r.rejects for r in group):,}", f"{sum(r.seconds for r in group):.1f}")
     stderr.print(table)
+    unchanged = [r for r in reports if r.status == "unchanged"]
+    for r in unchanged[:_SKIPPED_SHOWN]:
+        stderr.print(f"gca: {r.path}: {r.message}", markup=False)
+    if len(unchanged) > _SKIPPED_SHOWN:
+        stderr.print(f"gca: ... and {len(unchanged) - _SKIPPED_SHOWN:,} more files ingested before with the same content", markup=False)
     for r in reports:
-        if r.status == "unchanged":
-            stderr.print(f"gca: {r.path}: {r.message}", markup=False)
         for line, reason in r.reject_samples:
             where = f"{r.path}:{line}" if line else str(r.path)
             stderr.print(f"gca: rejected {where}: {reason}", markup=False)

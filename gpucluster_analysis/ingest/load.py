@@ -23,7 +23,8 @@ import duckdb
 from gpucluster_analysis.errors import GcaError, InputError, StoreError, StrictRejectsError
 from gpucluster_analysis.ingest.base import FileFormat, FileReport, IngestOptions, LoadContext
 from gpucluster_analysis.ingest.files import read_head, sha256_of
-from gpucluster_analysis.ingest.registry import detect_format, format_named
+from gpucluster_analysis.ingest.joblogs import LOG_LIKE_SUFFIXES
+from gpucluster_analysis.ingest.registry import claim_by_path, detect_format, format_named
 from gpucluster_analysis.sqlfiles import run_script
 
 # Tables whose rows carry the file_id of the file they came from.
@@ -32,6 +33,8 @@ _CONTRIBUTING_TABLES = (
     "attempt_hosts", "gpu_bindings", "gpu_devices", "gpu_events", "job_logs",
 )
 _TEMP_PREFIXES = ("stage_",)
+# Why a log-like file in a walked directory was not ingested.
+UNPLACED_LOG = "a job log whose job gca cannot tell from its path (see --log-pattern)"
 # The public Philly trace ships as trace-data.tar.gz.
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip", ".tar.bz2", ".tar.xz", ".7z")
 
@@ -40,6 +43,7 @@ class IngestListener(Protocol):
     """Receives progress; the CLI draws it, tests may ignore it."""
 
     def skipped(self, path: Path, reason: str) -> None: ...
+    def planned(self, files: int) -> None: ...
     def file_started(self, path: Path, format_name: str, size: int) -> None: ...
     def file_progress(self, fraction: float) -> None: ...
     def file_finished(self, report: FileReport) -> None: ...
@@ -47,19 +51,22 @@ class IngestListener(Protocol):
 
 class _Silent:
     def skipped(self, path: Path, reason: str) -> None: ...
+    def planned(self, files: int) -> None: ...
     def file_started(self, path: Path, format_name: str, size: int) -> None: ...
     def file_progress(self, fraction: float) -> None: ...
     def file_finished(self, report: FileReport) -> None: ...
 
 
 def plan_files(
-    paths: list[Path], format_name: str | None, listener: IngestListener
+    paths: list[Path], format_name: str | None, listener: IngestListener, options: IngestOptions | None = None
 ) -> list[tuple[Path, FileFormat]]:
     """Resolve PATHs to (file, format) pairs before anything is stored.
 
     A file named explicitly must exist, be readable and be recognized (else
-    InputError). Inside a directory, unrecognized files are reported as skipped.
+    InputError). Inside a directory, unrecognized files are reported as skipped,
+    job logs whose job gca cannot tell from their path separately.
     """
+    options = options or IngestOptions()
     forced = format_named(format_name) if format_name else None
     plan: list[tuple[Path, FileFormat]] = []
     for path in paths:
@@ -67,17 +74,24 @@ def plan_files(
             raise InputError(f"{path}: no such file or directory")
         if path.is_dir():
             for child in _walk(path):
-                fmt = _recognize(child, forced)
-                if fmt is None:
+                fmt = _recognize(child, forced, options)
+                if fmt is None and child.name.endswith(LOG_LIKE_SUFFIXES):
+                    listener.skipped(child, UNPLACED_LOG)
+                elif fmt is None:
                     listener.skipped(child, "not a format gca reads")
                 else:
                     plan.append((child, fmt))
             continue
-        fmt = _recognize(path, forced)
+        fmt = _recognize(path, forced, options)
         if fmt is None and path.name.endswith(_ARCHIVE_SUFFIXES):
             raise InputError(
                 f"{path}: an archive; gca reads the files inside it",
                 hint=f"extract it first (e.g. tar xzf {path.name}) and ingest the folder",
+            )
+        if fmt is None and path.name.endswith(LOG_LIKE_SUFFIXES):
+            raise InputError(
+                f"{path}: looks like a job log, but its path does not say which job it belongs to",
+                hint="name the layout with --log-pattern, e.g. --log-pattern '{job_id}/{attempt}/stderr.txt'",
             )
         if fmt is None:
             raise InputError(
@@ -96,7 +110,9 @@ def _walk(directory: Path) -> Iterator[Path]:
                 yield Path(root) / name
 
 
-def _recognize(path: Path, forced: FileFormat | None) -> FileFormat | None:
+def _recognize(path: Path, forced: FileFormat | None, options: IngestOptions) -> FileFormat | None:
+    if forced is None and (by_path := claim_by_path(path, options)) is not None:
+        return by_path
     try:
         head = read_head(path)
     except OSError as e:
@@ -114,7 +130,8 @@ def ingest_paths(
 ) -> list[FileReport]:
     """Ingest every file under `paths`; one FileReport per file, in order."""
     listener = listener or _Silent()
-    plan = plan_files(paths, format_name, listener)
+    plan = plan_files(paths, format_name, listener, options)
+    listener.planned(len(plan))
     run_script(con, "ingest", "macros", {})
     reports = []
     for path, fmt in plan:
@@ -138,9 +155,13 @@ def ingest_file(
     size = path.stat().st_size
     listener.file_started(path, fmt.name, size)
     digest = sha256_of(path, _byte_progress(listener, size))
+    # A job log's meaning is its path (which job, which attempt): two jobs can leave
+    # identical logs, so only another format's same bytes elsewhere count as ingested.
+    by_path_only = fmt.claims_path is not None
     previous = con.execute(
-        "SELECT file_id, path, content_hash FROM ingested_files WHERE content_hash = ? OR path = ? ORDER BY file_id",
-        [digest, str(path.resolve())],
+        "SELECT file_id, path, content_hash FROM ingested_files"
+        " WHERE (content_hash = ? AND NOT ?) OR path = ? ORDER BY file_id",
+        [digest, by_path_only, str(path.resolve())],
     ).fetchall()
     same_bytes = [row for row in previous if row[2] == digest]
     if same_bytes and not options.replace:
@@ -261,3 +282,12 @@ def _watch_progress(con: duckdb.DuckDBPyConnection, listener: IngestListener) ->
     finally:
         stop.set()
         thread.join()
+
+
+def logs_without_jobs(con: duckdb.DuckDBPyConnection, limit: int = 3) -> tuple[int, list[str]]:
+    """Job logs in the store whose job is not (yet) in it: their count and a few job ids."""
+    rows = con.execute(
+        "SELECT DISTINCT l.job_id FROM job_logs l WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = l.job_id)"
+        " ORDER BY l.job_id"
+    ).fetchall()
+    return len(rows), [r[0] for r in rows[:limit]]

@@ -1,15 +1,16 @@
-"""Which format a file is: by its content first, by its conventional name second."""
+"""Which format a file is: by its path for job logs, else by its content first and its
+conventional name second."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from gpucluster_analysis.errors import InputError
-from gpucluster_analysis.ingest import philly
-from gpucluster_analysis.ingest.base import FileFormat
+from gpucluster_analysis.ingest import joblogs, philly
+from gpucluster_analysis.ingest.base import FileFormat, IngestOptions
 from gpucluster_analysis.ingest.files import looks_binary
 
-FORMATS: list[FileFormat] = [*philly.FORMATS]
+FORMATS: list[FileFormat] = [*philly.FORMATS, *joblogs.FORMATS]
 
 
 def format_named(name: str) -> FileFormat:
@@ -26,6 +27,14 @@ def _base_name(path: Path) -> str:
         if name.endswith(suffix):
             name = name[: -len(suffix)]
     return name
+
+
+def claim_by_path(path: Path, options: IngestOptions) -> FileFormat | None:
+    """The format whose path layout explains this file (job logs), if any."""
+    for fmt in FORMATS:
+        if fmt.claims_path is not None and fmt.claims_path(path, options):
+            return fmt
+    return None
 
 
 def detect_format(path: Path, head: str) -> FileFormat | None:

@@ -1,0 +1,186 @@
+"""Job logs (stdout/stderr) as an ingest format: which job and attempt a file belongs
+to comes from its path, why the attempt failed from the failure classifier.
+
+Layouts a path is matched against, most specific first:
+
+* `gca synth` (and any tool that keeps one folder per attempt):
+  `.../logs/<job_id>/attempt_<k>/<stream>.log`, k = the attempt's position in the
+  scheduler's list (attempts.source_index), stream = stdout, stderr or combined.
+* Slurm's default output names: `slurm-<jobid>.out` and, for array tasks,
+  `slurm-<jobid>_<task>.out` (also `.err` when stderr was split with
+  `--error=slurm-%j.err`). The file spans every requeue of the job, so it is filed
+  under the job's last attempt.
+* `--log-pattern TEMPLATE`: a template matched against the end of the path, with
+  `{job_id}`, `{attempt}` (source_index), `{stream}` and `*` (any characters but /),
+  e.g. `{job_id}/{attempt}/stderr.txt`. A given template is tried first.
+
+A file is classified from a bounded head and tail (see classify.engine). Besides its
+root cause, a log may say which GPUs the job was given (`CUDA_VISIBLE_DEVICES=0,1`);
+integer indices become gpu_bindings rows for attributing samples to the job.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from gpucluster_analysis.classify import classify_text, load_signatures
+from gpucluster_analysis.classify.engine import HEAD_BYTES, TAIL_BYTES
+from gpucluster_analysis.errors import InputError
+from gpucluster_analysis.ingest.base import FileFormat, IngestOptions, LoadContext, LoadCounts
+from gpucluster_analysis.ingest.files import open_binary
+
+_STREAMS = {"stdout": "stdout", "out": "stdout", "stderr": "stderr", "err": "stderr", "combined": "combined", "log": "combined", "output": "combined"}
+
+_SYNTH = re.compile(r"(?:^|/)logs/(?P<job_id>[^/]+)/attempt_(?P<attempt>\d+)/(?P<stream>stdout|stderr|combined)\.(?:log|txt)(?:\.gz)?$")
+_SLURM = re.compile(r"(?:^|/)slurm-(?P<job_id>\d+(?:_\d+)?)\.(?P<stream>out|err)(?:\.gz)?$")
+
+# Suffixes that make an unmatched file in a walked directory look like a job log, so it
+# is reported as such ("pass --log-pattern") instead of as an unknown file.
+LOG_LIKE_SUFFIXES = (".log", ".out", ".err", ".stdout", ".stderr", ".log.gz", ".out.gz", ".err.gz")
+
+_CUDA_VISIBLE = re.compile(rb"CUDA_VISIBLE_DEVICES\s*[=:]\s*['\"]?([0-9][0-9, ]*)")
+
+
+@dataclass(frozen=True)
+class LogPlace:
+    job_id: str
+    attempt_ref: int | None  # attempts.source_index; None: the job's last attempt
+    stream: str
+    layout: str  # synth, slurm, pattern
+
+
+def compile_log_pattern(template: str) -> re.Pattern[str]:
+    """`{job_id}/{attempt}/stderr.txt` -> a regex matched against the end of a path."""
+    if "{job_id}" not in template:
+        raise InputError(
+            f"--log-pattern {template!r} has no {{job_id}}",
+            hint="name where the job id is in the path, e.g. --log-pattern '{job_id}/{attempt}/stderr.txt'",
+        )
+    out = []
+    for token in re.split(r"(\{job_id\}|\{attempt\}|\{stream\}|\*)", template.strip("/")):
+        if token == "{job_id}":
+            out.append(r"(?P<job_id>[^/]+?)")
+        elif token == "{attempt}":
+            out.append(r"(?P<attempt>\d+)")
+        elif token == "{stream}":
+            out.append(r"(?P<stream>stdout|stderr|out|err|combined|output|log)")
+        elif token == "*":
+            out.append(r"[^/]*")
+        elif re.search(r"\{[^}]*\}", token):
+            bad = re.search(r"\{[^}]*\}", token).group(0)  # type: ignore[union-attr]
+            raise InputError(
+                f"--log-pattern {template!r}: unknown placeholder {bad}",
+                hint="placeholders are {job_id}, {attempt} and {stream}; * matches within one folder name",
+            )
+        else:
+            out.append(re.escape(token))
+    try:
+        return re.compile(r"(?:^|/)" + "".join(out) + r"(?:\.gz)?$")
+    except re.error as e:  # e.g. a placeholder used twice
+        raise InputError(f"--log-pattern {template!r}: {e}", hint="use each placeholder at most once") from None
+
+
+def place_log(path: Path, options: IngestOptions) -> LogPlace | None:
+    """The job and attempt a log file belongs to, from its path; None if no layout matches."""
+    text = path.as_posix()
+    candidates: list[tuple[str, re.Pattern[str]]] = []
+    if options.log_pattern:
+        candidates.append(("pattern", compile_log_pattern(options.log_pattern)))
+    candidates += [("synth", _SYNTH), ("slurm", _SLURM)]
+    for layout, regex in candidates:
+        m = regex.search(text)
+        if not m:
+            continue
+        groups = m.groupdict()
+        attempt = groups.get("attempt")
+        stream = _STREAMS.get(groups.get("stream") or "", "combined")
+        if layout == "pattern" and not groups.get("stream"):
+            stream = _stream_from_name(path.name)
+        return LogPlace(groups["job_id"], int(attempt) if attempt is not None else None, stream, layout)
+    return None
+
+
+def _stream_from_name(name: str) -> str:
+    lowered = name.lower()
+    if "err" in lowered:
+        return "stderr"
+    if "out" in lowered:
+        return "stdout"
+    return "combined"
+
+
+def claims(path: Path, options: IngestOptions) -> bool:
+    return place_log(path, options) is not None
+
+
+@lru_cache(maxsize=8)
+def _signatures(extra: tuple[Path, ...]):  # type: ignore[no-untyped-def]
+    return load_signatures(list(extra))
+
+
+def read_head_and_tail(path: Path) -> tuple[bytes, int, bool]:
+    """The first HEAD_BYTES and last TAIL_BYTES of the (decompressed) file, its size, and whether it was cut."""
+    with open_binary(path) as f:
+        head = f.read(HEAD_BYTES)
+        size = len(head)
+        tail = b""
+        # Stream the rest, keeping a rolling tail: gzip files cannot seek cheaply.
+        while chunk := f.read(1 << 20):
+            size += len(chunk)
+            tail = (tail + chunk)[-TAIL_BYTES:]
+    cut = size > HEAD_BYTES + len(tail)
+    return (head + (b"\n" if cut else b"") + tail), size, cut
+
+
+def cuda_visible_indices(data: bytes) -> list[int]:
+    """Integer GPU indices from every CUDA_VISIBLE_DEVICES the log prints (UUIDs are ignored)."""
+    found: set[int] = set()
+    for m in _CUDA_VISIBLE.finditer(data):
+        for part in m.group(1).decode().replace(" ", "").split(","):
+            if part.isdigit() and int(part) < 1024:
+                found.add(int(part))
+    return sorted(found)
+
+
+def _load(ctx: LoadContext) -> LoadCounts:
+    place = place_log(ctx.path, ctx.options)
+    if place is None:  # forced with --format job_log on a path no layout explains
+        raise InputError(
+            f"{ctx.path}: cannot tell the job from this log's path",
+            hint="name the layout with --log-pattern, e.g. '{job_id}/{attempt}/stderr.txt'",
+        )
+    data, size, cut = read_head_and_tail(ctx.path)
+    result = classify_text(data.decode("utf-8", errors="replace"), _signatures(tuple(ctx.options.signatures)))
+    others = [m.signature_id for m in result.matched[1:]]
+    priority = result.matched[0].priority if result.matched else None
+    ctx.con.execute(
+        "INSERT INTO job_logs (job_id, attempt_ref, stream, layout, reason, category, signature_id, priority,"
+        " line_number, line, other_signatures, bytes_read, truncated, file_id)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [place.job_id, place.attempt_ref, place.stream, place.layout, result.reason, result.category,
+         result.signature_id, priority, result.line_number, (result.line or "")[:1000] or None, others,
+         size, cut, ctx.file_id],
+    ).fetchall()
+    for gpu in cuda_visible_indices(data):
+        ctx.con.execute(
+            "INSERT INTO gpu_bindings (source, job_id, attempt_ref, machine_id, gpu_index, origin, file_id)"
+            " VALUES (NULL, ?, ?, NULL, ?, 'cuda_visible_devices', ?)",
+            [place.job_id, place.attempt_ref, gpu, ctx.file_id],
+        ).fetchall()
+    return LoadCounts(rows=1, rejects=0)
+
+
+FORMATS = [
+    FileFormat(
+        name="job_log",
+        source="logs",
+        description="a job's stdout/stderr; job and attempt from the path (synth layout, slurm-<jobid>.out, --log-pattern)",
+        file_names=(),
+        sniff=lambda head: False,  # logs are recognized by their path, never by content
+        load=_load,
+        claims_path=claims,
+    )
+]
