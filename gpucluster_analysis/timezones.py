@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from functools import cache
+from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import duckdb
@@ -95,6 +96,34 @@ def install_zone(con: duckdb.DuckDBPyConnection, zone_name: str) -> None:
         return
     rows = [(zone_name, start, offset) for start, offset in local_periods(zone_name)]
     con.executemany(f"INSERT INTO {ZONE_PERIODS_TABLE} VALUES (?, ?, ?)", rows)
+
+
+def local_zone() -> str:
+    """The IANA name of this machine's zone: $TZ, else /etc/timezone, else /etc/localtime's link; UTC if none.
+
+    The default zone for sources that write local times without one (sacct, nvidia-smi).
+    """
+    import os
+
+    candidates = [os.environ.get("TZ", "").lstrip(":")]
+    try:
+        candidates.append(Path("/etc/timezone").read_text(encoding="utf-8").strip())
+    except OSError:
+        pass
+    try:
+        target = str(Path("/etc/localtime").resolve())
+        if "zoneinfo/" in target:
+            candidates.append(target.split("zoneinfo/", 1)[1])
+    except OSError:
+        pass
+    for name in candidates:
+        if name:
+            try:
+                ZoneInfo(name)
+                return name
+            except (ZoneInfoNotFoundError, ValueError):
+                continue
+    return "UTC"
 
 
 def to_utc_python(local: datetime, zone_name: str) -> datetime:
