@@ -319,7 +319,6 @@ def test_example_truth_matches_gca_jobs_csv(tmp_path: Path) -> None:
     assert not mismatches, mismatches[:10]
 
 
-@pytest.mark.xfail(reason="gca does not classify failure logs yet: sql/queries/jobs.sql writes NULL failure_reason/category", strict=False)
 def test_failure_columns_match_gca(truth: dict[str, Any], gca_jobs: dict[str, dict[str, Any]]) -> None:
     mismatches = [
         (row["job_id"], c, row[c], gca_jobs[row["job_id"]][c])

@@ -1,5 +1,6 @@
 -- jobs: one row per job, the jobs.csv contract (docs/domain.md, "Per-job table").
--- Needs the temp table job_gpu_util (sql/queries/job_gpu_util.sql).
+-- Needs the temp tables job_gpu_util (sql/queries/job_gpu_util.sql) and attempt_failures
+-- (sql/queries/attempt_failures.sql: failure_reason/category are its job_root_cause row's).
 -- Parameters: none. Times are naive UTC timestamps; the writer formats them as ISO 8601 Z.
 WITH sized AS (
     SELECT source, job_id, attempt_no, count(*) AS gpus, count(DISTINCT machine_id) AS servers
@@ -38,9 +39,10 @@ SELECT
     p.gpu_time_s,
     u.mean_gpu_util_pct,
     coalesce(u.util_samples, 0) AS util_samples,
-    CAST(NULL AS VARCHAR) AS failure_reason,
-    CAST(NULL AS VARCHAR) AS failure_category
+    f.reason AS failure_reason,
+    f.category AS failure_category
 FROM jobs j
 LEFT JOIN per_job p USING (source, job_id)
 LEFT JOIN job_gpu_util u USING (source, job_id)
+LEFT JOIN attempt_failures f ON f.source = j.source AND f.job_id = j.job_id AND f.job_root_cause
 ORDER BY j.submit_at NULLS LAST, j.source, j.job_id

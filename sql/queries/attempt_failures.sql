@@ -1,0 +1,105 @@
+-- attempt_failures: one row per failed attempt (a "trial" in the study's words) with its size,
+-- its runtime to failure and the root cause classified from its logs (table job_logs).
+-- Which attempts failed (FAILURE_STATUSES = failed, timeout, node_fail, preempted; killed is
+-- a user's or an operator's choice, not a failure):
+--   * an attempt whose status the source gives (attempts.status) failed when that status is
+--     one of FAILURE_STATUSES;
+--   * otherwise an attempt that is not the job's final one failed (it was retried), and the
+--     final one failed when the job's status is one of FAILURE_STATUSES.
+-- The final attempt is the last in time: ordered by start, or by end for an attempt that
+-- never started (a launch failure: attempt_no puts it last although it came first), attempts
+-- with neither time last, ties by attempt_no.
+-- Logs: job_logs has no source column, so its rows join jobs by job_id alone; a job_id held
+-- by more than one source gets no logs (attaching them to the wrong job would be worse than
+-- none; failure_log_matching counts such files). attempt_ref is attempts.source_index; NULL
+-- means the job's final attempt. An attempt's root cause is the highest-priority
+-- classification among its files; ties: a matched signature before unknown, stderr before
+-- combined before stdout, then the lower line number.
+-- Parameters: none.
+-- Output: source, job_id, attempt_no, source_index, user, vc, job_status, attempt_status
+-- (NULL: the source gives only the job's), is_final_attempt, num_gpus (allocations of the
+-- attempt, else attempts.num_gpus; NULL when neither is known), start_at, end_at,
+-- runtime_to_failure_s (end - start; NULL when either is missing or end < start),
+-- gpu_time_lost_s (runtime_to_failure_s x num_gpus), has_log, log_files (files mapped to the
+-- attempt), reason and category (NULL without a log; 'unknown' for a log where nothing
+-- matched), signature_id, stream, line_number, line (of the winning file),
+-- job_root_cause (TRUE on the one row per job that jobs.csv takes failure_reason and
+-- failure_category from: the job's final status is one of FAILURE_STATUSES and this is its
+-- last failed attempt that has a log).
+WITH sized AS (
+    SELECT source, job_id, attempt_no, count(*) AS gpus
+    FROM allocations
+    GROUP BY source, job_id, attempt_no
+),
+ordered AS (
+    SELECT a.source, a.job_id, a.attempt_no, a.source_index, a.start_at, a.end_at,
+           a.status AS attempt_status,
+           coalesce(CAST(s.gpus AS DOUBLE), a.num_gpus) AS num_gpus,
+           -- 1 = the final attempt
+           row_number() OVER (PARTITION BY a.source, a.job_id
+                              ORDER BY coalesce(a.start_at, a.end_at) DESC NULLS FIRST, a.attempt_no DESC)
+               AS from_last
+    FROM attempts a
+    LEFT JOIN sized s USING (source, job_id, attempt_no)
+),
+failed AS (
+    SELECT o.*, j.user_name, j.vc, j.status AS job_status
+    FROM ordered o
+    JOIN jobs j USING (source, job_id)
+    WHERE CASE
+        WHEN o.attempt_status IS NOT NULL THEN o.attempt_status IN ('failed', 'timeout', 'node_fail', 'preempted')
+        WHEN o.from_last = 1 THEN j.status IN ('failed', 'timeout', 'node_fail', 'preempted')
+        ELSE TRUE
+    END
+),
+single_source AS (
+    SELECT job_id, min(source) AS source
+    FROM jobs
+    GROUP BY job_id
+    HAVING count(DISTINCT source) = 1
+),
+logs AS (
+    SELECT u.source, l.*
+    FROM job_logs l
+    JOIN single_source u USING (job_id)
+),
+-- Two equi-joins instead of one OR-join, which DuckDB cannot hash.
+log_attempts AS (
+    SELECT l.*, o.attempt_no
+    FROM logs l JOIN ordered o ON o.source = l.source AND o.job_id = l.job_id AND o.source_index = l.attempt_ref
+    UNION ALL
+    SELECT l.*, o.attempt_no
+    FROM logs l JOIN ordered o ON o.source = l.source AND o.job_id = l.job_id AND o.from_last = 1
+    WHERE l.attempt_ref IS NULL
+),
+ranked AS (
+    SELECT source, job_id, attempt_no, reason, category, signature_id, stream, line_number, line,
+           count(*) OVER (PARTITION BY source, job_id, attempt_no) AS log_files,
+           row_number() OVER (
+               PARTITION BY source, job_id, attempt_no
+               ORDER BY priority DESC NULLS LAST, reason = 'unknown',
+                        CASE stream WHEN 'stderr' THEN 0 WHEN 'combined' THEN 1 WHEN 'stdout' THEN 2 ELSE 3 END,
+                        line_number NULLS LAST, file_id
+           ) AS rank
+    FROM log_attempts
+),
+classified AS (
+    SELECT f.*, r.log_files, r.reason, r.category, r.signature_id, r.stream, r.line_number, r.line,
+           r.source IS NOT NULL AS has_log
+    FROM failed f
+    LEFT JOIN ranked r ON r.source = f.source AND r.job_id = f.job_id AND r.attempt_no = f.attempt_no AND r.rank = 1
+)
+SELECT source, job_id, attempt_no, source_index,
+       user_name AS "user", vc, job_status, attempt_status,
+       from_last = 1 AS is_final_attempt,
+       num_gpus, start_at, end_at,
+       CASE WHEN end_at >= start_at THEN epoch(end_at) - epoch(start_at) END AS runtime_to_failure_s,
+       CASE WHEN end_at >= start_at THEN (epoch(end_at) - epoch(start_at)) * num_gpus END AS gpu_time_lost_s,
+       has_log,
+       coalesce(log_files, 0) AS log_files,
+       reason, category, signature_id, stream, line_number, line,
+       coalesce(has_log AND job_status IN ('failed', 'timeout', 'node_fail', 'preempted')
+                AND row_number() OVER (PARTITION BY source, job_id, has_log ORDER BY from_last) = 1, FALSE)
+           AS job_root_cause
+FROM classified
+ORDER BY source, job_id, attempt_no
