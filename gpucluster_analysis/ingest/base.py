@@ -25,6 +25,9 @@ class IngestOptions:
     strict: bool = False
     log_pattern: str | None = None  # template placing job logs: {job_id}/{attempt}/stderr.txt
     signatures: tuple[Path, ...] = ()  # extra failure-signature files for classifying job logs
+    host: str | None = None  # machine of per-node telemetry files that do not name it (nvidia-smi, DCGM)
+    time: str | None = None  # when a timeless snapshot was taken / a dmon run started (ISO 8601 or epoch s)
+    interval_s: float | None = None  # seconds between samples of a timeless dmon or --query-gpu log
 
 
 @dataclass
