@@ -93,6 +93,12 @@ def expected_jobs(data: Path) -> dict[str, dict[str, object]]:
             "util_samples": len(values),
             "failure_reason": None,
             "failure_category": None,
+            # Philly has no Eligible time: queueing counts from submission.
+            "eligible_time": None,
+            "queue_basis": "submit" if job["submitted_time"] not in (None, "None") else None,
+            # The job log lists every GPU: attributed by the scheduler's own allocation.
+            "attribution": ("scheduler" if any(c for a, b, c in timed if a < b)
+                            else "none" if any(a < b for a, b, _ in timed) else None),
         }
     return expected
 

@@ -20,7 +20,7 @@ from gpucluster_analysis.sqlfiles import load_sql
 
 # Temp tables built once per report, in this order; later queries refer to them by name.
 # attributed_util is the only query that joins gpu_samples row by row (one pass).
-PREPARED_TABLES = ("attempt_windows", "job_keys", "attributed_util", "job_gpu_util", "attempt_failures")
+PREPARED_TABLES = ("attempt_attribution", "attempt_windows", "job_keys", "attributed_util", "job_gpu_util", "attempt_failures")
 
 # Built by prepare_report() after prepare(): (temp table, named query it holds).
 REPORT_TABLES = (
@@ -36,6 +36,9 @@ JOBS_COLUMNS = [
     "job_id", "source", "user", "vc", "status", "submit_time", "first_start_time", "end_time",
     "attempts", "num_gpus", "num_servers", "queue_delay_s", "run_time_s", "gpu_time_s",
     "mean_gpu_util_pct", "util_samples", "failure_reason", "failure_category",
+    # Beyond domain.md's contract (docs/jobs-csv.md): what the queueing delay was measured
+    # from, and how the job's samples were found.
+    "eligible_time", "queue_basis", "attribution",
 ]
 
 
@@ -92,7 +95,13 @@ def jobs_table(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
     Call `prepare(con)` first.
     """
-    return run_query(con, "jobs").select(JOBS_COLUMNS)
+    jobs = run_query(con, "jobs").select(JOBS_COLUMNS)
+    # GPU counts are whole numbers except for fractional sharing (Alibaba's gpu_milli):
+    # print 4, not 4.0, unless some job really has a fraction.
+    gpus = jobs["num_gpus"].drop_nulls()
+    if gpus.dtype.is_float() and (gpus == gpus.floor()).all():
+        jobs = jobs.with_columns(pl.col("num_gpus").cast(pl.Int64))
+    return jobs
 
 
 def format_for_csv(df: pl.DataFrame) -> pl.DataFrame:

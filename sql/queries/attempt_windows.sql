@@ -2,12 +2,14 @@
 -- merged per job so that overlapping attempts of one job never count a sample twice.
 -- Parameters: none. Output: source, job_id, machine_id, gpu_index, start_at, end_at
 -- (half-open [start_at, end_at)). Attempts without a start or an end have no window.
+-- The cells come from the temp table attempt_attribution (sql/queries/attempt_attribution.sql):
+-- the scheduler's allocation where it lists GPUs, else GPU bindings or whole machines.
 -- Used as a building block (CREATE TEMP TABLE ... AS) by the report.
 WITH windows AS (
-    SELECT al.source, al.job_id, al.machine_id, al.gpu_index, a.start_at, a.end_at
-    FROM allocations al
+    SELECT DISTINCT c.source, c.job_id, c.machine_id, c.gpu_index, a.start_at, a.end_at
+    FROM attempt_attribution c
     JOIN attempts a USING (source, job_id, attempt_no)
-    WHERE a.start_at IS NOT NULL AND a.end_at IS NOT NULL AND a.end_at > a.start_at
+    WHERE c.gpu_index IS NOT NULL
 ),
 ordered AS (
     SELECT *, max(end_at) OVER (

@@ -2,7 +2,7 @@
 -- groups samples by, fixed before the one pass over gpu_samples (attributed_util) so that
 -- pass can group by small integers instead of (source, job_id) strings.
 -- num_gpus / num_servers follow jobs.sql exactly (the first attempt, by attempt_no, that
--- has an allocation); size_bucket and placement are defined here once and job_facts
+-- has a size: allocation, else the source's GPU count and machines); size_bucket and placement are defined here once and job_facts
 -- takes them from this table.
 -- Parameters: none.
 -- Output: source, job_id, job_key (1..n in (source, job_id) order), status, num_gpus,
@@ -13,12 +13,24 @@ WITH sized AS (
     SELECT source, job_id, attempt_no, count(*) AS gpus, count(DISTINCT machine_id) AS servers
     FROM allocations GROUP BY source, job_id, attempt_no
 ),
+hosted AS (
+    SELECT source, job_id, attempt_no, count(DISTINCT machine_id) AS servers
+    FROM attempt_hosts GROUP BY source, job_id, attempt_no
+),
+per_attempt AS (
+    SELECT a.source, a.job_id, a.attempt_no,
+           coalesce(CAST(s.gpus AS DOUBLE), a.num_gpus) AS gpus,
+           coalesce(s.servers, h.servers, a.num_nodes) AS servers
+    FROM attempts a
+    LEFT JOIN sized s USING (source, job_id, attempt_no)
+    LEFT JOIN hosted h USING (source, job_id, attempt_no)
+),
 first_allocation AS (
-    SELECT a.source, a.job_id,
-           arg_min(s.gpus, a.attempt_no) AS num_gpus,
-           arg_min(s.servers, a.attempt_no) AS num_servers
-    FROM attempts a JOIN sized s USING (source, job_id, attempt_no)
-    GROUP BY a.source, a.job_id
+    SELECT source, job_id,
+           arg_min(gpus, attempt_no) AS num_gpus,
+           arg_min(servers, attempt_no) AS num_servers
+    FROM per_attempt WHERE gpus IS NOT NULL
+    GROUP BY source, job_id
 ),
 described AS (
     SELECT j.source, j.job_id, j.status, f.num_gpus, f.num_servers,

@@ -2,13 +2,29 @@
 -- Needs the temp tables job_gpu_util (sql/queries/job_gpu_util.sql) and attempt_failures
 -- (sql/queries/attempt_failures.sql: failure_reason/category are its job_root_cause row's).
 -- Parameters: none. Times are naive UTC timestamps; the writer formats them as ISO 8601 Z.
+-- An attempt's size: the scheduler's (machine, GPU) list where it has one; else the GPU
+-- count and machines the source gives for the attempt (Slurm TRES and NodeList, Helios
+-- gpu_num/node_num, Alibaba's fractional GPUs).
+-- Queueing starts at eligible_at where the source has it (Slurm: a job held or waiting on
+-- a dependency is not queueing for resources), else at submit_at; queue_basis says which.
+-- attribution: the least precise way any of the job's timed attempts had its samples found
+-- (temp table attempt_attribution); none when no timed attempt names a machine; NULL
+-- when no attempt has both times.
 WITH sized AS (
     SELECT source, job_id, attempt_no, count(*) AS gpus, count(DISTINCT machine_id) AS servers
     FROM allocations GROUP BY source, job_id, attempt_no
 ),
+hosted AS (
+    SELECT source, job_id, attempt_no, count(DISTINCT machine_id) AS servers
+    FROM attempt_hosts GROUP BY source, job_id, attempt_no
+),
 per_attempt AS (
-    SELECT a.source, a.job_id, a.attempt_no, a.start_at, a.end_at, s.gpus, s.servers
-    FROM attempts a LEFT JOIN sized s USING (source, job_id, attempt_no)
+    SELECT a.source, a.job_id, a.attempt_no, a.start_at, a.end_at,
+           coalesce(CAST(s.gpus AS DOUBLE), a.num_gpus) AS gpus,
+           coalesce(s.servers, h.servers, a.num_nodes) AS servers
+    FROM attempts a
+    LEFT JOIN sized s USING (source, job_id, attempt_no)
+    LEFT JOIN hosted h USING (source, job_id, attempt_no)
 ),
 per_job AS (
     SELECT source, job_id,
@@ -20,6 +36,14 @@ per_job AS (
         sum((epoch(end_at) - epoch(start_at)) * coalesce(gpus, 0))
             FILTER (WHERE start_at IS NOT NULL AND end_at IS NOT NULL) AS gpu_time_s
     FROM per_attempt
+    GROUP BY source, job_id
+),
+attributed AS (
+    SELECT source, job_id,
+           arg_max(attribution, CASE attribution WHEN 'scheduler' THEN 1 WHEN 'scontrol' THEN 2
+               WHEN 'cuda_visible_devices' THEN 3 WHEN 'whole_node' THEN 4 WHEN 'node_level' THEN 5
+               ELSE 0 END) AS attribution  -- none only when no timed attempt has a placement
+    FROM (SELECT DISTINCT source, job_id, attribution FROM attempt_attribution)
     GROUP BY source, job_id
 )
 SELECT
@@ -34,15 +58,19 @@ SELECT
     coalesce(p.attempts, 0) AS attempts,
     p.num_gpus,
     p.num_servers,
-    epoch(p.first_start_at) - epoch(j.submit_at) AS queue_delay_s,
+    epoch(p.first_start_at) - epoch(coalesce(j.eligible_at, j.submit_at)) AS queue_delay_s,
     epoch(p.end_at) - epoch(p.first_start_at) AS run_time_s,
     p.gpu_time_s,
     u.mean_gpu_util_pct,
     coalesce(u.util_samples, 0) AS util_samples,
     f.reason AS failure_reason,
-    f.category AS failure_category
+    f.category AS failure_category,
+    j.eligible_at AS eligible_time,
+    CASE WHEN j.eligible_at IS NOT NULL THEN 'eligible' WHEN j.submit_at IS NOT NULL THEN 'submit' END AS queue_basis,
+    t.attribution
 FROM jobs j
 LEFT JOIN per_job p USING (source, job_id)
 LEFT JOIN job_gpu_util u USING (source, job_id)
+LEFT JOIN attributed t USING (source, job_id)
 LEFT JOIN attempt_failures f ON f.source = j.source AND f.job_id = j.job_id AND f.job_root_cause
 ORDER BY j.submit_at NULLS LAST, j.source, j.job_id

@@ -1,0 +1,102 @@
+"""Joining samples to jobs when the scheduler does not list GPUs: attribution modes,
+size fallbacks and queueing from Eligible (a hand-made store; every number by hand)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpucluster_analysis.db import open_store
+from gpucluster_analysis.report.tables import jobs_table, prepare, run_query
+
+STORE = """
+INSERT INTO ingested_files VALUES (1, 'x', 1, 'a', 'slurm_sacct', 'UTC', 0, 0, 0, now());
+INSERT INTO machines VALUES ('n1', 4, NULL, 1), ('n2', 4, NULL, 1), ('n3', 2, NULL, 1);
+INSERT INTO jobs (source, job_id, user_name, vc, status, submit_at, eligible_at, file_id) VALUES
+  ('slurm', 'S1', 'u', 'a', 'passed', '2024-01-01 09:00:00', '2024-01-01 09:30:00', 1),
+  ('slurm', 'S2', 'u', 'a', 'passed', '2024-01-01 09:00:00', NULL, 1),
+  ('slurm', 'S3', 'u', 'a', 'failed', '2024-01-01 09:00:00', NULL, 1),
+  ('slurm', 'S4', 'u', 'a', 'passed', '2024-01-01 09:00:00', NULL, 1),
+  ('slurm', 'S5', 'u', 'a', 'passed', '2024-01-01 09:00:00', NULL, 1),
+  ('helios', 'H1', 'u', 'a', 'passed', '2024-01-01 09:00:00', NULL, 1),
+  ('alibaba', 'A1', 'u', 'a', 'passed', '2024-01-01 09:00:00', NULL, 1);
+INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, num_gpus, num_nodes, file_id) VALUES
+  ('slurm', 'S1', 0, 0, '2024-01-01 10:00:00', '2024-01-01 11:00:00', 4, 1, 1),
+  ('slurm', 'S2', 0, 0, '2024-01-01 10:00:00', '2024-01-01 11:00:00', 2, 1, 1),
+  ('slurm', 'S3', 0, 0, '2024-01-01 10:30:00', '2024-01-01 11:30:00', 2, 1, 1),
+  ('slurm', 'S4', 0, 0, '2024-01-01 10:00:00', '2024-01-01 11:00:00', 1, 1, 1),
+  ('slurm', 'S5', 0, 0, '2024-01-01 10:30:00', '2024-01-01 10:45:00', 1, 1, 1),
+  ('helios', 'H1', 0, 0, '2024-01-01 10:00:00', '2024-01-01 11:00:00', 8, 2, 1),
+  ('alibaba', 'A1', 0, 0, '2024-01-01 10:00:00', '2024-01-01 11:00:00', 0.5, NULL, 1);
+INSERT INTO attempt_hosts VALUES
+  ('slurm', 'S1', 0, 'n1', 4, 1), ('slurm', 'S2', 0, 'n2', 2, 1), ('slurm', 'S3', 0, 'n2', 2, 1),
+  ('slurm', 'S4', 0, 'n3', 1, 1), ('slurm', 'S5', 0, 'n3', 1, 1);
+INSERT INTO gpu_bindings VALUES
+  ('slurm', 'S2', NULL, 'n2', 2, 'scontrol', 1), ('slurm', 'S2', NULL, 'n2', 3, 'scontrol', 1),
+  (NULL, 'S3', NULL, NULL, 0, 'cuda_visible_devices', 1), (NULL, 'S3', NULL, NULL, 1, 'cuda_visible_devices', 1);
+INSERT INTO gpu_samples VALUES
+  ('2024-01-01 10:10:00', 'n1', 0, 40, 1),   -- S1 (whole node)
+  ('2024-01-01 10:20:00', 'n1', 3, 80, 1),   -- S1
+  ('2024-01-01 10:10:00', 'n2', 2, 50, 1),   -- S2 (scontrol: GPUs 2, 3)
+  ('2024-01-01 10:50:00', 'n2', 3, 70, 1),   -- S2
+  ('2024-01-01 10:10:00', 'n2', 0, 90, 1),   -- GPU 0 before S3 started: nobody's
+  ('2024-01-01 10:40:00', 'n2', 0, 30, 1),   -- S3 (CUDA_VISIBLE_DEVICES=0,1 on its one host)
+  ('2024-01-01 10:35:00', 'n3', 0, 20, 1),   -- S4 and S5 share n3: node level, both
+  ('2024-01-01 10:50:00', 'n3', 1, 60, 1);   -- S4 only (S5 ended 10:45)
+"""
+
+
+@pytest.fixture
+def jobs(tmp_path: Path) -> dict[str, dict[str, object]]:
+    with open_store(tmp_path / "s.duckdb") as con:
+        con.execute(STORE)
+        prepare(con)
+        table = jobs_table(con)
+        modes = run_query(con, "gpu_time_by_attribution")
+    rows = {r["job_id"]: r for r in table.to_dicts()}
+    rows["_modes"] = {r["attribution"]: r for r in modes.to_dicts()}
+    return rows
+
+
+def test_each_job_gets_the_most_precise_attribution_its_sources_allow(jobs: dict) -> None:  # type: ignore[type-arg]
+    assert {j: jobs[j]["attribution"] for j in ("S1", "S2", "S3", "S4", "S5", "H1", "A1")} == {
+        "S1": "whole_node", "S2": "scontrol", "S3": "cuda_visible_devices",
+        "S4": "node_level", "S5": "node_level", "H1": "none", "A1": "none",
+    }
+
+
+def test_samples_follow_the_attribution(jobs: dict) -> None:  # type: ignore[type-arg]
+    got = {j: (jobs[j]["util_samples"], jobs[j]["mean_gpu_util_pct"]) for j in ("S1", "S2", "S3", "S4", "S5", "H1")}
+    assert got == {
+        "S1": (2, pytest.approx(60.0)),   # (40 + 80) / 2
+        "S2": (2, pytest.approx(60.0)),   # (50 + 70) / 2
+        "S3": (1, pytest.approx(30.0)),
+        "S4": (2, pytest.approx(40.0)),   # (20 + 60) / 2
+        "S5": (1, pytest.approx(20.0)),
+        "H1": (0, None),
+    }
+
+
+def test_sizes_fall_back_to_the_sources_counts(jobs: dict) -> None:  # type: ignore[type-arg]
+    assert (jobs["S1"]["num_gpus"], jobs["S1"]["num_servers"]) == (4, 1)
+    assert (jobs["H1"]["num_gpus"], jobs["H1"]["num_servers"]) == (8, 2)
+    assert jobs["A1"]["num_gpus"] == pytest.approx(0.5)
+    assert jobs["A1"]["gpu_time_s"] == pytest.approx(0.5 * 3600)
+    assert jobs["H1"]["gpu_time_s"] == pytest.approx(8 * 3600)
+
+
+def test_queueing_counts_from_eligible_where_known(jobs: dict) -> None:  # type: ignore[type-arg]
+    assert (jobs["S1"]["queue_delay_s"], jobs["S1"]["queue_basis"]) == (1800, "eligible")  # 10:00 - 09:30
+    assert (jobs["S2"]["queue_delay_s"], jobs["S2"]["queue_basis"]) == (3600, "submit")  # 10:00 - 09:00
+
+
+def test_gpu_time_share_per_attribution_mode(jobs: dict) -> None:  # type: ignore[type-arg]
+    modes = jobs["_modes"]
+    # GPU-seconds: whole_node S1 4x3600; scontrol S2 2x3600; cuda_visible_devices S3 2x3600;
+    # node_level S4 1x3600 + S5 1x900; none H1 8x3600 + A1 0.5x3600. Total 66,420.
+    expected = {"whole_node": 14400, "scontrol": 7200, "cuda_visible_devices": 7200,
+                "node_level": 4500, "none": 30600}
+    assert {m: r["gpu_time_s"] for m, r in modes.items()} == pytest.approx(expected)
+    total = sum(expected.values())
+    assert modes["node_level"]["gpu_time_share_pct"] == pytest.approx(100 * 4500 / total)
