@@ -1,0 +1,115 @@
+-- Load one pod list of Alibaba's cluster-trace-gpu-v2023 (openb_pod_list_*.csv) into jobs
+-- and attempts: one job per pod, one attempt per pod that was scheduled.
+-- Parameters: $path, $file_id, $epoch (the instant the trace's relative seconds count from,
+-- a naive UTC TIMESTAMP), $delim, $header_text, $n_fields and $pos_<column> (1-based
+-- position of each column in the header, NULL when absent), as in helios_acme_jobs.sql.
+-- creation/scheduled/deletion_time are whole seconds since the trace start. A pod runs on
+-- one node; it holds num_gpu x gpu_milli/1000 GPUs (gpu_milli < 1000: a shared GPU).
+
+CREATE OR REPLACE TEMP MACRO trace_field(fields, pos) AS (
+    CASE WHEN trim(fields[pos]) IN ('', 'NA', 'N/A', 'None', 'none', 'nan', 'NaN', 'NaT', 'null', 'NULL', 'Unknown')
+         THEN NULL ELSE trim(fields[pos]) END
+);
+
+-- Whole non-negative seconds ('9437497', also '9437497.0' as pandas writes a column with
+-- gaps); anything else is NULL and its row is rejected.
+CREATE OR REPLACE TEMP MACRO trace_seconds(t) AS (
+    CASE WHEN TRY_CAST(t AS DOUBLE) >= 0 AND TRY_CAST(t AS DOUBLE) = floor(TRY_CAST(t AS DOUBLE))
+         THEN CAST(TRY_CAST(t AS DOUBLE) AS BIGINT) END
+);
+
+CREATE OR REPLACE TEMP TABLE stage_line AS
+SELECT ordinality AS line, text
+FROM read_csv($path, header = false, columns = {'text': 'VARCHAR'}, delim = $delim, quote = '',
+              escape = '', auto_detect = false) WITH ORDINALITY;
+
+CREATE OR REPLACE TEMP TABLE stage_row AS
+SELECT line, text,
+       CASE WHEN contains(text, '"')
+            THEN list_transform(regexp_extract_all(text, '(?:^|,)("(?:[^"]|"")*"|[^,]*)', 1),
+                                lambda f: CASE WHEN f LIKE '"%"' THEN replace(f[2:-2], '""', '"') ELSE f END)
+            ELSE string_split(text, ',') END AS fields
+FROM stage_line
+WHERE line > 1 AND text IS NOT NULL AND trim(text) <> '' AND text <> $header_text;
+
+CREATE OR REPLACE TEMP TABLE stage_pod AS
+SELECT line, text, len(fields) AS n_fields, job_id, phase,
+       gpu_text, milli_text, created_text, scheduled_text, deleted_text,
+       TRY_CAST(gpu_text AS DOUBLE) AS num_gpu,
+       TRY_CAST(milli_text AS DOUBLE) AS gpu_milli,
+       trace_seconds(created_text) AS created_s,
+       trace_seconds(scheduled_text) AS scheduled_s,
+       trace_seconds(deleted_text) AS deleted_s,
+       row_number() OVER (PARTITION BY job_id ORDER BY line) AS copy_no
+FROM (
+    SELECT line, text, fields,
+           trace_field(fields, $pos_name) AS job_id,
+           trace_field(fields, $pos_pod_phase) AS phase,
+           trace_field(fields, $pos_num_gpu) AS gpu_text,
+           trace_field(fields, $pos_gpu_milli) AS milli_text,
+           trace_field(fields, $pos_creation_time) AS created_text,
+           trace_field(fields, $pos_scheduled_time) AS scheduled_text,
+           trace_field(fields, $pos_deletion_time) AS deleted_text
+    FROM stage_row
+);
+
+CREATE OR REPLACE TEMP TABLE stage_pod_problem AS
+SELECT line, text, problem FROM (
+    SELECT line, text,
+        CASE
+            WHEN n_fields <> $n_fields THEN n_fields || ' fields where the header has ' || $n_fields
+            WHEN job_id IS NULL THEN 'row without a pod name'
+            WHEN created_text IS NOT NULL AND created_s IS NULL
+                THEN 'creation_time is not whole seconds since the trace start: ' || created_text
+            WHEN scheduled_text IS NOT NULL AND scheduled_s IS NULL
+                THEN 'scheduled_time is not whole seconds since the trace start: ' || scheduled_text
+            WHEN deleted_text IS NOT NULL AND deleted_s IS NULL
+                THEN 'deletion_time is not whole seconds since the trace start: ' || deleted_text
+            WHEN gpu_text IS NOT NULL AND (num_gpu IS NULL OR num_gpu < 0 OR num_gpu <> floor(num_gpu))
+                THEN 'num_gpu is not a whole number of GPUs: ' || gpu_text
+            WHEN milli_text IS NOT NULL AND (gpu_milli IS NULL OR gpu_milli < 0 OR gpu_milli > 1000)
+                THEN 'gpu_milli is not a share of a GPU between 0 and 1000: ' || milli_text
+            WHEN num_gpu > 0 AND gpu_milli IS NOT NULL AND gpu_milli = 0
+                THEN 'num_gpu ' || gpu_text || ' with gpu_milli 0: how much GPU the pod holds is unknown'
+            WHEN scheduled_s < created_s THEN 'scheduled_time ' || scheduled_text || ' is before creation_time ' || created_text
+            WHEN deleted_s < scheduled_s THEN 'deletion_time ' || deleted_text || ' is before scheduled_time ' || scheduled_text
+            WHEN copy_no > 1 THEN 'duplicate pod name ' || job_id || ' (first seen on an earlier line)'
+            WHEN job_id IN (SELECT job_id FROM jobs WHERE source = 'alibaba')
+                THEN 'pod ' || job_id || ' already stored from another file'
+        END AS problem
+    FROM stage_pod
+)
+WHERE problem IS NOT NULL;
+
+INSERT INTO rejects (file_id, line, reason, text)
+SELECT $file_id, line, problem, left(text, 500) FROM stage_pod_problem;
+
+CREATE OR REPLACE TEMP TABLE stage_pod_ok AS
+SELECT p.*,
+       CASE lower(coalesce(phase, ''))
+           WHEN 'succeeded' THEN 'passed'
+           WHEN 'failed' THEN 'failed'
+           WHEN 'running' THEN 'running'
+           WHEN 'pending' THEN 'pending'
+           ELSE 'unknown'
+       END AS status,
+       $epoch + to_seconds(created_s) AS submit_at,
+       $epoch + to_seconds(scheduled_s) AS start_at,
+       $epoch + to_seconds(deleted_s) AS end_at
+FROM stage_pod p
+WHERE p.line NOT IN (SELECT line FROM stage_pod_problem);
+
+-- Recorded with the file: its times were read as UTC offsets from $epoch (--tz does not apply).
+UPDATE ingested_files SET time_zone = 'UTC' WHERE file_id = $file_id;
+
+INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id)
+SELECT 'alibaba', job_id, NULL, NULL, status, phase, submit_at, $file_id
+FROM stage_pod_ok;
+
+-- A pod that was scheduled ran once, on one node, until it was deleted.
+INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, status, source_status,
+                      num_gpus, num_nodes, file_id)
+SELECT 'alibaba', job_id, 0, 0, start_at, end_at, status, phase,
+       CASE WHEN num_gpu = 0 THEN 0.0 ELSE num_gpu * gpu_milli / 1000 END, 1, $file_id
+FROM stage_pod_ok
+WHERE start_at IS NOT NULL;
