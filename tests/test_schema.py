@@ -1,0 +1,40 @@
+"""The store's schema: a version-1 store is upgraded in place, a newer one is refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from gpucluster_analysis.db import open_store
+from gpucluster_analysis.errors import StoreError
+from gpucluster_analysis.sqlfiles import load_sql
+
+
+def _columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
+    return {r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()}
+
+
+def test_version_1_store_is_upgraded_keeping_its_rows(tmp_path: Path) -> None:
+    db = tmp_path / "v1.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute(load_sql("schema", "001_core")).fetchall()
+    con.execute("INSERT INTO schema_version VALUES (1)")
+    con.execute("INSERT INTO jobs VALUES ('philly', 'j1', 'u', 'v', 'passed', 'Pass', '2017-10-10 10:00:00', 1)")
+    con.close()
+    with open_store(db) as con:
+        assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(2,)]
+        assert {"eligible_at", "job_name", "cancelled_by"} <= _columns(con, "jobs")
+        assert {"num_gpus", "num_nodes", "status"} <= _columns(con, "attempts")
+        assert con.execute("SELECT job_id, eligible_at FROM jobs").fetchall() == [("j1", None)]
+        assert con.execute("SELECT count(*) FROM job_logs").fetchall() == [(0,)]
+
+
+def test_store_from_a_newer_gca_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "new.duckdb"
+    with open_store(db) as con:
+        con.execute("UPDATE schema_version SET version = 99")
+    with pytest.raises(StoreError, match="schema version 99"):
+        with open_store(db):
+            pass
