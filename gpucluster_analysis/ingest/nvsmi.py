@@ -1,0 +1,571 @@
+"""nvidia-smi telemetry logs: `--query-gpu` CSV, `dmon`, and `-q -x` XML snapshots.
+
+* `nvsmi_csv`: `nvidia-smi --query-gpu=FIELDS --format=csv[,noheader][,nounits] [-l N]`,
+  any field set. Header names lose their ` [unit]`; values may carry units or not; every
+  N/A spelling is missing; a header repeated mid-file (concatenated logs) starts a new
+  block, with its own field set. A headerless log needs `--columns` (the query's field
+  list). `timestamp` (`2026/07/14 08:12:38.696`) is local time in the site's zone.
+* `nvsmi_dmon`: `nvidia-smi dmon [-s ...] [-o DT]`: columns from the first `#` line of
+  each block (old `temp` and new `gtemp` alike), `-` missing, `-o DT` date and time.
+* `nvsmi_xml`: one or several concatenated `nvidia-smi -q -x` documents (DTD v10-v12
+  tag renames, MIG devices).
+
+Neither tool names its host: it is `--host`, else the file name (`host_from_name`).
+A log without times (dmon without `-o DT`, a query without `timestamp`) takes them
+from `--time` (first sample) and `--interval` (seconds between samples).
+
+Big logs (days at one line per GPU per second) are streamed: Python only numbers the
+lines and tells headers, data and tool errors apart, in bounded batches handed to
+DuckDB as Arrow tables; `sql/ingest/nvsmi_lines.sql` splits and types the fields and
+`sql/ingest/nvsmi_store.sql` (shared with DCGM) checks and stores the rows.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from gpucluster_analysis.errors import InputError, ParseError
+from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
+from gpucluster_analysis.ingest.files import first_lines, open_binary
+from gpucluster_analysis.sqlfiles import run_script
+from gpucluster_analysis.timezones import check_zone, install_zone, local_zone, to_utc_python
+
+BATCH_ROWS = 50_000
+
+# --- shared with dcgm.py: staging, host, time ----------------------------------------
+
+# stage_raw's columns (see sql/ingest/nvsmi_store.sql): values as the tool printed them.
+RAW_COLUMNS = {
+    "line": pa.int64(), "text": pa.string(), "machine_id": pa.string(),
+    "local_at": pa.timestamp("us"), "utc_at": pa.timestamp("us"), "time_text": pa.string(),
+    "index_text": pa.string(), "instance_text": pa.string(), "uuid": pa.string(), "pci_text": pa.string(),
+    "model": pa.string(), "util_text": pa.string(), "mem_util_text": pa.string(), "mem_used_text": pa.string(),
+    "mem_total_text": pa.string(), "power_text": pa.string(), "temp_text": pa.string(),
+    "sm_clock_text": pa.string(), "gr_engine_text": pa.string(), "throttle_mask_text": pa.string(),
+    "throttle_text": pa.string(), "problem": pa.string(),
+}
+EVENT_COLUMNS = {
+    "line": pa.int64(), "event_at": pa.timestamp("us"), "machine_id": pa.string(),
+    "gpu_index": pa.int16(), "kind": pa.string(), "detail": pa.string(),
+}
+_SQL_TYPES = {pa.int64(): "BIGINT", pa.string(): "VARCHAR", pa.timestamp("us"): "TIMESTAMP", pa.int16(): "SMALLINT",
+              pa.int32(): "INTEGER"}
+
+# What nvidia-smi (and dmon) print instead of data. Only tested on lines that are not
+# well-formed data lines, so a `[Unknown Error]` value inside a row is never an event.
+TOOL_ERROR = re.compile(
+    r"no devices were found|unable to determine the device handle|nvidia-smi has failed|failed to initialize nvml"
+    r"|gpu is lost|unable to query|not supported on the device|failed to process command line"
+    r"|driver/library version mismatch|couldn't communicate with the nvidia driver|insufficient permissions"
+    r"|unknown error|is not a valid field|invalid combination|error:",
+    re.IGNORECASE,
+)
+
+
+class Batches:
+    """Rows for one staging table, handed to DuckDB every BATCH_ROWS rows as an Arrow table."""
+
+    def __init__(self, con: Any, table: str, columns: dict[str, pa.DataType]) -> None:
+        self.con, self.table, self.columns = con, table, columns
+        self.rows: dict[str, list[Any]] = {c: [] for c in columns}
+        self.count = 0
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} ("
+                    + ", ".join(f"{c} {_SQL_TYPES[t]}" for c, t in columns.items()) + ")")
+
+    def add(self, **values: Any) -> None:
+        for column, items in self.rows.items():
+            items.append(values.get(column))
+        self.count += 1
+        if len(self.rows["line"]) >= BATCH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.rows["line"]:
+            return
+        batch = pa.table({c: pa.array(v, type=self.columns[c]) for c, v in self.rows.items()})  # noqa: F841 (read by DuckDB)
+        self.con.execute(f"INSERT INTO {self.table} SELECT * FROM batch")
+        self.rows = {c: [] for c in self.columns}
+
+
+_TOOL_NAMES = r"nvidia[-_]?smi|nvsmi|dmon|dcgm(?:[-_]exporter)?|gpus?|metrics|telemetry|query"
+_GENERIC_NAMES = {"nvidia-smi", "nvidia_smi", "nvidiasmi", "nvsmi", "dmon", "dcgm", "dcgm-exporter", "dcgm_exporter",
+                  "gpu", "gpus", "metrics", "telemetry", "query", "log", "logs", "output", "out", "data", "scrape",
+                  "snapshot", "smi", "nvidia", "stdout", "result", "results", "export", "query_range"}
+_STAMP = r"\d{4}-?\d{2}-?\d{2}(?:[T_-]?\d{2}:?\d{2}(?::?\d{2})?Z?)?|\d{10}"
+_HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def host_from_name(path: Path) -> str | None:
+    """The host a per-node log's file name gives, or None.
+
+    The name without compression and log extensions (`.gz .csv .log .txt .xml .prom
+    .json .out`), a date or epoch stamp at its end (`node01_2026-07-14.csv`), a tool
+    word at its start or end (`nvidia-smi-node01.csv`, `node01_gpu.log`,
+    `node01.dmon.log`, `dcgm-node01.prom`). Names that are only a tool word
+    (`nvidia-smi.csv`, `metrics.prom`) or a number give none.
+    """
+    name = path.name
+    for _ in range(3):
+        name = re.sub(r"\.(gz|csv|log|txt|xml|prom|json|out|tsv)$", "", name, flags=re.IGNORECASE)
+    name = re.sub(rf"[-_.](?:{_STAMP})$", "", name)
+    name = re.sub(rf"^(?:{_TOOL_NAMES})[-_.]", "", name, flags=re.IGNORECASE)
+    name = re.sub(rf"[-_.](?:{_TOOL_NAMES})$", "", name, flags=re.IGNORECASE)
+    name = re.sub(rf"[-_.](?:{_STAMP})$", "", name)
+    if not name or name.lower() in _GENERIC_NAMES or name.isdigit() or not _HOST.fullmatch(name):
+        return None
+    return name
+
+
+def host_of(ctx: LoadContext) -> str:
+    """`--host`, else the file name's host; a file that names none is an InputError."""
+    if ctx.options.host:
+        return ctx.options.host
+    host = host_from_name(ctx.path)
+    if host is None:
+        raise InputError(
+            f"{ctx.path}: which machine is this? The file name names no host",
+            hint="pass --host NAME, or name the file after its host (e.g. node01.csv, nvidia-smi-node01.log)",
+        )
+    return host
+
+
+def site_zone(ctx: LoadContext) -> str:
+    return ctx.options.zone or local_zone()
+
+
+def parse_time_option(text: str, zone: str) -> datetime:
+    """`--time` as naive UTC: epoch seconds, or ISO 8601 (with Z/offset, else in `zone`)."""
+    value = text.strip()
+    try:
+        if re.fullmatch(r"\d+(\.\d+)?", value):
+            return datetime.fromtimestamp(float(value), UTC).replace(tzinfo=None)
+        parsed = datetime.fromisoformat(value.replace("/", "-"))
+    except (ValueError, OverflowError) as e:
+        raise InputError(
+            f"--time {text!r}: not a time",
+            hint="give ISO 8601 (2026-07-14T08:12:00 in the site's zone, or with Z or +02:00) or epoch seconds",
+        ) from e
+    if parsed.tzinfo is None:
+        return to_utc_python(parsed, zone)
+    return parsed.astimezone(UTC).replace(tzinfo=None)
+
+
+def start_time(ctx: LoadContext) -> datetime | None:
+    return parse_time_option(ctx.options.time, site_zone(ctx)) if ctx.options.time else None
+
+
+def store_staged(ctx: LoadContext, zone: str | None, *, pci_order: bool = False) -> LoadCounts:
+    """Check and store stage_raw and stage_gpu_events (sql/ingest/nvsmi_store.sql)."""
+    zone = zone or "UTC"
+    check_zone(zone)
+    install_zone(ctx.con, zone)
+    run_script(ctx.con, "ingest", "nvsmi_macros", {})
+    run_script(ctx.con, "ingest", "nvsmi_store", {"file_id": ctx.file_id, "zone": zone, "pci_order": pci_order},
+               on_statement=ctx.on_statement)
+    stored, rejected = ctx.con.execute(
+        "SELECT count(*) FILTER (WHERE problem IS NULL), count(*) FILTER (WHERE problem IS NOT NULL) FROM stage_gpu"
+    ).fetchall()[0]
+    return LoadCounts(rows=int(stored), rejects=int(rejected))
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    with io.TextIOWrapper(open_binary(path), encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, start=1):
+            yield number, line.strip()
+
+
+# --- nvsmi_csv and nvsmi_dmon: a block layout per header ---------------------------------
+
+# Stage columns -> the query fields that fill them, preferred first (lower case, unit stripped).
+CSV_FIELDS: dict[str, tuple[str, ...]] = {
+    "p_time": ("timestamp",),
+    "p_index": ("index",),
+    "p_uuid": ("uuid", "gpu_uuid"),
+    "p_pci": ("pci.bus_id", "gpu_bus_id"),
+    "p_model": ("name", "gpu_name"),
+    "p_util": ("utilization.gpu",),
+    "p_mem_util": ("utilization.memory",),
+    "p_mem_used": ("memory.used",),
+    "p_mem_total": ("memory.total",),
+    "p_power": ("power.draw", "power.draw.instant", "power.draw.average"),
+    "p_temp": ("temperature.gpu",),
+    "p_sm_clock": ("clocks.current.sm", "clocks.sm"),
+    "p_throttle_mask": ("clocks_event_reasons.active", "clocks_throttle_reasons.active"),
+}
+# dmon column names (first header line) -> stage columns; temp (old drivers) = gtemp (new).
+DMON_FIELDS: dict[str, tuple[str, ...]] = {
+    "p_date": ("date",),
+    "p_time": ("time",),
+    "p_index": ("gpu",),
+    "p_util": ("sm",),
+    "p_mem_util": ("mem",),
+    "p_mem_used": ("fb",),
+    "p_power": ("pwr",),
+    "p_temp": ("gtemp", "temp"),
+    "p_sm_clock": ("pclk",),
+}
+_POSITIONS = ("p_time", "p_date", "p_index", "p_uuid", "p_pci", "p_model", "p_util", "p_mem_util", "p_mem_used",
+              "p_mem_total", "p_power", "p_temp", "p_sm_clock", "p_throttle_mask")
+_MEASURES = ("p_util", "p_mem_util", "p_mem_used", "p_mem_total", "p_power", "p_temp", "p_sm_clock", "p_throttle_mask")
+# Individual reason fields: clocks_throttle_reasons.hw_slowdown (old) / clocks_event_reasons.* (new).
+_REASON_FIELD = re.compile(r"clocks_(?:throttle|event)_reasons\.(\w+)")
+_REASON_ALIASES = {"display_clocks_setting": "display_clock_setting", "sw_thermal": "sw_thermal_slowdown",
+                   "hw_thermal": "hw_thermal_slowdown", "hw_power_brake": "hw_power_brake_slowdown"}
+
+_CSV_KEY = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*")
+_CSV_UNIT = re.compile(r"\s*\[[^\]]*\]$")
+_KNOWN_CSV_KEYS = {k for keys in CSV_FIELDS.values() for k in keys} | {
+    "driver_version", "pstate", "serial", "vbios_version", "fan.speed", "temperature.memory", "count",
+    "power.limit", "clocks.current.memory", "clocks.mem", "clocks.current.graphics", "clocks.gr", "memory.free",
+    "memory.reserved", "driver_model.current", "compute_mode", "persistence_mode", "display_mode", "mig.mode.current",
+    "utilization.encoder", "utilization.decoder", "ecc.errors.uncorrected.volatile.total",
+}
+
+
+def csv_key(field: str) -> str:
+    """`memory.used [MiB]` -> `memory.used`."""
+    return _CSV_UNIT.sub("", field.strip()).strip().lower()
+
+
+def _csv_header_keys(text: str) -> list[str] | None:
+    """The keys of a --query-gpu header line, or None if the line is not one."""
+    fields = [f.strip() for f in text.split(",")]
+    keys = [csv_key(f) for f in fields]
+    if not all(_CSV_KEY.fullmatch(k) and (f == k or _CSV_UNIT.search(f)) for f, k in zip(fields, keys, strict=True)):
+        return None
+    if not any(k in _KNOWN_CSV_KEYS or _REASON_FIELD.fullmatch(k) or "." in k for k in keys):
+        return None
+    return keys
+
+
+def _layout(keys: list[str], fields: dict[str, tuple[str, ...]], block: int) -> dict[str, Any]:
+    row: dict[str, Any] = {"block": block, "n_fields": len(keys)}
+    for column in _POSITIONS:
+        row[column] = next((keys.index(k) + 1 for k in fields.get(column, ()) if k in keys), None)
+    reasons = [(i + 1, m.group(1)) for i, k in enumerate(keys)
+               if (m := _REASON_FIELD.fullmatch(k)) and m.group(1) not in ("active", "supported")]
+    row["reason_pos"] = [p for p, _ in reasons]
+    row["reason_names"] = [_REASON_ALIASES.get(n, n) for _, n in reasons]
+    return row
+
+
+_BLOCK_TYPES = {**{c: pa.int32() for c in ("block", "n_fields", *_POSITIONS)},
+                "reason_pos": pa.list_(pa.int32()), "reason_names": pa.list_(pa.string())}
+
+
+def _stage_blocks(ctx: LoadContext, layouts: list[dict[str, Any]]) -> None:
+    blocks = pa.table({c: pa.array([r[c] for r in layouts], type=t) for c, t in _BLOCK_TYPES.items()})  # noqa: F841
+    ctx.con.execute("CREATE OR REPLACE TEMP TABLE stage_blocks AS SELECT * FROM blocks")
+
+
+def _columns_option(ctx: LoadContext) -> list[str] | None:
+    # IngestOptions.columns (--columns) may be a comma-separated string or a sequence of names.
+    value = getattr(ctx.options, "columns", None)
+    if not value:
+        return None
+    names = value.split(",") if isinstance(value, str) else list(value)
+    return [n.strip() for n in names if n.strip()]
+
+
+def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
+    host = host_of(ctx)
+    zone = site_zone(ctx)
+    lines = Batches(ctx.con, "stage_lines", {"line": pa.int64(), "block": pa.int32(), "text": pa.string()})
+    events = Batches(ctx.con, "stage_gpu_events", EVENT_COLUMNS)
+    layouts: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    header_text = None
+    given = _columns_option(ctx)
+    if given:
+        keys = [k.lower() for k in given] if dmon else [csv_key(k) for k in given]
+        current = _layout(keys, DMON_FIELDS if dmon else CSV_FIELDS, 0)
+        layouts.append(current)
+    orphans = 0
+    units_next = False
+    for number, text in _lines(ctx.path):
+        if not text:
+            continue
+        if dmon and text.startswith("#"):
+            tokens = text.lstrip("#").split()
+            if units_next or (tokens and tokens[0] in ("Idx", "YYYYMMDD", "HH:MM:SS")):
+                units_next = False  # the unit line under a header
+                continue
+            names = [t.lower() for t in tokens]
+            if "pid" in names:
+                raise ParseError(f"{ctx.path}:{number}: this is nvidia-smi pmon output (per process)",
+                                 hint="gca reads per-GPU dmon logs (nvidia-smi dmon), not pmon")
+            if "gpu" in names:
+                if text != header_text:
+                    header_text = text
+                    current = _layout(names, DMON_FIELDS, len(layouts))
+                    layouts.append(current)
+                units_next = True
+            continue
+        units_next = False
+        if not dmon and "a" <= text[0] <= "z" and text != header_text and (keys := _csv_header_keys(text)):
+            header_text = text
+            current = _layout(keys, CSV_FIELDS, len(layouts))
+            layouts.append(current)
+            continue
+        if not dmon and text == header_text:
+            continue
+        n = len(text.split()) if dmon else text.count(",") + 1
+        if (current is None or n != current["n_fields"]) and TOOL_ERROR.search(text):
+            events.add(line=number, machine_id=host, kind="tool_error", detail=text)
+            continue
+        if current is None:
+            orphans += 1
+            if orphans == 1:
+                first_orphan = number
+            continue
+        lines.add(line=number, block=current["block"], text=text)
+    lines.flush()
+    events.flush()
+    if orphans:
+        what = "a dmon header (# gpu ...)" if dmon else "a header line"
+        raise ParseError(
+            f"{ctx.path}:{first_orphan}: data without {what}: gca cannot tell which field is which",
+            hint="pass --columns with the field list"
+            + (" of the dmon header (e.g. gpu,pwr,gtemp,sm,mem)" if dmon else " given to --query-gpu (e.g. timestamp,index,utilization.gpu)"),
+        )
+    if not layouts:
+        if events.count:
+            return _store_lines(ctx, host, zone, None, dmon=dmon, pci_order=False, no_data=True)
+        raise ParseError(f"{ctx.path}: no {'dmon' if dmon else 'nvidia-smi --query-gpu'} header and no data",
+                         hint="is this the right file? --format forces a format")
+    _check_layouts(ctx, layouts, dmon=dmon)
+    _stage_blocks(ctx, layouts)
+    timeless = all(r["p_time"] is None for r in layouts)
+    start = None
+    if timeless:
+        start = _timeless_start(ctx, "dmon without -o DT" if dmon else "a --query-gpu log without timestamp")
+    pci_order = all(r["p_index"] is None for r in layouts)
+    return _store_lines(ctx, host, zone, start, dmon=dmon, pci_order=pci_order)
+
+
+def _check_layouts(ctx: LoadContext, layouts: list[dict[str, Any]], *, dmon: bool) -> None:
+    for r in layouts:
+        if r["p_index"] is None and r["p_uuid"] is None and r["p_pci"] is None:
+            raise ParseError(
+                f"{ctx.path}: the field list has no GPU index" + ("" if dmon else ", uuid or pci.bus_id"),
+                hint="gca cannot tell the GPUs apart; query index (or uuid, pci.bus_id) too",
+            )
+        if not any(r[c] is not None for c in _MEASURES) and not r["reason_pos"]:
+            raise ParseError(f"{ctx.path}: the field list has no measure (utilization, memory, power, ...)",
+                             hint="gca stores GPU samples; this looks like an inventory listing")
+        if dmon and r["p_time"] is not None and r["p_date"] is None:
+            raise ParseError(f"{ctx.path}: dmon -o T prints times without a date",
+                             hint="log with -o DT (date and time), or without -o and pass --time and --interval")
+        if dmon and r["p_date"] is not None and r["p_time"] is None:
+            raise ParseError(f"{ctx.path}: dmon -o D prints dates without a time of day",
+                             hint="log with -o DT (date and time)")
+    if len({r["p_time"] is None for r in layouts}) > 1:
+        raise ParseError(f"{ctx.path}: some blocks have times and others do not",
+                         hint="split the file where its header changes and ingest the parts")
+
+
+def _timeless_start(ctx: LoadContext, what: str) -> datetime:
+    start = start_time(ctx)
+    if start is None:
+        raise InputError(
+            f"{ctx.path}: {what} has no times",
+            hint="pass --time (when the first sample was taken) and --interval (seconds between samples)",
+        )
+    return start
+
+
+def _store_lines(ctx: LoadContext, host: str, zone: str, start: datetime | None, *, dmon: bool, pci_order: bool,
+                 no_data: bool = False) -> LoadCounts:
+    if no_data:
+        ctx.con.execute(f"CREATE OR REPLACE TEMP TABLE stage_raw AS SELECT * FROM ({_empty_raw()}) WHERE false")
+    else:
+        if start is not None and ctx.options.interval_s is None:
+            repeated = ctx.con.execute(
+                "SELECT count(*) FROM stage_lines l JOIN stage_blocks b USING (block) "
+                "GROUP BY CASE WHEN ? THEN regexp_split_to_array(trim(text), '\\s+') ELSE string_split(text, ',') END"
+                "[coalesce(b.p_index, b.p_uuid, b.p_pci)] HAVING count(*) > 1 LIMIT 1", [dmon]
+            ).fetchall()
+            if repeated:
+                raise InputError(f"{ctx.path}: the log has several samples per GPU and no times",
+                                 hint="pass --interval (seconds between samples, e.g. dmon's -d) with --time")
+        run_script(ctx.con, "ingest", "nvsmi_lines",
+                   {"host": host, "whitespace": dmon, "start": start, "interval": ctx.options.interval_s})
+    return store_staged(ctx, zone, pci_order=pci_order)
+
+
+def _empty_raw() -> str:
+    return "SELECT " + ", ".join(f"CAST(NULL AS {_SQL_TYPES[t]}) AS {c}" for c, t in RAW_COLUMNS.items())
+
+
+def _load_csv(ctx: LoadContext) -> LoadCounts:
+    return _load_lines(ctx, dmon=False)
+
+
+def _load_dmon(ctx: LoadContext) -> LoadCounts:
+    return _load_lines(ctx, dmon=True)
+
+
+_CSV_TIME = re.compile(r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?,")
+
+
+def _sniff_csv(head: str) -> bool:
+    for line in first_lines(head, 3):
+        text = line.strip()
+        if not text:
+            continue
+        if _csv_header_keys(text) is not None and "," in text or _CSV_TIME.match(text):
+            return True
+        return False
+    return False
+
+
+def _sniff_dmon(head: str) -> bool:
+    lines = [ln.strip() for ln in first_lines(head, 3) if ln.strip()]
+    if not lines or not lines[0].startswith("#"):
+        return False
+    names = [t.lower() for t in lines[0].lstrip("#").split()]
+    return "gpu" in names and "pid" not in names and any(n in names for n in ("sm", "pwr", "fb", "mclk", "pclk", "gtemp", "temp"))
+
+
+# --- nvsmi_xml --------------------------------------------------------------------------
+
+# Tag paths under <gpu>, newest name first (v12 renamed power_readings and clocks_throttle_reasons).
+XML_PATHS: dict[str, tuple[str, ...]] = {
+    "util_text": ("utilization/gpu_util",),
+    "mem_util_text": ("utilization/memory_util",),
+    "mem_used_text": ("fb_memory_usage/used",),
+    "mem_total_text": ("fb_memory_usage/total",),
+    "power_text": ("gpu_power_readings/power_draw", "gpu_power_readings/instant_power_draw",
+                   "power_readings/power_draw", "gpu_power_readings/average_power_draw"),
+    "temp_text": ("temperature/gpu_temp",),
+    "sm_clock_text": ("clocks/sm_clock",),
+    "model": ("product_name",),
+    "uuid": ("uuid",),
+}
+_REASON_TAG = re.compile(r"clocks_(?:throttle|event)_reason_(\w+)")
+
+
+def _xml_documents(ctx: LoadContext) -> Iterator[tuple[int, str]]:
+    """(first line, text) of each <nvidia_smi_log> document; one at a time, so memory stays bounded."""
+    parts: list[str] = []
+    start = None
+    for number, line in _lines(ctx.path):
+        if "<nvidia_smi_log" in line and start is None:
+            start = number
+            parts = [line[line.index("<nvidia_smi_log"):]]
+        elif start is not None:
+            parts.append(line)
+        if start is not None and "</nvidia_smi_log>" in line:
+            text = "\n".join(parts)
+            yield start, text[: text.rindex("</nvidia_smi_log>") + len("</nvidia_smi_log>")]
+            start, parts = None, []
+    if start is not None:
+        yield start, ""  # cut off: reported by the caller
+
+
+def _text(element: ET.Element, paths: tuple[str, ...]) -> str | None:
+    for path in paths:
+        found = element.find(path)
+        if found is not None and found.text is not None and found.text.strip():
+            value = found.text.strip()
+            if value.upper() != "N/A" or path == paths[-1]:
+                return value
+    return None
+
+
+def _ctime(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.strptime(" ".join(text.split()), "%a %b %d %H:%M:%S %Y")
+    except ValueError:
+        return None
+
+
+def _load_xml(ctx: LoadContext) -> LoadCounts:
+    host = host_of(ctx)
+    zone = site_zone(ctx)
+    raw = Batches(ctx.con, "stage_raw", RAW_COLUMNS)
+    events = Batches(ctx.con, "stage_gpu_events", EVENT_COLUMNS)
+    fallback = start_time(ctx)
+    documents = 0
+    for line, text in _xml_documents(ctx):
+        documents += 1
+        if not text:
+            raw.add(line=line, text="<nvidia_smi_log>", machine_id=host, problem="snapshot cut off before </nvidia_smi_log>")
+            continue
+        try:
+            root = ET.fromstring(text)
+        except ET.ParseError as e:
+            raw.add(line=line + e.position[0] - 1, text=text.splitlines()[e.position[0] - 1][:500] if text else "",
+                    machine_id=host, problem=f"unreadable XML snapshot: {e}")
+            continue
+        stamp = root.findtext("timestamp")
+        local_at = _ctime(stamp)
+        utc_at = fallback if local_at is None and not stamp else None
+        gpus = root.findall("gpu")
+        attached = root.findtext("attached_gpus")
+        # <gpu> elements come in nvidia-smi's index order; with fewer than attached_gpus
+        # (nvidia-smi -i N) the position is not the index: then UUID or PCI id must tell.
+        whole = attached is not None and attached.strip().isdigit() and int(attached) == len(gpus)
+        for position, gpu in enumerate(gpus):
+            values = {column: _text(gpu, paths) for column, paths in XML_PATHS.items()}
+            reasons = gpu.find("clocks_event_reasons")
+            if reasons is None:
+                reasons = gpu.find("clocks_throttle_reasons")
+            throttle = None
+            if reasons is not None and len(reasons):
+                active = [_REASON_ALIASES.get(m.group(1), m.group(1)) for child in reasons
+                          if (m := _REASON_TAG.fullmatch(child.tag)) and (child.text or "").strip() == "Active"]
+                known = [child for child in reasons if _REASON_TAG.fullmatch(child.tag)
+                         and (child.text or "").strip() in ("Active", "Not Active")]
+                throttle = ",".join(active) if active else ("none" if known else None)
+            common = {"line": line, "text": f'<gpu id="{gpu.get("id", "")}">', "machine_id": host,
+                      "local_at": local_at, "utc_at": utc_at, "time_text": stamp,
+                      "index_text": str(position) if whole else None, "pci_text": gpu.get("id")}
+            raw.add(**common, **values, throttle_text=throttle)
+            for mig in gpu.findall("mig_devices/mig_device"):
+                raw.add(**common, instance_text=mig.findtext("gpu_instance_id"), uuid=values["uuid"], model=values["model"],
+                        mem_used_text=_text(mig, ("fb_memory_usage/used",)),
+                        mem_total_text=_text(mig, ("fb_memory_usage/total",)))
+        if not gpus:
+            message = " ".join(t.strip() for t in root.itertext() if t.strip())[:500] or "snapshot lists no GPU"
+            events.add(line=line, event_at=None, machine_id=host, kind="tool_error", detail=message)
+    raw.flush()
+    events.flush()
+    if not documents:
+        raise ParseError(f"{ctx.path}: no <nvidia_smi_log> document", hint="expected the output of nvidia-smi -q -x")
+    ctx.con.execute("UPDATE stage_raw SET problem = 'snapshot without a <timestamp>: pass --time' "
+                    "WHERE problem IS NULL AND local_at IS NULL AND utc_at IS NULL AND time_text IS NULL")
+    return store_staged(ctx, zone)
+
+
+def _sniff_xml(head: str) -> bool:
+    return "<nvidia_smi_log" in head
+
+
+FORMATS = [
+    FileFormat(
+        name="nvsmi_csv", source="nvidia-smi",
+        description="nvidia-smi --query-gpu CSV log (any fields, with or without header and units)",
+        file_names=(), sniff=_sniff_csv, load=_load_csv, default_zone=local_zone(),
+    ),
+    FileFormat(
+        name="nvsmi_dmon", source="nvidia-smi",
+        description="nvidia-smi dmon log (any -s column set; -o DT for times)",
+        file_names=(), sniff=_sniff_dmon, load=_load_dmon, default_zone=local_zone(),
+    ),
+    FileFormat(
+        name="nvsmi_xml", source="nvidia-smi",
+        description="nvidia-smi -q -x XML snapshots (one or several concatenated)",
+        file_names=(), sniff=_sniff_xml, load=_load_xml, default_zone=local_zone(),
+    ),
+]

@@ -1,0 +1,63 @@
+-- Macros shared by the GPU telemetry formats (nvidia-smi CSV, dmon, XML; DCGM).
+-- Values arrive as text, as the tools print them; these decide what is missing,
+-- what is a number, and what is neither (a reject).
+
+-- Every spelling of "no value": N/A, [N/A], [Not Supported], [Unknown Error],
+-- [Insufficient Permissions], [Requested functionality has been deprecated], dmon's `-`,
+-- empty; any bracketed text is nvidia-smi's way of saying why a value is missing.
+CREATE OR REPLACE TEMP MACRO gpu_missing(v) AS (
+    v IS NULL OR trim(v) = '' OR starts_with(trim(v), '[')
+    OR lower(trim(v)) IN ('n/a', '-', 'unknown', 'none', 'not supported', 'not available')
+);
+
+-- A number with an optional unit, as nvidia-smi prints it with or without `nounits`
+-- (`26 %`, `81559 MiB`, `433.78 W`, `1980 MHz`, `56`). Only units that need no
+-- conversion are accepted (dmon's MB are MiB); anything else is NULL, and the caller
+-- rejects the row rather than store a wrong number.
+CREATE OR REPLACE TEMP MACRO gpu_number(v) AS (
+    CASE WHEN gpu_missing(v) THEN NULL
+         ELSE coalesce(
+             TRY_CAST(trim(v) AS DOUBLE),
+             TRY_CAST(regexp_extract(trim(v),
+                 '^([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?) ?(?:%|MiB|MB|W|MHz|C|us)$', 1) AS DOUBLE))
+    END
+);
+
+-- Text that is neither missing nor a number: the row is rejected, naming it.
+CREATE OR REPLACE TEMP MACRO gpu_unreadable(v) AS (
+    NOT gpu_missing(v) AND (gpu_number(v) IS NULL OR NOT isfinite(gpu_number(v)))
+);
+
+-- PCI bus ids in the form that joins nvidia-smi and DCGM: lower case, last 12
+-- characters (`00000000:3B:00.0` and `0000:3b:00.0` both become `0000:3b:00.0`).
+CREATE OR REPLACE TEMP MACRO gpu_pci(v) AS (
+    CASE WHEN gpu_missing(v) THEN NULL ELSE lower(right(trim(v), 12)) END
+);
+
+-- NVML clock throttle (event) reason bits to their names, comma-separated; `none` when no
+-- bit is set; bits NVML had not defined when this was written are kept as a hex remainder.
+CREATE OR REPLACE TEMP MACRO gpu_throttle_names(mask) AS (
+    CASE
+        WHEN mask IS NULL THEN NULL
+        WHEN mask = 0 THEN 'none'
+        ELSE concat_ws(',',
+            CASE WHEN mask & 1 <> 0 THEN 'gpu_idle' END,
+            CASE WHEN mask & 2 <> 0 THEN 'applications_clocks_setting' END,
+            CASE WHEN mask & 4 <> 0 THEN 'sw_power_cap' END,
+            CASE WHEN mask & 8 <> 0 THEN 'hw_slowdown' END,
+            CASE WHEN mask & 16 <> 0 THEN 'sync_boost' END,
+            CASE WHEN mask & 32 <> 0 THEN 'sw_thermal_slowdown' END,
+            CASE WHEN mask & 64 <> 0 THEN 'hw_thermal_slowdown' END,
+            CASE WHEN mask & 128 <> 0 THEN 'hw_power_brake_slowdown' END,
+            CASE WHEN mask & 256 <> 0 THEN 'display_clock_setting' END,
+            CASE WHEN mask >> 9 <> 0 THEN printf('0x%x', (mask >> 9) << 9) END)
+    END
+);
+
+-- A reasons mask as printed: hex (`0x0000000000000004`, nvidia-smi) or decimal (DCGM).
+CREATE OR REPLACE TEMP MACRO gpu_mask(v) AS (
+    CASE WHEN gpu_missing(v) THEN NULL
+         WHEN lower(trim(v)) LIKE '0x%' THEN TRY_CAST(trim(v) AS UBIGINT)
+         ELSE TRY_CAST(TRY_CAST(trim(v) AS DOUBLE) AS UBIGINT)
+    END
+);

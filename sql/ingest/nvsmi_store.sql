@@ -1,0 +1,116 @@
+-- Store what a GPU telemetry reader staged: shared by nvidia-smi (CSV, dmon, XML) and DCGM.
+-- Parameters: $file_id, $zone (zone of local_at; zone_periods must hold it), $pci_order
+-- (number GPUs that have no index by PCI bus order within the file).
+-- Input, made by the format's reader (one row per GPU, or MIG instance, per sample):
+--   stage_raw(line, text, machine_id, local_at, utc_at, time_text, index_text, instance_text,
+--             uuid, pci_text, model, util_text, mem_util_text, mem_used_text, mem_total_text,
+--             power_text, temp_text, sm_clock_text, gr_engine_text, throttle_mask_text,
+--             throttle_text, problem)
+--   values as the tool printed them; problem: the reader's own reason to reject the row.
+--   stage_gpu_events(line, event_at, machine_id, gpu_index, kind, detail).
+-- A row is stored whole or rejected whole, with its line: a value that is neither missing
+-- nor a number in a unit that needs no conversion, or out of its range, rejects the row.
+
+CREATE OR REPLACE TEMP TABLE stage_gpu AS
+WITH periods AS (SELECT local_start, offset_s FROM zone_periods WHERE zone = $zone),
+timed AS (
+    SELECT r.*, coalesce(r.utc_at, r.local_at - to_seconds(z.offset_s)) AS sample_at
+    FROM stage_raw r ASOF LEFT JOIN periods z ON r.local_at >= z.local_start
+),
+typed AS (
+    SELECT line, text, nullif(trim(machine_id), '') AS machine_id, sample_at, time_text,
+           TRY_CAST(trim(index_text) AS SMALLINT) AS gpu_index, index_text,
+           TRY_CAST(trim(instance_text) AS SMALLINT) AS gpu_instance_id, instance_text,
+           CASE WHEN gpu_missing(uuid) THEN NULL ELSE trim(uuid) END AS uuid,
+           gpu_pci(pci_text) AS pci_bus_id,
+           CASE WHEN gpu_missing(model) THEN NULL ELSE trim(model) END AS model,
+           gpu_number(util_text) AS util_pct,
+           gpu_number(mem_util_text) AS mem_util_pct,
+           gpu_number(mem_used_text) AS mem_used_mib,
+           gpu_number(mem_total_text) AS mem_total_mib,
+           gpu_number(power_text) AS power_w,
+           gpu_number(temp_text) AS temp_c,
+           gpu_number(sm_clock_text) AS sm_clock_mhz,
+           gpu_number(gr_engine_text) AS gr_engine_active,
+           coalesce(throttle_text, gpu_throttle_names(gpu_mask(throttle_mask_text))) AS throttle_reasons,
+           CASE
+               WHEN problem IS NOT NULL THEN problem
+               WHEN nullif(trim(machine_id), '') IS NULL THEN 'no host for this row'
+               WHEN sample_at IS NULL AND time_text IS NULL THEN 'row without a time'
+               WHEN sample_at IS NULL THEN 'unreadable time ' || time_text
+               WHEN NOT gpu_missing(index_text) AND TRY_CAST(trim(index_text) AS SMALLINT) IS NULL
+                   THEN 'unreadable GPU index ' || index_text
+               WHEN NOT gpu_missing(instance_text) AND TRY_CAST(trim(instance_text) AS SMALLINT) IS NULL
+                   THEN 'unreadable GPU instance id ' || instance_text
+               WHEN gpu_unreadable(util_text) THEN 'unreadable GPU utilization ' || util_text
+               WHEN gpu_unreadable(mem_util_text) THEN 'unreadable memory utilization ' || mem_util_text
+               WHEN gpu_unreadable(mem_used_text) THEN 'unreadable memory used ' || mem_used_text
+               WHEN gpu_unreadable(mem_total_text) THEN 'unreadable memory total ' || mem_total_text
+               WHEN gpu_unreadable(power_text) THEN 'unreadable power ' || power_text
+               WHEN gpu_unreadable(temp_text) THEN 'unreadable temperature ' || temp_text
+               WHEN gpu_unreadable(sm_clock_text) THEN 'unreadable SM clock ' || sm_clock_text
+               WHEN gpu_unreadable(gr_engine_text) THEN 'unreadable graphics engine activity ' || gr_engine_text
+               WHEN NOT gpu_missing(throttle_mask_text) AND gpu_mask(throttle_mask_text) IS NULL
+                   THEN 'unreadable clock throttle reasons ' || throttle_mask_text
+               WHEN NOT gpu_number(util_text) BETWEEN 0 AND 100 THEN 'GPU utilization outside 0-100: ' || util_text
+               WHEN NOT gpu_number(mem_util_text) BETWEEN 0 AND 100 THEN 'memory utilization outside 0-100: ' || mem_util_text
+               WHEN NOT gpu_number(gr_engine_text) BETWEEN 0 AND 1 THEN 'graphics engine activity outside 0-1: ' || gr_engine_text
+               WHEN least(gpu_number(mem_used_text), gpu_number(mem_total_text), gpu_number(power_text), gpu_number(sm_clock_text)) < 0
+                   THEN 'negative memory, power or clock'
+           END AS problem
+    FROM timed
+)
+SELECT * FROM typed;
+
+-- GPUs named only by UUID or PCI bus id: the index an earlier file gave them on this host.
+UPDATE stage_gpu s SET gpu_index = d.gpu_index
+FROM (SELECT machine_id, uuid, arg_max(gpu_index, file_id) AS gpu_index
+      FROM gpu_devices WHERE uuid IS NOT NULL GROUP BY machine_id, uuid) d
+WHERE s.gpu_index IS NULL AND s.problem IS NULL AND s.machine_id = d.machine_id AND s.uuid = d.uuid;
+
+UPDATE stage_gpu s SET gpu_index = d.gpu_index
+FROM (SELECT machine_id, pci_bus_id, arg_max(gpu_index, file_id) AS gpu_index
+      FROM gpu_devices WHERE pci_bus_id IS NOT NULL GROUP BY machine_id, pci_bus_id) d
+WHERE s.gpu_index IS NULL AND s.problem IS NULL AND s.machine_id = d.machine_id AND s.pci_bus_id = d.pci_bus_id;
+
+-- Else nvidia-smi's own numbering: GPUs in PCI bus order (only when the file has no index at all).
+UPDATE stage_gpu s SET gpu_index = o.gpu_index
+FROM (SELECT machine_id, pci_bus_id, CAST(dense_rank() OVER (PARTITION BY machine_id ORDER BY pci_bus_id) - 1 AS SMALLINT) AS gpu_index
+      FROM (SELECT DISTINCT machine_id, pci_bus_id FROM stage_gpu WHERE pci_bus_id IS NOT NULL)) o
+WHERE $pci_order AND s.gpu_index IS NULL AND s.problem IS NULL
+  AND s.machine_id = o.machine_id AND s.pci_bus_id = o.pci_bus_id;
+
+UPDATE stage_gpu SET problem = CASE
+        WHEN uuid IS NOT NULL OR pci_bus_id IS NOT NULL
+            THEN 'GPU ' || coalesce(uuid, pci_bus_id) || ' has no index: ingest a file that shows its index (e.g. nvidia-smi -q -x) first'
+        ELSE 'row without a GPU index' END
+WHERE problem IS NULL AND gpu_index IS NULL;
+
+INSERT INTO rejects (file_id, line, reason, text)
+SELECT $file_id, line, problem, left(text, 500) FROM stage_gpu WHERE problem IS NOT NULL;
+
+INSERT INTO gpu_samples (sample_at, machine_id, gpu_index, util_pct, file_id)
+SELECT sample_at, machine_id, gpu_index, util_pct, $file_id
+FROM stage_gpu WHERE problem IS NULL AND gpu_instance_id IS NULL;
+
+INSERT INTO gpu_sample_details (sample_at, machine_id, gpu_index, mem_util_pct, mem_used_mib, mem_total_mib,
+                                power_w, temp_c, sm_clock_mhz, gr_engine_active, throttle_reasons, gpu_instance_id, file_id)
+SELECT sample_at, machine_id, gpu_index, mem_util_pct, mem_used_mib, mem_total_mib,
+       power_w, temp_c, sm_clock_mhz, gr_engine_active, throttle_reasons, gpu_instance_id, $file_id
+FROM stage_gpu
+WHERE problem IS NULL
+  AND (gpu_instance_id IS NOT NULL OR mem_util_pct IS NOT NULL OR mem_used_mib IS NOT NULL
+       OR mem_total_mib IS NOT NULL OR power_w IS NOT NULL OR temp_c IS NOT NULL
+       OR sm_clock_mhz IS NOT NULL OR gr_engine_active IS NOT NULL OR throttle_reasons IS NOT NULL);
+
+INSERT INTO gpu_devices (machine_id, gpu_index, uuid, pci_bus_id, model, file_id)
+SELECT DISTINCT machine_id, gpu_index, uuid, pci_bus_id, model, $file_id
+FROM stage_gpu
+WHERE problem IS NULL AND (uuid IS NOT NULL OR pci_bus_id IS NOT NULL OR model IS NOT NULL);
+
+-- Tool errors printed instead of data: at the time of the last sample before them, where the reader had none.
+INSERT INTO gpu_events (event_at, machine_id, gpu_index, kind, detail, file_id, line)
+SELECT coalesce(e.event_at, g.sample_at), e.machine_id, e.gpu_index, e.kind, left(e.detail, 500), $file_id, e.line
+FROM stage_gpu_events e
+ASOF LEFT JOIN (SELECT line, max(sample_at) AS sample_at FROM stage_gpu WHERE sample_at IS NOT NULL GROUP BY line) g
+    ON e.line >= g.line;
