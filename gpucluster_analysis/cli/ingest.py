@@ -41,12 +41,20 @@ def ingest(
         list[Path] | None,
         typer.Option("--signatures", help="A TOML file of extra failure signatures for classifying job logs; one with a shipped id replaces it. Repeatable."),
     ] = None,
+    columns: Annotated[
+        str | None,
+        typer.Option("--columns", help="Field order of headerless sacct output (sacct -n), as given to sacct --format: JobID,JobName,State,..."),
+    ] = None,
 ) -> None:
     """Read raw cluster logs into the store.
 
     The format of each file is detected from its content (and name). Formats:
     philly_job_log, philly_gpu_util, philly_cpu_util, philly_mem_util,
     philly_machine_list. Re-ingesting a file with the same content does nothing.
+
+    Slurm: slurm_sacct (sacct -P, -p or fixed-width output; --columns for a dump
+    without header) and slurm_scontrol (scontrol show job -d: GPU indices per job).
+    Their times are read in the machine's zone unless --tz says otherwise.
 
     Job logs (stdout/stderr) are recognized by their path: logs/<job_id>/attempt_<k>/stderr.log
     (the layout gca synth writes), slurm-<jobid>.out, or --log-pattern; each is classified
@@ -69,7 +77,8 @@ def ingest(
         from gpucluster_analysis.classify import load_signatures
 
         load_signatures(list(signatures))  # a broken file fails before anything is stored
-    options = IngestOptions(zone=tz, replace=replace, strict=strict, log_pattern=log_pattern, signatures=tuple(signatures or ()))
+    options = IngestOptions(zone=tz, replace=replace, strict=strict, log_pattern=log_pattern, signatures=tuple(signatures or ()),
+                            columns=tuple(c for c in columns.split(",") if c.strip()) if columns else None)
     listener = _RichListener()
     with open_store(db) as con, listener:
         reports = ingest_paths(con, paths, options, format_name=format_name, listener=listener)

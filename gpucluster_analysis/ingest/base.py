@@ -28,6 +28,7 @@ class IngestOptions:
     host: str | None = None  # machine of per-node telemetry files that do not name it (nvidia-smi, DCGM)
     time: str | None = None  # when a timeless snapshot was taken / a dmon run started (ISO 8601 or epoch s)
     interval_s: float | None = None  # seconds between samples of a timeless dmon or --query-gpu log
+    columns: tuple[str, ...] | None = None  # field order of a headerless file (sacct -n: JobID,State,...)
 
 
 @dataclass

@@ -1,0 +1,723 @@
+"""Slurm: `sacct` accounting dumps and `scontrol show job -d` snapshots.
+
+`slurm_sacct` reads `sacct --parsable2` (`-P`), `--parsable` (`-p`, a trailing `|`) and
+another `--delimiter`, with a header line or, for `--noheader` dumps, the column order
+given with `gca ingest --columns`; and the default fixed-width output where no field was
+cut (a `+` at the end of a full-width field is a cut: the file is refused, asking for `-P`).
+Each line is parsed here (job id, state, exit code, times, TRES, hostlist), streamed in
+bounded batches into a staging table, and `sql/ingest/slurm_sacct.sql` turns the staged
+rows into jobs, attempts and attempt_hosts: steps are matched to the allocation row above
+them, requeued runs become attempts, duplicates and orphan steps are rejected.
+
+`slurm_scontrol` reads `scontrol show job -d` text (one or many jobs) into gpu_bindings:
+the GPU indices (`GRES=gpu:a100:4(IDX:0-3)`) each job holds on each node.
+
+The decisions (states, het jobs, jobs cancelled while pending...) are listed in
+docs/schema.md, "Reading Slurm".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from gpucluster_analysis.errors import ParseError
+from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
+from gpucluster_analysis.ingest.files import first_lines, iter_lines
+from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
+from gpucluster_analysis.sqlfiles import run_script
+from gpucluster_analysis.timezones import install_zone, local_zone
+
+SOURCE = "slurm"
+BATCH_ROWS = 50_000
+_TEXT_LIMIT = 500
+
+# --- job ids, states, values -------------------------------------------------------
+
+# 123 | 123.batch | 123_4 | 123_[0-9%2] | 123+1 | 123+1.0 | 123.0+1 (a het step of job 123)
+_JOB_ID = re.compile(
+    r"^(?P<job>\d+(?:_(?:\d+|\[[^\]]*\]))?)(?:\+(?P<het>\d+))?(?:\.(?P<step>[A-Za-z0-9_\-]+(?:\+\d+)?))?$"
+)
+
+# sacct state word -> jobs.status. Requeue states are handled apart (see _status).
+STATUS_OF_STATE = {
+    "COMPLETED": "passed",
+    "FAILED": "failed",
+    "OUT_OF_MEMORY": "failed",
+    "LAUNCH_FAILED": "failed",
+    "BOOT_FAIL": "node_fail",  # the node failed to boot for the job: infrastructure, like NODE_FAIL
+    "NODE_FAIL": "node_fail",
+    "CANCELLED": "killed",
+    "REVOKED": "killed",  # federation: a sibling started the job elsewhere
+    "TIMEOUT": "timeout",
+    "DEADLINE": "timeout",  # ended (or never started) because it could not finish by --deadline
+    "PREEMPTED": "preempted",
+    "RUNNING": "running",
+    "SUSPENDED": "running",
+    "RESIZING": "running",
+    "COMPLETING": "running",
+    "CONFIGURING": "running",
+    "SIGNALING": "running",
+    "STAGE_OUT": "running",
+    "STOPPED": "running",
+    "PENDING": "pending",
+    "RESV_DEL_HOLD": "pending",
+}
+# A run that ended because the job went back to the queue.
+REQUEUE_STATES = frozenset({"REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "SPECIAL_EXIT"})
+KNOWN_STATES = frozenset(STATUS_OF_STATE) | REQUEUE_STATES
+
+_MISSING = frozenset({"", "unknown", "none", "n/a", "(null)"})
+_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}$")
+_DURATION = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?(?:\.\d+)?$")
+_NO_LIMIT = frozenset({"unlimited", "partition_limit", "invalid", "none", ""})
+_EXIT = re.compile(r"^(-?\d+):(-?\d+)$")
+_STEP_NAMES = ("batch", "extern", "interactive")
+
+
+def parse_job_id(text: str) -> tuple[str, int | None, str | None] | None:
+    """(job_id, het_offset, step) of a sacct JobID, or None when it is not one.
+
+    job_id keeps the array task (`123_4`, pending `123_[0-9]`): every array task is its
+    own job. A heterogeneous job's components (`123+0`, `123+1`) share job_id `123`.
+    """
+    match = _JOB_ID.match(text)
+    if not match:
+        return None
+    het = match.group("het")
+    return match.group("job"), (int(het) if het is not None else None), match.group("step")
+
+
+def parse_state(text: str) -> tuple[str, str | None]:
+    """(state word, canceller uid) of `CANCELLED by 1234`, `COMPLETED`, ..."""
+    parts = text.split()
+    if not parts:
+        return "", None
+    word = parts[0].upper()
+    by = parts[2] if len(parts) >= 3 and parts[1].lower() == "by" else None
+    return word, by
+
+
+def status_of(state: str, started: bool) -> str:
+    """jobs.status vocabulary for one sacct row; a requeued run that had started was preempted."""
+    if state in REQUEUE_STATES:
+        return "preempted" if started else "pending"
+    return STATUS_OF_STATE.get(state, "unknown")
+
+
+def parse_time(text: str) -> str | None:
+    """'YYYY-MM-DD HH:MM:SS' (naive local) of a sacct time; None for Unknown/None/empty.
+
+    Raises ValueError for anything else.
+    """
+    if text.lower() in _MISSING:
+        return None
+    if not _TIME.match(text):
+        raise ValueError(text)
+    datetime.fromisoformat(text)  # a real date: 2024-02-30 fails here
+    return text.replace("T", " ")
+
+
+def parse_duration_s(text: str) -> int | None:
+    """Seconds of `[D-]HH:MM:SS`, `MM:SS`, `D-HH:MM`, `D-HH`; None when unlimited. ValueError otherwise."""
+    if text.lower() in _NO_LIMIT:
+        return None
+    match = _DURATION.match(text)
+    if not match:
+        raise ValueError(text)
+    days_text, a, b, c = match.groups()
+    days = int(days_text) if days_text else 0
+    numbers = [int(x) for x in (a, b, c) if x is not None]
+    if days_text:  # Slurm's D-HH, D-HH:MM, D-HH:MM:SS
+        numbers += [0] * (3 - len(numbers))
+    elif len(numbers) == 1:  # a bare number is minutes (TimelimitRaw)
+        numbers = [0, numbers[0], 0]
+    elif len(numbers) == 2:  # MM:SS
+        numbers = [0, *numbers]
+    hours, minutes, seconds = numbers
+    if minutes >= 60 or seconds >= 60:
+        raise ValueError(text)
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+@dataclass(frozen=True)
+class Tres:
+    gpus: int  # untyped gres/gpu, else the sum of the typed keys; 0 without any
+    model: str | None  # the type(s) of typed gres/gpu:<type> keys
+    nodes: int | None
+
+
+def parse_tres(text: str) -> Tres | None:
+    """GPUs, GPU model and nodes of an AllocTRES/ReqTRES list; None when empty. ValueError when unreadable."""
+    if text.lower() in _MISSING:
+        return None
+    untyped: int | None = None
+    typed: dict[str, int] = {}
+    nodes = None
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key:
+            raise ValueError(item)
+        if key == "gres/gpu" or key.startswith("gres/gpu:") or key == "node":
+            if not value.isdigit():
+                raise ValueError(item)
+            if key == "gres/gpu":
+                untyped = int(value)
+            elif key == "node":
+                nodes = int(value)
+            else:
+                typed[key.split(":", 1)[1]] = typed.get(key.split(":", 1)[1], 0) + int(value)
+    gpus = untyped if untyped is not None else sum(typed.values())
+    model = ",".join(sorted(typed)) if typed else None
+    return Tres(gpus=gpus, model=model, nodes=nodes)
+
+
+def parse_gres(text: str) -> Tres | None:
+    """Old sacct AllocGRES/ReqGRES (`gpu:2`, `gpu:tesla:2`, `gpu:(null):2(IDX:0-1)`) as a Tres without nodes."""
+    if text.lower() in _MISSING:
+        return None
+    gpus, models = 0, set()
+    for entry in _split_gres(text):
+        parts = re.sub(r"\(.*$", "", entry.strip()).split(":")
+        if parts[0] != "gpu":
+            continue
+        if len(parts) not in (2, 3) or not parts[-1].isdigit():
+            raise ValueError(entry)
+        gpus += int(parts[-1])
+        if len(parts) == 3 and parts[1] != "(null)":
+            models.add(parts[1])
+    return Tres(gpus=gpus, model=",".join(sorted(models)) or None, nodes=None)
+
+
+def parse_exit(text: str) -> tuple[int | None, int | None]:
+    if text.lower() in _MISSING:
+        return None, None
+    match = _EXIT.match(text)
+    if not match:
+        raise ValueError(text)
+    return int(match.group(1)), int(match.group(2))
+
+
+# --- layout --------------------------------------------------------------------------
+
+_FIELD_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_/:]*$")
+_RULE = re.compile(r"^[\- ]*-[\- ]*$")
+# Free-text columns: a '|' inside one shifts the fields after it.
+_FREE_TEXT = frozenset({"jobname", "comment", "admincomment", "systemcomment", "workdir", "submitline",
+                        "constraints", "reason", "container", "extra", "stdout", "stderr", "stdin"})
+
+
+@dataclass
+class Layout:
+    columns: list[str]  # lower-case field names, in order
+    delimiter: str | None  # None: fixed width
+    trailing: bool = False  # --parsable: every line ends with the delimiter
+    spans: list[tuple[int, int]] = field(default_factory=list)  # fixed width: byte [start, end) per column
+    names: list[str] = field(default_factory=list)  # as written, for messages
+
+    def index(self, name: str) -> int | None:
+        try:
+            return self.columns.index(name)
+        except ValueError:
+            return None
+
+
+def _header_fields(line: str) -> tuple[list[str], str | None] | None:
+    """(fields, delimiter) when the line is a sacct header (delimiter None: fixed width)."""
+    lead = re.match(r"^\s*[A-Za-z][A-Za-z0-9]*", line)
+    if not lead:
+        return None
+    rest = line[lead.end():]
+    if rest == "" or rest[0] == " ":
+        delimiter = None
+        fields = line.split()
+    else:
+        delimiter = rest[0]
+        fields = [f.strip() for f in line.split(delimiter)]
+        if fields and fields[-1] == "":
+            fields.pop()
+    lowered = [f.lower() for f in fields]
+    if not ({"jobid", "jobidraw"} & set(lowered)):
+        return None
+    if not all(_FIELD_NAME.match(f) or (delimiter is None and f.endswith("+")) for f in fields):
+        return None
+    return fields, delimiter
+
+
+def _fixed_layout(header: str, rule: str) -> Layout:
+    raw_header = header.encode("utf-8")
+    raw_rule = rule.encode("utf-8")
+    spans = [(m.start(), m.end()) for m in re.finditer(rb"-+", raw_rule)]
+    names = [raw_header[s:e].decode("utf-8", errors="replace").strip() for s, e in spans]
+    return Layout(columns=[n.lower() for n in names], delimiter=None, spans=spans, names=names)
+
+
+def _clean_columns(spec: tuple[str, ...]) -> list[str]:
+    # `sacct --format` allows JobName%30: the width is no part of the name.
+    return [re.sub(r"%-?\d*$", "", c.strip()) for c in spec if c.strip()]
+
+
+# --- reading rows --------------------------------------------------------------------
+
+_STAGE_COLUMNS = [
+    ("line", pa.int64()), ("job_id", pa.string()), ("het_offset", pa.int32()), ("step", pa.string()),
+    ("problem", pa.string()), ("job_name", pa.string()), ("user_name", pa.string()), ("account", pa.string()),
+    ("partition", pa.string()), ("state", pa.string()), ("source_status", pa.string()), ("status", pa.string()),
+    ("cancelled_by", pa.string()), ("exit_code", pa.int32()), ("exit_signal", pa.int32()),
+    ("submit_t", pa.string()), ("eligible_t", pa.string()), ("start_t", pa.string()), ("end_t", pa.string()),
+    ("time_limit_s", pa.int64()), ("gpus", pa.int64()), ("gpu_model", pa.string()), ("nnodes", pa.int32()),
+    ("hosts", pa.int32()), ("text", pa.string()),
+]
+_STAGE_SCHEMA = pa.schema(_STAGE_COLUMNS)
+_HOST_SCHEMA = pa.schema([("line", pa.int64()), ("machine_id", pa.string())])
+
+
+class _Stager:
+    """Accumulates parsed rows and flushes them to DuckDB every BATCH_ROWS rows."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        self.rows: dict[str, list] = {name: [] for name, _ in _STAGE_COLUMNS}  # type: ignore[type-arg]
+        self.hosts: dict[str, list] = {"line": [], "machine_id": []}  # type: ignore[type-arg]
+        self.count = 0
+        names = ", ".join(f"{n} {_duck_type(t)}" for n, t in _STAGE_COLUMNS)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE stage_sacct ({names})")
+        con.execute("CREATE OR REPLACE TEMP TABLE stage_sacct_host (line BIGINT, machine_id VARCHAR)")
+
+    def add(self, row: dict[str, object], hosts: list[str]) -> None:
+        for name in self.rows:
+            self.rows[name].append(row.get(name))
+        for host in hosts:
+            self.hosts["line"].append(row["line"])
+            self.hosts["machine_id"].append(host)
+        self.count += 1
+        if len(self.rows["line"]) >= BATCH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.rows["line"]:
+            batch = pa.Table.from_pydict(self.rows, schema=_STAGE_SCHEMA)
+            self.con.execute("INSERT INTO stage_sacct SELECT * FROM batch")
+            self.rows = {name: [] for name in self.rows}
+        if self.hosts["line"]:
+            host_batch = pa.Table.from_pydict(self.hosts, schema=_HOST_SCHEMA)
+            self.con.execute("INSERT INTO stage_sacct_host SELECT * FROM host_batch")
+            self.hosts = {"line": [], "machine_id": []}
+
+
+def _duck_type(t: pa.DataType) -> str:
+    return {pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.string(): "VARCHAR"}[t]
+
+
+class _Columns:
+    """Positions of the fields this reader uses, for one layout."""
+
+    def __init__(self, layout: Layout) -> None:
+        def at(*names: str) -> int | None:
+            for name in names:
+                i = layout.index(name)
+                if i is not None:
+                    return i
+            return None
+
+        self.job_id = at("jobid", "jobidraw")
+        self.job_name = at("jobname")
+        self.user = at("user")
+        self.account = at("account")
+        self.partition = at("partition")
+        self.state = at("state")
+        self.exit = at("exitcode")
+        self.submit = at("submit")
+        self.eligible = at("eligible")
+        self.start = at("start")
+        self.end = at("end")
+        self.timelimit = at("timelimit")
+        self.timelimit_raw = at("timelimitraw")
+        self.alloc_tres = at("alloctres")
+        self.req_tres = at("reqtres")
+        self.alloc_gres = at("allocgres")
+        self.req_gres = at("reqgres")
+        self.nnodes = at("nnodes", "allocnodes")
+        self.nodelist = at("nodelist")
+        used = [v for v in vars(self).values() if isinstance(v, int)]
+        self.used = frozenset(used)
+
+
+def _value(fields: list[str], i: int | None) -> str:
+    return fields[i] if i is not None and i < len(fields) else ""
+
+
+def _parse_fields(fields: list[str], cols: _Columns, line_no: int, text: str) -> tuple[dict[str, object], list[str]]:
+    """One staged row (and its hosts) from the fields of a data line."""
+    row: dict[str, object] = {"line": line_no, "text": text[:_TEXT_LIMIT]}
+    parsed = parse_job_id(_value(fields, cols.job_id))
+    if parsed is None:
+        row["problem"] = f"unreadable JobID {_value(fields, cols.job_id)!r}"
+        return row, []
+    job_id, het, step = parsed
+    row.update(job_id=job_id, het_offset=het, step=step)
+    source_status = _value(fields, cols.state)
+    state, by = parse_state(source_status)
+    row.update(state=state, source_status=source_status or None, cancelled_by=by)
+    problems: list[str] = []
+    if not state:
+        problems.append("no State")
+    times: dict[str, str | None] = {}
+    for key, i, label in (("submit_t", cols.submit, "Submit"), ("eligible_t", cols.eligible, "Eligible"),
+                          ("start_t", cols.start, "Start"), ("end_t", cols.end, "End")):
+        try:
+            times[key] = parse_time(_value(fields, i))
+        except ValueError:
+            problems.append(f"unreadable {label} {_value(fields, i)!r} (expected 2025-09-12T14:06:12)")
+    try:
+        row["exit_code"], row["exit_signal"] = parse_exit(_value(fields, cols.exit))
+    except ValueError:
+        problems.append(f"unreadable ExitCode {_value(fields, cols.exit)!r} (expected exit:signal)")
+    try:
+        if cols.timelimit is not None:
+            row["time_limit_s"] = parse_duration_s(_value(fields, cols.timelimit))
+        elif cols.timelimit_raw is not None and _value(fields, cols.timelimit_raw).isdigit():
+            row["time_limit_s"] = int(_value(fields, cols.timelimit_raw)) * 60
+    except ValueError:
+        problems.append(f"unreadable Timelimit {_value(fields, cols.timelimit)!r}")
+    tres = None
+    for i, label, reader in ((cols.alloc_tres, "AllocTRES", parse_tres), (cols.req_tres, "ReqTRES", parse_tres),
+                             (cols.alloc_gres, "AllocGRES", parse_gres), (cols.req_gres, "ReqGRES", parse_gres)):
+        if i is None:
+            continue
+        try:
+            found = reader(_value(fields, i))
+        except ValueError as e:
+            problems.append(f"unreadable {label} item {e.args[0]!r}")
+            continue
+        if found is None:
+            continue
+        if tres is None:
+            tres = found
+        elif tres.model is None and found.model is not None:
+            tres = Tres(tres.gpus, found.model, tres.nodes)  # AllocTRES untyped, ReqTRES names the type
+    hosts: list[str] = []
+    nodelist = _value(fields, cols.nodelist)
+    if step is None and cols.nodelist is not None:
+        try:
+            hosts = expand_hostlist(nodelist)
+        except HostlistError as e:
+            problems.append(f"unreadable NodeList {nodelist!r}: {e}")
+    nnodes_text = _value(fields, cols.nnodes)
+    if nnodes_text and not nnodes_text.isdigit():
+        problems.append(f"unreadable NNodes {nnodes_text!r}")
+    if problems:
+        row["problem"] = "; ".join(problems)
+        return row, []
+    # Slurm stamps Start = End on a job that ended while pending (cancelled, deadline):
+    # with no node ever assigned, that Start is no start.
+    never_started = times["start_t"] is not None and (
+        (cols.nodelist is not None and nodelist.lower() in ("none assigned", "(null)", ""))
+        or (cols.nodelist is None and cols.alloc_tres is not None and not _value(fields, cols.alloc_tres)
+            and times["start_t"] == times["end_t"])
+    )
+    if never_started and step is None:
+        times["start_t"] = None
+    row.update(times)
+    row["status"] = status_of(state, times["start_t"] is not None)
+    row["job_name"] = _value(fields, cols.job_name) or None
+    row["user_name"] = _value(fields, cols.user) or None
+    row["account"] = _value(fields, cols.account) or None
+    row["partition"] = _value(fields, cols.partition) or None
+    if tres is not None:
+        row["gpus"], row["gpu_model"] = tres.gpus, tres.model
+    row["nnodes"] = int(nnodes_text) if nnodes_text else (tres.nodes if tres and tres.nodes else (len(hosts) or None))
+    row["hosts"] = len(hosts)
+    return row, hosts
+
+
+@dataclass
+class _Reader:
+    """Walks the data lines of a sacct dump, following its (possibly repeated) header."""
+
+    path: Path
+    columns_option: tuple[str, ...] | None
+    layout: Layout | None = None
+    cols: _Columns | None = None
+    header_text: str | None = None
+
+    def set_layout(self, layout: Layout, line_no: int) -> None:
+        names = set(layout.columns)
+        if not ({"jobid", "jobidraw"} & names) or "state" not in names:
+            raise ParseError(
+                f"{self.path}:{line_no}: the sacct columns lack JobID or State ({', '.join(layout.names or layout.columns)})",
+                hint="gca needs at least JobID and State; add them to sacct --format",
+            )
+        self.layout, self.cols = layout, _Columns(layout)
+
+    def rows(self) -> Iterator[tuple[int, str, list[str] | int]]:
+        """(line number, text, fields) of each data line; a field count instead of fields when it is wrong."""
+        pending_header: tuple[int, str] | None = None  # fixed width: a header, its rule expected next
+        for line_no, text in iter_lines(self.path):
+            if not text.strip():
+                continue
+            if pending_header is not None:
+                header_no, header = pending_header
+                pending_header = None
+                if not _RULE.match(text):
+                    raise ParseError(
+                        f"{self.path}:{line_no}: fixed-width sacct output without the dashed rule under its header",
+                        hint="export with sacct --parsable2 (-P)",
+                    )
+                self.set_layout(_fixed_layout(header, text), header_no)
+                continue
+            # The header comes first, and again wherever dumps were concatenated.
+            if self.layout is None or text == self.header_text or text.lstrip()[:5].lower() == "jobid":
+                header = _header_fields(text)
+                if header is not None:
+                    self.header_text = text
+                    fields, delimiter = header
+                    if delimiter is None:
+                        pending_header = (line_no, text)
+                    else:
+                        trailing = text.rstrip().endswith(delimiter)
+                        self.set_layout(
+                            Layout([f.lower() for f in fields], delimiter, trailing=trailing, names=fields), line_no
+                        )
+                    continue
+            if self.layout is None:
+                self._headerless(line_no, text)
+            yield line_no, text, self._split(text, line_no)
+        if pending_header is not None:
+            raise ParseError(
+                f"{self.path}:{pending_header[0]}: fixed-width sacct header without the dashed rule under it",
+                hint="export with sacct --parsable2 (-P)",
+            )
+
+    def _headerless(self, line_no: int, text: str) -> None:
+        if not self.columns_option:
+            raise ParseError(
+                f"{self.path}:{line_no}: sacct output without a header line (sacct -n/--noheader)",
+                hint="name its columns in sacct --format order with --columns, e.g. --columns JobID,JobName,State,Start,End",
+            )
+        names = _clean_columns(self.columns_option)
+        fields = text.split("|")
+        trailing = len(fields) == len(names) + 1 and fields[-1].strip() == ""
+        self.set_layout(Layout([n.lower() for n in names], "|", trailing=trailing, names=names), line_no)
+
+    def _split(self, text: str, line_no: int) -> list[str] | int:
+        layout = self.layout
+        assert layout is not None
+        if layout.delimiter is None:
+            return self._slice(text, line_no)
+        n = len(layout.columns)
+        if layout.trailing and text.rstrip().endswith(layout.delimiter):
+            text = text.rstrip()[: -len(layout.delimiter)]
+        fields = text.split(layout.delimiter)
+        if len(fields) > n:
+            free = [i for i, name in enumerate(layout.columns) if name in _FREE_TEXT]
+            if len(free) != 1:
+                return len(fields)
+            # One free-text column (JobName) held the delimiter: the fields around it are exact.
+            k, extra = free[0], len(fields) - n
+            fields = fields[:k] + [layout.delimiter.join(fields[k:k + extra + 1])] + fields[k + extra + 1:]
+        if len(fields) != n:
+            return len(fields)
+        return [f.strip() for f in fields]
+
+    def _slice(self, text: str, line_no: int) -> list[str]:
+        layout, cols = self.layout, self.cols
+        assert layout is not None and cols is not None
+        raw = text.encode("utf-8")
+        fields = []
+        for i, (start, end) in enumerate(layout.spans):
+            cell = raw[start:end].decode("utf-8", errors="replace")
+            if i in cols.used and len(cell) == end - start and cell.endswith("+") and not cell.startswith(" "):
+                raise ParseError(
+                    f"{self.path}:{line_no}: sacct cut the {layout.names[i]} field to {cell.strip()!r}"
+                    " (fixed-width output is lossy)",
+                    hint="export with sacct --parsable2 (-P), or widen the column, e.g. --format=JobName%60",
+                )
+            fields.append(cell.strip())
+        return fields
+
+
+def _load_sacct(ctx: LoadContext) -> LoadCounts:
+    zone = ctx.options.zone or local_zone()
+    # The zone is the machine's unless --tz says otherwise: record the one used.
+    ctx.con.execute("UPDATE ingested_files SET time_zone = ? WHERE file_id = ?", [zone, ctx.file_id]).fetchall()
+    install_zone(ctx.con, zone)
+    reader = _Reader(ctx.path, getattr(ctx.options, "columns", None))
+    stager = _Stager(ctx.con)
+    for line_no, text, fields in reader.rows():
+        assert reader.layout is not None and reader.cols is not None
+        if isinstance(fields, int):
+            stager.add({"line": line_no, "text": text[:_TEXT_LIMIT],
+                        "problem": f"{fields} fields where the header has {len(reader.layout.columns)}"}, [])
+            continue
+        row, hosts = _parse_fields(fields, reader.cols, line_no, text)
+        stager.add(row, hosts)
+    stager.flush()
+    if reader.layout is None:
+        raise ParseError(f"{ctx.path}: no sacct header or data lines", hint="expected sacct output")
+    run_script(ctx.con, "ingest", "slurm_sacct", {"file_id": ctx.file_id, "zone": zone}, on_statement=ctx.on_statement)
+    return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"))
+
+
+def _count(ctx: LoadContext, table: str) -> int:
+    return int(ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchone()[0])
+
+
+# --- scontrol show job -d ------------------------------------------------------------
+
+_KEY_VALUE = re.compile(r"(?:^|\s)([A-Za-z_][A-Za-z0-9_:/]*)=(\S*(?:\s+(?![A-Za-z_][A-Za-z0-9_:/]*=)\S+)*)")
+_IDX = re.compile(r"IDX:([^)]*)\)")
+
+
+def _pairs(text: str) -> dict[str, str]:
+    return {m.group(1): m.group(2) for m in _KEY_VALUE.finditer(text)}
+
+
+def _split_gres(text: str) -> list[str]:
+    """Entries of a GRES value, split at commas outside parentheses."""
+    entries, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            entries.append(text[start:i])
+            start = i + 1
+    entries.append(text[start:])
+    return [e for e in entries if e]
+
+
+def parse_gpu_indices(gres: str) -> list[int]:
+    """GPU indices of a per-node GRES value: `gpu:a100:4(IDX:0-3)`, `gpu(IDX:0,2)`, `gpu:(null):0(IDX:N/A)`."""
+    indices: list[int] = []
+    for entry in _split_gres(gres):
+        if not (entry == "gpu" or entry.startswith(("gpu:", "gpu("))):
+            continue
+        match = _IDX.search(entry)
+        if not match or match.group(1).strip().upper() in ("N/A", ""):
+            continue
+        for part in match.group(1).split(","):
+            low, _, high = part.strip().partition("-")
+            if not low.isdigit() or (high and not high.isdigit()):
+                raise ValueError(part)
+            indices.extend(range(int(low), int(high or low) + 1))
+    return sorted(set(indices))
+
+
+def _scontrol_job_id(pairs: dict[str, str]) -> str | None:
+    """The job id as sacct writes it: array tasks `123_4`, het components under their leader."""
+    het_leader = pairs.get("HetJobId")
+    if het_leader and het_leader.isdigit():
+        return het_leader
+    array_job, task = pairs.get("ArrayJobId"), pairs.get("ArrayTaskId")
+    if array_job and array_job.isdigit() and task:
+        return f"{array_job}_{task}" if task.isdigit() else f"{array_job}_[{task}]"
+    job = pairs.get("JobId")
+    return job if job and job.isdigit() else None
+
+
+def _load_scontrol(ctx: LoadContext) -> LoadCounts:
+    bindings: dict[str, list] = {"job_id": [], "machine_id": [], "gpu_index": []}  # type: ignore[type-arg]
+    rejects: list[tuple[int, str, str]] = []
+    job_id: str | None = None
+    job_line = 0
+    for line_no, text in iter_lines(ctx.path):
+        stripped = text.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("JobId="):
+            job_line = line_no
+            job_id = None
+            pairs = _pairs(stripped)
+            job_id = _scontrol_job_id(pairs)
+            if job_id is None:
+                rejects.append((line_no, f"unreadable JobId {pairs.get('JobId', '')!r}", text))
+            continue
+        if not stripped.startswith("Nodes="):
+            continue
+        pairs = _pairs(stripped)
+        gres = pairs.get("GRES", pairs.get("GRES_IDX", ""))
+        if job_id is None:
+            reason = "Nodes line outside a job" if job_line == 0 else f"Nodes line of the unreadable job at line {job_line}"
+            rejects.append((line_no, reason, text))
+            continue
+        try:
+            hosts = expand_hostlist(pairs.get("Nodes", ""))
+            indices = parse_gpu_indices(gres)
+        except (HostlistError, ValueError) as e:
+            rejects.append((line_no, f"unreadable Nodes or GRES: {e}", text))
+            continue
+        for host in hosts:
+            for index in indices:
+                bindings["job_id"].append(job_id)
+                bindings["machine_id"].append(host)
+                bindings["gpu_index"].append(index)
+        if len(bindings["job_id"]) >= BATCH_ROWS:
+            _insert_bindings(ctx, bindings)
+            bindings = {k: [] for k in bindings}
+    _insert_bindings(ctx, bindings)
+    if rejects:
+        ctx.con.executemany(
+            "INSERT INTO rejects (file_id, line, reason, text) VALUES (?, ?, ?, ?)",
+            [(ctx.file_id, line, reason, text[:_TEXT_LIMIT]) for line, reason, text in rejects],
+        )
+    return LoadCounts(rows=_count(ctx, "gpu_bindings"), rejects=_count(ctx, "rejects"))
+
+
+def _insert_bindings(ctx: LoadContext, bindings: dict[str, list]) -> None:  # type: ignore[type-arg]
+    if not bindings["job_id"]:
+        return
+    batch = pa.Table.from_pydict(bindings, schema=pa.schema(
+        [("job_id", pa.string()), ("machine_id", pa.string()), ("gpu_index", pa.int16())]
+    ))
+    # The same job in several snapshots of one file binds the same GPUs once.
+    ctx.con.execute(
+        "INSERT INTO gpu_bindings (source, job_id, attempt_ref, machine_id, gpu_index, origin, file_id) "
+        "SELECT DISTINCT ?, b.job_id, NULL, b.machine_id, b.gpu_index, 'scontrol', ? FROM batch b "
+        "WHERE NOT EXISTS (SELECT 1 FROM gpu_bindings g WHERE g.file_id = ? AND g.origin = 'scontrol' "
+        "AND g.job_id = b.job_id AND g.machine_id = b.machine_id AND g.gpu_index = b.gpu_index)",
+        [SOURCE, ctx.file_id, ctx.file_id],
+    ).fetchall()
+
+
+# --- recognizing the files -----------------------------------------------------------
+
+
+def _sniff_sacct(head: str) -> bool:
+    lines = [ln for ln in first_lines(head, 3) if ln.strip()]
+    if not lines:
+        return False
+    header = _header_fields(lines[0])
+    if header is not None:
+        return header[1] is not None or (len(lines) > 1 and bool(_RULE.match(lines[1])))
+    # Headerless -P/-p output: a job id and a state word among the fields.
+    fields = [f.strip() for f in lines[0].split("|")]
+    return (
+        len(fields) >= 2
+        and any(_JOB_ID.match(f) for f in fields)
+        and any(parse_state(f)[0] in KNOWN_STATES for f in fields)
+    )
+
+
+def _sniff_scontrol(head: str) -> bool:
+    return bool(re.match(r"\s*JobId=\d+\s", head))
+
+
+FORMATS = [
+    FileFormat(
+        name="slurm_sacct", source=SOURCE,
+        description="Slurm sacct output (-P, -p, or fixed width without cut fields); --columns for -n dumps",
+        file_names=("sacct",), sniff=_sniff_sacct, load=_load_sacct,
+    ),
+    FileFormat(
+        name="slurm_scontrol", source=SOURCE,
+        description="Slurm `scontrol show job -d` text: GPU indices per job and node (GRES ... IDX)",
+        file_names=("scontrol",), sniff=_sniff_scontrol, load=_load_scontrol,
+    ),
+]

@@ -1,0 +1,182 @@
+-- Load one sacct dump into jobs, attempts and attempt_hosts.
+-- Parameters: $file_id, $zone (the zone of sacct's naive times).
+-- Needs the temp tables filled by gpucluster_analysis/ingest/slurm.py:
+--   stage_sacct       one row per data line: the parsed job id (job_id with the array task,
+--                     het_offset, step), fields, and `problem` when the line is unreadable;
+--   stage_sacct_host  (line, machine_id): the expanded NodeList of allocation rows;
+--   zone_periods      for $zone (gpucluster_analysis.timezones).
+-- Rules (docs/schema.md, "Reading Slurm"): a step belongs to the nearest allocation row
+-- above it with the same job id; each allocation row of a job id is a run (requeue), the
+-- same job id with the same Submit and Start again is a duplicate; het components with
+-- the same position among their component's rows form one attempt.
+
+-- Each distinct naive local time, converted once through the zone's offset periods.
+CREATE OR REPLACE TEMP TABLE stage_sacct_time AS
+WITH texts AS (
+    SELECT submit_t AS t FROM stage_sacct
+    UNION SELECT eligible_t FROM stage_sacct
+    UNION SELECT start_t FROM stage_sacct
+    UNION SELECT end_t FROM stage_sacct
+),
+parsed AS (SELECT t, CAST(t AS TIMESTAMP) AS local_ts FROM texts WHERE t IS NOT NULL),
+periods AS (SELECT local_start, offset_s FROM zone_periods WHERE zone = $zone)
+SELECT p.t, p.local_ts - to_seconds(z.offset_s) AS utc_ts
+FROM parsed p ASOF LEFT JOIN periods z ON p.local_ts >= z.local_start;
+
+-- Every readable row with the line of its allocation row (its own line for an allocation).
+CREATE OR REPLACE TEMP TABLE stage_sacct_linked AS
+SELECT s.*,
+    CASE WHEN s.step IS NULL THEN s.line
+         ELSE max(CASE WHEN s.step IS NULL THEN s.line END) OVER (
+             PARTITION BY s.job_id, s.het_offset ORDER BY s.line
+             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+    END AS alloc_line
+FROM stage_sacct s
+WHERE s.job_id IS NOT NULL;
+
+-- Why an allocation row cannot be stored; first reason wins.
+CREATE OR REPLACE TEMP TABLE stage_sacct_alloc_problem AS
+WITH allocs AS (SELECT * FROM stage_sacct_linked WHERE step IS NULL),
+repeats AS (
+    SELECT line, job_id, min(line) OVER (PARTITION BY job_id, het_offset, submit_t, start_t) AS first_line
+    FROM allocs WHERE problem IS NULL
+),
+problems AS (
+    SELECT line, problem AS reason FROM allocs WHERE problem IS NOT NULL
+    UNION ALL
+    SELECT line, 'duplicate of line ' || first_line || ' (same JobID, Submit and Start)'
+    FROM repeats WHERE line > first_line
+    UNION ALL
+    SELECT a.line, 'job ' || a.job_id || ' already stored from ' || f.path
+    FROM allocs a
+    JOIN jobs j ON j.source = 'slurm' AND j.job_id = a.job_id
+    JOIN ingested_files f ON f.file_id = j.file_id
+)
+SELECT line, min_by(reason, reason) AS reason FROM problems GROUP BY line;
+
+CREATE OR REPLACE TEMP TABLE stage_sacct_step_problem AS
+WITH steps AS (SELECT * FROM stage_sacct_linked WHERE step IS NOT NULL),
+repeats AS (
+    SELECT line, min(line) OVER (PARTITION BY alloc_line, step) AS first_line
+    FROM steps WHERE problem IS NULL AND alloc_line IS NOT NULL
+),
+problems AS (
+    SELECT line, problem AS reason FROM steps WHERE problem IS NOT NULL
+    UNION ALL
+    SELECT line, 'step of job ' || job_id || coalesce('+' || het_offset, '')
+                 || ' without its allocation row above it' FROM steps WHERE alloc_line IS NULL
+    UNION ALL
+    SELECT s.line, 'step of the allocation row at line ' || s.alloc_line || ', which was rejected'
+    FROM steps s JOIN stage_sacct_alloc_problem p ON p.line = s.alloc_line
+    WHERE s.problem IS NULL
+    UNION ALL
+    SELECT line, 'duplicate of line ' || first_line || ' (same step of the same run)'
+    FROM repeats WHERE line > first_line
+)
+SELECT line, min_by(reason, reason) AS reason FROM problems GROUP BY line;
+
+INSERT INTO rejects (file_id, line, reason, text)
+SELECT $file_id, s.line, r.reason, s.text
+FROM (
+    SELECT line, problem AS reason FROM stage_sacct WHERE job_id IS NULL
+    UNION ALL SELECT line, reason FROM stage_sacct_alloc_problem
+    UNION ALL SELECT line, reason FROM stage_sacct_step_problem
+) r
+JOIN stage_sacct s USING (line);
+
+-- Status ranks: a worse outcome ranks higher; a run still going outranks any outcome.
+CREATE OR REPLACE TEMP MACRO slurm_status_rank(status) AS
+    CASE status WHEN 'passed' THEN 1 WHEN 'killed' THEN 2 WHEN 'timeout' THEN 3 WHEN 'preempted' THEN 4
+        WHEN 'failed' THEN 5 WHEN 'node_fail' THEN 6 WHEN 'unknown' THEN 7 WHEN 'pending' THEN 8
+        WHEN 'running' THEN 9 END;
+
+CREATE OR REPLACE TEMP MACRO slurm_rank_status(rank) AS
+    CASE rank WHEN 1 THEN 'passed' WHEN 2 THEN 'killed' WHEN 3 THEN 'timeout' WHEN 4 THEN 'preempted'
+        WHEN 5 THEN 'failed' WHEN 6 THEN 'node_fail' WHEN 7 THEN 'unknown' WHEN 8 THEN 'pending'
+        WHEN 9 THEN 'running' END;
+
+-- The allocation rows that are stored: one per run and het component.
+CREATE OR REPLACE TEMP TABLE stage_sacct_alloc AS
+SELECT a.*,
+    (row_number() OVER (PARTITION BY a.job_id, a.het_offset ORDER BY a.line) - 1)::INTEGER AS source_index,
+    ts.utc_ts AS submit_at, te.utc_ts AS eligible_at, tb.utc_ts AS start_at, tf.utc_ts AS end_at
+FROM stage_sacct_linked a
+LEFT JOIN stage_sacct_time ts ON ts.t = a.submit_t
+LEFT JOIN stage_sacct_time te ON te.t = a.eligible_t
+LEFT JOIN stage_sacct_time tb ON tb.t = a.start_t
+LEFT JOIN stage_sacct_time tf ON tf.t = a.end_t
+WHERE a.step IS NULL AND a.line NOT IN (SELECT line FROM stage_sacct_alloc_problem);
+
+-- What the steps add to their run's outcome. Only real failures count: the extern step
+-- (ssh sessions adopted into the job) never does, and CANCELLED/TIMEOUT steps, or a step
+-- FAILED by a signal in a run that did not pass, are how Slurm tears a run down.
+CREATE OR REPLACE TEMP TABLE stage_sacct_step_rank AS
+SELECT s.alloc_line, max(slurm_status_rank(s.status)) AS rank
+FROM stage_sacct_linked s
+JOIN stage_sacct_alloc a ON a.line = s.alloc_line
+WHERE s.step IS NOT NULL AND s.step <> 'extern'
+  AND s.line NOT IN (SELECT line FROM stage_sacct_step_problem)
+  AND (s.status = 'node_fail' OR s.state = 'OUT_OF_MEMORY'
+       OR (s.status = 'failed' AND (coalesce(s.exit_code, 0) <> 0 OR a.status = 'passed')))
+GROUP BY s.alloc_line;
+
+-- One attempt per run; a het job's components of the same run are one attempt.
+CREATE OR REPLACE TEMP TABLE stage_sacct_attempt AS
+SELECT a.job_id, a.source_index,
+    min(a.start_at) AS start_at,
+    CASE WHEN count(*) FILTER (WHERE a.start_at IS NOT NULL AND a.end_at IS NULL) = 0 THEN max(a.end_at) END AS end_at,
+    slurm_rank_status(max(greatest(slurm_status_rank(a.status), coalesce(r.rank, 0)))) AS status,
+    arg_min(a.source_status, coalesce(a.het_offset, 0)) AS source_status,
+    arg_min(a.state, coalesce(a.het_offset, 0)) AS state,
+    arg_min(a.exit_code, coalesce(a.het_offset, 0)) AS exit_code,
+    arg_min(a.exit_signal, coalesce(a.het_offset, 0)) AS exit_signal,
+    arg_min(a.line, coalesce(a.het_offset, 0)) AS leader_line,
+    sum(a.gpus)::DOUBLE AS num_gpus,
+    sum(a.nnodes)::INTEGER AS num_nodes
+FROM stage_sacct_alloc a
+LEFT JOIN stage_sacct_step_rank r ON r.alloc_line = a.line
+GROUP BY a.job_id, a.source_index;
+
+CREATE OR REPLACE TEMP TABLE stage_sacct_attempt_no AS
+SELECT *, (row_number() OVER (PARTITION BY job_id ORDER BY start_at ASC NULLS LAST, source_index) - 1)::INTEGER AS attempt_no
+FROM stage_sacct_attempt;
+
+INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id,
+                  job_name, partition, eligible_at, time_limit_s, gpu_model, exit_code, exit_signal, cancelled_by)
+WITH last_attempt AS (
+    SELECT job_id, arg_max(leader_line, attempt_no) AS line, arg_max(status, attempt_no) AS status,
+           arg_max(state, attempt_no) AS state
+    FROM stage_sacct_attempt_no GROUP BY job_id
+),
+per_job AS (
+    SELECT job_id, min(submit_at) AS submit_at, min(eligible_at) AS eligible_at,
+           string_agg(DISTINCT gpu_model, ',' ORDER BY gpu_model) AS gpu_model
+    FROM stage_sacct_alloc GROUP BY job_id
+)
+SELECT 'slurm', l.job_id, a.user_name, coalesce(a.account, a.partition),
+       -- a job whose last run was requeued is waiting again
+       CASE WHEN l.state IN ('REQUEUED', 'REQUEUE_FED', 'REQUEUE_HOLD', 'SPECIAL_EXIT') THEN 'pending' ELSE l.status END,
+       a.source_status, p.submit_at, $file_id,
+       a.job_name, a.partition, p.eligible_at, a.time_limit_s, p.gpu_model, a.exit_code, a.exit_signal, a.cancelled_by
+FROM last_attempt l
+JOIN stage_sacct_alloc a ON a.line = l.line
+JOIN per_job p ON p.job_id = l.job_id;
+
+INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id,
+                      status, source_status, exit_code, exit_signal, num_gpus, num_nodes)
+SELECT 'slurm', job_id, attempt_no, source_index, start_at, end_at, $file_id,
+       status, source_status, exit_code, exit_signal, num_gpus, num_nodes
+FROM stage_sacct_attempt_no;
+
+-- GPUs per host: a component's GPUs spread evenly over its hosts when they divide evenly.
+INSERT INTO attempt_hosts (source, job_id, attempt_no, machine_id, gpus, file_id)
+SELECT 'slurm', a.job_id, n.attempt_no, h.machine_id,
+       CASE WHEN count(*) = count(share) THEN sum(share)::INTEGER END, $file_id
+FROM (
+    SELECT h.line, h.machine_id,
+           CASE WHEN a.gpus IS NOT NULL AND a.hosts > 0 AND a.gpus % a.hosts = 0 THEN a.gpus // a.hosts END AS share
+    FROM stage_sacct_host h JOIN stage_sacct_alloc a USING (line)
+) h
+JOIN stage_sacct_alloc a USING (line)
+JOIN stage_sacct_attempt_no n ON n.job_id = a.job_id AND n.source_index = a.source_index
+GROUP BY a.job_id, n.attempt_no, h.machine_id;
