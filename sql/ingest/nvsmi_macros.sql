@@ -18,12 +18,13 @@ CREATE OR REPLACE TEMP MACRO gpu_number(v) AS (
     CASE WHEN gpu_missing(v) THEN NULL
          ELSE coalesce(
              TRY_CAST(trim(v) AS DOUBLE),
-             TRY_CAST(regexp_extract(trim(v),
-                 '^([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?) ?(?:%|MiB|MB|W|MHz|C|us)$', 1) AS DOUBLE))
+             CASE WHEN split_part(trim(v), ' ', 2) IN ('%', 'MiB', 'MB', 'W', 'MHz', 'C', 'us')
+                       AND split_part(trim(v), ' ', 3) = ''
+                  THEN TRY_CAST(split_part(trim(v), ' ', 1) AS DOUBLE) END)
     END
 );
 
--- Text that is neither missing nor a number: the row is rejected, naming it.
+-- Text that is neither missing nor a finite number: the row is rejected, naming it.
 CREATE OR REPLACE TEMP MACRO gpu_unreadable(v) AS (
     NOT gpu_missing(v) AND (gpu_number(v) IS NULL OR NOT isfinite(gpu_number(v)))
 );

@@ -17,48 +17,58 @@ timed AS (
     SELECT r.*, coalesce(r.utc_at, r.local_at - to_seconds(z.offset_s)) AS sample_at
     FROM stage_raw r ASOF LEFT JOIN periods z ON r.local_at >= z.local_start
 ),
+numbers AS (
+    -- each value parsed once; the checks below reuse the results
+    SELECT *,
+           gpu_number(util_text) AS util_pct, gpu_number(mem_util_text) AS mem_util_pct,
+           gpu_number(mem_used_text) AS mem_used_mib, gpu_number(mem_total_text) AS mem_total_mib,
+           gpu_number(power_text) AS power_w, gpu_number(temp_text) AS temp_c,
+           gpu_number(sm_clock_text) AS sm_clock_mhz, gpu_number(gr_engine_text) AS gr_engine_active,
+           gpu_mask(throttle_mask_text) AS throttle_mask,
+           TRY_CAST(trim(index_text) AS SMALLINT) AS gpu_index,
+           TRY_CAST(trim(instance_text) AS SMALLINT) AS gpu_instance_id
+    FROM timed
+),
 typed AS (
     SELECT line, text, nullif(trim(machine_id), '') AS machine_id, sample_at, time_text,
-           TRY_CAST(trim(index_text) AS SMALLINT) AS gpu_index, index_text,
-           TRY_CAST(trim(instance_text) AS SMALLINT) AS gpu_instance_id, instance_text,
+           gpu_index, gpu_instance_id,
            CASE WHEN gpu_missing(uuid) THEN NULL ELSE trim(uuid) END AS uuid,
            gpu_pci(pci_text) AS pci_bus_id,
            CASE WHEN gpu_missing(model) THEN NULL ELSE trim(model) END AS model,
-           gpu_number(util_text) AS util_pct,
-           gpu_number(mem_util_text) AS mem_util_pct,
-           gpu_number(mem_used_text) AS mem_used_mib,
-           gpu_number(mem_total_text) AS mem_total_mib,
-           gpu_number(power_text) AS power_w,
-           gpu_number(temp_text) AS temp_c,
-           gpu_number(sm_clock_text) AS sm_clock_mhz,
-           gpu_number(gr_engine_text) AS gr_engine_active,
-           coalesce(throttle_text, gpu_throttle_names(gpu_mask(throttle_mask_text))) AS throttle_reasons,
+           util_pct, mem_util_pct, mem_used_mib, mem_total_mib, power_w, temp_c, sm_clock_mhz, gr_engine_active,
+           coalesce(throttle_text, gpu_throttle_names(throttle_mask)) AS throttle_reasons,
            CASE
                WHEN problem IS NOT NULL THEN problem
                WHEN nullif(trim(machine_id), '') IS NULL THEN 'no host for this row'
                WHEN sample_at IS NULL AND time_text IS NULL THEN 'row without a time'
                WHEN sample_at IS NULL THEN 'unreadable time ' || time_text
-               WHEN NOT gpu_missing(index_text) AND TRY_CAST(trim(index_text) AS SMALLINT) IS NULL
-                   THEN 'unreadable GPU index ' || index_text
-               WHEN NOT gpu_missing(instance_text) AND TRY_CAST(trim(instance_text) AS SMALLINT) IS NULL
+               WHEN gpu_index IS NULL AND NOT gpu_missing(index_text) THEN 'unreadable GPU index ' || index_text
+               WHEN gpu_instance_id IS NULL AND NOT gpu_missing(instance_text)
                    THEN 'unreadable GPU instance id ' || instance_text
-               WHEN gpu_unreadable(util_text) THEN 'unreadable GPU utilization ' || util_text
-               WHEN gpu_unreadable(mem_util_text) THEN 'unreadable memory utilization ' || mem_util_text
-               WHEN gpu_unreadable(mem_used_text) THEN 'unreadable memory used ' || mem_used_text
-               WHEN gpu_unreadable(mem_total_text) THEN 'unreadable memory total ' || mem_total_text
-               WHEN gpu_unreadable(power_text) THEN 'unreadable power ' || power_text
-               WHEN gpu_unreadable(temp_text) THEN 'unreadable temperature ' || temp_text
-               WHEN gpu_unreadable(sm_clock_text) THEN 'unreadable SM clock ' || sm_clock_text
-               WHEN gpu_unreadable(gr_engine_text) THEN 'unreadable graphics engine activity ' || gr_engine_text
-               WHEN NOT gpu_missing(throttle_mask_text) AND gpu_mask(throttle_mask_text) IS NULL
+               WHEN NOT isfinite(coalesce(util_pct, 0)) OR util_pct IS NULL AND NOT gpu_missing(util_text)
+                   THEN 'unreadable GPU utilization ' || util_text
+               WHEN NOT isfinite(coalesce(mem_util_pct, 0)) OR mem_util_pct IS NULL AND NOT gpu_missing(mem_util_text)
+                   THEN 'unreadable memory utilization ' || mem_util_text
+               WHEN NOT isfinite(coalesce(mem_used_mib, 0)) OR mem_used_mib IS NULL AND NOT gpu_missing(mem_used_text)
+                   THEN 'unreadable memory used ' || mem_used_text
+               WHEN NOT isfinite(coalesce(mem_total_mib, 0)) OR mem_total_mib IS NULL AND NOT gpu_missing(mem_total_text)
+                   THEN 'unreadable memory total ' || mem_total_text
+               WHEN NOT isfinite(coalesce(power_w, 0)) OR power_w IS NULL AND NOT gpu_missing(power_text)
+                   THEN 'unreadable power ' || power_text
+               WHEN NOT isfinite(coalesce(temp_c, 0)) OR temp_c IS NULL AND NOT gpu_missing(temp_text)
+                   THEN 'unreadable temperature ' || temp_text
+               WHEN NOT isfinite(coalesce(sm_clock_mhz, 0)) OR sm_clock_mhz IS NULL AND NOT gpu_missing(sm_clock_text)
+                   THEN 'unreadable SM clock ' || sm_clock_text
+               WHEN NOT isfinite(coalesce(gr_engine_active, 0)) OR gr_engine_active IS NULL AND NOT gpu_missing(gr_engine_text)
+                   THEN 'unreadable graphics engine activity ' || gr_engine_text
+               WHEN throttle_mask IS NULL AND NOT gpu_missing(throttle_mask_text)
                    THEN 'unreadable clock throttle reasons ' || throttle_mask_text
-               WHEN NOT gpu_number(util_text) BETWEEN 0 AND 100 THEN 'GPU utilization outside 0-100: ' || util_text
-               WHEN NOT gpu_number(mem_util_text) BETWEEN 0 AND 100 THEN 'memory utilization outside 0-100: ' || mem_util_text
-               WHEN NOT gpu_number(gr_engine_text) BETWEEN 0 AND 1 THEN 'graphics engine activity outside 0-1: ' || gr_engine_text
-               WHEN least(gpu_number(mem_used_text), gpu_number(mem_total_text), gpu_number(power_text), gpu_number(sm_clock_text)) < 0
-                   THEN 'negative memory, power or clock'
+               WHEN NOT util_pct BETWEEN 0 AND 100 THEN 'GPU utilization outside 0-100: ' || util_text
+               WHEN NOT mem_util_pct BETWEEN 0 AND 100 THEN 'memory utilization outside 0-100: ' || mem_util_text
+               WHEN NOT gr_engine_active BETWEEN 0 AND 1 THEN 'graphics engine activity outside 0-1: ' || gr_engine_text
+               WHEN least(mem_used_mib, mem_total_mib, power_w, sm_clock_mhz) < 0 THEN 'negative memory, power or clock'
            END AS problem
-    FROM timed
+    FROM numbers
 )
 SELECT * FROM typed;
 
