@@ -37,7 +37,9 @@ REPORT_QUERIES = (
     "gpu_util_by_gpus_servers", "gpu_util_cdf_by_placement", "gpu_util_by_status", "gpu_util_cdf_by_status",
     "gpu_util_by_colocation", "host_util_cdf_by_activity",
     "failures_by_status", "job_attempts_by_status", "gpu_time_by_status_size", "run_time_cdf_by_status",
-    "gpu_time_by_run_time_status", "failure_reasons",
+    "gpu_time_by_run_time_status", "failure_summary", "failure_trials_by_status", "failure_categories",
+    "failure_reasons", "failure_by_size", "failure_rtf_cdf", "failure_repetition", "failure_repeaters",
+    "failure_log_matching",
     "gpu_sample_interval", "gpu_time_coverage", "job_sample_coverage", "rejects_by_file",
     "machine_capacity_mismatch", "jobs_missing_times",
 )
@@ -115,7 +117,7 @@ def _check_store(con: duckdb.DuckDBPyConnection, db: Path) -> None:
 def _run_queries(con: duckdb.DuckDBPyConnection, log: Callable[[str], None]) -> dict[str, pl.DataFrame]:
     interval = run_query(con, "gpu_sample_interval", rows=INTERVAL_PROBE_ROWS)
     interval_s = interval.get_column("interval_s")[0] if interval.height else None
-    params = {"top_vcs": sections.TOP_VCS, "sample_interval_s": interval_s}
+    params = {"top_vcs": sections.TOP_VCS, "sample_interval_s": interval_s, "top_repeaters": sections.TOP_REPEATERS}
     results = {"gpu_sample_interval": interval}
     for name in REPORT_QUERIES:
         if name not in results:

@@ -104,6 +104,7 @@ def cdf_lines(
     colors: dict[str, str] | None = None,
     log_x: bool = True,
     x_floor: float = 1.0,
+    y_title: str = "share of jobs (CDF)",
 ) -> go.Figure:
     """Empirical CDFs of durations in seconds, one step line per group (queries *_cdf_by_*:
     group, x, cum_share).
@@ -127,7 +128,7 @@ def cdf_lines(
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
     if log_x:
         duration_axis(fig, "x", [max(v, x_floor) for v in df.get_column(x).to_list() if v is not None])
-    return _layout(fig, title, x_title, "share of jobs (CDF)")
+    return _layout(fig, title, x_title, y_title)
 
 
 def hist_cdf(
@@ -266,6 +267,75 @@ def stacked_status_bars(
         fig.add_bar(x=xs, y=[values.get(v) for v in xs], name=str(status),
                     marker_color=STATUS_COLORS.get(str(status)),
                     hovertemplate=f"{status}, %{{x}}: %{{y:,.1f}}<extra></extra>")
+    fig.update_layout(barmode="stack")
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=xs)
+    return _layout(fig, title, x_title, y_title)
+
+
+# Failure categories of docs/domain.md, plus the report's 'no log' (a failed attempt without a log).
+CATEGORY_COLORS = {
+    "infrastructure": "#8c564b", "framework": "#ff7f0e", "user": "#1f77b4", "unknown": "#7f7f7f",
+    "no log": "#c7c7c7",
+}
+
+
+def pct_bars(
+    df: pl.DataFrame,
+    x: str,
+    series: Sequence[tuple[str, str, str, str]],
+    title: str,
+    x_title: str,
+    *,
+    horizontal: bool = False,
+) -> go.Figure:
+    """Grouped bars of percentage columns per category (queries failure_categories, failure_reasons).
+
+    `series` holds (percentage column, legend label, count column shown on hover, its unit).
+    Horizontal bars list the categories top-down in the frame's order.
+    """
+    fig = go.Figure()
+    cats = [str(v) for v in df.get_column(x).to_list()]
+    cat, val = ("y", "x") if horizontal else ("x", "y")
+    for col, label, count, unit in series:
+        pct = df.get_column(col).to_list()
+        custom = df.get_column(count).to_list()
+        number = ",.0f" if df.schema[count].is_integer() else ",.1f"
+        hover = f"%{{{cat}}}: %{{{val}:.1f}}% {label} (%{{customdata:{number}}} {unit})<extra></extra>"
+        if horizontal:
+            fig.add_bar(y=cats, x=pct, name=label, orientation="h", customdata=custom, hovertemplate=hover)
+        else:
+            fig.add_bar(x=cats, y=pct, name=label, customdata=custom, hovertemplate=hover)
+    fig.update_layout(barmode="group")
+    if horizontal:
+        fig.update_yaxes(type="category", categoryorder="array", categoryarray=cats, autorange="reversed")
+        return _layout(fig, title, "share (%)", x_title, height=max(HEIGHT, 90 + 34 * len(cats)))
+    fig.update_xaxes(type="category")
+    return _layout(fig, title, x_title, "share (%)")
+
+
+def stacked_bars(
+    df: pl.DataFrame,
+    x: str,
+    y: str,
+    stack: str,
+    title: str,
+    x_title: str,
+    y_title: str,
+    *,
+    x_order: Sequence[str] | None = None,
+    stack_order: Sequence[str] | None = None,
+    colors: dict[str, str] | None = None,
+) -> go.Figure:
+    """Bars of `y` by `x`, stacked by the values of `stack` (query failure_by_size, by category)."""
+    fig = go.Figure()
+    xs = list(x_order) if x_order else [str(v) for v in dict.fromkeys(df.get_column(x).to_list())]
+    present = [str(v) for v in dict.fromkeys(df.get_column(stack).to_list())]
+    keys = [k for k in (stack_order or []) if k in present] + [k for k in present if k not in (stack_order or [])]
+    for key in keys:
+        part = df.filter(pl.col(stack) == key)
+        values = {str(r[x]): r[y] for r in part.iter_rows(named=True)}
+        fig.add_bar(x=xs, y=[values.get(v) for v in xs], name=key, marker_color=(colors or {}).get(key),
+                    hovertemplate=f"{key}, %{{x}}: %{{y:,.1f}}<extra></extra>")
     fig.update_layout(barmode="stack")
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=xs)
     return _layout(fig, title, x_title, y_title)

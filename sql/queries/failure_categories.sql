@@ -1,0 +1,26 @@
+-- failure_categories: failed attempts (trials) per failure category (infrastructure,
+-- framework, user, unknown = a log where nothing matched, 'no log').
+-- Needs the temp table attempt_failures. Parameters: none.
+-- Output: category, trials, trials_pct, jobs (distinct jobs with a trial of this category),
+-- jobs_pct (of the jobs with a failed attempt; does not sum to 100), gpu_hours_lost,
+-- gpu_time_lost_pct, rtf_p50_s (runtime to failure).
+WITH labelled AS (
+    SELECT source, job_id, gpu_time_lost_s, runtime_to_failure_s,
+           CASE WHEN has_log THEN category ELSE 'no log' END AS category
+    FROM attempt_failures
+),
+totals AS (
+    SELECT count(*) AS trials, count(DISTINCT (source, job_id)) AS jobs, sum(gpu_time_lost_s) AS lost_s
+    FROM labelled
+)
+SELECT l.category,
+       count(*) AS trials,
+       100.0 * count(*) / any_value(t.trials) AS trials_pct,
+       count(DISTINCT (l.source, l.job_id)) AS jobs,
+       100.0 * count(DISTINCT (l.source, l.job_id)) / any_value(t.jobs) AS jobs_pct,
+       coalesce(sum(l.gpu_time_lost_s), 0) / 3600.0 AS gpu_hours_lost,
+       100.0 * coalesce(sum(l.gpu_time_lost_s), 0) / nullif(any_value(t.lost_s), 0) AS gpu_time_lost_pct,
+       quantile_cont(l.runtime_to_failure_s, 0.5) AS rtf_p50_s
+FROM labelled l, totals t
+GROUP BY l.category
+ORDER BY list_position(['infrastructure', 'framework', 'user', 'unknown', 'no log'], l.category) NULLS LAST, l.category

@@ -1,0 +1,19 @@
+-- failure_rtf_cdf: the empirical CDF of runtime to failure (attempt end - start) of failed
+-- attempts per failure category ('no log' for trials without a log), thinned to about 200
+-- points per category.
+-- Needs the temp table attempt_failures. Parameters: none.
+-- Output: category, runtime_to_failure_s, cum_share.
+WITH ranked AS (
+    SELECT CASE WHEN has_log THEN category ELSE 'no log' END AS category,
+           runtime_to_failure_s,
+           row_number() OVER (PARTITION BY CASE WHEN has_log THEN category ELSE 'no log' END
+                              ORDER BY runtime_to_failure_s) AS rn,
+           count(*) OVER (PARTITION BY CASE WHEN has_log THEN category ELSE 'no log' END) AS n
+    FROM attempt_failures
+    WHERE runtime_to_failure_s IS NOT NULL
+)
+SELECT category, runtime_to_failure_s, rn / n AS cum_share
+FROM ranked
+WHERE rn = 1 OR rn = n OR rn % greatest(n // 200, 1) = 0
+ORDER BY list_position(['infrastructure', 'framework', 'user', 'unknown', 'no log'], category) NULLS LAST,
+         category, rn
