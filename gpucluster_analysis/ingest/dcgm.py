@@ -1,0 +1,267 @@
+"""DCGM exporter telemetry: Prometheus text scrapes and Prometheus API exports.
+
+* `dcgm_prom`: what `curl host:9400/metrics` returns (one or several scrapes in a file).
+  Metric and label names are matched case-insensitively through alias tables, so
+  relabelled lower-case scrapes (`dcgm_fi_prof_gr_engine_active`, `uuid`) and the old
+  exporter's names (`dcgm_gpu_utilization`, `dcgm_gpu_temp`) read alike. Lines that are
+  not DCGM samples (shell prompts, other exporters' metrics) are ignored; a DCGM line
+  that does not parse is a reject.
+  The scrape's time, first found of: a timestamp on the sample line (Prometheus' own,
+  epoch milliseconds); the last `# time: T` comment above it (ISO 8601 or epoch seconds,
+  e.g. written by `echo "# time: $(date -Is)"` before each curl); `--time`; a stamp in
+  the file name (`node01-1700000000.prom`, `node01_20260714T081200Z.prom`). Never the
+  file's mtime, which copying changes.
+* `dcgm_query_range`: the JSON of `/api/v1/query_range` (or `/api/v1/query`), one metric
+  or many (`{__name__=~"DCGM_.*"}`) per file; epoch-second times in UTC. A series without
+  `__name__` takes its metric from the file name (`DCGM_FI_DEV_GPU_UTIL.json`).
+
+The host is `--host` (which must not merge several hosts), else the `Hostname` label,
+else `instance` without its port, else the file name. MIG series (GPU_I_ID) are rows of
+their own in gpu_sample_details; DCGM_FI_PROF_GR_ENGINE_ACTIVE (0-1) is stored as
+gr_engine_active, never as util_pct (DCGM_FI_DEV_GPU_UTIL, 0-100). DCGM_FI_DEV_XID_ERRORS
+becomes gpu_events (kind xid) where its value first appears or changes.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from gpucluster_analysis.errors import InputError, ParseError
+from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
+from gpucluster_analysis.ingest.files import first_lines
+from gpucluster_analysis.ingest.nvsmi import (
+    Batches,
+    _lines,
+    host_from_name,
+    parse_time_option,
+    site_zone,
+    start_time,
+    store_staged,
+)
+from gpucluster_analysis.sqlfiles import run_script
+
+# Lower-case metric name -> what it measures. DCGM 2.x/3.x names, and the 1.x exporter's.
+METRICS: dict[str, str] = {
+    "dcgm_fi_dev_gpu_util": "util", "dcgm_gpu_utilization": "util",
+    "dcgm_fi_dev_mem_copy_util": "mem_util", "dcgm_mem_copy_utilization": "mem_util",
+    "dcgm_fi_dev_fb_used": "mem_used", "dcgm_fb_used": "mem_used",
+    "dcgm_fi_dev_fb_free": "mem_free", "dcgm_fb_free": "mem_free",
+    "dcgm_fi_dev_fb_reserved": "mem_reserved",
+    "dcgm_fi_dev_fb_total": "mem_total",
+    "dcgm_fi_dev_power_usage": "power", "dcgm_power_usage": "power",
+    "dcgm_fi_dev_gpu_temp": "temp", "dcgm_gpu_temp": "temp",
+    "dcgm_fi_dev_sm_clock": "sm_clock", "dcgm_sm_clock": "sm_clock",
+    "dcgm_fi_prof_gr_engine_active": "gr_engine",
+    "dcgm_fi_dev_clock_throttle_reasons": "throttle", "dcgm_fi_dev_clocks_event_reasons": "throttle",
+    "dcgm_fi_dev_xid_errors": "xid", "dcgm_xid_errors": "xid",
+}
+# Lower-case label -> stage column; the first of several present wins (Hostname over instance).
+LABELS = {"gpu": "gpu_text", "uuid": "uuid", "pci_bus_id": "pci_text", "modelname": "model", "gpu_i_id": "instance_text"}
+
+_TEXT = pa.string()
+_STAGE = {"line": pa.int64(), "text": _TEXT, "host": _TEXT, "gpu_text": _TEXT, "instance_text": _TEXT, "uuid": _TEXT,
+          "pci_text": _TEXT, "model": _TEXT, "measure": _TEXT, "value_text": _TEXT, "utc_at": pa.timestamp("us"),
+          "problem": _TEXT}
+
+_NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
+# The common shape, no escapes in label values: name{a="x",b="y"} value [timestamp]
+_FAST = re.compile(r'([A-Za-z_:][A-Za-z0-9_:]*)\{((?:\s*[A-Za-z_][A-Za-z0-9_]*\s*=\s*"[^"\\]*"\s*,?)*\s*)\}\s+(\S+)(?:\s+(-?\d+))?\s*')
+_FAST_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"([^"\\]*)"')
+_LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*')
+_TIME_COMMENT = re.compile(r"#\s*(?:time|timestamp)\s*:\s*(.+)", re.IGNORECASE)
+_ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
+
+
+def parse_sample(line: str) -> tuple[str, dict[str, str], str, str | None]:
+    """(name, labels, value, timestamp or None) of one exposition-format sample line; ValueError if malformed."""
+    fast = _FAST.fullmatch(line)
+    if fast:
+        return fast.group(1), dict(_FAST_LABEL.findall(fast.group(2))), fast.group(3), fast.group(4)
+    name = _NAME.match(line)
+    if not name:
+        raise ValueError("no metric name")
+    rest = line[name.end():]
+    labels = {}
+    if rest.startswith("{"):
+        rest = rest[1:]
+        while True:
+            stripped = rest.lstrip()
+            if stripped.startswith("}"):
+                rest = stripped[1:]
+                break
+            label = _LABEL.match(rest)
+            if not label:
+                raise ValueError("unreadable labels")
+            labels[label.group(1)] = re.sub(r'\\[\\"n]', lambda m: _ESCAPES[m.group(0)], label.group(2))
+            rest = rest[label.end():]
+            if rest.startswith(","):
+                rest = rest[1:]
+            elif not rest.lstrip().startswith("}"):
+                raise ValueError("unreadable labels")
+    parts = rest.split()
+    if not parts or len(parts) > 2 or (len(parts) == 2 and not re.fullmatch(r"-?\d+", parts[1])):
+        raise ValueError("expected a value (and an optional timestamp) after the labels")
+    return name.group(0), labels, parts[0], parts[1] if len(parts) == 2 else None
+
+
+_NAME_STAMPS = (
+    (re.compile(r"(?<!\d)(\d{10})(?:\.\d+)?(?!\d)"), "epoch"),
+    (re.compile(r"(?<!\d)(\d{4})-?(\d{2})-?(\d{2})[T_-]?(\d{2}):?(\d{2}):?(\d{2})(Z?)(?!\d)"), "stamp"),
+)
+
+
+def time_from_name(path: Path, zone: str) -> datetime | None:
+    """UTC of a time stamp in the file name (epoch seconds, or YYYYMMDD[T]HHMMSS[Z] in the site's zone)."""
+    for pattern, kind in _NAME_STAMPS:
+        match = pattern.search(path.name)
+        if not match:
+            continue
+        if kind == "epoch":
+            return datetime.fromtimestamp(int(match.group(1)), UTC).replace(tzinfo=None)
+        year, month, day, hour, minute, second, z = match.groups()
+        text = f"{year}-{month}-{day}T{hour}:{minute}:{second}{'+00:00' if z else ''}"
+        try:
+            return parse_time_option(text, zone)
+        except InputError:
+            return None
+    return None
+
+
+def _label_host(labels: dict[str, str]) -> str | None:
+    host = labels.get("hostname")
+    if host:
+        return host
+    instance = labels.get("instance")
+    return re.sub(r":\d+$", "", instance) if instance else None
+
+
+def _load_prom(ctx: LoadContext) -> LoadCounts:
+    zone = site_zone(ctx)
+    stage = Batches(ctx.con, "stage_dcgm", _STAGE)
+    fallback = start_time(ctx) or time_from_name(ctx.path, zone)
+    scrape_time = None
+    samples = 0
+    for number, text in _lines(ctx.path):
+        if not text:
+            continue
+        if text.startswith("#"):
+            comment = _TIME_COMMENT.fullmatch(text)
+            if comment:
+                try:
+                    scrape_time = parse_time_option(comment.group(1), zone)
+                except InputError as e:
+                    raise ParseError(f"{ctx.path}:{number}: unreadable scrape time {comment.group(1)!r}",
+                                     hint="write ISO 8601 or epoch seconds after '# time:'") from e
+            continue
+        name = _NAME.match(text)
+        if not name or not name.group(0).lower().startswith("dcgm"):
+            continue  # shell prompts, other exporters' metrics
+        measure = METRICS.get(name.group(0).lower())
+        if measure is None:
+            continue  # a DCGM field gca does not store
+        try:
+            _, raw_labels, value, stamp = parse_sample(text)
+        except ValueError as e:
+            stage.add(line=number, text=text[:500], problem=f"unreadable DCGM sample: {e}")
+            continue
+        labels = {k.lower(): v for k, v in raw_labels.items()}
+        when = datetime.fromtimestamp(int(stamp) / 1000, UTC).replace(tzinfo=None) if stamp else scrape_time or fallback
+        if when is None:
+            raise InputError(
+                f"{ctx.path}:{number}: the scrape has no time (Prometheus text carries none)",
+                hint="pass --time, put '# time: <ISO 8601>' above each scrape, or a stamp in the file name",
+            )
+        row = {column: (labels.get(label) or None) for label, column in LABELS.items()}
+        stage.add(line=number, text=text[:500], host=_label_host(labels), measure=measure, value_text=value,
+                  utc_at=when, **row)
+        samples += 1
+    stage.flush()
+    if not samples and not stage.count:
+        raise ParseError(f"{ctx.path}: no DCGM metric gca reads", hint="expected DCGM_FI_DEV_GPU_UTIL and friends")
+    return _store(ctx)
+
+
+def _load_query_range(ctx: LoadContext) -> LoadCounts:
+    try:
+        ctx.con.execute(
+            "CREATE OR REPLACE TEMP TABLE stage_query_response AS "
+            "SELECT status, error, data.resultType AS result_type, data.result AS result FROM read_json(?, "
+            "format = 'auto', records = true, maximum_object_size = 1073741824, columns = {status: 'VARCHAR', "
+            "error: 'VARCHAR', data: 'STRUCT(resultType VARCHAR, result STRUCT(metric MAP(VARCHAR, VARCHAR), "
+            "\"values\" JSON[], \"value\" JSON)[])'})",
+            [str(ctx.path)],
+        )
+    except duckdb.Error as e:
+        raise ParseError(f"{ctx.path}: not a Prometheus API response: {str(e).splitlines()[0]}",
+                         hint='expected {"status":"success","data":{"resultType":"matrix","result":[...]}}') from e
+    rows = ctx.con.execute("SELECT status, error, result_type FROM stage_query_response").fetchall()
+    if len(rows) != 1:
+        raise ParseError(f"{ctx.path}: expected one Prometheus API response, found {len(rows)} JSON values")
+    status, error, result_type = rows[0]
+    if status != "success":
+        raise ParseError(f"{ctx.path}: the query failed: {error or status}", hint="export the data again")
+    if result_type not in ("matrix", "vector"):
+        raise ParseError(f"{ctx.path}: resultType {result_type!r}", hint="gca reads matrix (query_range) and vector results")
+    # a series without __name__: the metric the file name contains (the longest, DCGM_FI_DEV_FB_USED over ...)
+    named = sorted((n for n in METRICS if n in ctx.path.name.lower()), key=len)
+    names = sorted(METRICS)
+    run_script(ctx.con, "ingest", "dcgm_query_range",
+               {"metric_names": names, "measures": [METRICS[n] for n in names],
+                "fallback_metric": METRICS[named[-1]] if named else None})
+    unnamed = ctx.con.execute(
+        "SELECT count(*) FROM stage_dcgm_series WHERE measure IS NULL AND dcgm_label(m, '__name__') IS NULL"
+    ).fetchall()[0][0]
+    if unnamed:
+        raise ParseError(f"{ctx.path}: {unnamed} series without __name__, and the file name names no DCGM metric",
+                         hint="name the file after the metric (e.g. DCGM_FI_DEV_GPU_UTIL.json) or keep __name__ in the query")
+    return _store(ctx)
+
+
+def _store(ctx: LoadContext) -> LoadCounts:
+    con = ctx.con
+    if ctx.options.host:
+        hosts = [r[0] for r in con.execute("SELECT DISTINCT host FROM stage_dcgm WHERE host IS NOT NULL LIMIT 3").fetchall()]
+        if len(hosts) > 1:
+            raise InputError(f"{ctx.path}: --host {ctx.options.host} would merge the series of several hosts "
+                             f"({', '.join(sorted(hosts))}...)", hint="drop --host: the file names its hosts")
+        con.execute("UPDATE stage_dcgm SET host = ?", [ctx.options.host])
+    else:
+        named = host_from_name(ctx.path)
+        if named:
+            con.execute("UPDATE stage_dcgm SET host = ? WHERE host IS NULL", [named])
+        missing = con.execute("SELECT count(*) FROM stage_dcgm WHERE host IS NULL AND problem IS NULL").fetchall()[0][0]
+        if missing:
+            raise InputError(f"{ctx.path}: {missing} values have no host (no Hostname or instance label)",
+                             hint="pass --host NAME, or name the file after its host (e.g. node01.prom)")
+    run_script(con, "ingest", "nvsmi_macros", {})
+    run_script(con, "ingest", "dcgm_pivot", {})
+    return store_staged(ctx, "UTC")
+
+
+def _sniff_prom(head: str) -> bool:
+    pattern = re.compile(r"(?:#\s*(?:HELP|TYPE)\s+)?dcgm_\w+", re.IGNORECASE)
+    return any(pattern.match(line.strip()) for line in first_lines(head, 40))
+
+
+def _sniff_query_range(head: str) -> bool:
+    text = head.lstrip()
+    return text.startswith("{") and '"resultType"' in text and "dcgm" in text.lower()
+
+
+FORMATS = [
+    FileFormat(
+        name="dcgm_prom", source="dcgm",
+        description="dcgm-exporter Prometheus text scrape(s) (/metrics)",
+        file_names=(), sniff=_sniff_prom, load=_load_prom,
+    ),
+    FileFormat(
+        name="dcgm_query_range", source="dcgm",
+        description="Prometheus API query_range/query JSON export of DCGM metrics",
+        file_names=(), sniff=_sniff_query_range, load=_load_query_range,
+    ),
+]

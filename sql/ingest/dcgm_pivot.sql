@@ -1,0 +1,58 @@
+-- DCGM series values -> stage_raw (one row per GPU or MIG instance per sample time) and Xid events.
+-- Shared by dcgm_prom (Prometheus text scrapes) and dcgm_query_range (Prometheus API exports).
+-- Input: stage_dcgm(line, text, host, gpu_text, instance_text, uuid, pci_text, model, measure,
+-- value_text, utc_at, problem): one row per series value; measure is what the metric measures
+-- (util, mem_util, mem_used, mem_free, mem_reserved, mem_total, power, temp, sm_clock, gr_engine,
+-- throttle, xid); problem: a line the reader could not parse (kept as its own reject).
+-- Needs the macros of nvsmi_macros.sql. A MIG instance (GPU_I_ID) is its own row, never merged
+-- into its parent's; DCGM_FI_PROF_GR_ENGINE_ACTIVE (0-1) stays apart from DCGM_FI_DEV_GPU_UTIL (0-100).
+
+CREATE OR REPLACE TEMP TABLE stage_raw AS
+WITH good AS (
+    -- Prometheus NaN is "no value", as nvidia-smi's N/A
+    SELECT *, CASE WHEN lower(trim(value_text)) = 'nan' THEN 'N/A' ELSE value_text END AS v
+    FROM stage_dcgm WHERE problem IS NULL AND measure <> 'xid'
+),
+keyed AS (
+    SELECT min(line) AS line, host, gpu_text, instance_text, utc_at,
+           any_value(uuid) AS uuid, any_value(pci_text) AS pci_text, any_value(model) AS model,
+           any_value(v) FILTER (WHERE measure = 'util') AS util_text,
+           any_value(v) FILTER (WHERE measure = 'mem_util') AS mem_util_text,
+           any_value(v) FILTER (WHERE measure = 'mem_used') AS mem_used_text,
+           any_value(v) FILTER (WHERE measure = 'mem_free') AS mem_free_text,
+           any_value(v) FILTER (WHERE measure = 'mem_reserved') AS mem_reserved_text,
+           any_value(v) FILTER (WHERE measure = 'mem_total') AS mem_total_text,
+           any_value(v) FILTER (WHERE measure = 'power') AS power_text,
+           any_value(v) FILTER (WHERE measure = 'temp') AS temp_text,
+           any_value(v) FILTER (WHERE measure = 'sm_clock') AS sm_clock_text,
+           any_value(v) FILTER (WHERE measure = 'gr_engine') AS gr_engine_text,
+           any_value(v) FILTER (WHERE measure = 'throttle') AS throttle_mask_text
+    FROM good
+    GROUP BY host, gpu_text, instance_text, utc_at
+)
+SELECT line,
+       concat_ws(' ', host, 'gpu ' || gpu_text, 'GPU_I_ID ' || instance_text, strftime(utc_at, '%Y-%m-%dT%H:%M:%SZ')) AS text,
+       host AS machine_id, CAST(NULL AS TIMESTAMP) AS local_at, utc_at, CAST(NULL AS VARCHAR) AS time_text,
+       gpu_text AS index_text, instance_text, uuid, pci_text, model, util_text, mem_util_text, mem_used_text,
+       -- total: DCGM's own, else used + free + reserved; used + free alone misses the driver's reservation
+       coalesce(mem_total_text, CAST(gpu_number(mem_used_text) + gpu_number(mem_free_text) + gpu_number(mem_reserved_text) AS VARCHAR))
+           AS mem_total_text,
+       power_text, temp_text, sm_clock_text, gr_engine_text, throttle_mask_text,
+       CAST(NULL AS VARCHAR) AS throttle_text, CAST(NULL AS VARCHAR) AS problem
+FROM keyed
+UNION ALL
+SELECT line, text, host, NULL, utc_at, NULL, gpu_text, instance_text, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL, NULL, problem
+FROM stage_dcgm WHERE problem IS NOT NULL;
+
+-- DCGM_FI_DEV_XID_ERRORS holds the last Xid a GPU raised, repeated in every scrape: an
+-- event where a series first shows a non-zero value or the value changes.
+CREATE OR REPLACE TEMP TABLE stage_gpu_events AS
+SELECT line, utc_at AS event_at, host AS machine_id, TRY_CAST(gpu_text AS SMALLINT) AS gpu_index, 'xid' AS kind,
+       'Xid ' || CAST(CAST(x AS BIGINT) AS VARCHAR) || coalesce(' (GPU instance ' || instance_text || ')', '') AS detail
+FROM (
+    SELECT *, TRY_CAST(value_text AS DOUBLE) AS x,
+           lag(TRY_CAST(value_text AS DOUBLE)) OVER (PARTITION BY host, gpu_text, instance_text ORDER BY utc_at, line) AS previous
+    FROM stage_dcgm WHERE problem IS NULL AND measure = 'xid'
+)
+WHERE isfinite(x) AND x <> 0 AND x IS DISTINCT FROM previous;
