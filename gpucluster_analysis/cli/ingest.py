@@ -43,7 +43,20 @@ def ingest(
     ] = None,
     columns: Annotated[
         str | None,
-        typer.Option("--columns", help="Field order of headerless sacct output (sacct -n), as given to sacct --format: JobID,JobName,State,..."),
+        typer.Option("--columns", help="Field order of headerless sacct output (sacct -n), as given to sacct --format: JobID,JobName,State,...; "
+                     "for nvidia-smi --format=csv,noheader the --query-gpu list (timestamp,index,utilization.gpu,...)"),
+    ] = None,
+    host: Annotated[
+        str | None,
+        typer.Option("--host", help="Machine of nvidia-smi/DCGM files that do not name it (default: from the file name, e.g. node01.csv)."),
+    ] = None,
+    time: Annotated[
+        str | None,
+        typer.Option("--time", help="When a timeless DCGM scrape was taken, or a dmon/--query-gpu log without times started: ISO 8601 (site zone unless Z/offset) or epoch seconds."),
+    ] = None,
+    interval: Annotated[
+        float | None,
+        typer.Option("--interval", help="Seconds between the samples of a dmon or --query-gpu log without times (dmon -d, nvidia-smi -l).", min=0.001),
     ] = None,
 ) -> None:
     """Read raw cluster logs into the store.
@@ -55,6 +68,12 @@ def ingest(
     Slurm: slurm_sacct (sacct -P, -p or fixed-width output; --columns for a dump
     without header) and slurm_scontrol (scontrol show job -d: GPU indices per job).
     Their times are read in the machine's zone unless --tz says otherwise.
+
+    GPU telemetry: nvsmi_csv (nvidia-smi --query-gpu --format=csv), nvsmi_dmon,
+    nvsmi_xml (nvidia-smi -q -x), dcgm_prom (dcgm-exporter /metrics scrapes) and
+    dcgm_query_range (Prometheus API JSON). The host is --host or the file name
+    (node01.csv, nvidia-smi-node01.log); nvidia-smi times are in the machine's zone
+    unless --tz says otherwise.
 
     Job logs (stdout/stderr) are recognized by their path: logs/<job_id>/attempt_<k>/stderr.log
     (the layout gca synth writes), slurm-<jobid>.out, or --log-pattern; each is classified
@@ -77,8 +96,14 @@ def ingest(
         from gpucluster_analysis.classify import load_signatures
 
         load_signatures(list(signatures))  # a broken file fails before anything is stored
+    if time:
+        from gpucluster_analysis.ingest.nvsmi import parse_time_option
+        from gpucluster_analysis.timezones import local_zone
+
+        parse_time_option(time, tz or local_zone())  # a bad --time fails before anything is read
     options = IngestOptions(zone=tz, replace=replace, strict=strict, log_pattern=log_pattern, signatures=tuple(signatures or ()),
-                            columns=tuple(c for c in columns.split(",") if c.strip()) if columns else None)
+                            columns=tuple(c for c in columns.split(",") if c.strip()) if columns else None,
+                            host=host, time=time, interval_s=interval)
     listener = _RichListener()
     with open_store(db) as con, listener:
         reports = ingest_paths(con, paths, options, format_name=format_name, listener=listener)
