@@ -536,8 +536,8 @@ class _Reader:
             cell = raw[start:end].decode("utf-8", errors="replace")
             if i in cols.used and len(cell) == end - start and cell.endswith("+") and not cell.startswith(" "):
                 raise ParseError(
-                    f"{self.path}:{line_no}: sacct cut the {layout.names[i]} field to {cell.strip()!r}"
-                    " (fixed-width output is lossy)",
+                    f"{self.path}:{line_no}: sacct cut the {layout.names[i]} field to {cell.strip()!r}:"
+                    " its fixed-width output loses what does not fit",
                     hint="export with sacct --parsable2 (-P), or widen the column, e.g. --format=JobName%60",
                 )
             fields.append(cell.strip())

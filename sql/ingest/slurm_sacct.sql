@@ -6,8 +6,8 @@
 --   stage_sacct_host  (line, machine_id): the expanded NodeList of allocation rows;
 --   zone_periods      for $zone (gpucluster_analysis.timezones).
 -- Rules (docs/schema.md, "Reading Slurm"): a step belongs to the nearest allocation row
--- above it with the same job id; each allocation row of a job id is a run (requeue), the
--- same job id with the same Submit and Start again is a duplicate; het components with
+-- above it with the same job id; each allocation row of a job id is a run (requeue), but
+-- rows with the same job id, Submit and Start are one run (the last is kept); het components with
 -- the same position among their component's rows form one attempt.
 
 -- Each distinct naive local time, converted once through the zone's offset periods.
@@ -37,15 +37,16 @@ WHERE s.job_id IS NOT NULL;
 -- Why an allocation row cannot be stored; first reason wins.
 CREATE OR REPLACE TEMP TABLE stage_sacct_alloc_problem AS
 WITH allocs AS (SELECT * FROM stage_sacct_linked WHERE step IS NULL),
+-- Concatenated dumps repeat a job; the last row is the newest word on it (RUNNING, then COMPLETED).
 repeats AS (
-    SELECT line, job_id, min(line) OVER (PARTITION BY job_id, het_offset, submit_t, start_t) AS first_line
+    SELECT line, job_id, max(line) OVER (PARTITION BY job_id, het_offset, submit_t, start_t) AS last_line
     FROM allocs WHERE problem IS NULL
 ),
 problems AS (
     SELECT line, problem AS reason FROM allocs WHERE problem IS NOT NULL
     UNION ALL
-    SELECT line, 'duplicate of line ' || first_line || ' (same JobID, Submit and Start)'
-    FROM repeats WHERE line > first_line
+    SELECT line, 'same JobID, Submit and Start as line ' || last_line || ', which is kept'
+    FROM repeats WHERE line < last_line
     UNION ALL
     SELECT a.line, 'job ' || a.job_id || ' already stored from ' || f.path
     FROM allocs a

@@ -1,0 +1,488 @@
+"""Slurm ingest on hand-written sacct and scontrol files (tests/data/slurm/), every variant.
+
+Expected values are worked out by hand in the comments. Most files are read with
+--tz Europe/Zurich: UTC = local - 1 h in winter (CET), - 2 h in summer (CEST); 2024's
+spring-forward is 03-31 02:00 -> 03:00, its fall-back 10-27 03:00 -> 02:00.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpucluster_analysis.cli import app
+from gpucluster_analysis.db import open_store
+from gpucluster_analysis.errors import ParseError
+from gpucluster_analysis.ingest import IngestOptions, detect_format, ingest_paths
+from gpucluster_analysis.ingest.files import read_head
+from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
+from gpucluster_analysis.ingest.slurm import (
+    parse_duration_s,
+    parse_gpu_indices,
+    parse_job_id,
+    parse_state,
+    parse_tres,
+)
+from gpucluster_analysis.report.tables import format_for_csv, jobs_table, prepare
+
+DATA = Path(__file__).resolve().parent / "data" / "slurm"
+ZURICH = "Europe/Zurich"
+
+
+def ingest(db: Path, *paths: Path, **options: object):  # type: ignore[no-untyped-def]
+    with open_store(db) as con:
+        return ingest_paths(con, list(paths), IngestOptions(**options))  # type: ignore[arg-type]
+
+
+def rows(db: Path, sql: str) -> list[tuple]:  # type: ignore[type-arg]
+    with open_store(db, read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+def jobs_csv(db: Path) -> dict[str, dict[str, object]]:
+    """jobs.csv rows by job_id, formatted as the report writes them."""
+    with open_store(db, read_only=True) as con:
+        prepare(con)
+        table = format_for_csv(jobs_table(con))
+    return {row["job_id"]: row for row in table.to_dicts()}
+
+
+# ---------------------------------------------------------------- small parsers
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("123", ("123", None, None)),
+        ("123.batch", ("123", None, "batch")),
+        ("123.extern", ("123", None, "extern")),
+        ("123.interactive", ("123", None, "interactive")),
+        ("123.0", ("123", None, "0")),
+        ("123_4", ("123_4", None, None)),
+        ("123_4.batch", ("123_4", None, "batch")),
+        ("123_[0-9]", ("123_[0-9]", None, None)),
+        ("123_[0%1]", ("123_[0%1]", None, None)),
+        ("123+0", ("123", 0, None)),
+        ("123+1.batch", ("123", 1, "batch")),
+        ("123.0+1", ("123", None, "0+1")),  # a het step of a plain job
+    ],
+)
+def test_job_ids(text: str, expected: tuple) -> None:  # type: ignore[type-arg]
+    assert parse_job_id(text) == expected
+
+
+@pytest.mark.parametrize("text", ["abc", "123.", "123_", "12 3", "", "123+x"])
+def test_job_ids_that_are_not(text: str) -> None:
+    assert parse_job_id(text) is None
+
+
+def test_states_split_the_canceller() -> None:
+    assert parse_state("CANCELLED by 1234") == ("CANCELLED", "1234")
+    assert parse_state("COMPLETED") == ("COMPLETED", None)
+    assert parse_state("OUT_OF_MEMORY") == ("OUT_OF_MEMORY", None)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("2-00:00:06", 2 * 86400 + 6),
+        ("20:15:09", 20 * 3600 + 15 * 60 + 9),
+        ("15:09", 15 * 60 + 9),  # MM:SS
+        ("1-12", 86400 + 12 * 3600),  # D-HH
+        ("1-12:30", 86400 + 12 * 3600 + 30 * 60),  # D-HH:MM
+        ("03:12.345", 3 * 60 + 12),  # CPU fields carry milliseconds
+        ("UNLIMITED", None),
+        ("Partition_Limit", None),
+    ],
+)
+def test_durations(text: str, seconds: int | None) -> None:
+    assert parse_duration_s(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["2 hours", "12:61:00", "-1", "1-2-3"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_duration_s(text)
+
+
+def test_tres_prefers_the_untyped_gpu_count_and_keeps_the_model() -> None:
+    both = parse_tres("billing=78,cpu=48,gres/gpu:a100_80=4,gres/gpu=4,mem=384G,node=1")
+    assert both is not None and (both.gpus, both.model, both.nodes) == (4, "a100_80", 1)
+    typed = parse_tres("cpu=4,gres/gpu:h100=2,gres/gpu:a100=1,mem=62.50G")  # no untyped key: 2 + 1
+    assert typed is not None and (typed.gpus, typed.model, typed.nodes) == (3, "a100,h100", None)
+    none = parse_tres("cpu=4,mem=16G,node=1,gres/gpumem=38888M,gres/gpuutil=100")  # not GPU counts
+    assert none is not None and (none.gpus, none.model) == (0, None)
+    assert parse_tres("") is None
+    with pytest.raises(ValueError):
+        parse_tres("cpu=4,gres/gpu=four")
+
+
+@pytest.mark.parametrize(
+    ("text", "hosts"),
+    [
+        ("gpu[01-04,07]", ["gpu01", "gpu02", "gpu03", "gpu04", "gpu07"]),
+        ("c1-[9-10]", ["c1-9", "c1-10"]),
+        ("n[08-10]", ["n08", "n09", "n10"]),  # zero padding of the lower bound
+        ("gpu[1-2],login1,cpu[003-004]", ["gpu1", "gpu2", "login1", "cpu003", "cpu004"]),
+        ("rack[1-2]-n[01-02]", ["rack1-n01", "rack1-n02", "rack2-n01", "rack2-n02"]),
+        ("gpu01", ["gpu01"]),
+        ("None assigned", []),
+        ("(null)", []),
+        ("", []),
+    ],
+)
+def test_hostlists(text: str, hosts: list[str]) -> None:
+    assert expand_hostlist(text) == hosts
+
+
+@pytest.mark.parametrize("text", ["gpu[01-", "gpu01]", "gpu[a-b]", "gpu[5-1]", "gpu[[1]]", "gpu[0-999999999]", "a,,b"])
+def test_bad_hostlists(text: str) -> None:
+    with pytest.raises(HostlistError):
+        expand_hostlist(text)
+
+
+def test_scontrol_gres_indices() -> None:
+    assert parse_gpu_indices("gpu:a100:4(IDX:0-3)") == [0, 1, 2, 3]
+    assert parse_gpu_indices("gpu(IDX:0,2)") == [0, 2]
+    assert parse_gpu_indices("gpu:a100:4(IDX:0-2,5)") == [0, 1, 2, 5]
+    assert parse_gpu_indices("gpu:(null):0(IDX:N/A)") == []
+    assert parse_gpu_indices("gpu:a100:1(IDX:1),gpu:v100:1(IDX:3),shard:2(0/2,0/2)") == [1, 3]
+    assert parse_gpu_indices("") == []
+
+
+# ---------------------------------------------------------------- recognizing files
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [
+        ("parsable2.txt", "slurm_sacct"),
+        ("parsable_trailing.txt", "slurm_sacct"),
+        ("fixed_width.txt", "slurm_sacct"),
+        ("noheader.txt", "slurm_sacct"),  # a job id and a state word among |-separated fields
+        ("scontrol.txt", "slurm_scontrol"),
+    ],
+)
+def test_formats_are_detected_from_content(name: str, fmt: str) -> None:
+    path = DATA / name
+    detected = detect_format(path, read_head(path))
+    assert detected is not None and detected.name == fmt
+
+
+# ---------------------------------------------------------------- sacct -P with header
+
+
+@pytest.fixture(scope="module")
+def main_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("slurm") / "s.duckdb"
+    (report,) = ingest(db, DATA / "parsable2.txt", zone=ZURICH)
+    # 1001 1002 1003 1004 1005 1006 1010_1 1010_2 1010_[3-5%2] 1020 1030 1040; nothing rejected
+    assert (report.status, report.format, report.rows, report.rejects) == ("loaded", "slurm_sacct", 12, 0)
+    return db
+
+
+def test_jobs_statuses_from_allocation_and_steps(main_store: Path) -> None:
+    got = {r[0]: r[1:] for r in rows(main_store, "SELECT job_id, status, source_status, cancelled_by, exit_code, exit_signal FROM jobs")}
+    assert got == {
+        "1001": ("passed", "COMPLETED", None, 0, 0),
+        "1002": ("failed", "COMPLETED", None, 0, 0),  # step .0 OUT_OF_MEMORY under a COMPLETED allocation
+        "1003": ("timeout", "TIMEOUT", None, 0, 0),  # CANCELLED steps and a step FAILED 0:9 are teardown
+        "1004": ("killed", "CANCELLED by 1234", "1234", 0, 0),
+        "1005": ("pending", "PENDING", None, 0, 0),
+        "1006": ("killed", "CANCELLED by 0", "0", 0, 0),
+        "1010_1": ("passed", "COMPLETED", None, 0, 0),
+        "1010_2": ("failed", "FAILED", None, 1, 0),
+        "1010_[3-5%2]": ("pending", "PENDING", None, 0, 0),  # pending array tasks: one job
+        "1020": ("failed", "COMPLETED", None, 0, 0),  # het component 1's step .0 FAILED 2:0
+        "1030": ("passed", "COMPLETED", None, 0, 0),  # NODE_FAIL, requeued, then COMPLETED
+        "1040": ("passed", "COMPLETED", None, 0, 0),
+    }
+
+
+def test_job_attributes(main_store: Path) -> None:
+    got = {r[0]: r[1:] for r in rows(
+        main_store, "SELECT job_id, user_name, vc, partition, job_name, time_limit_s, gpu_model FROM jobs")}
+    assert got["1001"] == ("alice", "ml", "gpu", "train_resnet", 86400, "a100")  # 1-00:00:00
+    assert got["1002"] == ("bob", "nlp", "gpu", "bert_large", 4 * 3600, None)
+    assert got["1003"] == ("carol", "vision", "gpu", "sweep", 3600, "v100")
+    assert got["1004"] == ("dave", "debug", "debug", "notebook", 1800, None)  # no Account: the partition is the vc
+    assert got["1005"][4] is None and got["1006"][4] is None  # UNLIMITED, Partition_Limit
+    # a | inside JobName (one free-text column: the fields around it are exact); "hmolin " stripped
+    assert got["1040"] == ("hmolin", "ml", "gpu", "a|b name", 3600, None)
+
+
+def test_times_are_utc(main_store: Path) -> None:
+    got = {r[0]: r[1:] for r in rows(main_store, "SELECT job_id, submit_at, eligible_at FROM jobs")}
+    assert got["1001"] == (datetime(2024, 1, 10, 8, 0), datetime(2024, 1, 10, 8, 0))  # 09:00 CET
+    assert got["1002"] == (datetime(2024, 1, 11, 9, 0), datetime(2024, 1, 11, 9, 30))  # held until 10:30 CET
+    assert got["1005"] == (datetime(2024, 1, 14, 6, 0), None)  # Eligible Unknown
+    # requeued: the first run's Submit; Eligible the earliest (06:00 vs 07:06 CET)
+    assert got["1030"] == (datetime(2024, 1, 17, 5, 0), datetime(2024, 1, 17, 5, 0))
+
+
+def test_attempts(main_store: Path) -> None:
+    got = {(r[0], r[1]): r[2:] for r in rows(
+        main_store,
+        "SELECT job_id, attempt_no, source_index, start_at, end_at, status, source_status, num_gpus, num_nodes FROM attempts")}
+    assert got[("1001", 0)] == (0, datetime(2024, 1, 10, 8, 5), datetime(2024, 1, 10, 10, 5), "passed", "COMPLETED", 4.0, 1)
+    assert got[("1002", 0)] == (0, datetime(2024, 1, 11, 10, 0), datetime(2024, 1, 11, 11, 0), "failed", "COMPLETED", 8.0, 2)
+    # v100 only as a typed key: its count is the GPU count
+    assert got[("1003", 0)][3:] == ("timeout", "TIMEOUT", 2.0, 2)
+    assert got[("1004", 0)][5] == 0.0  # AllocTRES without gres/gpu: no GPUs
+    # pending: no start, the GPUs it asks for (ReqTRES)
+    assert got[("1005", 0)] == (0, None, None, "pending", "PENDING", 2.0, 1)
+    # cancelled while pending: Slurm wrote Start = End = 09:30 CET; no node was assigned, so no start
+    assert got[("1006", 0)] == (0, None, datetime(2024, 1, 14, 8, 30), "killed", "CANCELLED by 0", 8.0, 2)
+    # het job 1020: one attempt of both components, 4 + 2 GPUs on 1 + 1 nodes
+    assert got[("1020", 0)] == (0, datetime(2024, 1, 16, 8, 10), datetime(2024, 1, 16, 9, 10), "failed", "COMPLETED", 6.0, 2)
+    # requeued 1030: each allocation row is a run, in order
+    assert got[("1030", 0)] == (0, datetime(2024, 1, 17, 5, 5), datetime(2024, 1, 17, 6, 5), "node_fail", "NODE_FAIL", 2.0, 1)
+    assert got[("1030", 1)] == (1, datetime(2024, 1, 17, 6, 10), datetime(2024, 1, 17, 7, 10), "passed", "COMPLETED", 2.0, 1)
+    assert len(got) == 13  # 12 jobs, 1030 twice
+
+
+def test_attempt_hosts_expand_nodelists(main_store: Path) -> None:
+    got = sorted(rows(main_store, "SELECT job_id, attempt_no, machine_id, gpus FROM attempt_hosts"))
+    assert got == sorted([
+        ("1001", 0, "gpu01", 4),
+        ("1002", 0, "gpu02", 4), ("1002", 0, "gpu03", 4),  # gpu[02-03], 8 GPUs / 2
+        ("1003", 0, "c1-10", 1), ("1003", 0, "c1-9", 1),  # c1-[9-10], 2 GPUs / 2
+        ("1004", 0, "cpu17", 0),
+        ("1010_1", 0, "gpu01", 1), ("1010_2", 0, "gpu01", 1),
+        ("1020", 0, "gpu04", 4), ("1020", 0, "gpu05", 2),  # each component's own share
+        ("1030", 0, "gpu06", 2), ("1030", 1, "gpu07", 2),
+        ("1040", 0, "gpu08", 1),
+    ])  # 1005, 1006 and the pending array: None assigned
+
+
+def test_jobs_csv_from_sacct(main_store: Path) -> None:
+    jobs = jobs_csv(main_store)
+    assert len(jobs) == 12 and all(j["source"] == "slurm" for j in jobs.values())
+    j = jobs["1001"]
+    assert (j["status"], j["submit_time"], j["first_start_time"], j["end_time"]) == (
+        "passed", "2024-01-10T08:00:00Z", "2024-01-10T08:05:00Z", "2024-01-10T10:05:00Z")
+    # 5 min wait; 2 h run; 4 GPUs x 7200 s
+    assert (j["attempts"], j["num_gpus"], j["num_servers"], j["queue_delay_s"], j["run_time_s"], j["gpu_time_s"]) == (
+        1, 4, 1, 300, 7200, 28800)
+    j = jobs["1002"]
+    # queueing from Eligible (10:30 CET) to start (11:00 CET): 1800 s; 8 GPUs x 3600 s
+    assert (j["status"], j["num_gpus"], j["num_servers"], j["queue_delay_s"], j["gpu_time_s"]) == ("failed", 8, 2, 1800, 28800)
+    j = jobs["1003"]
+    # 08:10:00 -> 09:10:10 CET = 3610 s, 2 GPUs
+    assert (j["status"], j["vc"], j["run_time_s"], j["gpu_time_s"]) == ("timeout", "vision", 3610, 7220)
+    j = jobs["1030"]
+    # two runs of 1 h on 2 GPUs; run time from the first start (06:05) to the last end (08:10 CET)
+    assert (j["attempts"], j["queue_delay_s"], j["run_time_s"], j["gpu_time_s"]) == (2, 300, 7500, 14400)
+    j = jobs["1020"]
+    assert (j["status"], j["num_gpus"], j["num_servers"], j["gpu_time_s"]) == ("failed", 6, 2, 6 * 3600)
+    j = jobs["1006"]
+    assert (j["first_start_time"], j["queue_delay_s"], j["run_time_s"]) == (None, None, None)
+    j = jobs["1005"]
+    assert (j["status"], j["num_gpus"], j["first_start_time"], j["gpu_time_s"]) == ("pending", 2, None, None)
+
+
+def test_zone_is_recorded(main_store: Path) -> None:
+    assert rows(main_store, "SELECT format, time_zone FROM ingested_files") == [("slurm_sacct", ZURICH)]
+
+
+def test_default_zone_is_the_machines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "dst.txt")
+    assert report.status == "loaded"
+    assert rows(db, "SELECT time_zone FROM ingested_files") == [("Asia/Tokyo",)]
+    # 2024-03-31T02:30 in Tokyo (UTC+9, no DST) is 03-30 17:30 UTC
+    assert rows(db, "SELECT submit_at FROM jobs") == [(datetime(2024, 3, 30, 17, 30),)]
+
+
+def test_dst_times(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    ingest(db, DATA / "dst.txt", zone=ZURICH)
+    # Submit 2024-03-31T02:30 does not exist in Zurich: moved forward, read at +1 h -> 01:30 UTC.
+    # Start 2024-10-27T02:30 happens twice: the first occurrence (CEST, +2 h) -> 00:30 UTC.
+    # End 2024-10-27T04:00 is CET (+1 h) -> 03:00 UTC.
+    assert rows(db, "SELECT j.submit_at, a.start_at, a.end_at FROM jobs j JOIN attempts a USING (job_id)") == [
+        (datetime(2024, 3, 31, 1, 30), datetime(2024, 10, 27, 0, 30), datetime(2024, 10, 27, 3, 0))
+    ]
+    # 2.5 h on 2 GPUs
+    assert jobs_csv(db)["6001"]["gpu_time_s"] == 2 * 9000
+
+
+# ---------------------------------------------------------------- other layouts
+
+
+def test_parsable_with_trailing_pipe(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "parsable_trailing.txt", zone=ZURICH)
+    assert (report.rows, report.rejects) == (3, 0)
+    got = {r[0]: r[1:] for r in rows(db, "SELECT j.job_id, j.status, a.start_at, a.end_at, a.num_gpus FROM jobs j JOIN attempts a USING (job_id)")}
+    assert got == {
+        "3001": ("passed", datetime(2024, 2, 5, 7, 0, 10), datetime(2024, 2, 5, 7, 30, 10), 1.0),
+        "3002": ("running", datetime(2024, 2, 5, 8, 1), None, 2.0),  # End Unknown
+        "3003": ("pending", None, None, None),  # neither AllocTRES nor ReqTRES: GPUs unknown
+    }
+    assert rows(db, "SELECT machine_id FROM attempt_hosts ORDER BY machine_id") == [("gpu20",), ("gpu21",)]
+
+
+def test_headerless_with_columns(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    columns = ("JobID", "User", "Account", "State", "ExitCode", "Submit", "Start", "End", "AllocTRES%40", "NodeList")
+    (report,) = ingest(db, DATA / "noheader.txt", zone=ZURICH, columns=columns)
+    assert (report.status, report.rows, report.rejects) == ("loaded", 2, 0)
+    got = {r[0]: r[1:] for r in rows(db, "SELECT job_id, status, user_name, gpu_model FROM jobs")}
+    assert got == {"4001": ("passed", "judy", "h100"), "4002": ("preempted", "judy", "a100,h100")}
+    attempts = {r[0]: r[1:] for r in rows(db, "SELECT job_id, num_gpus, num_nodes FROM attempts")}
+    assert attempts == {"4001": (2.0, 2), "4002": (3.0, 1)}  # typed keys only: h100 2 + a100 1
+    hosts = sorted(rows(db, "SELECT machine_id, gpus FROM attempt_hosts WHERE job_id = '4001'"))
+    assert hosts == [("h100-001", 1), ("h100-002", 1)]
+
+
+def test_headerless_without_columns_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "noheader.txt")
+    assert report.status == "failed" and isinstance(report.error, ParseError)
+    assert "noheader.txt:1: sacct output without a header line" in report.message and "--columns" in report.message
+    assert rows(db, "SELECT count(*) FROM jobs") == [(0,)]
+
+
+def test_fixed_width(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "fixed_width.txt", zone=ZURICH)
+    # WorkDir is cut ('/home/ali+') but gca does not read it
+    assert (report.status, report.rows, report.rejects) == ("loaded", 2, 0)
+    got = {r[0]: r[1:] for r in rows(
+        db, "SELECT j.job_id, j.status, j.exit_code, j.vc, a.start_at, a.end_at, a.num_gpus FROM jobs j JOIN attempts a USING (job_id)")}
+    assert got == {
+        "2001": ("passed", 0, "ml", datetime(2024, 2, 1, 9, 10), datetime(2024, 2, 1, 11, 10), 2.0),
+        "2002": ("failed", 2, "ml", datetime(2024, 2, 1, 10, 0), datetime(2024, 2, 1, 10, 5), 1.0),
+    }
+    assert sorted(rows(db, "SELECT machine_id, gpus FROM attempt_hosts WHERE job_id = '2001'")) == [("gpu11", 1), ("gpu12", 1)]
+
+
+def test_fixed_width_with_a_cut_field_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "fixed_width_truncated.txt", zone=ZURICH)
+    assert report.status == "failed" and isinstance(report.error, ParseError)
+    assert "fixed_width_truncated.txt:5: sacct cut the State field to 'CANCELLED+'" in report.message
+    assert "--parsable2" in report.message
+    assert rows(db, "SELECT count(*) FROM jobs") == [(0,)]
+
+
+def test_concatenated_dumps_keep_the_newest_row(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "concatenated.txt", zone=ZURICH)
+    # the repeated header (line 4) is read as a header; 9001 RUNNING (line 2) is superseded by line 5
+    assert (report.rows, report.rejects) == (2, 2)
+    assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
+        (2, "same JobID, Submit and Start as line 5, which is kept"),
+        (3, "step of the allocation row at line 2, which was rejected"),
+    ]
+    assert rows(db, "SELECT job_id, status FROM jobs ORDER BY job_id") == [("9001", "passed"), ("9002", "passed")]
+
+
+def test_requeued_then_pending(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    ingest(db, DATA / "requeue.txt", zone="UTC")
+    # 8001: a run ended by requeue (preempted), then waiting again; 8003: requeued, new run not in the dump
+    assert rows(db, "SELECT job_id, status, submit_at FROM jobs ORDER BY job_id") == [
+        ("8001", "pending", datetime(2024, 4, 1, 10, 0)),
+        ("8003", "pending", datetime(2024, 4, 1, 11, 0)),
+    ]
+    assert rows(db, "SELECT job_id, attempt_no, status, start_at FROM attempts ORDER BY job_id, attempt_no") == [
+        ("8001", 0, "preempted", datetime(2024, 4, 1, 10, 5)),
+        ("8001", 1, "pending", None),
+        ("8003", 0, "preempted", datetime(2024, 4, 1, 11, 10)),
+    ]
+
+
+# ---------------------------------------------------------------- broken rows
+
+
+def test_broken_rows_are_rejected_with_their_lines(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "broken.txt", zone=ZURICH)
+    assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
+        (2, "same JobID, Submit and Start as line 7, which is kept"),
+        (3, "step of the allocation row at line 2, which was rejected"),
+        (4, "unreadable Start '2024-13-45T99:00:00' (expected 2025-09-12T14:06:12)"),
+        (5, "step of the allocation row at line 4, which was rejected"),
+        (6, "step of job 5003 without its allocation row above it"),
+        (8, "7 fields where the header has 12"),
+        (9, "unreadable AllocTRES item 'gres/gpu=four'"),
+        (10, "unreadable NodeList 'gpu[34-': '[' without ']'"),
+        (11, "unreadable Timelimit '2 hours'"),
+        (12, "unreadable ExitCode 'one' (expected exit:signal)"),
+        (14, "unreadable JobID 'abc'"),
+    ]
+    # 5001 (line 7) and 5009, whose JobName 'x|y|z' holds two pipes
+    assert (report.rows, report.rejects) == (2, 11)
+    assert rows(db, "SELECT job_id, job_name FROM jobs ORDER BY job_id") == [("5001", "ok"), ("5009", "x|y|z")]
+
+
+def test_strict_fails_the_file(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "broken.txt", zone=ZURICH, strict=True)
+    assert report.status == "failed" and "broken.txt:2:" in report.message
+    assert rows(db, "SELECT count(*) FROM jobs") == [(0,)]
+
+
+def test_a_job_from_another_file_is_rejected_and_replace_works(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    ingest(db, DATA / "parsable_trailing.txt", zone=ZURICH)
+    again = tmp_path / "again.txt"
+    again.write_text((DATA / "parsable_trailing.txt").read_text().replace("3003|idle", "3004|idle"))
+    (report,) = ingest(db, again, zone=ZURICH)
+    # 3001 and 3002 (and their batch steps) are stored from the first file already
+    assert (report.rows, report.rejects) == (1, 4)
+    reasons = rows(db, "SELECT line, reason FROM rejects ORDER BY line")
+    assert reasons[0] == (2, f"job 3001 already stored from {(DATA / 'parsable_trailing.txt').resolve()}")
+    (replaced,) = ingest(db, DATA / "parsable_trailing.txt", zone=ZURICH, replace=True)
+    assert (replaced.status, replaced.rows, replaced.rejects) == ("replaced", 3, 0)
+    assert rows(db, "SELECT count(*) FROM jobs") == [(4,)]
+
+
+# ---------------------------------------------------------------- scontrol show job -d
+
+
+def test_scontrol_gpu_bindings(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "scontrol.txt")
+    # 7001: gpu01 and gpu02 IDX 0-3, gpu03 IDX 1,3 (4 + 4 + 2); array task 7010_2: 0,2;
+    # het component of 7020: 5 (the shard is no GPU); 7030 has no GPU; 7040 (GRES_IDX): 6,7
+    assert (report.status, report.rows, report.rejects) == ("loaded", 15, 1)
+    got = sorted(rows(db, "SELECT job_id, machine_id, gpu_index, source, origin, attempt_ref FROM gpu_bindings"))
+    expected = (
+        [("7001", m, i, "slurm", "scontrol", None) for m in ("gpu01", "gpu02") for i in range(4)]
+        + [("7001", "gpu03", i, "slurm", "scontrol", None) for i in (1, 3)]
+        + [("7010_2", "gpu04", i, "slurm", "scontrol", None) for i in (0, 2)]
+        + [("7020", "gpu05", 5, "slurm", "scontrol", None)]
+        + [("7040", "gpu06", i, "slurm", "scontrol", None) for i in (6, 7)]
+    )
+    assert got == sorted(expected)
+    assert rows(db, "SELECT line, reason FROM rejects") == [(44, "unreadable Nodes or GRES: x-y")]
+
+
+# ---------------------------------------------------------------- the CLI
+
+
+def test_cli_truncated_fixed_width(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["ingest", str(DATA / "fixed_width_truncated.txt"), "--db", str(tmp_path / "s.duckdb")])
+    assert result.exit_code == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("gca: error:")]
+    assert len(errors) == 1 and "fixed_width_truncated.txt:5: sacct cut the State field" in errors[0]
+    assert "Traceback" not in result.output + result.stderr
+
+
+def test_cli_headerless_needs_columns(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.duckdb")
+    result = CliRunner().invoke(app, ["ingest", str(DATA / "noheader.txt"), "--db", db])
+    assert result.exit_code == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("gca: error:")]
+    assert len(errors) == 1 and "without a header line" in errors[0] and "--columns" in errors[0]
+    ok = CliRunner().invoke(app, ["ingest", str(DATA / "noheader.txt"), "--db", db, "--tz", "UTC",
+                                  "--columns", "JobID,User,Account,State,ExitCode,Submit,Start,End,AllocTRES,NodeList"])
+    assert ok.exit_code == 0, ok.stderr
+    assert rows(Path(db), "SELECT count(*) FROM jobs") == [(2,)]
