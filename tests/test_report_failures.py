@@ -188,6 +188,30 @@ def test_failed_attempts_and_their_root_causes(tmp_path: Path) -> None:
     }
 
 
+def test_a_killed_jobs_final_attempt_failed_when_its_log_names_a_cause(tmp_path: Path) -> None:
+    """Killed while waiting for its retry (or hung after the failure): the log says it failed.
+    A user_kill or unknown log leaves the killed attempt a kill."""
+    extra = """
+    INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id) VALUES
+      ('philly', 'K1', 'u6', 'vc1', 'killed', 'Killed', '2017-10-10 09:00:00', 1),
+      ('philly', 'K2', 'u6', 'vc1', 'killed', 'Killed', '2017-10-10 09:00:00', 1);
+    INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id) VALUES
+      ('philly', 'K1', 0, 0, '2017-10-10 16:00:00', '2017-10-10 16:10:00', 1),
+      ('philly', 'K2', 0, 0, '2017-10-10 16:00:00', '2017-10-10 16:10:00', 1);
+    INSERT INTO job_logs (job_id, attempt_ref, stream, layout, reason, category, signature_id, priority,
+                          line_number, file_id) VALUES
+      ('K1', 0, 'stderr', 'synth', 'gpu_hw', 'infrastructure', 'xid_79', 500, 4, 3),
+      ('K2', 0, 'stderr', 'synth', 'user_kill', 'user', 'keyboard_interrupt', 200, 4, 3),
+      ('J9', 1, 'stderr', 'synth', 'unknown', 'unknown', NULL, NULL, NULL, 3)
+    """
+    db = _store(tmp_path / "k.duckdb", HANDMADE, LOGS, extra)
+    with open_store(db, read_only=True) as con:
+        prepare(con)
+        rows = con.sql("SELECT job_id, attempt_no, reason, job_root_cause FROM attempt_failures"
+                       " WHERE job_id IN ('K1', 'K2', 'J9') ORDER BY job_id").fetchall()
+    assert rows == [("J9", 0, "import_error", False), ("K1", 0, "gpu_hw", False)]
+
+
 def test_jobs_csv_failure_columns(with_logs: Written, without_logs: Written) -> None:
     jobs = by(with_logs, "jobs", "source", "job_id")
     failure = {k: (v["failure_reason"], v["failure_category"]) for k, v in jobs.items()}

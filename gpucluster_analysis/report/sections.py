@@ -454,7 +454,7 @@ def _failures(r: dict[str, pl.DataFrame]) -> Section:
         "A failed attempt (a trial, in the study's words) is an attempt that ended in failure: where the source"
         " gives each attempt's status, one that ended failed, timeout, node_fail or preempted (killed is a"
         " decision, not a failure); otherwise every attempt that was retried, and the final attempt of a job whose"
-        " final status is one of those. Its runtime to failure is its end - start, and the GPU time it lost is that"
+        " final status is one of those, or of a killed job whose log names a cause other than user_kill. Its runtime to failure is its end - start, and the GPU time it lost is that"
         " runtime x its GPUs. Its root cause is the highest-priority classification among its log files"
         " (stdout/stderr); reasons and their categories (infrastructure, framework, user) are those of"
         " docs/domain.md, and jobs.csv's failure_reason is the cause of a failed job's last failed attempt."

@@ -5,7 +5,9 @@
 --   * an attempt whose status the source gives (attempts.status) failed when that status is
 --     one of FAILURE_STATUSES;
 --   * otherwise an attempt that is not the job's final one failed (it was retried), and the
---     final one failed when the job's status is one of FAILURE_STATUSES.
+--     final one failed when the job's status is one of FAILURE_STATUSES, or when the job was
+--     killed and the attempt's log names a cause other than user_kill (the attempt failed and
+--     the job was killed before its retry started, or hung after the failure until killed).
 -- The final attempt is the last in time: ordered by start, or by end for an attempt that
 -- never started (a launch failure: attempt_no puts it last although it came first), attempts
 -- with neither time last, ties by attempt_no.
@@ -42,16 +44,6 @@ ordered AS (
     FROM attempts a
     LEFT JOIN sized s USING (source, job_id, attempt_no)
 ),
-failed AS (
-    SELECT o.*, j.user_name, j.vc, j.status AS job_status
-    FROM ordered o
-    JOIN jobs j USING (source, job_id)
-    WHERE CASE
-        WHEN o.attempt_status IS NOT NULL THEN o.attempt_status IN ('failed', 'timeout', 'node_fail', 'preempted')
-        WHEN o.from_last = 1 THEN j.status IN ('failed', 'timeout', 'node_fail', 'preempted')
-        ELSE TRUE
-    END
-),
 single_source AS (
     SELECT job_id, min(source) AS source
     FROM jobs
@@ -84,10 +76,22 @@ ranked AS (
     FROM log_attempts
 ),
 classified AS (
-    SELECT f.*, r.log_files, r.reason, r.category, r.signature_id, r.stream, r.line_number, r.line,
+    SELECT o.*, j.user_name, j.vc, j.status AS job_status,
+           r.log_files, r.reason, r.category, r.signature_id, r.stream, r.line_number, r.line,
            r.source IS NOT NULL AS has_log
-    FROM failed f
-    LEFT JOIN ranked r ON r.source = f.source AND r.job_id = f.job_id AND r.attempt_no = f.attempt_no AND r.rank = 1
+    FROM ordered o
+    JOIN jobs j USING (source, job_id)
+    LEFT JOIN ranked r ON r.source = o.source AND r.job_id = o.job_id AND r.attempt_no = o.attempt_no AND r.rank = 1
+),
+failed AS (
+    SELECT *
+    FROM classified
+    WHERE CASE
+        WHEN attempt_status IS NOT NULL THEN attempt_status IN ('failed', 'timeout', 'node_fail', 'preempted')
+        WHEN from_last = 1 THEN job_status IN ('failed', 'timeout', 'node_fail', 'preempted')
+            OR (job_status = 'killed' AND coalesce(reason NOT IN ('unknown', 'user_kill'), FALSE))
+        ELSE TRUE
+    END
 )
 SELECT source, job_id, attempt_no, source_index,
        user_name AS "user", vc, job_status, attempt_status,
@@ -101,5 +105,5 @@ SELECT source, job_id, attempt_no, source_index,
        coalesce(has_log AND job_status IN ('failed', 'timeout', 'node_fail', 'preempted')
                 AND row_number() OVER (PARTITION BY source, job_id, has_log ORDER BY from_last) = 1, FALSE)
            AS job_root_cause
-FROM classified
+FROM failed
 ORDER BY source, job_id, attempt_no
