@@ -1,0 +1,199 @@
+"""`gca synth --format slurm`: the Slurm view of a synthetic trace and its truth.json.
+
+The first tests read the written files back with plain Python (csv, zoneinfo, a small
+hostlist expander) and check them against truth.json, which the generator computes from
+its own knowledge. The end-to-end test at the bottom ingests the trace with gca and
+compares gca's jobs.csv to truth.json.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+import re
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from gpucluster_analysis.errors import InputError
+from gpucluster_analysis.synth.slurm import SACCT_COLUMNS, compress_hostlist, generate_slurm_trace, slurm_duration
+
+LA = ZoneInfo("America/Los_Angeles")
+STATUS_OF_STATE = {"COMPLETED": "passed", "FAILED": "failed", "OUT_OF_MEMORY": "failed", "CANCELLED": "killed",
+                   "NODE_FAIL": "node_fail"}
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # One day over the 2017-11-05 fall-back, so the repeated hour is in the files.
+    out = tmp_path_factory.mktemp("slurm") / "trace"
+    generate_slurm_trace(out, jobs=160, machines=6, days=1.25, seed=11, interval_s=120, start=datetime(2017, 11, 4, 12, 0))
+    return out
+
+
+@pytest.fixture(scope="module")
+def truth(trace: Path) -> dict:  # type: ignore[type-arg]
+    return json.loads((trace / "truth.json").read_text())
+
+
+def utc(text: str) -> datetime:
+    """A naive Los Angeles time from sacct/nvidia-smi, read as domain.md says (first occurrence)."""
+    local = datetime.fromisoformat(text.replace("/", "-"))
+    return local.replace(tzinfo=LA, fold=0).astimezone(UTC).replace(tzinfo=None)
+
+
+def iso(t: datetime | None) -> str | None:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ") if t else None
+
+
+def expand(hostlist: str) -> list[str]:
+    match = re.fullmatch(r"(\w+?)\[([\d,\-]+)\]", hostlist)
+    if not match:
+        return [hostlist]
+    hosts = []
+    for part in match.group(2).split(","):
+        lo, _, hi = part.partition("-")
+        for n in range(int(lo), int(hi or lo) + 1):
+            hosts.append(f"{match.group(1)}{n:0{len(lo)}d}")
+    return hosts
+
+
+def sacct_rows(trace: Path) -> list[dict[str, str]]:
+    with (trace / "sacct.txt").open(newline="") as f:
+        reader = csv.reader(f, delimiter="|")
+        header = next(reader)
+        assert tuple(header) == SACCT_COLUMNS
+        rows = [dict(zip(header, r, strict=True)) for r in reader]
+    return rows
+
+
+def test_same_arguments_same_bytes(tmp_path: Path) -> None:
+    def digest(folder: Path) -> str:
+        h = hashlib.sha256()
+        for p in sorted(folder.rglob("*")):
+            if p.is_file():
+                h.update(str(p.relative_to(folder)).encode() + p.read_bytes())
+        return h.hexdigest()
+
+    generate_slurm_trace(tmp_path / "a", jobs=40, machines=3, days=0.3, seed=5, interval_s=300)
+    generate_slurm_trace(tmp_path / "b", jobs=40, machines=3, days=0.3, seed=5, interval_s=300)
+    assert digest(tmp_path / "a") == digest(tmp_path / "b")
+    # rerunning into a previous output replaces it; a folder with anything else is refused
+    generate_slurm_trace(tmp_path / "a", jobs=40, machines=3, days=0.3, seed=5, interval_s=300)
+    assert digest(tmp_path / "a") == digest(tmp_path / "b")
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="notes.txt"):
+        generate_slurm_trace(tmp_path / "c", jobs=5, machines=1, days=0.1)
+
+
+def test_helpers() -> None:
+    assert compress_hostlist([2, 3, 6]) == "gpu[003-004,007]"
+    assert compress_hostlist([0]) == "gpu001"
+    assert expand("gpu[003-004,007]") == ["gpu003", "gpu004", "gpu007"]
+    assert (slurm_duration(59), slurm_duration(3 * 86_400 + 3661)) == ("00:00:59", "3-01:01:01")
+
+
+def test_sacct_reads_back_to_the_truth(trace: Path, truth: dict) -> None:  # type: ignore[type-arg]
+    rows = sacct_rows(trace)
+    allocations: dict[str, list[dict[str, str]]] = defaultdict(list)
+    steps: dict[str, set[str]] = defaultdict(set)
+    for r in rows:
+        base, dot, step = r["JobID"].partition(".")
+        if dot:
+            steps[base].add(step)
+        else:
+            allocations[base].append(r)
+    by_id = {j["job_id"]: j for j in truth["jobs"]}
+    assert set(allocations) == set(by_id)
+    kinds = defaultdict(int)
+    for job_id, runs in allocations.items():
+        want = by_id[job_id]
+        started = [r for r in runs if r["NodeList"] != "None assigned"]
+        kinds["requeued"] += len(runs) > 1
+        kinds["array"] += "_" in job_id
+        kinds["pending_cancel"] += len(started) < len(runs)
+        state = runs[-1]["State"].split()[0]
+        assert STATUS_OF_STATE[state] == want["status"], job_id
+        assert want["attempts"] == len(runs)
+        assert iso(utc(runs[0]["Submit"])) == want["submit_time"]
+        assert iso(utc(runs[0]["Eligible"])) == want["eligible_time"]
+        starts = [utc(r["Start"]) for r in started]
+        ends = [utc(r["End"]) for r in runs]
+        assert iso(min(starts) if starts else None) == want["first_start_time"]
+        assert iso(max(ends)) == want["end_time"]
+        if starts:
+            gpus = [int(re.search(r"gres/gpu=(\d+)", r["AllocTRES"]).group(1)) for r in started]  # type: ignore[union-attr]
+            assert gpus[0] == want["num_gpus"] and len(expand(started[0]["NodeList"])) == want["num_servers"]
+            gpu_time = sum((utc(r["End"]) - utc(r["Start"])).total_seconds() * g for r, g in zip(started, gpus, strict=True))
+            assert gpu_time == want["gpu_time_s"]
+            assert (min(starts) - utc(runs[0]["Eligible"])).total_seconds() == want["queue_delay_s"]
+            assert {"extern"} <= steps[job_id]
+    # every kind of row the issue lists is present
+    assert kinds["requeued"] and kinds["array"] and kinds["pending_cancel"], kinds
+    assert {r["State"].split()[0] for r in rows} >= {"COMPLETED", "FAILED", "OUT_OF_MEMORY", "CANCELLED", "REQUEUED"}
+
+
+def test_gpu_logs_hold_exactly_the_truths_samples(trace: Path, truth: dict) -> None:  # type: ignore[type-arg]
+    samples: dict[tuple[str, int], list[tuple[datetime, float | None]]] = defaultdict(list)
+    headers = 0
+    for path in sorted((trace / "gpu").glob("*.csv")):
+        with path.open() as f:
+            for row in csv.reader(f, skipinitialspace=True):
+                if row[0] == "timestamp":
+                    headers += 1
+                    assert row[4] == "utilization.gpu [%]"
+                    continue
+                value = None if row[4] == "[N/A]" else float(row[4].removesuffix(" %"))
+                samples[(path.stem, int(row[1]))].append((utc(row[0]), value))
+    assert headers >= 2 * 6  # the header again where a new day's log starts
+    per_job: dict[str, list[float]] = defaultdict(list)
+    for a in truth["attempts"]:
+        if a["start_time"] is None:
+            continue
+        start, end = (datetime.fromisoformat(a[k].removesuffix("Z")) for k in ("start_time", "end_time"))
+        for place in a["allocation"]:
+            for g in place["gpus"]:
+                per_job[a["job_id"]] += [v for t, v in samples[(place["machine"], g)] if start <= t < end and v is not None]
+    checked = 0
+    for job in truth["jobs"]:
+        values = per_job.get(job["job_id"], [])
+        assert job["util_samples"] == len(values), job["job_id"]
+        if values:
+            assert math.isclose(job["mean_gpu_util_pct"], sum(values) / len(values), rel_tol=1e-12)
+            checked += 1
+    assert checked > 100
+
+
+def test_logs_and_scontrol_name_the_gpus_of_the_last_run(trace: Path, truth: dict) -> None:  # type: ignore[type-arg]
+    last_run: dict[str, dict] = {}  # type: ignore[type-arg]
+    for a in truth["attempts"]:
+        if a["start_time"] is not None:
+            last_run[a["job_id"]] = a
+    logs = sorted((trace / "logs").glob("slurm-*.out"))
+    assert logs
+    for path in logs:
+        job_id = path.name.removeprefix("slurm-").removesuffix(".out")
+        run = last_run[job_id]
+        visible = re.search(r"^CUDA_VISIBLE_DEVICES=([\d,]+)$", path.read_text(), re.M).group(1)  # type: ignore[union-attr]
+        assert [int(g) for g in visible.split(",")] == run["allocation"][0]["gpus"]
+    failed = [j for j in truth["jobs"] if j["failure_reason"]]
+    assert failed and all((trace / "logs" / f"slurm-{j['job_id']}.out").exists() for j in failed)
+    snapshots = sorted((trace / "scontrol").glob("*.txt"))
+    assert snapshots
+    for path in snapshots:
+        run = last_run[path.stem]
+        found = re.findall(r"Nodes=(\S+) .*GRES=gpu:v100:\d+\(IDX:([\d,\-]+)\)", path.read_text())
+        expected = []
+        for place in run["allocation"]:
+            spans = []
+            for part in found[len(expected)][1].split(","):
+                lo, _, hi = part.partition("-")
+                spans += list(range(int(lo), int(hi or lo) + 1))
+            expected.append((place["machine"], place["gpus"], found[len(expected)][0], spans))
+        assert all(m == host and g == idx for m, g, host, idx in expected)
