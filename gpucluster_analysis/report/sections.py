@@ -596,6 +596,7 @@ def _failure_reasons(s: Section, r: dict[str, pl.DataFrame]) -> None:
     if not timed.is_empty():
         by_p50 = timed.sort("rtf_p50_s")
         fast, slow = by_p50.row(0, named=True), by_p50.row(-1, named=True)
+        late = timed.filter(pl.col("rtf_p50_s") > 600)
         s.add(Figure(
             "fig-failure-rtf-by-reason",
             fg.quantile_bars(timed, "reason", "Runtime to failure by root cause", "root cause",
@@ -603,8 +604,9 @@ def _failure_reasons(s: Section, r: dict[str, pl.DataFrame]) -> None:
                              count="trials_with_runtime"),
             f"Median runtime to failure ranges from {fmt_dur(fast['rtf_p50_s'])} ({fast['reason']},"
             f" n={fmt_int(fast['trials_with_runtime'])}) to {fmt_dur(slow['rtf_p50_s'])} ({slow['reason']},"
-            f" n={fmt_int(slow['trials_with_runtime'])}): reasons that strike late burn GPU time out of proportion"
-            " to how often they occur.",
+            f" n={fmt_int(slow['trials_with_runtime'])}). Reasons whose median is over 10 minutes account for"
+            f" {fmt_pct(late.get_column('trials_pct').sum())} of failed attempts and"
+            f" {fmt_pct(late.get_column('gpu_time_lost_pct').sum())} of the GPU time lost.",
             "failure_reasons",
         ))
 
