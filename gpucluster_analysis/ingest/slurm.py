@@ -35,7 +35,7 @@ from gpucluster_analysis.sqlfiles import run_script
 from gpucluster_analysis.timezones import install_zone, local_zone
 
 SOURCE = "slurm"
-BATCH_ROWS = 50_000
+BATCH_ROWS = 10_000
 _TEXT_LIMIT = 500
 
 # --- job ids, states, values -------------------------------------------------------
@@ -369,6 +369,16 @@ def _parse_fields(fields: list[str], cols: _Columns, line_no: int, text: str) ->
     problems: list[str] = []
     if not state:
         problems.append("no State")
+    try:
+        row["exit_code"], row["exit_signal"] = parse_exit(_value(fields, cols.exit))
+    except ValueError:
+        problems.append(f"unreadable ExitCode {_value(fields, cols.exit)!r} (expected exit:signal)")
+    if step is not None:
+        # A step counts only through its State and ExitCode (its run's outcome).
+        row["status"] = status_of(state, True)
+        if problems:
+            row["problem"] = "; ".join(problems)
+        return row, []
     times: dict[str, str | None] = {}
     for key, i, label in (("submit_t", cols.submit, "Submit"), ("eligible_t", cols.eligible, "Eligible"),
                           ("start_t", cols.start, "Start"), ("end_t", cols.end, "End")):
@@ -376,10 +386,6 @@ def _parse_fields(fields: list[str], cols: _Columns, line_no: int, text: str) ->
             times[key] = parse_time(_value(fields, i))
         except ValueError:
             problems.append(f"unreadable {label} {_value(fields, i)!r} (expected 2025-09-12T14:06:12)")
-    try:
-        row["exit_code"], row["exit_signal"] = parse_exit(_value(fields, cols.exit))
-    except ValueError:
-        problems.append(f"unreadable ExitCode {_value(fields, cols.exit)!r} (expected exit:signal)")
     try:
         if cols.timelimit is not None:
             row["time_limit_s"] = parse_duration_s(_value(fields, cols.timelimit))
@@ -405,7 +411,7 @@ def _parse_fields(fields: list[str], cols: _Columns, line_no: int, text: str) ->
             tres = Tres(tres.gpus, found.model, tres.nodes)  # AllocTRES untyped, ReqTRES names the type
     hosts: list[str] = []
     nodelist = _value(fields, cols.nodelist)
-    if step is None and cols.nodelist is not None:
+    if cols.nodelist is not None:
         try:
             hosts = expand_hostlist(nodelist)
         except HostlistError as e:
@@ -423,7 +429,7 @@ def _parse_fields(fields: list[str], cols: _Columns, line_no: int, text: str) ->
         or (cols.nodelist is None and cols.alloc_tres is not None and not _value(fields, cols.alloc_tres)
             and times["start_t"] == times["end_t"])
     )
-    if never_started and step is None:
+    if never_started:
         times["start_t"] = None
     row.update(times)
     row["status"] = status_of(state, times["start_t"] is not None)

@@ -25,7 +25,7 @@ FROM parsed p ASOF LEFT JOIN periods z ON p.local_ts >= z.local_start;
 
 -- Every readable row with the line of its allocation row (its own line for an allocation).
 CREATE OR REPLACE TEMP TABLE stage_sacct_linked AS
-SELECT s.*,
+SELECT s.* EXCLUDE (text),
     CASE WHEN s.step IS NULL THEN s.line
          ELSE max(CASE WHEN s.step IS NULL THEN s.line END) OVER (
              PARTITION BY s.job_id, s.het_offset ORDER BY s.line
