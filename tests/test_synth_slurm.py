@@ -197,3 +197,73 @@ def test_logs_and_scontrol_name_the_gpus_of_the_last_run(trace: Path, truth: dic
                 spans += list(range(int(lo), int(hi or lo) + 1))
             expected.append((place["machine"], place["gpus"], found[len(expected)][0], spans))
         assert all(m == host and g == idx for m, g, host, idx in expected)
+
+
+# --- end to end: gca ingest + jobs.csv against truth.json ------------------------------
+
+# jobs.csv columns compared on every job. Not compared: `attribution` (how gca found the
+# samples; the truth records the evidence per run as attempts[].gpu_evidence instead).
+COMPARED = ("job_id", "source", "user", "vc", "status", "submit_time", "first_start_time", "end_time", "attempts",
+            "num_gpus", "num_servers", "queue_delay_s", "run_time_s", "gpu_time_s", "failure_reason",
+            "failure_category", "eligible_time", "queue_basis")
+# Compared where every run's GPUs can be known from the files (scontrol -d, the log's
+# CUDA_VISIBLE_DEVICES when all hosts of the run have the same indices, or whole nodes).
+# Elsewhere gca can only attribute node-level: a requeued job's earlier runs are not in
+# slurm-<jobid>.out (Slurm truncates it on requeue), and a log prints one host's indices.
+UTIL = ("mean_gpu_util_pct", "util_samples")
+
+
+@pytest.fixture(scope="module")
+def gca_jobs(trace: Path, truth: dict, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:  # type: ignore[type-arg]
+    from gpucluster_analysis.db import open_store
+    from gpucluster_analysis.ingest import IngestOptions, ingest_paths
+    from gpucluster_analysis.report.tables import format_for_csv, jobs_table, prepare
+
+    db = tmp_path_factory.mktemp("slurm_store") / "s.duckdb"
+    with open_store(db) as con:
+        reports = ingest_paths(con, [trace], IngestOptions(zone=truth["zone"]))
+    formats = {r.format for r in reports}
+    assert {"slurm_sacct", "slurm_scontrol", "nvsmi_csv", "job_log"} <= formats, formats
+    assert [(r.path.name, r.status, r.rejects) for r in reports if r.status != "loaded" or r.rejects] == []
+    with open_store(db, read_only=True) as con:
+        prepare(con)
+        return {r["job_id"]: r for r in format_for_csv(jobs_table(con)).to_dicts()}
+
+
+def _same(got: object, want: object) -> bool:
+    if want is None or got is None:
+        return got == want
+    if isinstance(want, float) or isinstance(got, float):
+        return math.isclose(float(got), float(want), rel_tol=1e-9, abs_tol=1e-9)  # type: ignore[arg-type]
+    return got == want
+
+
+def _exact_runs(truth: dict) -> set[str]:  # type: ignore[type-arg]
+    inexact = {a["job_id"] for a in truth["attempts"] if a["gpu_evidence"] == "node_level"}
+    return {j["job_id"] for j in truth["jobs"]} - inexact
+
+
+def test_gca_jobs_csv_matches_truth(gca_jobs: dict, truth: dict) -> None:  # type: ignore[type-arg]
+    assert set(gca_jobs) == {j["job_id"] for j in truth["jobs"]}
+    exact = _exact_runs(truth)
+    mismatches = []
+    for want in truth["jobs"]:
+        got = gca_jobs[want["job_id"]]
+        columns = COMPARED + (UTIL if want["job_id"] in exact else ())
+        mismatches += [(want["job_id"], c, want[c], got[c]) for c in columns if not _same(got[c], want[c])]
+    assert mismatches == []
+    # guards against a vacuous pass: most jobs have their utilization compared, and it is there
+    with_util = [j for j in truth["jobs"] if j["job_id"] in exact and j["util_samples"]]
+    assert len(with_util) > 0.75 * len(truth["jobs"])
+    assert {j["failure_reason"] for j in truth["jobs"]} > {None}
+
+
+@pytest.mark.xfail(strict=True, reason="gca applies a slurm-<jobid>.out CUDA_VISIBLE_DEVICES binding to every run "
+                   "and every host of the job, though the file shows the last run's batch host only")
+def test_gca_does_not_claim_exact_attribution_without_evidence(gca_jobs: dict, truth: dict) -> None:  # type: ignore[type-arg]
+    exact = _exact_runs(truth)
+    others = [j["job_id"] for j in truth["jobs"] if j["job_id"] not in exact]
+    assert others
+    claimed = [(job_id, gca_jobs[job_id]["attribution"]) for job_id in others
+               if gca_jobs[job_id]["attribution"] in ("scheduler", "scontrol", "cuda_visible_devices", "whole_node")]
+    assert claimed == []
