@@ -58,11 +58,17 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_formats_are_recognized_by_header_whatever_the_file_name(tmp_path: Path) -> None:
-    for source, expected in ((HELIOS, "helios"), (SEREN, "acme"), (KALOS, "acme"), (ALIBABA, "alibaba_gpu2023")):
+    for source, expected in ((HELIOS, "helios"), (SEREN, "acme"), (KALOS, "acme")):
         renamed = tmp_path / f"renamed_{expected}.csv"
         shutil.copy(source, renamed)
         fmt = detect_format(renamed, read_head(renamed))
         assert fmt is not None and fmt.name == expected
+    # The pod list's header (name,...) also passes for an nvidia-smi --query-gpu header
+    # (`name` is a query field): its upstream file name settles it.
+    upstream = tmp_path / "openb_pod_list_gpushare20.csv"
+    shutil.copy(ALIBABA, upstream)
+    fmt = detect_format(upstream, read_head(upstream))
+    assert fmt is not None and fmt.name == "alibaba_gpu2023"
 
 
 def test_rejects_are_stored_with_their_lines(store: Path) -> None:
@@ -99,7 +105,7 @@ def test_helios_jobs_and_attempts(store: Path) -> None:
         ("1425513", "uzqls", "vcpDC", "killed", "CANCELLED by 4021", datetime(2020, 6, 9, 10, 41, 28), "4021"),
         ("1425514", "uzqls", "vcpDC", "timeout", "TIMEOUT", datetime(2020, 6, 10, 15, 59, 30), None),
         ("1425519", "uVMrF", "vchbv", "running", "RUNNING", datetime(2020, 9, 27, 4, 0), None),
-        ("1425520", "uVMrF", "vchbv", "unknown", "SUSPENDED", datetime(2020, 9, 27, 4, 10), None),
+        ("1425520", "uVMrF", "vchbv", "running", "SUSPENDED", datetime(2020, 9, 27, 4, 10), None),
     ]
     attempts = rows(store, "SELECT job_id, attempt_no, start_at, end_at, status, num_gpus, num_nodes FROM attempts WHERE source = 'helios' ORDER BY job_id")
     assert attempts == [
@@ -109,7 +115,7 @@ def test_helios_jobs_and_attempts(store: Path) -> None:
         # 2020-06-11 00:00:10 CST is the previous day in UTC
         ("1425514", 0, datetime(2020, 6, 10, 16, 0, 10), datetime(2020, 6, 10, 18, 0, 10), "timeout", 8.0, 1),
         ("1425519", 0, datetime(2020, 9, 27, 4, 0, 30), None, "running", 4.0, 1),
-        ("1425520", 0, datetime(2020, 9, 27, 4, 10), datetime(2020, 9, 27, 4, 20), "unknown", 1.0, 1),
+        ("1425520", 0, datetime(2020, 9, 27, 4, 10), datetime(2020, 9, 27, 4, 20), "running", 1.0, 1),
     ]
     assert rows(store, "SELECT count(*) FROM allocations") == [(0,)]
     assert rows(store, "SELECT DISTINCT time_zone FROM ingested_files WHERE format IN ('helios', 'acme')") == [("Asia/Shanghai",)]

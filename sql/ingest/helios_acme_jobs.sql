@@ -117,19 +117,24 @@ SELECT $file_id, line, problem, left(text, 500) FROM stage_job_problem;
 CREATE OR REPLACE TEMP TABLE stage_job_ok AS
 SELECT c.*,
        regexp_extract(state, '^CANCELLED by (\S+)$', 1) AS canceller,
+       -- the Slurm state words as gpucluster_analysis/ingest/slurm.py reads them
        CASE upper(regexp_replace(coalesce(state, ''), ' by \S+$', ''))
            WHEN 'COMPLETED' THEN 'passed'
            WHEN 'FAILED' THEN 'failed'
            WHEN 'OUT_OF_MEMORY' THEN 'failed'
+           WHEN 'LAUNCH_FAILED' THEN 'failed'
            WHEN 'CANCELLED' THEN 'killed'
+           WHEN 'REVOKED' THEN 'killed'
            WHEN 'TIMEOUT' THEN 'timeout'
            WHEN 'DEADLINE' THEN 'timeout'
            WHEN 'NODE_FAIL' THEN 'node_fail'
            WHEN 'BOOT_FAIL' THEN 'node_fail'
            WHEN 'PREEMPTED' THEN 'preempted'
            WHEN 'RUNNING' THEN 'running'
+           WHEN 'SUSPENDED' THEN 'running'
            WHEN 'COMPLETING' THEN 'running'
            WHEN 'PENDING' THEN 'pending'
+           WHEN 'REQUEUED' THEN 'pending'
            ELSE 'unknown'
        END AS status
 FROM stage_job_checked c
