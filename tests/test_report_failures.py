@@ -274,7 +274,8 @@ def test_reasons_trials_jobs_gpu_time_and_percentiles(with_logs: Written) -> Non
     assert (nolog["category"], nolog["trials"], nolog["jobs"], nolog["users"]) == ("no log", "5", "5", "4")
     assert num(nolog["gpu_hours_lost"]) == pytest.approx(19620 / 3600)
     # runtimes [60, 60, 300, 600, 3600]: p90 at rank 3.6 = 600 + 0.6 x 3000
-    assert (num(nolog["rtf_p50_s"]), num(nolog["rtf_p90_s"]), num(nolog["rtf_p95_s"])) == pytest.approx((300, 2400, 3000))
+    nolog_rtf = (num(nolog["rtf_p50_s"]), num(nolog["rtf_p90_s"]), num(nolog["rtf_p95_s"]))
+    assert nolog_rtf == pytest.approx((300, 2400, 3000))
     node = r["node_fail"]
     assert (node["trials_with_runtime"], node["rtf_p50_s"], num(node["gpu_hours_lost"])) == ("0", "", 0.0)
     assert sum(num(x["trials_pct"]) for x in reasons) == pytest.approx(100.0)
@@ -384,7 +385,8 @@ def test_page_with_logs(with_logs: Written) -> None:
     assert "Not classified yet" not in page
     # medians over 10 min: preempted 1800, gpu_hw 1800, import_error 1200: 3 of 13 trials, 17400 of 40840 GPU-s
     assert "account for 23.1% of failed attempts and 42.6% of the GPU time lost" in page
-    assert "5 classified reasons. The most frequent was cuda_oom (framework): 3 failed attempts (23.1%) in 2 jobs of 1 user" in page
+    assert ("5 classified reasons. The most frequent was cuda_oom (framework): 3 failed attempts (23.1%) in 2 jobs"
+            " of 1 user") in page
 
 
 # ---------------------------------------------------------------- no logs

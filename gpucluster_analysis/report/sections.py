@@ -454,8 +454,8 @@ def _failures(r: dict[str, pl.DataFrame]) -> Section:
         "A failed attempt (a trial, in the study's words) is an attempt that ended in failure: where the source"
         " gives each attempt's status, one that ended failed, timeout, node_fail or preempted (killed is a"
         " decision, not a failure); otherwise every attempt that was retried, and the final attempt of a job whose"
-        " final status is one of those, or of a killed job whose log names a cause other than user_kill. Its runtime to failure is its end - start, and the GPU time it lost is that"
-        " runtime x its GPUs. Its root cause is the highest-priority classification among its log files"
+        " final status is one of those, or of a killed job whose log names a cause other than user_kill. Its"
+        " runtime to failure is its end - start, and the GPU time it lost is that runtime x its GPUs. Its root cause is the highest-priority classification among its log files"
         " (stdout/stderr); reasons and their categories (infrastructure, framework, user) are those of"
         " docs/domain.md, and jobs.csv's failure_reason is the cause of a failed job's last failed attempt."
     ))
@@ -468,8 +468,8 @@ def _failures(r: dict[str, pl.DataFrame]) -> Section:
                         else "no attempt in this store failed either")
         s.add(Paragraph(
             f"Not classified yet: no job logs were ingested, so why attempts failed is unknown; {unclassified}."
-            " What the scheduler records is below. Ingesting the jobs' stdout/stderr (`gca ingest LOG_DIR`; layouts in the README) classifies"
-            " each failed attempt's root cause, fills jobs.csv's failure_reason and failure_category, and adds the"
+            " What the scheduler records is below. Ingesting the jobs' stdout/stderr (gca ingest LOG_DIR; the"
+            " README lists the layouts it reads) classifies each failed attempt's root cause, fills jobs.csv's failure_reason and failure_category, and adds the"
             " failed attempts, jobs and GPU time lost per reason and category here.", "note"))
     elif not trials:
         s.add(Paragraph(f"No attempt in this store failed ({plural(log_files, 'job log file')} ingested).", "note"))
@@ -535,7 +535,8 @@ def _failed_attempts(s: Section, r: dict[str, pl.DataFrame], trials: int, classi
         [(x["category"], x) for x in _rows(r["failure_categories"])] if classified
         else [(f"{x['status']} jobs", x) for x in _rows(by_status)]
     )
-    medians = [f"{name}: median {fmt_dur(x['rtf_p50_s'])}" + (f", p90 {fmt_dur(x['rtf_p90_s'])}" if "rtf_p90_s" in x else "")
+    medians = [f"{name}: median {fmt_dur(x['rtf_p50_s'])}"
+               + (f", p90 {fmt_dur(x['rtf_p90_s'])}" if "rtf_p90_s" in x else "")
                for name, x in groups if x["rtf_p50_s"] is not None]
     s.add(Figure(
         "fig-failure-rtf-cdf",
@@ -654,7 +655,8 @@ def _failure_repetition(s: Section, r: dict[str, pl.DataFrame]) -> None:
         f" attempts per distinct job or user and reason). {plural(job['repeated_pairs'], 'job')} failed twice or more"
         f" for the same reason ({fmt_pct(job['repeated_trials_pct'])} of classified failed attempts), and their"
         f" repeats after the first lost {fmt_int(job['repeated_gpu_hours_lost'])} GPU-hours;"
-        f" {plural(user.get('repeated_pairs'), '(user, reason) pair')} recurred, in one job or across a user's jobs; their repeats"
+        f" {plural(user.get('repeated_pairs'), '(user, reason) pair')} recurred, in one job or across a user's"
+        " jobs; their repeats"
         f" lost {fmt_int(user.get('repeated_gpu_hours_lost'))} GPU-hours.", "finding"))
     s.add(Table("failure_repetition", r["failure_repetition"],
                 "Repetition of the same root cause, per job and per user (classified failed attempts only)."))
