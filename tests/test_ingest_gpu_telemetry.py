@@ -1,0 +1,436 @@
+"""GPU telemetry ingest: nvidia-smi CSV, dmon, XML; DCGM scrapes and query_range exports.
+
+Fixtures in tests/data/gpu/ are hand-written after real outputs (every quirk of
+../shared/docs/input-formats.md sections 2-5). Expected values are worked out by hand
+in the comments: Europe/Zurich is UTC+2 in July (CEST) and on the first 02:30 of
+2026-10-25; America/New_York is UTC-5 in January; epoch 1700000000 is
+2023-11-14 22:13:20 UTC.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpucluster_analysis.cli import app
+from gpucluster_analysis.db import open_store
+from gpucluster_analysis.errors import ExitCode, InputError
+from gpucluster_analysis.ingest import IngestOptions, ingest_paths
+from gpucluster_analysis.ingest.dcgm import parse_sample, time_from_name
+from gpucluster_analysis.ingest.nvsmi import host_from_name, parse_time_option
+from gpucluster_analysis.report.build import build_report
+
+DATA = Path(__file__).parent / "data" / "gpu"
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def ingest(db: Path, *paths: Path, format_name: str | None = None, **options: object):  # type: ignore[no-untyped-def]
+    with open_store(db) as con:
+        return ingest_paths(con, list(paths), IngestOptions(**options), format_name=format_name)  # type: ignore[arg-type]
+
+
+def rows(db: Path, sql: str, *params: object) -> list[tuple]:  # type: ignore[type-arg]
+    with open_store(db, read_only=True) as con:
+        return con.execute(sql, list(params)).fetchall()
+
+
+def samples(db: Path, machine: str) -> list[tuple]:  # type: ignore[type-arg]
+    return rows(db, "SELECT sample_at, gpu_index, util_pct FROM gpu_samples WHERE machine_id = ? ORDER BY 1, 2", machine)
+
+
+def details(db: Path, machine: str) -> list[tuple]:  # type: ignore[type-arg]
+    return rows(
+        db,
+        "SELECT sample_at, gpu_index, gpu_instance_id, mem_util_pct, mem_used_mib, mem_total_mib, round(CAST(power_w AS DOUBLE), 2), temp_c,"
+        " sm_clock_mhz, round(CAST(gr_engine_active AS DOUBLE), 2), throttle_reasons FROM gpu_sample_details WHERE machine_id = ?"
+        " ORDER BY 1, 2, 3 NULLS FIRST",
+        machine,
+    )
+
+
+def rejects(db: Path, name: str) -> list[tuple]:  # type: ignore[type-arg]
+    return rows(db, "SELECT r.line, r.reason FROM rejects r JOIN ingested_files f USING (file_id) "
+                    "WHERE f.path LIKE ? ORDER BY r.line NULLS LAST, r.reason", f"%/{name}")
+
+
+def t(*parts: int) -> datetime:
+    return datetime(*parts)  # type: ignore[arg-type]
+
+
+def ok(report, rows_: int, rejects_: int) -> None:  # type: ignore[no-untyped-def]
+    assert (report.status, report.rows, report.rejects) == ("loaded", rows_, rejects_), report.message
+
+
+# ------------------------------------------------------------------ nvidia-smi --query-gpu CSV
+
+
+@pytest.fixture(scope="module")
+def csv_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("csv") / "s.duckdb"
+    (report,) = ingest(db, DATA / "nvidia-smi-node01.csv", zone="Europe/Zurich")
+    ok(report, 4, 4)
+    return db
+
+
+def test_csv_units_na_spellings_and_repeated_header(csv_store: Path) -> None:
+    # local 08:12:38.696 CEST = 06:12:38.696 UTC; GPU 1's utilization is [N/A] and N/A: NULL
+    assert samples(csv_store, "node01") == [
+        (t(2026, 7, 14, 6, 12, 38, 696000), 0, 26.0),
+        (t(2026, 7, 14, 6, 12, 38, 698000), 1, None),
+        (t(2026, 7, 14, 6, 12, 39, 701000), 0, 100.0),  # after the repeated header
+        (t(2026, 7, 14, 6, 12, 39, 703000), 1, None),
+    ]
+    assert details(csv_store, "node01") == [
+        # 0x4 = sw_power_cap; 0x1 = gpu_idle; 0x0 = none; 0x44 = 0x40 hw_thermal_slowdown + 0x4
+        (t(2026, 7, 14, 6, 12, 38, 696000), 0, None, 4.0, 81559.0, 81920.0, 433.78, 56.0, 1980.0, None, "sw_power_cap"),
+        (t(2026, 7, 14, 6, 12, 38, 698000), 1, None, None, 12.0, 81920.0, None, 41.0, 1980.0, None, "gpu_idle"),
+        (t(2026, 7, 14, 6, 12, 39, 701000), 0, None, 35.0, 81559.0, 81920.0, 690.1, 61.0, 1755.0, None, "none"),
+        # [Unknown Error], [Insufficient Permissions], [Requested functionality has been deprecated]: NULL
+        (t(2026, 7, 14, 6, 12, 39, 703000), 1, None, None, None, 81920.0, None, 40.0, 1980.0, None,
+         "sw_power_cap,hw_thermal_slowdown"),
+    ]
+
+
+def test_csv_rejects_name_their_lines_and_tool_errors_are_events(csv_store: Path) -> None:
+    assert rejects(csv_store, "nvidia-smi-node01.csv") == [
+        (8, "GPU utilization outside 0-100: 101 %"),
+        (9, "6 fields where the header has 12"),
+        (10, "unreadable time 2026/07/14 08:12:4x.000"),
+        (11, "unreadable memory used 1 GiB"),  # a unit that would need converting: never guessed
+    ]
+    # at the time of the last sample before it (line 3)
+    assert rows(csv_store, "SELECT event_at, machine_id, kind, detail, line FROM gpu_events") == [
+        (t(2026, 7, 14, 6, 12, 38, 698000), "node01", "tool_error",
+         "Unable to determine the device handle for GPU 0000:86:00.0: Unknown Error", 4),
+    ]
+    assert rows(csv_store, "SELECT gpu_index, uuid, pci_bus_id, model FROM gpu_devices ORDER BY 1") == [
+        (0, None, "0000:3b:00.0", H100), (1, None, "0000:5e:00.0", H100),
+    ]
+    assert rows(csv_store, "SELECT format, time_zone FROM ingested_files") == [("nvsmi_csv", "Europe/Zurich")]
+
+
+NODE02_COLUMNS = ("timestamp", "pci.bus_id", "uuid", "utilization.gpu [%]", "memory.used [MiB]", "memory.total [MiB]")
+
+
+def test_csv_without_header_needs_columns_and_numbers_gpus_by_pci_order(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    (failed,) = ingest(db, DATA / "node02_gpu.log")
+    assert failed.status == "failed" and "--columns" in failed.message and "node02_gpu.log:1" in failed.message
+    (report,) = ingest(db, DATA / "node02_gpu.log", zone="America/New_York", columns=NODE02_COLUMNS)
+    ok(report, 4, 0)
+    # nounits values; EST local + 5 h; no index field: PCI bus order, 0000:18:00.0 -> 0, 0000:af:00.0 -> 1
+    assert samples(db, "node02") == [
+        (t(2026, 1, 11, 4, 59, 59, 500000), 1, 75.0),
+        (t(2026, 1, 11, 4, 59, 59, 510000), 0, 5.0),
+        (t(2026, 1, 11, 5, 0, 0, 500000), 1, 80.0),
+        (t(2026, 1, 11, 5, 0, 0, 510000), 0, 0.0),
+    ]
+    assert rows(db, "SELECT gpu_index, uuid, pci_bus_id FROM gpu_devices ORDER BY 1") == [
+        (0, "GPU-aaaaaaaa-0000-0000-0000-000000000001", "0000:18:00.0"),
+        (1, "GPU-bbbbbbbb-0000-0000-0000-000000000002", "0000:af:00.0"),
+    ]
+    # A later log naming GPUs by UUID alone gets the indices gpu_devices knows for the host.
+    apps = tmp_path / "gpu-by-uuid.csv"
+    apps.write_text("timestamp, uuid, utilization.gpu [%]\n"
+                    "2026/01/11 00:01:00.000, GPU-bbbbbbbb-0000-0000-0000-000000000002, 50 %\n"
+                    "2026/01/11 00:01:00.000, GPU-ffffffff-0000-0000-0000-00000000000f, 50 %\n")
+    (report,) = ingest(db, apps, zone="America/New_York", host="node02")
+    ok(report, 1, 1)
+    assert samples(db, "node02")[-1] == (t(2026, 1, 11, 5, 1), 1, 50.0)
+    assert rejects(db, "gpu-by-uuid.csv") == [
+        (3, "GPU GPU-ffffffff-0000-0000-0000-00000000000f has no index: ingest a file that shows its index "
+            "(e.g. nvidia-smi -q -x) first"),
+    ]
+
+
+def test_csv_new_driver_fields_wddm_and_individual_reasons(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    # no timestamp field: a single snapshot, timed by --time
+    (report,) = ingest(db, DATA / "node03.csv", time="2026-07-14T10:00:00Z")
+    ok(report, 2, 0)
+    assert samples(db, "node03") == [(t(2026, 7, 14, 10), 0, 13.0), (t(2026, 7, 14, 10), 1, 0.0)]
+    # WDDM: memory.used [N/A]; power.draw.instant (new drivers); clocks_event_reasons.* fields
+    assert details(db, "node03") == [
+        (t(2026, 7, 14, 10), 0, None, None, None, 8192.0, 35.5, None, None, None, "sw_power_cap,hw_slowdown"),
+        (t(2026, 7, 14, 10), 1, None, None, None, 8192.0, 9.1, None, None, None, "gpu_idle"),
+    ]
+
+
+def test_csv_file_without_host_or_time_fails_naming_the_option(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    generic = tmp_path / "nvidia-smi.csv"
+    generic.write_text((DATA / "nvidia-smi-node01.csv").read_text())
+    (report,) = ingest(db, generic)
+    assert report.status == "failed" and "--host" in report.message
+    (report,) = ingest(db, DATA / "node03.csv")  # no timestamp field and no --time
+    assert report.status == "failed" and "--time" in report.message
+    assert rows(db, "SELECT count(*) FROM gpu_samples") == [(0,)]
+
+
+@pytest.mark.parametrize(
+    ("name", "host"),
+    [
+        ("node01.csv", "node01"), ("nvidia-smi-node01.csv", "node01"), ("node01_gpu.log", "node01"),
+        ("gpu17.cluster.local.csv.gz", "gpu17.cluster.local"), ("node01_2026-07-14.csv", "node01"),
+        ("node01.dmon.log", "node01"), ("dcgm-node01-1700000000.prom", "node01"),
+        ("nvidia-smi.csv", None), ("metrics.prom", None), ("1700000000.prom", None), ("gpu.log", None),
+    ],
+)
+def test_host_from_file_name(name: str, host: str | None) -> None:
+    assert host_from_name(Path(name)) == host
+
+
+# ------------------------------------------------------------------ nvidia-smi dmon
+
+
+def test_dmon_old_columns_without_times_need_time_and_interval(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    (failed,) = ingest(db, DATA / "node04.dmon.log")
+    assert failed.status == "failed" and "--time" in failed.message and "--interval" in failed.message
+    (failed,) = ingest(db, DATA / "node04.dmon.log", time="2026-03-01T12:00:00Z")
+    assert failed.status == "failed" and "--interval" in failed.message
+    (report,) = ingest(db, DATA / "node04.dmon.log", time="2026-03-01T12:00:00Z", interval_s=5.0)
+    ok(report, 4, 0)
+    # the k-th row of each GPU is at start + 5 k seconds
+    assert samples(db, "node04") == [
+        (t(2026, 3, 1, 12), 0, 0.0), (t(2026, 3, 1, 12), 1, 97.0),
+        (t(2026, 3, 1, 12, 0, 5), 0, 12.0), (t(2026, 3, 1, 12, 0, 5), 1, 99.0),
+    ]
+    # old `temp` is gtemp; pwr W, mem %, pclk MHz
+    assert details(db, "node04")[1] == (t(2026, 3, 1, 12), 1, None, 42.0, None, None, 44.0, 50.0, 1530.0, None, None)
+
+
+def test_dmon_new_columns_with_dates_repeated_header_and_dashes(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "node05-dmon.log", zone="Europe/Zurich")
+    ok(report, 3, 1)
+    # 02:30 on 2026-10-25 happens twice in Zurich: the first (CEST, UTC+2) -> 00:30 UTC
+    assert samples(db, "node05") == [
+        (t(2026, 10, 25, 0, 30), 0, 100.0),
+        (t(2026, 10, 25, 0, 30), 1, None),  # sm `-` (MIG)
+        (t(2026, 10, 25, 0, 30, 1), 0, 99.0),
+    ]
+    assert details(db, "node05")[1] == (t(2026, 10, 25, 0, 30), 1, None, None, None, None, 70.0, 35.0, 345.0, None, None)
+    assert rejects(db, "node05-dmon.log") == [(9, "unreadable time 20261025 02:30:0x")]
+    assert rows(db, "SELECT event_at, kind, detail, line FROM gpu_events") == [
+        (t(2026, 10, 25, 0, 30), "tool_error", "Not supported on the device(s)", 5),
+    ]
+
+
+def test_pmon_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+    (report,) = ingest(tmp_path / "s.duckdb", DATA / "node09-pmon.log", format_name="nvsmi_dmon")
+    assert report.status == "failed" and "pmon" in report.message and "node09-pmon.log:1" in report.message
+
+
+# ------------------------------------------------------------------ nvidia-smi -q -x
+
+
+def test_xml_v10_and_v12_renames_mig_and_concatenated_snapshots(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    v10, v12 = ingest(db, DATA / "node06.xml", DATA / "node07.xml", zone="UTC")
+    ok(v10, 2, 0)
+    ok(v12, 5, 0)  # 2 snapshots: parent + 2 MIG instances, parent + 1
+    assert samples(db, "node06") == [(t(2019, 10, 2, 1, 13, 19), 0, 3.0), (t(2019, 10, 2, 1, 13, 19), 1, 88.0)]
+    # v10: power_readings/power_draw, clocks_throttle_reasons; the second GPU's power is N/A
+    assert details(db, "node06") == [
+        (t(2019, 10, 2, 1, 13, 19), 0, None, 1.0, 2.0, 8119.0, 7.02, 32.0, 139.0, None, "gpu_idle"),
+        (t(2019, 10, 2, 1, 13, 19), 1, None, None, 7000.0, 8119.0, None, 71.0, 1911.0, None, None),
+    ]
+    # v12 MIG: the parent's gpu_util is N/A; each MIG device is a row keyed by its GPU instance id
+    assert samples(db, "node07") == [(t(2026, 7, 14, 8, 12, 53), 0, None), (t(2026, 7, 14, 8, 13, 53), 0, None)]
+    assert details(db, "node07") == [
+        (t(2026, 7, 14, 8, 12, 53), 0, None, None, 14379.0, 40960.0, 67.92, 44.0, 1410.0, None, "sw_power_cap"),
+        (t(2026, 7, 14, 8, 12, 53), 0, 1, None, 14366.0, 19968.0, None, None, None, None, None),
+        (t(2026, 7, 14, 8, 12, 53), 0, 5, None, 13.0, 9856.0, None, None, None, None, None),
+        # gpu_power_readings/power_draw N/A there: instant_power_draw
+        (t(2026, 7, 14, 8, 13, 53), 0, None, None, 113.0, 40960.0, 55.0, 39.0, None, None, None),
+        (t(2026, 7, 14, 8, 13, 53), 0, 1, None, 100.0, 19968.0, None, None, None, None, None),
+    ]
+    assert rows(db, "SELECT machine_id, gpu_index, uuid, pci_bus_id FROM gpu_devices ORDER BY 1, 2") == [
+        ("node06", 0, "GPU-90e3dab0-b59d-8bf6-d909-d4fab8d2f29b", "0000:01:00.0"),
+        ("node06", 1, "GPU-11111111-2222-3333-4444-555555555555", "0000:02:00.0"),
+        ("node07", 0, "GPU-feba7e40-d724-01ff-b00f-3a439a28a6c7", "0000:10:00.0"),
+    ]
+
+
+def test_xml_broken_snapshots_are_rejects_and_partial_snapshots_need_known_gpus(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "node08.xml", zone="UTC")
+    ok(report, 1, 2)
+    assert rejects(db, "node08.xml") == [
+        (19, "unreadable XML snapshot: mismatched tag: line 7, column 2"),
+        (23, "snapshot cut off before </nvidia_smi_log>"),
+    ]
+    # nvidia-smi -q -x -i 1: one <gpu> of two attached; its position is not its index
+    ingest(db, DATA / "node06.xml", zone="UTC")
+    text = (DATA / "node06.xml").read_text()
+    first_gpu = text[text.index("\t<gpu "):text.index("\t<gpu ", text.index("\t<gpu ") + 1)]
+    partial = tmp_path / "partial.xml"
+    partial.write_text(text.replace(first_gpu, "").replace("01:13:19", "01:14:19"))
+    unknown = tmp_path / "other.xml"
+    unknown.write_text(text.replace(first_gpu, "").replace("GPU-1111", "GPU-9999").replace("02:00.0", "03:00.0"))
+    ok(ingest(db, partial, host="node06", zone="UTC")[0], 1, 0)
+    assert samples(db, "node06")[-1] == (t(2019, 10, 2, 1, 14, 19), 1, 88.0)  # index 1, from gpu_devices
+    ok(ingest(db, unknown, host="node06", zone="UTC")[0], 0, 1)
+
+
+# ------------------------------------------------------------------ DCGM exporter scrapes
+
+
+def test_dcgm_scrape_with_time_comments_xid_and_rejects(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "r6i3n0.prom")
+    ok(report, 3, 2)
+    assert samples(db, "r6i3n0") == [
+        (t(2026, 7, 14, 6), 0, 87.0), (t(2026, 7, 14, 6), 1, 0.0),
+        (t(2026, 7, 14, 6, 0, 30), 0, 91.0),  # GPU 1's 150 % is rejected
+    ]
+    # FB total = used 30000 + free 2000 + reserved 768 = 32768 MiB; reasons 4 = sw_power_cap
+    assert details(db, "r6i3n0") == [
+        (t(2026, 7, 14, 6), 0, None, None, 30000.0, 32768.0, 251.25, 66.0, 1530.0, None, "sw_power_cap"),
+        (t(2026, 7, 14, 6), 1, None, None, None, None, None, None, 135.0, None, None),
+    ]
+    assert rejects(db, "r6i3n0.prom") == [
+        (23, "GPU utilization outside 0-100: 150"),
+        (25, "unreadable DCGM sample: unreadable labels"),
+    ]
+    # Xid 0 is no error; 79 repeated by the next scrape is one event
+    assert rows(db, "SELECT event_at, gpu_index, kind, detail, line FROM gpu_events") == [
+        (t(2026, 7, 14, 6, 0, 30), 1, "xid", "Xid 79", 24),
+    ]
+    assert rows(db, "SELECT gpu_index, pci_bus_id, model FROM gpu_devices ORDER BY 1") == [
+        (0, "0000:1a:00.0", "Tesla V100-SXM2-32GB"), (1, "0000:1c:00.0", "Tesla V100-SXM2-32GB"),
+    ]
+
+
+def test_dcgm_relabelled_lowercase_old_names_and_mig(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    (failed,) = ingest(db, DATA / "dcgm-relabelled.prom")
+    assert failed.status == "failed" and "--time" in failed.message
+    (report,) = ingest(db, DATA / "dcgm-relabelled.prom", time="1700000000")
+    ok(report, 3, 1)
+    # GPU 0 is MIG: no GPU_UTIL, two instances keyed by GPU_I_ID; the graphics engine ratio
+    # is its own measure (0.75), never util_pct. GPU 1: util 64 % next to engine 0.5.
+    assert samples(db, "gpu17") == [(t(2023, 11, 14, 22, 13, 20), 1, 64.0)]
+    assert details(db, "gpu17") == [
+        (t(2023, 11, 14, 22, 13, 20), 0, 1, None, 20480.0, None, None, None, None, 0.75, None),
+        (t(2023, 11, 14, 22, 13, 20), 0, 2, None, None, None, None, None, None, 0.0, None),
+        # dcgm_gpu_temp, dcgm_power_usage: the old exporter's names
+        (t(2023, 11, 14, 22, 13, 20), 1, None, None, None, None, 180.5, 57.0, None, 0.5, None),
+    ]
+    assert rejects(db, "dcgm-relabelled.prom") == [(10, "graphics engine activity outside 0-1: 1.5")]
+
+
+def test_prometheus_label_parser() -> None:
+    name, labels, value, stamp = parse_sample('DCGM_FI_DEV_GPU_UTIL{modelName="A100, \\"80GB\\" x=1",gpu="0"} 37 1700000000123')
+    assert (name, labels, value, stamp) == ("DCGM_FI_DEV_GPU_UTIL", {"modelName": 'A100, "80GB" x=1', "gpu": "0"}, "37", "1700000000123")
+    assert parse_sample('m{a="}"} 1') == ("m", {"a": "}"}, "1", None)
+    for broken in ('m{a="x" 1', "m{a=x} 1", 'm{a="x"}', 'm{a="x"} 1 2 3'):
+        with pytest.raises(ValueError):
+            parse_sample(broken)
+
+
+def test_sample_timestamps_win_over_time_comments(tmp_path: Path) -> None:
+    scrape = tmp_path / "node11.prom"
+    scrape.write_text('# time: 2026-07-14T06:00:00Z\nDCGM_FI_DEV_GPU_UTIL{gpu="0"} 5 1700000000000\nDCGM_FI_DEV_GPU_UTIL{gpu="1"} 6\n')
+    db = tmp_path / "s.duckdb"
+    ok(ingest(db, scrape)[0], 2, 0)
+    assert samples(db, "node11") == [(t(2023, 11, 14, 22, 13, 20), 0, 5.0), (t(2026, 7, 14, 6), 1, 6.0)]
+
+
+def test_time_from_file_name_and_time_option() -> None:
+    assert time_from_name(Path("node01-1700000000.prom"), "UTC") == t(2023, 11, 14, 22, 13, 20)
+    assert time_from_name(Path("node01_20260714T081200Z.prom"), "Europe/Zurich") == t(2026, 7, 14, 8, 12)
+    assert time_from_name(Path("node01_20260714T081200.prom"), "Europe/Zurich") == t(2026, 7, 14, 6, 12)  # CEST
+    assert time_from_name(Path("node01.prom"), "UTC") is None
+    assert parse_time_option("2026-07-14 08:12:00", "Europe/Zurich") == t(2026, 7, 14, 6, 12)
+    assert parse_time_option("2026-07-14T08:12:00+01:00", "UTC") == t(2026, 7, 14, 7, 12)
+    with pytest.raises(InputError, match="--time"):
+        parse_time_option("yesterday", "UTC")
+
+
+# ------------------------------------------------------------------ Prometheus query_range JSON
+
+
+def test_query_range_several_metrics_and_hosts(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "dcgm_query_range.json")
+    ok(report, 4, 1)
+    # n1 from Hostname; the other from instance without its port; NaN is no value
+    assert samples(db, "n1") == [
+        (t(2023, 11, 14, 22, 13, 20), 0, 37.0), (t(2023, 11, 14, 22, 13, 35), 0, 38.0), (t(2023, 11, 14, 22, 13, 50), 0, None),
+    ]
+    assert rows(db, "SELECT sample_at, round(CAST(gr_engine_active AS DOUBLE), 2) FROM gpu_sample_details WHERE machine_id = 'n1' ORDER BY 1") == [
+        (t(2023, 11, 14, 22, 13, 20), 0.41), (t(2023, 11, 14, 22, 13, 35), 0.43),
+    ]
+    assert samples(db, "10.0.0.2") == [(t(2023, 11, 14, 22, 13, 20, 500000), 3, 100.0)]
+    assert rejects(db, "dcgm_query_range.json") == [(None, "GPU utilization outside 0-100: -3")]
+
+
+def test_query_range_metric_from_file_name_errors_and_host_option(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "DCGM_FI_DEV_GPU_UTIL.json", format_name="dcgm_query_range")
+    ok(report, 2, 0)
+    assert samples(db, "n7") == [(t(2023, 11, 14, 23, 13, 20), 2, 12.0), (t(2023, 11, 14, 23, 14, 20), 2, 14.0)]
+    (failed,) = ingest(db, DATA / "query_error.json", format_name="dcgm_query_range")
+    assert failed.status == "failed" and "the query failed: invalid parameter" in failed.message
+    (failed,) = ingest(db, DATA / "dcgm_query_range.json", host="n9")
+    assert failed.status == "failed" and "would merge" in failed.message
+    assert rows(db, "SELECT count(*) FROM gpu_samples WHERE machine_id = 'n9'") == [(0,)]
+
+
+# ------------------------------------------------------------------ store, CLI and report
+
+
+def test_replace_takes_back_samples_devices_and_events(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    ingest(db, DATA / "nvidia-smi-node01.csv", zone="Europe/Zurich")
+    (again,) = ingest(db, DATA / "nvidia-smi-node01.csv", zone="Europe/Zurich", replace=True)
+    assert (again.status, again.rows, again.rejects) == ("replaced", 4, 4)
+    counts = "SELECT (SELECT count(*) FROM gpu_samples), (SELECT count(*) FROM gpu_sample_details), " \
+             "(SELECT count(*) FROM gpu_devices), (SELECT count(*) FROM gpu_events), (SELECT count(*) FROM rejects)"
+    assert rows(db, counts) == [(4, 4, 2, 1, 4)]
+
+
+def test_cli_host_time_interval_and_one_line_errors(tmp_path: Path) -> None:
+    runner = CliRunner()
+    db = str(tmp_path / "s.duckdb")
+    result = runner.invoke(app, ["ingest", str(DATA / "node04.dmon.log"), "--time", "2026-03-01 12:00:00", "--interval", "5",
+                                 "--tz", "UTC", "--host", "gpu-a", "--db", db])
+    assert result.exit_code == 0, result.output
+    assert rows(Path(db), "SELECT DISTINCT machine_id FROM gpu_samples") == [("gpu-a",)]
+    bad = runner.invoke(app, ["ingest", str(DATA / "node04.dmon.log"), "--time", "noon", "--db", db])
+    assert bad.exit_code == ExitCode.USAGE and "Traceback" not in bad.output and "--time 'noon'" in bad.stderr
+    generic = tmp_path / "gpu.log"
+    generic.write_text((DATA / "node05-dmon.log").read_text())
+    nohost = runner.invoke(app, ["ingest", str(generic), "--db", db])
+    assert nohost.exit_code == ExitCode.USAGE and "Traceback" not in nohost.output
+    assert [line for line in nohost.stderr.splitlines() if line.startswith("gca: error:")][0].count("--host") == 1
+
+
+PHILLY_JOB = [{
+    "status": "Pass", "vc": "vc1", "jobid": "job_gpu", "user": "u1",
+    "submitted_time": "2026-07-13 22:50:00",  # America/Los_Angeles, PDT: 05:50 UTC
+    "attempts": [{"start_time": "2026-07-13 23:00:00", "end_time": "2026-07-14 00:00:00",  # 06:00-07:00 UTC
+                  "detail": [{"ip": "node01", "gpus": ["gpu0", "gpu1"]}]}],
+}]
+
+
+def test_report_over_nvidia_smi_samples(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    job_log = tmp_path / "cluster_job_log"
+    job_log.write_text(json.dumps(PHILLY_JOB))
+    ok(ingest(db, job_log)[0], 1, 0)
+    ok(ingest(db, DATA / "nvidia-smi-node01.csv", zone="Europe/Zurich")[0], 4, 4)
+    written = build_report(db, tmp_path / "out")
+    with (written.out_dir / "jobs.csv").open(newline="") as f:
+        (job,) = list(csv.DictReader(f))
+    # GPU 0: 26 % and 100 % inside 06:00-07:00 UTC; GPU 1 has no utilization value (N/A)
+    assert job["job_id"] == "job_gpu"
+    assert int(job["util_samples"]) == 2
+    assert float(job["mean_gpu_util_pct"]) == pytest.approx((26 + 100) / 2)
