@@ -486,3 +486,21 @@ def test_cli_headerless_needs_columns(tmp_path: Path) -> None:
                                   "--columns", "JobID,User,Account,State,ExitCode,Submit,Start,End,AllocTRES,NodeList"])
     assert ok.exit_code == 0, ok.stderr
     assert rows(Path(db), "SELECT count(*) FROM jobs") == [(2,)]
+
+
+def test_other_delimiter_and_repeated_step(tmp_path: Path) -> None:
+    # sacct -p --delimiter=';': the header says which character separates the fields
+    path = tmp_path / "sacct_semicolon.txt"
+    path.write_text(
+        "JobID;State;ExitCode;Submit;Start;End;AllocTRES;NodeList;\n"
+        "10001;COMPLETED;0:0;2024-06-01T10:00:00;2024-06-01T10:00:00;2024-06-01T10:10:00;cpu=1,gres/gpu=1;gpu70;\n"
+        "10001.batch;COMPLETED;0:0;2024-06-01T10:00:00;2024-06-01T10:00:00;2024-06-01T10:10:00;cpu=1;gpu70;\n"
+        "10001.batch;COMPLETED;0:0;2024-06-01T10:00:00;2024-06-01T10:00:00;2024-06-01T10:10:00;cpu=1;gpu70;\n"
+    )
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, path, zone="UTC")
+    assert (report.format, report.rows, report.rejects) == ("slurm_sacct", 1, 1)
+    assert rows(db, "SELECT line, reason FROM rejects") == [(4, "duplicate of line 3 (same step of the same run)")]
+    assert rows(db, "SELECT job_id, j.status, start_at, num_gpus FROM jobs j JOIN attempts USING (job_id)") == [
+        ("10001", "passed", datetime(2024, 6, 1, 10, 0), 1.0)
+    ]

@@ -45,7 +45,7 @@ _JOB_ID = re.compile(
     r"^(?P<job>\d+(?:_(?:\d+|\[[^\]]*\]))?)(?:\+(?P<het>\d+))?(?:\.(?P<step>[A-Za-z0-9_\-]+(?:\+\d+)?))?$"
 )
 
-# sacct state word -> jobs.status. Requeue states are handled apart (see _status).
+# sacct state word -> jobs.status. Requeue states are handled apart (see status_of).
 STATUS_OF_STATE = {
     "COMPLETED": "passed",
     "FAILED": "failed",
@@ -78,7 +78,6 @@ _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}$")
 _DURATION = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?(?:\.\d+)?$")
 _NO_LIMIT = frozenset({"unlimited", "partition_limit", "invalid", "none", ""})
 _EXIT = re.compile(r"^(-?\d+):(-?\d+)$")
-_STEP_NAMES = ("batch", "extern", "interactive")
 
 
 def parse_job_id(text: str) -> tuple[str, int | None, str | None] | None:
@@ -286,7 +285,6 @@ class _Stager:
         self.con = con
         self.rows: dict[str, list] = {name: [] for name, _ in _STAGE_COLUMNS}  # type: ignore[type-arg]
         self.hosts: dict[str, list] = {"line": [], "machine_id": []}  # type: ignore[type-arg]
-        self.count = 0
         names = ", ".join(f"{n} {_duck_type(t)}" for n, t in _STAGE_COLUMNS)
         con.execute(f"CREATE OR REPLACE TEMP TABLE stage_sacct ({names})")
         con.execute("CREATE OR REPLACE TEMP TABLE stage_sacct_host (line BIGINT, machine_id VARCHAR)")
@@ -297,7 +295,6 @@ class _Stager:
         for host in hosts:
             self.hosts["line"].append(row["line"])
             self.hosts["machine_id"].append(host)
-        self.count += 1
         if len(self.rows["line"]) >= BATCH_ROWS:
             self.flush()
 
