@@ -170,7 +170,11 @@ def _load_prom(ctx: LoadContext) -> LoadCounts:
             stage.add(line=number, text=text[:500], problem=f"unreadable DCGM sample: {e}")
             continue
         labels = {k.lower(): v for k, v in raw_labels.items()}
-        when = datetime.fromtimestamp(int(stamp) / 1000, UTC).replace(tzinfo=None) if stamp else scrape_time or fallback
+        try:
+            when = datetime.fromtimestamp(int(stamp) / 1000, UTC).replace(tzinfo=None) if stamp else scrape_time or fallback
+        except (OverflowError, OSError, ValueError):
+            stage.add(line=number, text=text[:500], problem=f"unreadable sample timestamp {stamp}")
+            continue
         if when is None:
             raise InputError(
                 f"{ctx.path}:{number}: the scrape has no time (Prometheus text carries none)",

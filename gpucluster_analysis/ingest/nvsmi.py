@@ -177,7 +177,7 @@ def store_staged(ctx: LoadContext, zone: str | None, *, pci_order: bool = False)
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    with io.TextIOWrapper(open_binary(path), encoding="utf-8", errors="replace") as f:
+    with io.TextIOWrapper(open_binary(path), encoding="utf-8-sig", errors="replace") as f:
         for number, line in enumerate(f, start=1):
             yield number, line.strip()
 
@@ -222,12 +222,6 @@ _REASON_ALIASES = {"display_clocks_setting": "display_clock_setting", "sw_therma
 
 _CSV_KEY = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*")
 _CSV_UNIT = re.compile(r"\s*\[[^\]]*\]$")
-_KNOWN_CSV_KEYS = {k for keys in CSV_FIELDS.values() for k in keys} | {
-    "driver_version", "pstate", "serial", "vbios_version", "fan.speed", "temperature.memory", "count",
-    "power.limit", "clocks.current.memory", "clocks.mem", "clocks.current.graphics", "clocks.gr", "memory.free",
-    "memory.reserved", "driver_model.current", "compute_mode", "persistence_mode", "display_mode", "mig.mode.current",
-    "utilization.encoder", "utilization.decoder", "ecc.errors.uncorrected.volatile.total",
-}
 
 
 def csv_key(field: str) -> str:
@@ -241,7 +235,9 @@ def _csv_header_keys(text: str) -> list[str] | None:
     keys = [csv_key(f) for f in fields]
     if not all(_CSV_KEY.fullmatch(k) and (f == k or _CSV_UNIT.search(f)) for f, k in zip(fields, keys, strict=True)):
         return None
-    if not any(k in _KNOWN_CSV_KEYS or _REASON_FIELD.fullmatch(k) or "." in k for k in keys):
+    # nvidia-smi's measures are dotted (utilization.gpu, memory.used): that tells its header from
+    # other lower-case CSV headers (Helios, Alibaba) that share plain names such as `name`
+    if not any("." in k for k in keys):
         return None
     return keys
 

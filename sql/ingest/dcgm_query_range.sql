@@ -28,7 +28,7 @@ SELECT CAST(NULL AS BIGINT) AS line,
        dcgm_label(m, 'modelname') AS model,
        measure,
        json_extract_string(p, '$[1]') AS value_text,
-       make_timestamp(CAST(round(TRY_CAST(json_extract(p, '$[0]') AS DOUBLE) * 1000000) AS BIGINT)) AS utc_at,
-       CASE WHEN TRY_CAST(json_extract(p, '$[0]') AS DOUBLE) IS NULL
+       make_timestamp(TRY_CAST(round(TRY_CAST(json_extract(p, '$[0]') AS DOUBLE) * 1000000) AS BIGINT)) AS utc_at,
+       CASE WHEN TRY_CAST(round(TRY_CAST(json_extract(p, '$[0]') AS DOUBLE) * 1000000) AS BIGINT) IS NULL
             THEN 'unreadable sample time ' || coalesce(CAST(json_extract(p, '$[0]') AS VARCHAR), 'null') END AS problem
 FROM (SELECT series_no, m, measure, unnest(points) AS p FROM stage_dcgm_series WHERE measure IS NOT NULL);
