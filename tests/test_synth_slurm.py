@@ -267,3 +267,26 @@ def test_gca_does_not_claim_exact_attribution_without_evidence(gca_jobs: dict, t
     claimed = [(job_id, gca_jobs[job_id]["attribution"]) for job_id in others
                if gca_jobs[job_id]["attribution"] in ("scheduler", "scontrol", "cuda_visible_devices", "whole_node")]
     assert claimed == []
+
+
+def test_example_is_what_the_documented_command_writes(tmp_path: Path) -> None:
+    import shlex
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    commands = re.findall(r"^python -m gpucluster_analysis synth --format slurm .*$", (examples / "README.md").read_text(), re.M)
+    assert len(commands) == 1
+    args = shlex.split(commands[0])[6:]
+    options = dict(zip(args[::2], args[1::2], strict=True))
+    assert options.pop("--out") == "examples/slurm"
+    out = tmp_path / "slurm"
+    generate_slurm_trace(out, jobs=int(options.pop("--jobs")), machines=int(options.pop("--machines")),
+                         days=float(options.pop("--days")), interval_s=int(options.pop("--interval")),
+                         seed=int(options.pop("--seed")))
+    assert not options, f"unexpected options {options}"
+
+    def files(folder: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+    written = files(out)
+    assert written == files(examples / "slurm")
+    assert sum(len(b) for b in written.values()) < 400_000, "the committed example should stay small"
