@@ -1,42 +1,48 @@
-"""Classify a job log: normalize the noise, match every signature, pick the root cause.
+"""Classify a job log: find the lines worth looking at, strip their noise, match the
+signatures, pick the root cause.
 
 Precedence: a signature's priority // 100 is its band (higher band wins); inside a
-band a match from an earlier traceback of a chained exception wins (the cause,
-not the wrapper), then the higher priority, then the earlier line.
+band a match from an earlier traceback of a chained exception wins (the cause, not
+the wrapper), then the higher priority, then the earlier line. A `python_exception`
+match (an exception type with no more specific reading) does not count on a line
+that another signature matched: `RuntimeError: NCCL error ...` is an NCCL error.
 
-`classify_file` reads at most the first HEAD_BYTES (1 MiB) and the last
-TAIL_BYTES (4 MiB) of a file, decoding with errors="replace": the cause of a
-failure is in the tail, and the environment (imports, drivers) in the head.
+Speed: one combined regex of every signature's prefilter literals scans the whole
+text in C; only the lines it hits are split on carriage returns, normalized and
+tried, and each signature only on lines holding one of its own literals. A signature
+without literals (possible in user files) is tried on every line.
+
+`classify_file` reads at most the first HEAD_BYTES (1 MiB) and the last TAIL_BYTES
+(4 MiB) of a file, decoding with errors="replace": the cause of a failure is in the
+tail, the environment (imports, drivers) in the head. A match in the tail of a cut
+file has no line number (the lines in between were not counted).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
+from gpucluster_analysis.classify.noise import is_blank, normalize_line
 from gpucluster_analysis.classify.rules import CATEGORIES, Signature
+
+__all__ = [
+    "HEAD_BYTES", "TAIL_BYTES", "Classification", "Match", "classify_file", "classify_text",
+    "iter_lines", "normalize_line", "read_bounded",
+]
 
 HEAD_BYTES = 1 << 20
 TAIL_BYTES = 4 << 20
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _CHAIN = re.compile(
     r"^(?:During handling of the above exception, another exception occurred:"
     r"|The above exception was the direct cause of the following exception:)"
 )
-# Prefixes that ranks, launchers, loggers and renderers put before a line; stripped repeatedly.
-_PREFIXES = [
-    re.compile(r"^\s*>\s?"),  # markdown quoting
-    re.compile(r"^\s*[│┃║|]\s?"),  # rich / box drawing
-    re.compile(r"^\[(?:rank|RANK)\s*\d+\]:\s?"),  # torchrun [rank3]:
-    re.compile(r"^\[\d+,\d+\]<(?:stdout|stderr)>:\s?"),  # mpirun --tag-output
-    re.compile(r"^\d{1,5}:\s"),  # srun -l "0: "
-    re.compile(r"^\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?\s*"),  # timestamps
-    re.compile(r"^[a-z][\w-]*\d+(?:\.[\w.-]+)?:\s+"),  # host prefix: node01: / gpu-12.cluster:
-    re.compile(r"^\^C(?=\S)"),  # ^C glued to the next line
-]
-_BOX_ONLY = re.compile(r"^[\s╭╮╰╯─━│┃║┏┓┗┛═]*$")
+_CHAIN_LITERALS = ("during handling of the above exception", "the above exception was the direct cause")
+GENERIC_REASON = "python_exception"
 
 
 @dataclass(frozen=True)
@@ -44,12 +50,12 @@ class Match:
     signature_id: str
     reason: str
     priority: int
-    line_number: int
+    line_number: int | None
     line: str
     chain: int  # index of the traceback in a chained exception (0 = the first one)
 
     def key(self) -> tuple[int, int, int, int]:
-        return (-(self.priority // 100), self.chain, -self.priority, self.line_number)
+        return (-(self.priority // 100), self.chain, -self.priority, self.line_number or 0)
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,8 @@ class Classification:
     line_number: int | None
     line: str | None
     matched: list[Match] = field(default_factory=list)
+    truncated: bool = False  # only a head and a tail of the file were read
+    bytes_read: int | None = None  # by classify_file; None for classify_text
 
     def explain(self) -> list[str]:
         """Every matching signature in precedence order, and why the first one won."""
@@ -69,7 +77,8 @@ class Classification:
         win = self.matched[0]
         for i, m in enumerate(self.matched):
             tag = "winner" if i == 0 else _why(win, m)
-            out.append(f"{m.signature_id} ({m.reason}, priority {m.priority}, line {m.line_number}, "
+            where = "tail of a cut file" if m.line_number is None else f"line {m.line_number}"
+            out.append(f"{m.signature_id} ({m.reason}, priority {m.priority}, {where}, "
                        f"traceback {m.chain}): {tag}: {m.line}")
         return out
 
@@ -84,44 +93,97 @@ def _why(win: Match, m: Match) -> str:
     return "loses: later line"
 
 
-def normalize_line(line: str) -> str:
-    """Strip ANSI codes and rank/host/timestamp/quote/box prefixes from one line."""
-    line = _ANSI.sub("", line)
-    changed = True
-    while changed:
-        changed = False
-        for prefix in _PREFIXES:
-            new = prefix.sub("", line, count=1)
-            if new != line:
-                line, changed = new, True
-    line = line.rstrip().rstrip("│┃║").rstrip()
-    return line
+@dataclass(frozen=True)
+class _Plan:
+    signatures: tuple[Signature, ...]
+    trigger: re.Pattern[str] | None  # None: every line is a candidate
+    literals: tuple[str, ...]
+
+
+@lru_cache(maxsize=16)
+def _plan(signatures: tuple[Signature, ...]) -> _Plan:
+    literals: set[str] = set(_CHAIN_LITERALS)
+    full_scan = False
+    for sig in signatures:
+        if sig.prefilter:
+            literals.update(sig.prefilter)
+        else:
+            full_scan = True
+    ordered = tuple(sorted(literals, key=lambda s: (-len(s), s)))
+    trigger = None if full_scan else re.compile("|".join(re.escape(lit) for lit in ordered))
+    return _Plan(signatures, trigger, ordered)
 
 
 def iter_lines(text: str) -> list[tuple[int, str]]:
-    """(line number, normalized line), splitting on \\n and on \\r (progress bars)."""
+    """(line number, normalized line) of every non-blank piece, splitting on \\n and \\r."""
     out = []
     for number, raw in enumerate(text.split("\n"), 1):
         for piece in raw.split("\r"):
             line = normalize_line(piece)
-            if line and not _BOX_ONLY.match(line):
+            if not is_blank(line):
                 out.append((number, line))
     return out
 
 
-def classify_text(text: str, signatures: list[Signature]) -> Classification:
-    """Classify a log's text; each signature counts once, at its first match in the first traceback it appears in."""
+def _candidate_lines(text: str, plan: _Plan):  # type: ignore[no-untyped-def]
+    """(line number, raw line) of the lines that hold a prefilter literal (all lines when
+    some signature has none), in order."""
+    if plan.trigger is None:
+        yield from enumerate(text.split("\n"), 1)
+        return
+    lower = text.lower()
+    if len(lower) == len(text):
+        haystack, trigger = lower, plan.trigger
+    else:  # a character whose lower case is longer: positions would drift, match case-blind instead
+        haystack, trigger = text, re.compile(plan.trigger.pattern, re.IGNORECASE)
+    number, counted_to, pos = 1, 0, 0
+    search = trigger.search
+    while (m := search(haystack, pos)) is not None:
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        if end < 0:
+            end = len(text)
+        number += text.count("\n", counted_to, start)
+        counted_to = start
+        yield number, text[start:end]
+        pos = end + 1
+
+
+def classify_text(text: str, signatures: list[Signature], *, tail_from_line: int | None = None) -> Classification:
+    """Classify a log's text; each signature counts once, at its first match in the first traceback it appears in.
+
+    `tail_from_line`: when `text` is a head and a tail joined at a cut, the first line of
+    the tail; matches from there on get no line number (the lines skipped were not counted).
+    """
+    if "#015" in text:  # syslog and CloudWatch write carriage returns as #015
+        text = text.replace("#015", "\r")
+    plan = _plan(tuple(signatures))
+    literals = plan.literals
+    full_scan = plan.trigger is None
     first: dict[str, Match] = {}
     chain = 0
-    for number, line in iter_lines(text):
-        if _CHAIN.match(line):
-            chain += 1
-            continue
-        for sig in signatures:
-            if sig.id in first:
+    for number, raw in _candidate_lines(text, plan):
+        for piece in raw.split("\r") if "\r" in raw else (raw,):
+            low = piece.lower()
+            if not full_scan and not any(lit in low for lit in literals):
                 continue
-            if sig.regex.search(line):
-                first[sig.id] = Match(sig.id, sig.reason, sig.priority, number, line, chain)
+            line = normalize_line(piece)
+            if is_blank(line):
+                continue
+            if _CHAIN.match(line):
+                chain += 1
+                continue
+            line_number = None if tail_from_line is not None and number >= tail_from_line else number
+            found: list[Signature] = []
+            for sig in plan.signatures:
+                if sig.id in first or (sig.prefilter and not any(lit in low for lit in sig.prefilter)):
+                    continue
+                if sig.regex.search(line):
+                    found.append(sig)
+            if len(found) > 1 and any(s.reason != GENERIC_REASON for s in found):
+                found = [s for s in found if s.reason != GENERIC_REASON]
+            for sig in found:
+                first[sig.id] = Match(sig.id, sig.reason, sig.priority, line_number, line, chain)
     matched = sorted(first.values(), key=Match.key)
     if not matched:
         return Classification("unknown", CATEGORIES["unknown"], None, None, None, [])
@@ -129,24 +191,36 @@ def classify_text(text: str, signatures: list[Signature]) -> Classification:
     return Classification(win.reason, CATEGORIES[win.reason], win.signature_id, win.line_number, win.line, matched)
 
 
-def read_bounded(path: Path, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> str:
-    """The first `head` and last `tail` bytes of a file, decoded with errors="replace"."""
+def _read_parts(path: Path, head: int, tail: int) -> tuple[bytes, bytes | None, int]:
+    """(head bytes, tail bytes or None when the file was read whole, file size)."""
     with open(path, "rb") as f:
         f.seek(0, 2)
         size = f.tell()
         f.seek(0)
         if size <= head + tail:
-            data = f.read()
-        else:
-            first = f.read(head)
-            f.seek(size - tail)
-            data = first + b"\n" + f.read(tail)
+            return f.read(), None, size
+        first = f.read(head)
+        f.seek(size - tail)
+        return first, f.read(tail), size
+
+
+def read_bounded(path: Path, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> str:
+    """The first `head` and last `tail` bytes of a file, decoded with errors="replace"."""
+    first, last, _ = _read_parts(Path(path), head, tail)
+    data = first if last is None else first + b"\n" + last
     return data.decode("utf-8", errors="replace")
 
 
 def classify_file(path: Path, signatures: list[Signature]) -> Classification:
     """Classify one log file, reading at most its first 1 MiB and last 4 MiB.
 
-    When the file is cut, line numbers in the tail count from the cut.
+    When the file is cut, a match in its tail has no line number.
     """
-    return classify_text(read_bounded(Path(path)), signatures)
+    first, last, size = _read_parts(Path(path), HEAD_BYTES, TAIL_BYTES)
+    if last is None:
+        result = classify_text(first.decode("utf-8", errors="replace"), signatures)
+        return dataclasses.replace(result, bytes_read=size)
+    head_text = first.decode("utf-8", errors="replace")
+    text = head_text + "\n" + last.decode("utf-8", errors="replace")
+    result = classify_text(text, signatures, tail_from_line=head_text.count("\n") + 2)
+    return dataclasses.replace(result, truncated=True, bytes_read=len(first) + len(last))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from gpucluster_analysis.classify.noise import normalize_line
 from gpucluster_analysis.errors import RulesError
 
 # reason -> category (docs/domain.md, "Failure taxonomy").
@@ -50,7 +51,17 @@ CATEGORIES: dict[str, str] = {
 
 SHIPPED = "signatures.toml"
 _KEYS = {"id", "reason", "pattern", "priority", "description", "examples", "counter_examples"}
+_OPTIONAL_KEYS = {"prefilter"}
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
+
+# `{EXC}` in a pattern stands for the start of an uncaught exception's line: optional
+# module path (`torch.cuda.`), and the wrappers that put the type inside another line:
+# Ray's `RayTaskError(KeyError)`, dask's `Exception: 'KeyError(...)'`, VS Code's
+# `Exception has occurred: KeyError` (and its Chinese UI's `发生异常: KeyError`).
+EXC = (
+    r"^(?:Exception has occurred: |发生异常: ?|Exception: '|(?:[A-Za-z_]\w*\.)*Ray\w*Error\()?"
+    r"(?:[A-Za-z_]\w*\.)*"
+)
 
 
 @dataclass(frozen=True)
@@ -63,14 +74,22 @@ class Signature:
     examples: tuple[str, ...] = ()
     counter_examples: tuple[str, ...] = ()
     source: str = ""
+    # Lower-case literals; a line can match only if it contains one of them. Empty:
+    # the pattern is tried on every line (correct, but slow on big logs).
+    prefilter: tuple[str, ...] = ()
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "regex", re.compile(self.pattern))
+        object.__setattr__(self, "regex", re.compile(expand(self.pattern)))
 
     @property
     def category(self) -> str:
         return CATEGORIES[self.reason]
+
+
+def expand(pattern: str) -> str:
+    """The pattern with `{EXC}` replaced by the exception-line head."""
+    return pattern.replace("{EXC}", EXC)
 
 
 def shipped_path() -> Path:
@@ -102,9 +121,9 @@ def _signature(table: object, n: int, source: str, seen: set[str]) -> Signature:
         raise RulesError(f"{source}: signature #{n} is not a table")
     sid = table.get("id")
     where = f"{source}: signature {sid!r}" if isinstance(sid, str) else f"{source}: signature #{n}"
-    unknown = set(table) - _KEYS
+    unknown = set(table) - _KEYS - _OPTIONAL_KEYS
     if unknown:
-        raise RulesError(f"{where}: unknown key(s) {sorted(unknown)}", f"allowed keys: {', '.join(sorted(_KEYS))}")
+        raise RulesError(f"{where}: unknown key(s) {sorted(unknown)}", f"allowed keys: {', '.join(sorted(_KEYS | _OPTIONAL_KEYS))}")
     missing = _KEYS - set(table)
     if missing:
         raise RulesError(f"{where}: missing key(s) {sorted(missing)}")
@@ -127,13 +146,28 @@ def _signature(table: object, n: int, source: str, seen: set[str]) -> Signature:
     if not table["examples"]:
         raise RulesError(f"{where}: examples must not be empty")
     try:
-        re.compile(table["pattern"])
+        regex = re.compile(expand(table["pattern"]))
     except re.error as e:
         raise RulesError(f"{where}: pattern does not compile: {e}") from None
+    prefilter = table.get("prefilter", [])
+    if not isinstance(prefilter, list) or not all(isinstance(x, str) and x for x in prefilter):
+        raise RulesError(f"{where}: prefilter must be a list of non-empty strings")
+    literals = tuple(x.lower() for x in prefilter)
+    for i, example in enumerate(table["examples"], 1):
+        if not regex.search(normalize_line(example)):
+            raise RulesError(f"{where}: pattern does not match example {i} {example[:80]!r}", "fix the pattern or the example")
+        if literals and not any(lit in example.lower() for lit in literals):
+            raise RulesError(
+                f"{where}: example {i} contains none of the prefilter literals {list(prefilter)}",
+                "every line the pattern can match must contain one of them; add a literal",
+            )
+    for i, counter in enumerate(table["counter_examples"], 1):
+        if regex.search(normalize_line(counter)):
+            raise RulesError(f"{where}: pattern matches counter-example {i} {counter[:80]!r}", "fix the pattern or the counter-example")
     return Signature(
         id=sid, reason=table["reason"], pattern=table["pattern"], priority=table["priority"],  # type: ignore[arg-type]
         description=table["description"], examples=tuple(table["examples"]),
-        counter_examples=tuple(table["counter_examples"]), source=source,
+        counter_examples=tuple(table["counter_examples"]), source=source, prefilter=literals,
     )
 
 

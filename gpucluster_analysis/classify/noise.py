@@ -1,0 +1,63 @@
+"""Strip the noise that tools, launchers and pasting put around a log line.
+
+A signature sees a line after `normalize_line`: ANSI colour codes removed (also the
+`[36m` left when a paste lost the escape character), then, repeatedly, whatever
+prefixes a line: leading blanks, markdown quoting, box drawing of rich tracebacks,
+rank/task tags (`[rank3]:`, `[1,0]<stderr>:`, `0: `), bracketed tags and timestamps
+(`[E ProcessGroupNCCL.cpp:458]`, `[2024-01-01 12:00:00,000]`, dmesg `[ 12.3]`),
+timestamps, syslog and glog headers, Ray/vLLM `(Worker pid=12)` tags, docker-compose
+`service | `, logger `LEVEL - ` headers and host names (`node01: `).
+"""
+
+from __future__ import annotations
+
+import re
+
+_ANSI = re.compile(
+    r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07|\x1b[()][A-Z0-9]"
+    r"|(?<![\w\]])\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}m"  # "[36m": an ANSI code whose ESC was lost in a paste
+)
+_LEVEL = r"(?:TRACE|DEBUG|INFO|NOTICE|SUCCESS|WARNING|WARN|ERROR|CRITICAL|FATAL)"
+_PREFIX = re.compile(
+    "|".join(
+        [
+            r"\s+",  # indentation of a pasted block
+            r">+ ?",  # markdown quoting
+            r"[│┃║|] ?",  # rich box drawing, table borders
+            r"\^C(?=\S)",  # ^C glued to the next line
+            r"\[[^\[\]\n]{0,120}\](?:<\w+>)?:?",  # [rank3]: [1,0]<stderr>: [E file.cpp:12] [ 12.5] [2024-..] [INFO]
+            r"\d{1,5}: ",  # srun -l
+            r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?",  # ISO time
+            r"\d{1,2}/\d{1,2}(?:/\d{2,4})? \d{2}:\d{2}:\d{2}(?:[.,]\d+)?",  # 12/09 06:49:23
+            r"\d{2}:\d{2}:\d{2}(?:[.,]\d+)? ",  # bare clock
+            r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}(?: \d{4})?",  # ctime
+            r"[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2} \S+ (?:[\w.()-]+(?:\[\d+\])?: )?",  # syslog: host proc[pid]:
+            r"[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ +\d+ +[\w./-]+:\d+\] ?",  # glog
+            r"\((?:[\w.-]+ )?pid=\d+(?:, ip=[\d.]+)?\) ?",  # Ray / vLLM worker tags
+            r"[\w.-]+ +\| ",  # docker compose: service |
+            r"-+ (?:[\w.]+ - )?" + _LEVEL + r" +- ",  # "- mmengine - INFO - "
+            _LEVEL + r" *(?:\| *[\w.<>]+:[\w.<>]+:\d+ +- |- |: ?(?=[A-Z]))",  # loguru, "INFO - ", "ERROR: X"
+            r"[a-z][\w-]*\d+(?:\.[\w.-]+)?: +",  # host: node01: / gpu-12.cluster:
+            r"\d{1,3}(?:\.\d{1,3}){3}: +",  # ip:
+            r"#015",  # syslog's escaped carriage return
+        ]
+    )
+)
+_BOX_ONLY = re.compile(r"^[\s╭╮╰╯─━│┃║┏┓┗┛═=*~#-]*$")
+_TRAILING = "│┃║ \t"
+
+
+def normalize_line(line: str) -> str:
+    """The line without ANSI codes and without its rank/host/time/quote/box prefixes."""
+    line = _ANSI.sub("", line)
+    while True:
+        m = _PREFIX.match(line)
+        if m is None or m.end() == 0:
+            break
+        line = line[m.end():]
+    return line.rstrip(_TRAILING)
+
+
+def is_blank(line: str) -> bool:
+    """Nothing left to classify: empty, or only rules and box drawing."""
+    return not line or _BOX_ONLY.match(line) is not None
