@@ -17,7 +17,8 @@ import pytest
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
 from gpucluster_analysis.report.build import Written, build_report
-from gpucluster_analysis.report.tables import prepare
+from gpucluster_analysis.report.tables import jobs_table, prepare
+from gpucluster_analysis.synth import generate_trace
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "synthetic"
 
@@ -411,21 +412,40 @@ def test_without_logs_the_section_says_so_and_keeps_the_scheduler_view(without_l
 # ---------------------------------------------------------------- end to end: synth trace
 
 
-def test_synthetic_trace_attempt_reasons_match_truth(tmp_path: Path) -> None:
-    """Every failed attempt gca finds is one the generator failed, with its real reason (jobs.csv's
-    failure columns against truth are tests/test_synth.py's)."""
-    truth = json.loads((EXAMPLE / "truth.json").read_text())
-    with open_store(tmp_path / "synth.duckdb") as con:
-        ingest_paths(con, [EXAMPLE], IngestOptions())
+def _synth_failures(trace: Path, db: Path) -> tuple[dict, dict, list]:
+    truth = json.loads((trace / "truth.json").read_text())
+    with open_store(db) as con:
+        ingest_paths(con, [trace], IngestOptions())
         prepare(con)
         rows = con.sql("SELECT job_id, source_index, reason, category, has_log FROM attempt_failures").fetchall()
+        jobs = {r["job_id"]: r for r in jobs_table(con).to_dicts()}
     expected = {(a["job_id"], a["source_index"]): (a["failure_reason"], a["failure_category"])
                 for a in truth["attempts"] if a["failure_reason"]}
     got = {(job_id, index): (reason, category) for job_id, index, reason, category, _ in rows}
-    assert len(expected) > 20 and got == expected
     assert all(has_log for *_, has_log in rows)
-    log_files = sum(1 for p in (EXAMPLE / "logs").rglob("*.log"))
-    assert log_files == 2 * len(expected)
+    assert sum(1 for _ in (trace / "logs").rglob("*.log")) == 2 * len(expected)
+    assert got == expected
+    return truth, jobs, rows
+
+
+def test_synthetic_example_attempt_reasons_match_truth(tmp_path: Path) -> None:
+    """Every failed attempt gca finds is one the generator failed, with its real reason (jobs.csv's
+    failure columns against truth are also tests/test_synth.py's)."""
+    _, _, rows = _synth_failures(EXAMPLE, tmp_path / "example.duckdb")
+    assert len(rows) > 20
+
+
+def test_synthetic_killed_job_whose_attempt_failed(tmp_path: Path) -> None:
+    """This trace has a killed job whose only attempt failed (killed before its retry started):
+    a failed attempt, though the job is not a failed job."""
+    trace = tmp_path / "trace"
+    generate_trace(trace, jobs=150, machines=6, days=2.0, seed=7)
+    truth, jobs, _ = _synth_failures(trace, tmp_path / "synth.duckdb")
+    status = {j["job_id"]: j["status"] for j in truth["jobs"]}
+    assert [a["failure_reason"] for a in truth["attempts"]
+            if a["failure_reason"] and status[a["job_id"]] == "killed"] != []
+    assert {j["job_id"]: (j["failure_reason"], j["failure_category"]) for j in truth["jobs"]} == {
+        k: (v["failure_reason"], v["failure_category"]) for k, v in jobs.items()}
 
 
 # ---------------------------------------------------------------- in a browser
