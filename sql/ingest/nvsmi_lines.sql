@@ -41,3 +41,6 @@ SELECT line, text, $host AS machine_id,
        NULL AS gr_engine_text, throttle_mask_text, throttle_text,
        CASE WHEN n <> n_fields THEN printf('%d fields where the header has %d', n, n_fields) END AS problem
 FROM fields;
+
+-- The lines are no longer needed: free their memory before the store step.
+DROP TABLE stage_lines;

@@ -30,7 +30,7 @@ numbers AS (
     FROM timed
 ),
 typed AS (
-    SELECT line, text, nullif(trim(machine_id), '') AS machine_id, sample_at, time_text,
+    SELECT line, text, nullif(trim(machine_id), '') AS machine_id, sample_at,
            gpu_index, gpu_instance_id,
            CASE WHEN gpu_missing(uuid) THEN NULL ELSE trim(uuid) END AS uuid,
            gpu_pci(pci_text) AS pci_bus_id,
@@ -70,7 +70,11 @@ typed AS (
            END AS problem
     FROM numbers
 )
-SELECT * FROM typed;
+-- the line's text is kept only where it is needed: for the rejects
+SELECT * EXCLUDE (text), CASE WHEN problem IS NOT NULL THEN text END AS text FROM typed;
+
+-- Typed rows replace the raw text: free its memory (a day of 1 s samples is millions of rows).
+DROP TABLE stage_raw;
 
 -- GPUs named only by UUID or PCI bus id: the index an earlier file gave them on this host.
 UPDATE stage_gpu s SET gpu_index = d.gpu_index
