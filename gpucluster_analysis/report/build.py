@@ -33,7 +33,7 @@ from gpucluster_analysis.report.tables import format_for_csv, jobs_table, prepar
 REPORT_QUERIES = (
     "overview_totals", "jobs_by_status", "jobs_by_size",
     "queue_delay_summary_by_size", "queue_delay_cdf_by_size", "queue_delay_by_vc", "queue_delay_cdf_by_vc",
-    "queue_delay_by_servers", "retry_gap_by_order",
+    "queue_delay_by_servers", "retry_gap_by_order", "queue_basis",
     "gpu_util_by_gpus_servers", "gpu_util_cdf_by_placement", "gpu_util_by_status", "gpu_util_cdf_by_status",
     "gpu_util_by_colocation", "host_util_cdf_by_activity",
     "failures_by_status", "job_attempts_by_status", "gpu_time_by_status_size", "run_time_cdf_by_status",
@@ -41,7 +41,7 @@ REPORT_QUERIES = (
     "failure_reasons", "failure_by_size", "failure_rtf_cdf", "failure_repetition", "failure_repeaters",
     "failure_log_matching",
     "gpu_sample_interval", "gpu_time_coverage", "job_sample_coverage", "rejects_by_file",
-    "machine_capacity_mismatch", "jobs_missing_times",
+    "machine_capacity_mismatch", "jobs_missing_times", "gpu_time_by_attribution",
 )
 # Stored rows the sample-interval query looks at (a bounded prefix of gpu_samples).
 INTERVAL_PROBE_ROWS = 1_000_000

@@ -202,12 +202,20 @@ def _overview(r: dict[str, pl.DataFrame], store_name: str) -> Section:
 
 def _queueing(r: dict[str, pl.DataFrame]) -> Section:
     s = Section("queueing", "Queueing")
+    basis = {row["queue_basis"]: int(row["jobs"]) for row in _rows(r.get("queue_basis"))}
+    if basis.get("eligible"):
+        start = (f"the time it became eligible to run (Slurm's Eligible: a job held or waiting on a dependency is"
+                 f" not queueing for resources), for {fmt_int(basis['eligible'])} jobs, and from submission for the"
+                 f" {fmt_int(basis.get('submit', 0))} whose source has no eligible time,")
+    else:
+        start = "a job's submission"
     s.add(Paragraph(
-        "Queueing delay here is the time from a job's submission to the first start of any of its attempts"
-        " (submit -> first start, jobs.csv queue_delay_s). It mixes the study's fair-share delay (the VC is over"
-        " its quota) and fragmentation delay (no free placement with the locality the gang needs); telling them"
-        " apart needs the VC quotas, which the logs do not hold. Waits between retries (attempt ends -> next"
-        " attempt starts) are not part of it and are shown separately below."
+        f"Queueing delay here is the time from {start} to the first start of any of its attempts"
+        f" ({'eligible or submit' if basis.get('eligible') else 'submit'} -> first start, jobs.csv queue_delay_s;"
+        " queue_basis says which start was used). It mixes the study's fair-share delay"
+        " (the VC is over its quota) and fragmentation delay (no free placement with the locality the gang needs);"
+        " telling them apart needs the VC quotas, which the logs do not hold. Waits between retries (attempt ends"
+        " -> next attempt starts) are not part of it and are shown separately below."
     ))
     summ = r["queue_delay_summary_by_size"]
     by_size = _by(summ, "size_bucket") if not summ.is_empty() else {}
@@ -798,6 +806,19 @@ def _data_quality(r: dict[str, pl.DataFrame]) -> Section:
                 f" says{example}; {unlisted.height} appear in the data but not in the machine list; {fmt_int(listed_only)}"
                 " listed machines never appear in the data (not a contradiction: the data may just not reach them)."
                 " The report counts the larger of listed and observed."))
+
+    att = r.get("gpu_time_by_attribution")
+    if att is not None and not att.is_empty():
+        shares = {row["attribution"]: row["gpu_time_share_pct"] for row in _rows(att)}
+        guessed = (shares.get("node_level") or 0) + (shares.get("none") or 0)
+        s.add(Table(
+            "gpu_time_by_attribution", att,
+            "How each attempt's GPU samples were found, by share of GPU time: from the scheduler's own GPU list"
+            " (scheduler), GPU indices from scontrol or from CUDA_VISIBLE_DEVICES in the job's log, whole machines"
+            " the job had to itself, or every GPU of machines it shared with other jobs (node_level: its utilization"
+            f" mixes in theirs). {fmt_pct(guessed)} of the GPU time is node-level or has no machine at all (none),"
+            " and its utilization is either mixed or missing.",
+        ))
 
     mt = r["jobs_missing_times"]
     parts = [f"{x['count']:,} of {x['total']:,} {x['items']} with {x['check']}" for x in _rows(mt) if x["count"]]
