@@ -214,7 +214,7 @@ def test_gzip_and_second_file_with_the_same_job(tmp_path: Path) -> None:
     other.write_text(HELIOS.read_text().splitlines()[0] + "\n" + "1425511,uA,vcB,1,1,1,COMPLETED,2020-07-01 00:00:00,2020-07-01 00:00:00,2020-07-01 01:00:00,3600,0\n")
     (report,) = ingest(db, other)
     assert (report.rows, report.rejects) == (0, 1)
-    assert rows(db, f"SELECT line, reason FROM rejects WHERE file_id = 2") == [(2, "job_id 1425511 already stored from another file")]
+    assert rows(db, "SELECT line, reason FROM rejects WHERE file_id = 2") == [(2, "job_id 1425511 already stored from another file")]
 
 
 def test_strict_stores_nothing_from_a_file_with_rejects(tmp_path: Path) -> None:

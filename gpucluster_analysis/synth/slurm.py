@@ -127,12 +127,12 @@ def _local(t: int | None, zone_name: str) -> str:
 class SlurmResult:
     out: Path
     jobs: int
-    runs: int
+    allocation_rows: int  # runs, and cancellations while pending
     gpu_rows: int
     logs: int
 
     def __str__(self) -> str:
-        return (f"{self.out}: {self.jobs:,} Slurm jobs, {self.runs:,} runs in sacct.txt, {self.logs:,} job logs, "
+        return (f"{self.out}: {self.jobs:,} Slurm jobs, {self.allocation_rows:,} allocation rows in sacct.txt, {self.logs:,} job logs, "
                 f"{self.gpu_rows:,} nvidia-smi rows, truth.json")
 
 
@@ -161,7 +161,7 @@ def prepare_slurm_output(out: Path) -> None:
 
 
 def _slurm_jobs(cluster: Cluster, specs: list[JobSpec], outcomes: list[JobOutcome], blackout: clock.Blackout,
-                seed: int, zone_name: str) -> list[SlurmJob]:
+                seed: int) -> list[SlurmJob]:
     arrays = np.random.default_rng([seed, _ARRAYS])
     held = np.random.default_rng([seed, _ELIGIBLE])
     array_of: dict[int, tuple[int, int]] = {}  # job index -> (leader index, task)
@@ -237,23 +237,25 @@ def _tres(gpus: int, nodes: int, *, billing: bool = True) -> str:
     return ",".join(parts)
 
 
+def _sacct_row(job: SlurmJob, job_id: str, name: str, state: str, code: str, eligible: int | None,
+               start: int | None, end: int | None, tres: str, nodes: str, zone_name: str, *, step: bool) -> str:
+    """One sacct -P line; steps leave User, Partition and Timelimit empty, as sacct prints them."""
+    elapsed = slurm_duration((end or 0) - start) if start is not None else "00:00:00"
+    return "|".join((
+        job_id, name, "" if step else job.user, job.account, "" if step else PARTITION, state, code,
+        _local(job.spec.submit, zone_name), _local(eligible, zone_name), _local(start, zone_name),
+        _local(end, zone_name), elapsed, "" if step else slurm_duration(job.time_limit_s), tres, nodes,
+    ))
+
+
 def sacct_lines(jobs: list[SlurmJob], zone_name: str) -> list[str]:
     lines = ["|".join(SACCT_COLUMNS)]
     for job in sorted(jobs, key=_sort_key):
         spec = job.spec
-        user = job.user
-        account = job.account
-        limit = slurm_duration(job.time_limit_s)
 
         def row(job_id: str, name: str, state: str, code: str, eligible: int | None, start: int | None,
-                end: int | None, tres: str, nodes: str, *, step: bool, user: str = user, account: str = account,
-                limit: str = limit) -> str:
-            elapsed = slurm_duration((end or 0) - (start or 0)) if start is not None else "00:00:00"
-            return "|".join((
-                job_id, name, "" if step else user, account, "" if step else PARTITION, state, code,
-                _local(spec.submit, zone_name), _local(eligible, zone_name), _local(start, zone_name),
-                _local(end, zone_name), elapsed, "" if step else limit, tres, nodes,
-            ))
+                end: int | None, tres: str, nodes: str, *, step: bool, job: SlurmJob = job) -> str:
+            return _sacct_row(job, job_id, name, state, code, eligible, start, end, tres, nodes, zone_name, step=step)
 
         for k, run in enumerate(job.runs):
             last = k == len(job.runs) - 1 and job.cancel_at is None
@@ -477,7 +479,9 @@ def slurm_truth(jobs: list[SlurmJob], util_sum: np.ndarray, util_count: np.ndarr
 # --- the whole trace --------------------------------------------------------------------
 
 
-def _levels(jobs: list[SlurmJob], seed: int) -> tuple[Runs, int]:
+def _levels(jobs: list[SlurmJob], seed: int) -> Runs:
+    """Every run's GPUs with the utilization level its job keeps on them (as in trace.py:
+    efficiency x sync(GPUs) x locality(servers)); one idle sentinel so lookups never fail."""
     rng = np.random.default_rng([seed, _LEVELS])
     start, end, owner_job, level, noise, memory, gpu_owner, gpu_global = [], [], [], [], [], [], [], []
     for job in jobs:
@@ -500,12 +504,11 @@ def _levels(jobs: list[SlurmJob], seed: int) -> tuple[Runs, int]:
                     gpu_owner.append(i)
                     gpu_global.append(m * GPUS_PER_MACHINE + g)
     start.append(0), end.append(0), owner_job.append(0), level.append(0.0), noise.append(0.0), memory.append(0.0)
-    runs = Runs(
+    return Runs(
         start=np.array(start, dtype=np.int64), end=np.array(end, dtype=np.int64), job=np.array(owner_job, dtype=np.int64),
         level=np.array(level), noise=np.array(noise), memory_mib=np.array(memory),
         gpu_owner=np.array(gpu_owner, dtype=np.int64), gpu_global=np.array(gpu_global, dtype=np.int64),
     )
-    return runs, len(start) - 1
 
 
 def generate_slurm_trace(
@@ -541,16 +544,16 @@ def generate_slurm_trace(
     cluster = draw_cluster(rng(_CLUSTER), machines, jobs)
     specs = draw_jobs(rng(_JOBS), cluster, jobs, t0, span, [h for h in hours if h.first >= t0 and h.second <= t0 + span], blackout)
     outcomes = simulate(cluster, specs, rng(_SCHEDULER), blackout, emit)
-    slurm_jobs = _slurm_jobs(cluster, specs, outcomes, blackout, seed, zone_name)
+    slurm_jobs = _slurm_jobs(cluster, specs, outcomes, blackout, seed)
 
     lines = sacct_lines(slurm_jobs, zone_name)
     (out / "sacct.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    n_runs = sum(len(j.runs) + (j.cancel_at is not None) for j in slurm_jobs)
+    n_allocations = sum(len(j.runs) + (j.cancel_at is not None) for j in slurm_jobs)
     n_logs = write_job_logs(out, slurm_jobs, rng(_SLURM_LOGS), zone_name)
     shown = write_scontrol(out, slurm_jobs, rng(_SCONTROL), zone_name, blackout)
     emit(f"wrote sacct.txt ({len(lines) - 1:,} rows), {n_logs:,} job logs, {len(shown):,} scontrol snapshots; writing nvidia-smi logs")
 
-    runs, _ = _levels(slurm_jobs, seed)
+    runs = _levels(slurm_jobs, seed)
     telemetry = write_gpu_logs(
         out, hosts=[host_name(m) for m in range(machines)], t0=t0, span=span, interval_s=interval_s, runs=runs,
         n_jobs=jobs, seed=seed, stream=_GPU_LOGS, blackout=blackout, zone_name=zone_name, log=emit,
@@ -564,4 +567,4 @@ def generate_slurm_trace(
         "truth_times": "sacct and nvidia-smi times are never in a repeated hour's second occurrence, so naive text read as the first occurrence is exact",
     }
     write_truth(out / "truth.json", generator, zone_name, job_rows, attempt_rows)
-    return SlurmResult(out=out, jobs=jobs, runs=n_runs, gpu_rows=telemetry.rows, logs=n_logs)
+    return SlurmResult(out=out, jobs=jobs, allocation_rows=n_allocations, gpu_rows=telemetry.rows, logs=n_logs)
