@@ -434,3 +434,33 @@ def test_report_over_nvidia_smi_samples(tmp_path: Path) -> None:
     assert job["job_id"] == "job_gpu"
     assert int(job["util_samples"]) == 2
     assert float(job["mean_gpu_util_pct"]) == pytest.approx((26 + 100) / 2)
+
+
+def test_csv_gzip_bom_and_crlf_read_alike(tmp_path: Path) -> None:
+    import gzip
+
+    text = "\ufeff" + (DATA / "nvidia-smi-node01.csv").read_text().replace("\n", "\r\n")
+    packed = tmp_path / "node01.csv.gz"
+    packed.write_bytes(gzip.compress(text.encode("utf-8")))
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, packed, zone="Europe/Zurich")
+    ok(report, 4, 4)
+    assert samples(db, "node01")[0] == (t(2026, 7, 14, 6, 12, 38, 696000), 0, 26.0)
+    assert [line for line, _ in rejects(db, "node01.csv.gz")] == [8, 9, 10, 11]
+
+
+def test_dmon_column_sets_follow_the_header(tmp_path: Path) -> None:
+    # -s um -o DT: no power or temperature; fb (MB, i.e. MiB) is memory used
+    um = tmp_path / "node12.log"
+    um.write_text("#Date       Time        gpu    sm   mem   enc   dec    fb\n"
+                  "#YYYYMMDD   HH:MM:SS    Idx     %     %     %     %    MB\n"
+                  "20260721 12:00:00     0    55    10     0     0  8000\n")
+    db = tmp_path / "s.duckdb"
+    ok(ingest(db, um, zone="UTC")[0], 1, 0)
+    assert samples(db, "node12") == [(t(2026, 7, 21, 12), 0, 55.0)]
+    assert details(db, "node12") == [(t(2026, 7, 21, 12), 0, None, 10.0, 8000.0, None, None, None, None, None, None)]
+    # -o T: times without a date cannot be placed
+    times_only = tmp_path / "node13.log"
+    times_only.write_text("#Time        gpu    sm\n#HH:MM:SS    Idx     %\n12:00:00      0    55\n")
+    (failed,) = ingest(db, times_only)
+    assert failed.status == "failed" and "-o T" in failed.message
