@@ -32,9 +32,9 @@ DATA = Path(__file__).resolve().parent / "data" / "slurm"
 ZURICH = "Europe/Zurich"
 
 
-def ingest(db: Path, *paths: Path, **options: object):  # type: ignore[no-untyped-def]
+def ingest(db: Path, *paths: Path, format_name: str | None = None, **options: object):  # type: ignore[no-untyped-def]
     with open_store(db) as con:
-        return ingest_paths(con, list(paths), IngestOptions(**options))  # type: ignore[arg-type]
+        return ingest_paths(con, list(paths), IngestOptions(**options), format_name=format_name)  # type: ignore[arg-type]
 
 
 def rows(db: Path, sql: str) -> list[tuple]:  # type: ignore[type-arg]
@@ -504,3 +504,26 @@ def test_other_delimiter_and_repeated_step(tmp_path: Path) -> None:
     assert rows(db, "SELECT job_id, j.status, start_at, num_gpus FROM jobs j JOIN attempts USING (job_id)") == [
         ("10001", "passed", datetime(2024, 6, 1, 10, 0), 1.0)
     ]
+
+
+def test_scontrol_one_line_per_job(tmp_path: Path) -> None:
+    # scontrol -o show job -d: the node groups are inline; 7102 is pending (no node group)
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "scontrol_oneliner.txt")
+    assert (report.format, report.rows, report.rejects) == ("slurm_scontrol", 3, 0)
+    assert rows(db, "SELECT job_id, machine_id, gpu_index FROM gpu_bindings ORDER BY ALL") == [
+        ("7101", "gpu10", 0), ("7101", "gpu10", 1), ("7101", "gpu11", 7)
+    ]
+
+
+def test_messages_of_sacct_are_recorded_not_read(tmp_path: Path) -> None:
+    path = tmp_path / "sacct_with_stderr.txt"
+    path.write_text(
+        "sacct: error: slurmdbd: Getting response to message type: DBD_GET_JOBS_COND\n"
+        "JobID|State|Start|End\n"
+        "11001|COMPLETED|2024-06-01T10:00:00|2024-06-01T10:10:00\n"
+    )
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, path, zone="UTC", format_name="slurm_sacct")
+    assert (report.status, report.rows, report.rejects) == ("loaded", 1, 1)
+    assert rows(db, "SELECT line, reason FROM rejects") == [(1, "a message of sacct, not a row")]

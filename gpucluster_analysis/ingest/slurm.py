@@ -460,8 +460,9 @@ class _Reader:
             )
         self.layout, self.cols = layout, _Columns(layout)
 
-    def rows(self) -> Iterator[tuple[int, str, list[str] | int]]:
-        """(line number, text, fields) of each data line; a field count instead of fields when it is wrong."""
+    def rows(self) -> Iterator[tuple[int, str, list[str] | int | str]]:
+        """(line number, text, fields) of each data line; a field count instead of fields when
+        it is wrong, the text again for a message of the tool."""
         pending_header: tuple[int, str] | None = None  # fixed width: a header, its rule expected next
         for line_no, text in iter_lines(self.path):
             if not text.strip():
@@ -475,6 +476,9 @@ class _Reader:
                         hint="export with sacct --parsable2 (-P)",
                     )
                 self.set_layout(_fixed_layout(header, text), header_no)
+                continue
+            if text.startswith(("sacct: ", "slurm_load", "slurmdbd: ")):
+                yield line_no, text, text  # the tool's own message (sacct 2>&1): recorded, not read
                 continue
             # The header comes first, and again wherever dumps were concatenated.
             if self.layout is None or text == self.header_text or text.lstrip()[:5].lower() == "jobid":
@@ -555,6 +559,9 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
     reader = _Reader(ctx.path, getattr(ctx.options, "columns", None))
     stager = _Stager(ctx.con)
     for line_no, text, fields in reader.rows():
+        if isinstance(fields, str):
+            stager.add({"line": line_no, "text": text[:_TEXT_LIMIT], "problem": "a message of sacct, not a row"}, [])
+            continue
         assert reader.layout is not None and reader.cols is not None
         if isinstance(fields, int):
             stager.add({"line": line_no, "text": text[:_TEXT_LIMIT],
@@ -577,6 +584,8 @@ def _count(ctx: LoadContext, table: str) -> int:
 
 _KEY_VALUE = re.compile(r"(?:^|\s)([A-Za-z_][A-Za-z0-9_:/]*)=(\S*(?:\s+(?![A-Za-z_][A-Za-z0-9_:/]*=)\S+)*)")
 _IDX = re.compile(r"IDX:([^)]*)\)")
+# A node group of `scontrol show job -d`: Nodes=gpu[01-02] CPU_IDs=0-31 Mem=256000 GRES=gpu:a100:4(IDX:0-3)
+_NODE_DETAIL = re.compile(r"(?:^|\s)Nodes=(\S+)\s+CPU_IDs=\S+(?:\s+Mem=\S+)?(?:\s+GRES(?:_IDX)?=(\S*))?")
 
 
 def _pairs(text: str) -> dict[str, str]:
@@ -632,35 +641,29 @@ def _load_scontrol(ctx: LoadContext) -> LoadCounts:
     job_line = 0
     for line_no, text in iter_lines(ctx.path):
         stripped = text.strip()
-        if not stripped:
-            continue
         if stripped.startswith("JobId="):
             job_line = line_no
-            job_id = None
             pairs = _pairs(stripped)
             job_id = _scontrol_job_id(pairs)
             if job_id is None:
                 rejects.append((line_no, f"unreadable JobId {pairs.get('JobId', '')!r}", text))
-            continue
-        if not stripped.startswith("Nodes="):
-            continue
-        pairs = _pairs(stripped)
-        gres = pairs.get("GRES", pairs.get("GRES_IDX", ""))
-        if job_id is None:
-            reason = "Nodes line outside a job" if job_line == 0 else f"Nodes line of the unreadable job at line {job_line}"
-            rejects.append((line_no, reason, text))
-            continue
-        try:
-            hosts = expand_hostlist(pairs.get("Nodes", ""))
-            indices = parse_gpu_indices(gres)
-        except (HostlistError, ValueError) as e:
-            rejects.append((line_no, f"unreadable Nodes or GRES: {e}", text))
-            continue
-        for host in hosts:
-            for index in indices:
-                bindings["job_id"].append(job_id)
-                bindings["machine_id"].append(host)
-                bindings["gpu_index"].append(index)
+        # One line per node group, or inline with everything else under `scontrol -o`.
+        for detail in _NODE_DETAIL.finditer(stripped):
+            if job_id is None:
+                reason = "Nodes= outside a job" if job_line == 0 else f"Nodes= of the unreadable job at line {job_line}"
+                rejects.append((line_no, reason, text))
+                continue
+            try:
+                hosts = expand_hostlist(detail.group(1))
+                indices = parse_gpu_indices(detail.group(2) or "")
+            except (HostlistError, ValueError) as e:
+                rejects.append((line_no, f"unreadable Nodes or GRES: {e}", text))
+                continue
+            for host in hosts:
+                for index in indices:
+                    bindings["job_id"].append(job_id)
+                    bindings["machine_id"].append(host)
+                    bindings["gpu_index"].append(index)
         if len(bindings["job_id"]) >= BATCH_ROWS:
             _insert_bindings(ctx, bindings)
             bindings = {k: [] for k in bindings}
