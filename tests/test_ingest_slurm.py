@@ -438,7 +438,8 @@ def test_a_job_from_another_file_is_rejected_and_replace_works(tmp_path: Path) -
     # 3001 and 3002 (and their batch steps) are stored from the first file already
     assert (report.rows, report.rejects) == (1, 4)
     reasons = rows(db, "SELECT line, reason FROM rejects ORDER BY line")
-    assert reasons[0] == (2, f"job 3001 already stored from {(DATA / 'parsable_trailing.txt').resolve()}")
+    first = (DATA / "parsable_trailing.txt").resolve()
+    assert reasons[0] == (2, f"job 3001 already stored from {first} (concatenate overlapping dumps into one file)")
     (replaced,) = ingest(db, DATA / "parsable_trailing.txt", zone=ZURICH, replace=True)
     assert (replaced.status, replaced.rows, replaced.rejects) == ("replaced", 3, 0)
     assert rows(db, "SELECT count(*) FROM jobs") == [(4,)]
@@ -527,3 +528,22 @@ def test_messages_of_sacct_are_recorded_not_read(tmp_path: Path) -> None:
     (report,) = ingest(db, path, zone="UTC", format_name="slurm_sacct")
     assert (report.status, report.rows, report.rejects) == ("loaded", 1, 1)
     assert rows(db, "SELECT line, reason FROM rejects") == [(1, "a message of sacct, not a row")]
+
+
+def test_scontrol_bindings_meet_sacct_jobs(tmp_path: Path) -> None:
+    # The ids scontrol prints (JobId 1011 = array task 1010_1) become the ids sacct uses.
+    snapshot = tmp_path / "scontrol_1001.txt"
+    snapshot.write_text(
+        "JobId=1001 JobName=train_resnet\n"
+        "     Nodes=gpu01 CPU_IDs=0-31 Mem=256000 GRES=gpu:a100:4(IDX:0-3)\n\n"
+        "JobId=1011 ArrayJobId=1010 ArrayTaskId=1 JobName=array\n"
+        "     Nodes=gpu01 CPU_IDs=0-7 Mem=32000 GRES=gpu:1(IDX:5)\n"
+    )
+    db = tmp_path / "s.duckdb"
+    ingest(db, DATA / "parsable2.txt", snapshot, zone=ZURICH)
+    with open_store(db, read_only=True) as con:
+        prepare(con)
+        got = con.execute(
+            "SELECT job_id, attribution, machine_id, gpu_index FROM attempt_attribution"
+            " WHERE job_id IN ('1001', '1010_1') ORDER BY ALL").fetchall()
+    assert got == [("1001", "scontrol", "gpu01", i) for i in range(4)] + [("1010_1", "scontrol", "gpu01", 5)]

@@ -48,7 +48,8 @@ problems AS (
     SELECT line, 'same JobID, Submit and Start as line ' || last_line || ', which is kept'
     FROM repeats WHERE line < last_line
     UNION ALL
-    SELECT a.line, 'job ' || a.job_id || ' already stored from ' || f.path
+    -- Overlapping dumps (a job running across the cut) belong in one file: cat them.
+    SELECT a.line, 'job ' || a.job_id || ' already stored from ' || f.path || ' (concatenate overlapping dumps into one file)'
     FROM allocs a
     JOIN jobs j ON j.source = 'slurm' AND j.job_id = a.job_id
     JOIN ingested_files f ON f.file_id = j.file_id
