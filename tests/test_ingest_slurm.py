@@ -547,3 +547,11 @@ def test_scontrol_bindings_meet_sacct_jobs(tmp_path: Path) -> None:
             "SELECT job_id, attribution, machine_id, gpu_index FROM attempt_attribution"
             " WHERE job_id IN ('1001', '1010_1') ORDER BY ALL").fetchall()
     assert got == [("1001", "scontrol", "gpu01", i) for i in range(4)] + [("1010_1", "scontrol", "gpu01", 5)]
+
+
+def test_fixed_width_without_header_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "sacct_n.txt"
+    path.write_text("".join((DATA / "fixed_width.txt").read_text().splitlines(keepends=True)[2:]))
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, path, format_name="slurm_sacct", columns=("JobID", "JobName", "State"))
+    assert report.status == "failed" and "sacct_n.txt:1: sacct output without '|'" in report.message

@@ -509,6 +509,12 @@ class _Reader:
                 f"{self.path}:{line_no}: sacct output without a header line (sacct -n/--noheader)",
                 hint="name its columns in sacct --format order with --columns, e.g. --columns JobID,JobName,State,Start,End",
             )
+        if "|" not in text:
+            raise ParseError(
+                f"{self.path}:{line_no}: sacct output without '|' and without a header line: fixed-width"
+                " output cannot be read without its header",
+                hint="export with sacct --parsable2 (-P)",
+            )
         names = _clean_columns(self.columns_option)
         fields = text.split("|")
         trailing = len(fields) == len(names) + 1 and fields[-1].strip() == ""
