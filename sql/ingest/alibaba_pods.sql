@@ -6,9 +6,10 @@
 -- creation/scheduled/deletion_time are whole seconds since the trace start. A pod runs on
 -- one node; it holds num_gpu x gpu_milli/1000 GPUs (gpu_milli < 1000: a shared GPU).
 
-CREATE OR REPLACE TEMP MACRO trace_field(fields, pos) AS (
-    CASE WHEN trim(fields[pos]) IN ('', 'NA', 'N/A', 'None', 'none', 'nan', 'NaN', 'NaT', 'null', 'NULL', 'Unknown')
-         THEN NULL ELSE trim(fields[pos]) END
+-- A field as stored: trimmed, and NULL for the spellings of "no value".
+CREATE OR REPLACE TEMP MACRO trace_value(f) AS (
+    CASE WHEN trim(f) IN ('', 'NA', 'N/A', 'None', 'none', 'nan', 'NaN', 'NaT', 'null', 'NULL', 'Unknown')
+         THEN NULL ELSE trim(f) END
 );
 
 -- Whole non-negative seconds ('9437497', also '9437497.0' as pandas writes a column with
@@ -18,22 +19,9 @@ CREATE OR REPLACE TEMP MACRO trace_seconds(t) AS (
          THEN CAST(TRY_CAST(t AS DOUBLE) AS BIGINT) END
 );
 
-CREATE OR REPLACE TEMP TABLE stage_line AS
-SELECT ordinality AS line, text
-FROM read_csv($path, header = false, columns = {'text': 'VARCHAR'}, delim = $delim, quote = '',
-              escape = '', auto_detect = false) WITH ORDINALITY;
-
-CREATE OR REPLACE TEMP TABLE stage_row AS
-SELECT line, text,
-       CASE WHEN contains(text, '"')
-            THEN list_transform(regexp_extract_all(text, '(?:^|,)("(?:[^"]|"")*"|[^,]*)', 1),
-                                lambda f: CASE WHEN f LIKE '"%"' THEN replace(f[2:-2], '""', '"') ELSE f END)
-            ELSE string_split(text, ',') END AS fields
-FROM stage_line
-WHERE line > 1 AND text IS NOT NULL AND trim(text) <> '' AND text <> $header_text;
-
+-- Each line read whole and split as in helios_acme_jobs.sql.
 CREATE OR REPLACE TEMP TABLE stage_pod AS
-SELECT line, text, len(fields) AS n_fields, job_id, phase,
+SELECT line, text, n_fields, job_id, phase,
        gpu_text, milli_text, created_text, scheduled_text, deleted_text,
        TRY_CAST(gpu_text AS DOUBLE) AS num_gpu,
        TRY_CAST(milli_text AS DOUBLE) AS gpu_milli,
@@ -42,15 +30,27 @@ SELECT line, text, len(fields) AS n_fields, job_id, phase,
        trace_seconds(deleted_text) AS deleted_s,
        row_number() OVER (PARTITION BY job_id ORDER BY line) AS copy_no
 FROM (
-    SELECT line, text, fields,
-           trace_field(fields, $pos_name) AS job_id,
-           trace_field(fields, $pos_pod_phase) AS phase,
-           trace_field(fields, $pos_num_gpu) AS gpu_text,
-           trace_field(fields, $pos_gpu_milli) AS milli_text,
-           trace_field(fields, $pos_creation_time) AS created_text,
-           trace_field(fields, $pos_scheduled_time) AS scheduled_text,
-           trace_field(fields, $pos_deletion_time) AS deleted_text
-    FROM stage_row
+    SELECT line, text, len(fields) AS n_fields,
+           fields[$pos_name] AS job_id,
+           fields[$pos_pod_phase] AS phase,
+           fields[$pos_num_gpu] AS gpu_text,
+           fields[$pos_gpu_milli] AS milli_text,
+           fields[$pos_creation_time] AS created_text,
+           fields[$pos_scheduled_time] AS scheduled_text,
+           fields[$pos_deletion_time] AS deleted_text
+    FROM (
+        SELECT line, text,
+               list_transform(
+                   CASE WHEN contains(text, '"')
+                        THEN list_transform(regexp_extract_all(text, '(?:^|,)("(?:[^"]|"")*"|[^,]*)', 1),
+                                            lambda f: CASE WHEN f LIKE '"%"' THEN replace(f[2:-2], '""', '"') ELSE f END)
+                        ELSE string_split(text, ',') END,
+                   lambda f: trace_value(f)) AS fields
+        FROM (SELECT ordinality AS line, text
+              FROM read_csv($path, header = false, columns = {'text': 'VARCHAR'}, delim = $delim, quote = '',
+                            escape = '', auto_detect = false) WITH ORDINALITY)
+        WHERE line > 1 AND text IS NOT NULL AND trim(text) <> '' AND text <> $header_text
+    )
 );
 
 CREATE OR REPLACE TEMP TABLE stage_pod_problem AS

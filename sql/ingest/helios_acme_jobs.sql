@@ -7,9 +7,10 @@
 -- Needs the temp table zone_periods for $zone (gpucluster_analysis.timezones).
 -- Lines are read whole and split here, so every reject carries its exact line number.
 
-CREATE OR REPLACE TEMP MACRO trace_field(fields, pos) AS (
-    CASE WHEN trim(fields[pos]) IN ('', 'NA', 'N/A', 'None', 'none', 'nan', 'NaN', 'NaT', 'null', 'NULL', 'Unknown')
-         THEN NULL ELSE trim(fields[pos]) END
+-- A field as stored: trimmed, and NULL for the spellings of "no value".
+CREATE OR REPLACE TEMP MACRO trace_value(f) AS (
+    CASE WHEN trim(f) IN ('', 'NA', 'N/A', 'None', 'none', 'nan', 'NaN', 'NaT', 'null', 'NULL', 'Unknown')
+         THEN NULL ELSE trim(f) END
 );
 
 -- A time as '2020-06-09 18:41:01' (local, no zone), or with an offset as Acme writes it
@@ -19,34 +20,32 @@ CREATE OR REPLACE TEMP MACRO trace_time_parts(t) AS (
                    ['day', 'clock', 'fraction', 'offset'])
 );
 
-CREATE OR REPLACE TEMP TABLE stage_line AS
-SELECT ordinality AS line, text
-FROM read_csv($path, header = false, columns = {'text': 'VARCHAR'}, delim = $delim, quote = '',
-              escape = '', auto_detect = false) WITH ORDINALITY;
-
--- Fields split at commas; a line with a double quote is split by a CSV-aware pattern
--- (quoted fields may hold commas, "" is a quote).
-CREATE OR REPLACE TEMP TABLE stage_row AS
-SELECT line, text,
-       CASE WHEN contains(text, '"')
-            THEN list_transform(regexp_extract_all(text, '(?:^|,)("(?:[^"]|"")*"|[^,]*)', 1),
-                                lambda f: CASE WHEN f LIKE '"%"' THEN replace(f[2:-2], '""', '"') ELSE f END)
-            ELSE string_split(text, ',') END AS fields
-FROM stage_line
-WHERE line > 1 AND text IS NOT NULL AND trim(text) <> '' AND text <> $header_text;
-
+-- Each line read whole (no quoting: $delim never occurs) and split at commas; a line with a
+-- double quote is split by a CSV-aware pattern (quoted fields may hold commas, "" is a quote).
 CREATE OR REPLACE TEMP TABLE stage_job AS
 SELECT line, text, len(fields) AS n_fields,
-       trace_field(fields, $pos_job_id) AS job_id,
-       trace_field(fields, $pos_user) AS user_name,
-       trace_field(fields, $pos_vc) AS vc,
-       trace_field(fields, $pos_gpu_num) AS gpu_text,
-       trace_field(fields, $pos_node_num) AS node_text,
-       trace_field(fields, $pos_state) AS state,
-       trace_field(fields, $pos_submit_time) AS submit_text,
-       trace_field(fields, $pos_start_time) AS start_text,
-       trace_field(fields, $pos_end_time) AS end_text
-FROM stage_row;
+       fields[$pos_job_id] AS job_id,
+       fields[$pos_user] AS user_name,
+       fields[$pos_vc] AS vc,
+       fields[$pos_gpu_num] AS gpu_text,
+       fields[$pos_node_num] AS node_text,
+       fields[$pos_state] AS state,
+       fields[$pos_submit_time] AS submit_text,
+       fields[$pos_start_time] AS start_text,
+       fields[$pos_end_time] AS end_text
+FROM (
+    SELECT line, text,
+           list_transform(
+               CASE WHEN contains(text, '"')
+                    THEN list_transform(regexp_extract_all(text, '(?:^|,)("(?:[^"]|"")*"|[^,]*)', 1),
+                                        lambda f: CASE WHEN f LIKE '"%"' THEN replace(f[2:-2], '""', '"') ELSE f END)
+                    ELSE string_split(text, ',') END,
+               lambda f: trace_value(f)) AS fields
+    FROM (SELECT ordinality AS line, text
+          FROM read_csv($path, header = false, columns = {'text': 'VARCHAR'}, delim = $delim, quote = '',
+                        escape = '', auto_detect = false) WITH ORDINALITY)
+    WHERE line > 1 AND text IS NOT NULL AND trim(text) <> '' AND text <> $header_text
+);
 
 -- Every distinct time text, converted once: by its own offset where it has one, else
 -- through the zone's offset periods (first occurrence of a repeated hour).
@@ -86,6 +85,8 @@ FROM stage_job j
 LEFT JOIN stage_time ts ON ts.t = j.submit_text
 LEFT JOIN stage_time tb ON tb.t = j.start_text
 LEFT JOIN stage_time te ON te.t = j.end_text;
+
+DROP TABLE stage_job;  -- memory: everything it held is in stage_job_checked
 
 -- Why a row cannot be stored; NULL when it is fine. The first reason in this order wins.
 CREATE OR REPLACE TEMP TABLE stage_job_problem AS
@@ -139,6 +140,8 @@ SELECT c.*,
        END AS status
 FROM stage_job_checked c
 WHERE c.line NOT IN (SELECT line FROM stage_job_problem);
+
+DROP TABLE stage_job_checked;
 
 INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, cancelled_by, file_id)
 SELECT $source, job_id, user_name, vc, status, state, submit_at, nullif(canceller, ''), $file_id
