@@ -36,9 +36,9 @@ from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines
 from gpucluster_analysis.ingest.nvsmi import (
     Batches,
-    _lines,
     host_from_name,
     parse_time_option,
+    read_lines,
     site_zone,
     start_time,
     store_staged,
@@ -146,7 +146,7 @@ def _load_prom(ctx: LoadContext) -> LoadCounts:
     fallback = start_time(ctx) or time_from_name(ctx.path, zone)
     scrape_time = None
     samples = 0
-    for number, text in _lines(ctx.path):
+    for number, text in read_lines(ctx.path):
         if not text:
             continue
         if text.startswith("#"):

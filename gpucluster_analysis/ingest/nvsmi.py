@@ -176,7 +176,8 @@ def store_staged(ctx: LoadContext, zone: str | None, *, pci_order: bool = False)
     return LoadCounts(rows=int(stored), rejects=int(rejected))
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
+def read_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(1-based number, stripped text) of each line; gzip, a BOM and CRLF read alike."""
     with io.TextIOWrapper(open_binary(path), encoding="utf-8-sig", errors="replace") as f:
         for number, line in enumerate(f, start=1):
             yield number, line.strip()
@@ -284,9 +285,9 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
         keys = [k.lower() for k in given] if dmon else [csv_key(k) for k in given]
         current = _layout(keys, DMON_FIELDS if dmon else CSV_FIELDS, 0)
         layouts.append(current)
-    orphans = 0
+    orphans, first_orphan = 0, 0
     units_next = False
-    for number, text in _lines(ctx.path):
+    for number, text in read_lines(ctx.path):
         if not text:
             continue
         if dmon and text.startswith("#"):
@@ -319,8 +320,7 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
             continue
         if current is None:
             orphans += 1
-            if orphans == 1:
-                first_orphan = number
+            first_orphan = first_orphan or number
             continue
         lines.add(line=number, block=current["block"], text=text)
     lines.flush()
@@ -417,7 +417,7 @@ def _sniff_csv(head: str) -> bool:
         text = line.strip()
         if not text:
             continue
-        if _csv_header_keys(text) is not None and "," in text or _CSV_TIME.match(text):
+        if ("," in text and _csv_header_keys(text) is not None) or _CSV_TIME.match(text):
             return True
         return False
     return False
@@ -453,7 +453,7 @@ def _xml_documents(ctx: LoadContext) -> Iterator[tuple[int, str]]:
     """(first line, text) of each <nvidia_smi_log> document; one at a time, so memory stays bounded."""
     parts: list[str] = []
     start = None
-    for number, line in _lines(ctx.path):
+    for number, line in read_lines(ctx.path):
         if "<nvidia_smi_log" in line and start is None:
             start = number
             parts = [line[line.index("<nvidia_smi_log"):]]
