@@ -33,6 +33,8 @@ _CONTRIBUTING_TABLES = (
     "attempt_hosts", "gpu_bindings", "gpu_devices", "gpu_events", "job_logs",
 )
 _TEMP_PREFIXES = ("stage_",)
+# Below this size a file loads before progress polling would show anything.
+_POLL_MIN_BYTES = 8 << 20
 # Why a log-like file in a walked directory was not ingested.
 UNPLACED_LOG = "a job log whose job gca cannot tell from its path (see --log-pattern)"
 # The public Philly trace ships as trace-data.tar.gz.
@@ -180,7 +182,7 @@ def ingest_file(
         for old_file_id, _, _ in previous:
             _forget_file(con, old_file_id)
         file_id = _register(con, path, size, digest, fmt, options)
-        with _watch_progress(con, listener) as on_statement:
+        with _watch_progress(con, listener, poll=size >= _POLL_MIN_BYTES) as on_statement:
             ctx = LoadContext(con=con, path=path, file_id=file_id, options=options, head=head, on_statement=on_statement)
             counts = fmt.load(ctx)
         seconds = time.perf_counter() - started
@@ -190,7 +192,7 @@ def ingest_file(
         )
         samples = con.execute(
             "SELECT line, reason FROM rejects WHERE file_id = ? ORDER BY line NULLS LAST LIMIT 3", [file_id]
-        ).fetchall()
+        ).fetchall() if counts.rejects else []
         if options.strict and counts.rejects:
             line, reason = samples[0]
             where = f"{path}:{line}" if line else str(path)
@@ -205,7 +207,8 @@ def ingest_file(
         if isinstance(e, duckdb.Error):
             raise StoreError(f"{path}: loading failed: {str(e).splitlines()[0]}") from e
         raise
-    _drop_staging(con)
+    if not by_path_only:  # job logs never stage; skipping the lookup matters at thousands of files
+        _drop_staging(con)
     return FileReport(
         path, fmt.name, "replaced" if previous else "loaded",
         rows=counts.rows, rejects=counts.rejects, seconds=time.perf_counter() - started,
@@ -214,12 +217,12 @@ def ingest_file(
 
 
 def _register(con: duckdb.DuckDBPyConnection, path: Path, size: int, digest: str, fmt: FileFormat, options: IngestOptions) -> int:
-    file_id = con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM ingested_files").fetchone()[0]
     zone = (options.zone or fmt.default_zone) if fmt.default_zone else None
-    con.execute(
-        "INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?, ?, 0, 0, 0, ?)",
-        [file_id, str(path.resolve()), size, digest, fmt.name, zone, datetime.now(UTC).replace(tzinfo=None)],
-    )
+    (file_id,) = con.execute(
+        "INSERT INTO ingested_files SELECT coalesce(max(file_id), 0) + 1, ?, ?, ?, ?, ?, 0, 0, 0, ? FROM ingested_files"
+        " RETURNING file_id",
+        [str(path.resolve()), size, digest, fmt.name, zone, datetime.now(UTC).replace(tzinfo=None)],
+    ).fetchall()[0]
     return int(file_id)
 
 
@@ -249,11 +252,14 @@ def _byte_progress(listener: IngestListener, size: int):  # type: ignore[no-unty
 
 
 @contextmanager
-def _watch_progress(con: duckdb.DuckDBPyConnection, listener: IngestListener) -> Iterator[Callable[[int, int], None]]:
+def _watch_progress(
+    con: duckdb.DuckDBPyConnection, listener: IngestListener, poll: bool = True
+) -> Iterator[Callable[[int, int], None]]:
     """Poll DuckDB's progress of the running statement from a side thread.
 
     Yields the callback a format's script calls before each statement, so that
     statement i of n fills its own share of the bar and the bar never runs back.
+    Without `poll` (small files, done before a bar would show) no thread is started.
     """
     stop = threading.Event()
     share = {"done": 0.0, "size": 1.0}
@@ -262,7 +268,7 @@ def _watch_progress(con: duckdb.DuckDBPyConnection, listener: IngestListener) ->
     def on_statement(i: int, n: int) -> None:
         share["done"], share["size"] = i / n, 1 / n
 
-    def poll() -> None:
+    def poll_progress() -> None:
         while not stop.wait(0.25):
             try:
                 pct = con.query_progress()
@@ -275,7 +281,10 @@ def _watch_progress(con: duckdb.DuckDBPyConnection, listener: IngestListener) ->
                 shown["fraction"] = fraction
                 listener.file_progress(fraction)
 
-    thread = threading.Thread(target=poll, daemon=True)
+    if not poll:
+        yield on_statement
+        return
+    thread = threading.Thread(target=poll_progress, daemon=True)
     thread.start()
     try:
         yield on_statement
