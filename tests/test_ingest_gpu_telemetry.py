@@ -464,3 +464,11 @@ def test_dmon_column_sets_follow_the_header(tmp_path: Path) -> None:
     times_only.write_text("#Time        gpu    sm\n#HH:MM:SS    Idx     %\n12:00:00      0    55\n")
     (failed,) = ingest(db, times_only)
     assert failed.status == "failed" and "-o T" in failed.message
+
+
+def test_query_range_without_dcgm_metrics_fails_clearly(tmp_path: Path) -> None:
+    other = tmp_path / "node_load.json"
+    other.write_text('{"status":"success","data":{"resultType":"matrix","result":'
+                     '[{"metric":{"__name__":"node_load1","instance":"n1:9100"},"values":[[1700000000,"0.5"]]}]}}')
+    (failed,) = ingest(tmp_path / "s.duckdb", other, format_name="dcgm_query_range")
+    assert failed.status == "failed" and "no series of a DCGM metric" in failed.message

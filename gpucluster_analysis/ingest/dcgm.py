@@ -217,12 +217,16 @@ def _load_query_range(ctx: LoadContext) -> LoadCounts:
     run_script(ctx.con, "ingest", "dcgm_query_range",
                {"metric_names": names, "measures": [METRICS[n] for n in names],
                 "fallback_metric": METRICS[named[-1]] if named else None})
-    unnamed = ctx.con.execute(
-        "SELECT count(*) FROM stage_dcgm_series WHERE measure IS NULL AND dcgm_label(m, '__name__') IS NULL"
-    ).fetchall()[0][0]
+    unnamed, known = ctx.con.execute(
+        "SELECT count(*) FILTER (WHERE measure IS NULL AND dcgm_label(m, '__name__') IS NULL),"
+        " count(*) FILTER (WHERE measure IS NOT NULL) FROM stage_dcgm_series"
+    ).fetchall()[0]
     if unnamed:
         raise ParseError(f"{ctx.path}: {unnamed} series without __name__, and the file name names no DCGM metric",
                          hint="name the file after the metric (e.g. DCGM_FI_DEV_GPU_UTIL.json) or keep __name__ in the query")
+    if not known:
+        raise ParseError(f"{ctx.path}: no series of a DCGM metric gca reads (GPU_UTIL, FB_USED, POWER_USAGE, ...)",
+                         hint="export DCGM_FI_* metrics, e.g. query_range of {__name__=~\"DCGM_FI_.*\"}")
     return _store(ctx)
 
 
