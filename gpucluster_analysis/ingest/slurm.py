@@ -562,7 +562,7 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
     # The zone is the machine's unless --tz says otherwise: record the one used.
     ctx.con.execute("UPDATE ingested_files SET time_zone = ? WHERE file_id = ?", [zone, ctx.file_id]).fetchall()
     install_zone(ctx.con, zone)
-    reader = _Reader(ctx.path, getattr(ctx.options, "columns", None))
+    reader = _Reader(ctx.path, ctx.options.columns)
     stager = _Stager(ctx.con)
     for line_no, text, fields in reader.rows():
         if isinstance(fields, str):
