@@ -555,3 +555,14 @@ def test_fixed_width_without_header_is_refused(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     (report,) = ingest(db, path, format_name="slurm_sacct", columns=("JobID", "JobName", "State"))
     assert report.status == "failed" and "sacct_n.txt:1: sacct output without '|'" in report.message
+
+
+def test_a_pending_jobs_forecast_start_is_no_start(tmp_path: Path) -> None:
+    path = tmp_path / "sacct_forecast.txt"
+    path.write_text(
+        "JobID|State|Submit|Start|End|ReqTRES\n"
+        "12001|PENDING|2024-06-01T10:00:00|2024-06-01T18:00:00|Unknown|cpu=8,gres/gpu=4\n"
+    )
+    db = tmp_path / "s.duckdb"
+    ingest(db, path, zone="UTC")
+    assert rows(db, "SELECT status, start_at, end_at, num_gpus FROM attempts") == [("pending", None, None, 4.0)]

@@ -420,9 +420,11 @@ def _parse_fields(fields: list[str], cols: _Columns, line_no: int, text: str) ->
         row["problem"] = "; ".join(problems)
         return row, []
     # Slurm stamps Start = End on a job that ended while pending (cancelled, deadline):
-    # with no node ever assigned, that Start is no start.
+    # with no node ever assigned, that Start is no start. A pending job's Start, where
+    # sacct shows one, is the scheduler's forecast.
     never_started = times["start_t"] is not None and (
-        (cols.nodelist is not None and nodelist.lower() in ("none assigned", "(null)", ""))
+        STATUS_OF_STATE.get(state) == "pending"
+        or (cols.nodelist is not None and nodelist.lower() in ("none assigned", "(null)", ""))
         or (cols.nodelist is None and cols.alloc_tres is not None and not _value(fields, cols.alloc_tres)
             and times["start_t"] == times["end_t"])
     )
