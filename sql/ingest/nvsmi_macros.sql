@@ -14,14 +14,13 @@ CREATE OR REPLACE TEMP MACRO gpu_missing(v) AS (
 -- (`26 %`, `81559 MiB`, `433.78 W`, `1980 MHz`, `56`). Only units that need no
 -- conversion are accepted (dmon's MB are MiB); anything else is NULL, and the caller
 -- rejects the row rather than store a wrong number.
+-- A bare number first (the common case, and `nounits`); missing spellings are never numbers.
 CREATE OR REPLACE TEMP MACRO gpu_number(v) AS (
-    CASE WHEN gpu_missing(v) THEN NULL
-         ELSE coalesce(
-             TRY_CAST(trim(v) AS DOUBLE),
-             CASE WHEN split_part(trim(v), ' ', 2) IN ('%', 'MiB', 'MB', 'W', 'MHz', 'C', 'us')
-                       AND split_part(trim(v), ' ', 3) = ''
-                  THEN TRY_CAST(split_part(trim(v), ' ', 1) AS DOUBLE) END)
-    END
+    coalesce(
+        TRY_CAST(v AS DOUBLE),
+        CASE WHEN len(string_split(trim(v), ' ')) = 2
+                  AND string_split(trim(v), ' ')[2] IN ('%', 'MiB', 'MB', 'W', 'MHz', 'C', 'us')
+             THEN TRY_CAST(string_split(trim(v), ' ')[1] AS DOUBLE) END)
 );
 
 -- Text that is neither missing nor a finite number: the row is rejected, naming it.
