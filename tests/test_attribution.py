@@ -100,3 +100,43 @@ def test_gpu_time_share_per_attribution_mode(jobs: dict) -> None:  # type: ignor
     assert {m: r["gpu_time_s"] for m, r in modes.items()} == pytest.approx(expected)
     total = sum(expected.values())
     assert modes["node_level"]["gpu_time_share_pct"] == pytest.approx(100 * 4500 / total)
+
+
+EVIDENCE_LIMITS = """
+INSERT INTO ingested_files VALUES (1, 'x', 1, 'a', 'slurm_sacct', 'UTC', 0, 0, 0, now());
+INSERT INTO machines VALUES ('n4', 4, NULL, 1), ('n5', 4, NULL, 1), ('n6', 2, NULL, 1), ('n7', 2, NULL, 1);
+INSERT INTO jobs (source, job_id, user_name, vc, status, submit_at, file_id) VALUES
+  ('slurm', 'S6', 'u', 'a', 'passed', '2024-01-01 09:00:00', 1),
+  ('slurm', 'S7', 'u', 'a', 'passed', '2024-01-01 09:00:00', 1),
+  ('slurm', 'S8', 'u', 'a', 'passed', '2024-01-01 09:00:00', 1);
+INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, num_gpus, num_nodes, file_id) VALUES
+  ('slurm', 'S6', 0, 0, '2024-01-01 10:00:00', '2024-01-01 11:00:00', 2, 1, 1),
+  ('slurm', 'S7', 0, 0, '2024-01-01 10:00:00', '2024-01-01 10:20:00', 1, 1, 1),
+  ('slurm', 'S7', 1, 1, '2024-01-01 10:30:00', '2024-01-01 11:00:00', 1, 1, 1),
+  ('slurm', 'S8', 0, 0, '2024-01-01 10:00:00', '2024-01-01 11:00:00', 2, 2, 1);
+INSERT INTO attempt_hosts VALUES
+  ('slurm', 'S6', 0, 'n4', 2, 1),                                   -- alone, but 2 of 4 GPUs
+  ('slurm', 'S7', 0, 'n5', 1, 1), ('slurm', 'S7', 1, 'n5', 1, 1),   -- requeued on n5
+  ('slurm', 'S8', 0, 'n6', 1, 1), ('slurm', 'S8', 0, 'n7', 1, 1);   -- two machines
+INSERT INTO gpu_bindings VALUES
+  (NULL, 'S7', NULL, NULL, 3, 'cuda_visible_devices', 1),  -- slurm-S7.out: the last run's
+  (NULL, 'S8', NULL, NULL, 1, 'cuda_visible_devices', 1);  -- the batch host's only
+"""
+
+
+def test_bindings_and_whole_machines_are_claimed_only_where_the_evidence_holds(tmp_path: Path) -> None:
+    with open_store(tmp_path / "s.duckdb") as con:
+        con.execute(EVIDENCE_LIMITS)
+        prepare(con)
+        attempts = dict(((j, a), m) for j, a, m in con.execute(
+            "SELECT DISTINCT job_id, attempt_no, attribution FROM attempt_attribution").fetchall())
+        cells = con.execute("SELECT machine_id, gpu_index FROM attempt_attribution WHERE job_id = 'S7' AND attempt_no = 1").fetchall()
+        jobs = {r["job_id"]: r["attribution"] for r in jobs_table(con).to_dicts()}
+    # Alone on n4 with 2 of its 4 GPUs: the other two idle GPUs would dilute it, so node level.
+    assert attempts[("S6", 0)] == "node_level"
+    # The binding without an attempt belongs to the last run only; the first is node level.
+    assert (attempts[("S7", 0)], attempts[("S7", 1)]) == ("node_level", "cuda_visible_devices")
+    assert cells == [("n5", 3)]
+    # A batch script's CUDA_VISIBLE_DEVICES says nothing about the second machine.
+    assert attempts[("S8", 0)] == "node_level"
+    assert jobs == {"S6": "node_level", "S7": "node_level", "S8": "node_level"}

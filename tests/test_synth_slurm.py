@@ -258,8 +258,6 @@ def test_gca_jobs_csv_matches_truth(gca_jobs: dict, truth: dict) -> None:  # typ
     assert {j["failure_reason"] for j in truth["jobs"]} > {None}
 
 
-@pytest.mark.xfail(strict=True, reason="gca applies a slurm-<jobid>.out CUDA_VISIBLE_DEVICES binding to every run "
-                   "and every host of the job, though the file shows the last run's batch host only")
 def test_gca_does_not_claim_exact_attribution_without_evidence(gca_jobs: dict, truth: dict) -> None:  # type: ignore[type-arg]
     exact = _exact_runs(truth)
     others = [j["job_id"] for j in truth["jobs"] if j["job_id"] not in exact]

@@ -410,8 +410,8 @@ def _evidence(job: SlurmJob, k: int, scontrol: set[str], logged: bool) -> str:
     last = k == len(job.runs) - 1 and job.cancel_at is None
     if last and job.job_id in scontrol:
         return "scontrol"
-    if last and logged and len({g for _, g in run.alloc}) == 1:
-        return "cuda_visible_devices"  # the log prints the batch host's indices; exact when all hosts have the same
+    if last and logged and len(run.alloc) == 1:
+        return "cuda_visible_devices"  # the batch script prints its own host's indices: exact on one host only
     if all(len(g) == GPUS_PER_MACHINE for _, g in run.alloc):
         return "whole_node"
     return "node_level"

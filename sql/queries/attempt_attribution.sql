@@ -3,18 +3,29 @@
 --   scheduler             the scheduler's log lists the (machine, GPU) pairs (Philly)
 --   scontrol              GPU indices from `scontrol show job -d` (gpu_bindings)
 --   cuda_visible_devices  GPU indices the job's log printed (gpu_bindings)
---   whole_node            the job had each of its machines to itself: every GPU of them
+--   whole_node            the job held every GPU of each of its machines (or, where the
+--                         source does not say how many it held there, no other job ran
+--                         on them meanwhile): every GPU of them
 --   node_level            machines known, GPUs not: every GPU of them, although other jobs
---                         ran there too (flagged: its utilization mixes in theirs)
+--                         or idle GPUs were there too (flagged: its utilization mixes them in)
 --   none                  the source names no machines (Helios, Acme, Alibaba)
--- A binding without a machine holds on every machine of the attempt. A machine's GPUs are
+-- A binding names its attempt by attempts.source_index; without one (scontrol shows the
+-- current run, slurm-<jobid>.out is rewritten by a requeue) it holds for the job's last
+-- attempt in time only. A binding without a machine (CUDA_VISIBLE_DEVICES printed by the
+-- batch script) is used only for an attempt on one machine: on several, the indices of
+-- the others are unknown. A machine's GPUs are
 -- indices 0..n-1, n the largest of its listed count, the indices telemetry describes
 -- (gpu_devices) and the indices sampled on it.
 -- Parameters: none.
 -- Output: source, job_id, attempt_no, attribution, machine_id, gpu_index (NULL for none).
-WITH timed AS (
-    SELECT source, job_id, attempt_no, source_index, start_at, end_at, num_gpus, num_nodes
+WITH ordered AS (
+    SELECT source, job_id, attempt_no, source_index, start_at, end_at, num_gpus, num_nodes,
+           row_number() OVER (PARTITION BY source, job_id
+                              ORDER BY coalesce(start_at, end_at) DESC NULLS LAST, attempt_no DESC) = 1 AS is_last
     FROM attempts
+),
+timed AS (
+    SELECT * FROM ordered
     WHERE start_at IS NOT NULL AND end_at IS NOT NULL AND end_at > start_at
 ),
 listed AS (
@@ -47,11 +58,39 @@ shared AS (
       ON o.machine_id = h.machine_id AND o.start_at < h.end_at AND h.start_at < o.end_at
      AND NOT (o.source = h.source AND o.job_id = h.job_id)
 ),
-bound AS (
+host_counts AS (
+    SELECT source, job_id, attempt_no, count(DISTINCT machine_id) AS machines FROM hosts GROUP BY ALL
+),
+-- Two equi-joins (named attempt, last attempt) rather than one OR-join DuckDB cannot hash.
+bound_any AS (
     SELECT t.source, t.job_id, t.attempt_no, b.machine_id, b.gpu_index, b.origin
     FROM gpu_bindings b
-    JOIN timed t ON t.job_id = b.job_id AND (b.source IS NULL OR b.source = t.source)
-                AND (b.attempt_ref IS NULL OR b.attempt_ref = t.source_index)
+    JOIN timed t ON t.job_id = b.job_id AND t.source_index = b.attempt_ref
+    WHERE b.source IS NULL OR b.source = t.source
+    UNION ALL
+    SELECT t.source, t.job_id, t.attempt_no, b.machine_id, b.gpu_index, b.origin
+    FROM gpu_bindings b
+    JOIN timed t ON t.job_id = b.job_id AND t.is_last
+    WHERE b.attempt_ref IS NULL AND (b.source IS NULL OR b.source = t.source)
+),
+bound AS (
+    SELECT b.* FROM bound_any b
+    LEFT JOIN host_counts c USING (source, job_id, attempt_no)
+    WHERE b.machine_id IS NOT NULL OR c.machines = 1
+),
+-- Hosts where the attempt held fewer GPUs than the machine has, or where it is unknown
+-- how many it held and another job ran there meanwhile.
+partial_hosts AS (
+    SELECT h.source, h.job_id, h.attempt_no, h.machine_id
+    FROM hosts h
+    JOIN timed t USING (source, job_id, attempt_no)
+    LEFT JOIN host_gpus g USING (machine_id)
+    LEFT JOIN shared s USING (source, job_id, attempt_no, machine_id)
+    WHERE CASE
+        WHEN coalesce(h.gpus, CASE WHEN t.num_nodes = 1 THEN t.num_gpus END) IS NOT NULL
+            THEN g.gpus IS NULL OR coalesce(h.gpus, t.num_gpus) < g.gpus
+        ELSE s.machine_id IS NOT NULL
+    END
 ),
 modes AS (
     SELECT t.source, t.job_id, t.attempt_no,
@@ -63,8 +102,8 @@ modes AS (
                          AND b.attempt_no = t.attempt_no AND b.origin = 'cuda_visible_devices') THEN 'cuda_visible_devices'
             WHEN NOT EXISTS (SELECT 1 FROM hosts h WHERE h.source = t.source AND h.job_id = t.job_id
                              AND h.attempt_no = t.attempt_no) THEN 'none'
-            WHEN NOT EXISTS (SELECT 1 FROM shared s WHERE s.source = t.source AND s.job_id = t.job_id
-                             AND s.attempt_no = t.attempt_no) THEN 'whole_node'
+            WHEN NOT EXISTS (SELECT 1 FROM partial_hosts p WHERE p.source = t.source AND p.job_id = t.job_id
+                             AND p.attempt_no = t.attempt_no) THEN 'whole_node'
             ELSE 'node_level'
         END AS attribution
     FROM timed t
