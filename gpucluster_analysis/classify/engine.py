@@ -7,10 +7,11 @@ the wrapper), then the higher priority, then the earlier line. A `python_excepti
 match (an exception type with no more specific reading) does not count on a line
 that another signature matched: `RuntimeError: NCCL error ...` is an NCCL error.
 
-Speed: one combined regex of every signature's prefilter literals scans the whole
-text in C; only the lines it hits are split on carriage returns, normalized and
-tried, and each signature only on lines holding one of its own literals. A signature
-without literals (possible in user files) is tried on every line.
+Speed: one regex of every signature's prefilter literals, factored into a trie,
+scans the lower-cased bytes in C; only the lines it hits are decoded, split on
+carriage returns, normalized and tried, and each signature only on lines holding one
+of its own literals. A signature without literals (possible in user files) makes
+every line a candidate.
 
 `classify_file` reads at most the first HEAD_BYTES (1 MiB) and the last TAIL_BYTES
 (4 MiB) of a file, decoding with errors="replace": the cause of a failure is in the
@@ -23,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
@@ -30,7 +32,7 @@ from gpucluster_analysis.classify.noise import is_blank, normalize_line
 from gpucluster_analysis.classify.rules import CATEGORIES, Signature
 
 __all__ = [
-    "HEAD_BYTES", "TAIL_BYTES", "Classification", "Match", "classify_file", "classify_text",
+    "HEAD_BYTES", "TAIL_BYTES", "Classification", "Match", "classify_bytes", "classify_file", "classify_text",
     "iter_lines", "normalize_line", "read_bounded",
 ]
 
@@ -96,8 +98,32 @@ def _why(win: Match, m: Match) -> str:
 @dataclass(frozen=True)
 class _Plan:
     signatures: tuple[Signature, ...]
-    trigger: re.Pattern[str] | None  # None: every line is a candidate
-    literals: tuple[str, ...]
+    trigger: re.Pattern[bytes] | None  # over lower-cased bytes; None: every line is a candidate
+    # Over a lower-cased line: at every position, the longest literal starting there.
+    literal_at: re.Pattern[str]
+    # literal -> indices (into signatures) of the signatures it lets through
+    owners: dict[str, tuple[int, ...]]
+    unfiltered: tuple[int, ...]  # signatures without a prefilter: tried on every line
+
+
+def _trie_pattern(words: list[str]) -> str:
+    """A regex matching any of `words`, factored into a trie so the scan costs a few
+    character tests per position instead of one per word (~15x faster in `re`)."""
+    trie: dict[str, dict] = {}  # type: ignore[type-arg]
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict) -> str:  # type: ignore[type-arg]
+        branches = [re.escape(ch) + build(child) for ch, child in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return build(trie)
 
 
 @lru_cache(maxsize=16)
@@ -109,9 +135,38 @@ def _plan(signatures: tuple[Signature, ...]) -> _Plan:
             literals.update(sig.prefilter)
         else:
             full_scan = True
-    ordered = tuple(sorted(literals, key=lambda s: (-len(s), s)))
-    trigger = None if full_scan else re.compile("|".join(re.escape(lit) for lit in ordered))
-    return _Plan(signatures, trigger, ordered)
+    variants: set[str] = set()
+    for lit in literals:  # bytes.lower() only folds ASCII: also look for other cases of the rest
+        variants.update({lit, lit.capitalize(), lit.upper()} if not lit.isascii() else {lit})
+    trigger = None
+    if not full_scan:
+        trigger = re.compile(_trie_pattern(sorted(variants)).encode("utf-8"))
+    owners: dict[str, list[int]] = {lit: [] for lit in literals}
+    for i, sig in enumerate(signatures):
+        for lit in sig.prefilter:
+            owners[lit].append(i)
+    unfiltered = tuple(i for i, sig in enumerate(signatures) if not sig.prefilter)
+    literal_at = re.compile("(?=(" + _trie_pattern(sorted(literals)) + "))")
+    return _Plan(signatures, trigger, literal_at, {k: tuple(v) for k, v in owners.items()}, unfiltered)
+
+
+def _signatures_to_try(low: str, plan: _Plan) -> list[int] | None:
+    """Indices of the signatures one of whose literals `low` holds (plus those without
+    literals), in file order; None when it holds no literal at all."""
+    hit: set[int] = set()
+    seen_any = False
+    owners = plan.owners
+    for m in plan.literal_at.finditer(low):
+        longest = m.group(1)
+        seen_any = True
+        for k in range(1, len(longest) + 1):  # every literal that is a prefix of the longest one
+            ids = owners.get(longest[:k])
+            if ids:
+                hit.update(ids)
+    if not seen_any and not plan.unfiltered:
+        return None
+    hit.update(plan.unfiltered)
+    return sorted(hit)
 
 
 def iter_lines(text: str) -> list[tuple[int, str]]:
@@ -125,27 +180,23 @@ def iter_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def _candidate_lines(text: str, plan: _Plan):  # type: ignore[no-untyped-def]
+def _candidate_lines(data: bytes, plan: _Plan) -> Iterator[tuple[int, bytes]]:
     """(line number, raw line) of the lines that hold a prefilter literal (all lines when
     some signature has none), in order."""
     if plan.trigger is None:
-        yield from enumerate(text.split("\n"), 1)
+        yield from enumerate(data.split(b"\n"), 1)
         return
-    lower = text.lower()
-    if len(lower) == len(text):
-        haystack, trigger = lower, plan.trigger
-    else:  # a character whose lower case is longer: positions would drift, match case-blind instead
-        haystack, trigger = text, re.compile(plan.trigger.pattern, re.IGNORECASE)
+    lower = data.lower()
     number, counted_to, pos = 1, 0, 0
-    search = trigger.search
-    while (m := search(haystack, pos)) is not None:
-        start = text.rfind("\n", 0, m.start()) + 1
-        end = text.find("\n", m.end())
+    search = plan.trigger.search
+    while (m := search(lower, pos)) is not None:
+        start = data.rfind(b"\n", 0, m.start()) + 1
+        end = data.find(b"\n", m.end())
         if end < 0:
-            end = len(text)
-        number += text.count("\n", counted_to, start)
+            end = len(data)
+        number += data.count(b"\n", counted_to, start)
         counted_to = start
-        yield number, text[start:end]
+        yield number, data[start:end]
         pos = end + 1
 
 
@@ -155,17 +206,23 @@ def classify_text(text: str, signatures: list[Signature], *, tail_from_line: int
     `tail_from_line`: when `text` is a head and a tail joined at a cut, the first line of
     the tail; matches from there on get no line number (the lines skipped were not counted).
     """
-    if "#015" in text:  # syslog and CloudWatch write carriage returns as #015
-        text = text.replace("#015", "\r")
+    return classify_bytes(text.encode("utf-8", "surrogatepass"), signatures, tail_from_line=tail_from_line)
+
+
+def classify_bytes(data: bytes, signatures: list[Signature], *, tail_from_line: int | None = None) -> Classification:
+    """`classify_text` for undecoded bytes: only the lines worth looking at are decoded
+    (UTF-8, errors replaced)."""
+    if b"#015" in data:  # syslog and CloudWatch write carriage returns as #015
+        data = data.replace(b"#015", b"\r")
     plan = _plan(tuple(signatures))
-    literals = plan.literals
-    full_scan = plan.trigger is None
+    sigs = plan.signatures
     first: dict[str, Match] = {}
     chain = 0
-    for number, raw in _candidate_lines(text, plan):
+    for number, raw_bytes in _candidate_lines(data, plan):
+        raw = raw_bytes.decode("utf-8", "replace")
         for piece in raw.split("\r") if "\r" in raw else (raw,):
-            low = piece.lower()
-            if not full_scan and not any(lit in low for lit in literals):
+            to_try = _signatures_to_try(piece.lower(), plan)
+            if to_try is None:
                 continue
             line = normalize_line(piece)
             if is_blank(line):
@@ -175,10 +232,9 @@ def classify_text(text: str, signatures: list[Signature], *, tail_from_line: int
                 continue
             line_number = None if tail_from_line is not None and number >= tail_from_line else number
             found: list[Signature] = []
-            for sig in plan.signatures:
-                if sig.id in first or (sig.prefilter and not any(lit in low for lit in sig.prefilter)):
-                    continue
-                if sig.regex.search(line):
+            for i in to_try:
+                sig = sigs[i]
+                if sig.id not in first and sig.regex.search(line):
                     found.append(sig)
             if len(found) > 1 and any(s.reason != GENERIC_REASON for s in found):
                 found = [s for s in found if s.reason != GENERIC_REASON]
@@ -218,9 +274,6 @@ def classify_file(path: Path, signatures: list[Signature]) -> Classification:
     """
     first, last, size = _read_parts(Path(path), HEAD_BYTES, TAIL_BYTES)
     if last is None:
-        result = classify_text(first.decode("utf-8", errors="replace"), signatures)
-        return dataclasses.replace(result, bytes_read=size)
-    head_text = first.decode("utf-8", errors="replace")
-    text = head_text + "\n" + last.decode("utf-8", errors="replace")
-    result = classify_text(text, signatures, tail_from_line=head_text.count("\n") + 2)
+        return dataclasses.replace(classify_bytes(first, signatures), bytes_read=size)
+    result = classify_bytes(first + b"\n" + last, signatures, tail_from_line=first.count(b"\n") + 2)
     return dataclasses.replace(result, truncated=True, bytes_read=len(first) + len(last))
