@@ -36,8 +36,8 @@ CREATE TABLE IF NOT EXISTS attempt_hosts (
 
 -- GPU indices a job was bound to, from a source other than the scheduler's log:
 -- `scontrol show job -d` (GRES=gpu:4(IDX:0-3)) or CUDA_VISIBLE_DEVICES printed in a job
--- log. attempt_ref as in job_logs (attempts.source_index); NULL: every attempt of the
--- job (scontrol shows the current run; slurm-<jobid>.out spans the requeues).
+-- log. attempt_ref as in job_logs (attempts.source_index); NULL: the job's last attempt
+-- (scontrol shows the current run; a requeue rewrites slurm-<jobid>.out).
 CREATE TABLE IF NOT EXISTS gpu_bindings (
     source      VARCHAR,               -- NULL: match the job_id in any source
     job_id      VARCHAR NOT NULL,
