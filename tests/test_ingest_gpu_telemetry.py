@@ -472,3 +472,13 @@ def test_query_range_without_dcgm_metrics_fails_clearly(tmp_path: Path) -> None:
                      '[{"metric":{"__name__":"node_load1","instance":"n1:9100"},"values":[[1700000000,"0.5"]]}]}}')
     (failed,) = ingest(tmp_path / "s.duckdb", other, format_name="dcgm_query_range")
     assert failed.status == "failed" and "no series of a DCGM metric" in failed.message
+
+
+def test_a_log_holding_only_the_tool_failure_is_read_as_events(tmp_path: Path) -> None:
+    failed_node = tmp_path / "node20.csv"
+    failed_node.write_text("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n\nNo devices were found\n")
+    db = tmp_path / "s.duckdb"
+    ok(ingest(db, failed_node)[0], 0, 0)  # recognized without --format
+    assert rows(db, "SELECT machine_id, kind, line FROM gpu_events ORDER BY line") == [
+        ("node20", "tool_error", 1), ("node20", "tool_error", 3),
+    ]

@@ -410,17 +410,21 @@ def _load_dmon(ctx: LoadContext) -> LoadCounts:
 
 
 _CSV_TIME = re.compile(r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?,")
+# A node whose log holds only nvidia-smi's failure is still read: its failure is an event.
+_ONLY_FAILURE = re.compile(
+    r"no devices were found|nvidia-smi has failed|failed to initialize nvml|unable to determine the device handle",
+    re.IGNORECASE,
+)
 
 
 def _sniff_csv(head: str) -> bool:
-    for line in first_lines(head, 3):
-        text = line.strip()
-        if not text:
-            continue
-        if ("," in text and _csv_header_keys(text) is not None) or _CSV_TIME.match(text):
-            return True
+    texts = [line.strip() for line in first_lines(head, 5) if line.strip()]
+    if texts and all(_ONLY_FAILURE.search(text) for text in texts):
+        return True
+    if not texts:
         return False
-    return False
+    first = texts[0]
+    return bool(("," in first and _csv_header_keys(first) is not None) or _CSV_TIME.match(first))
 
 
 def _sniff_dmon(head: str) -> bool:
