@@ -31,7 +31,7 @@ from gpucluster_analysis.report.tables import format_for_csv, jobs_table, prepar
 
 # The report's named queries; each result is written as <name>.csv.
 REPORT_QUERIES = (
-    "overview_totals", "jobs_by_status", "jobs_by_size",
+    "overview_totals", "sources_compared", "jobs_by_status", "jobs_by_size",
     "queue_delay_summary_by_size", "queue_delay_cdf_by_size", "queue_delay_by_vc", "queue_delay_cdf_by_vc",
     "queue_delay_by_servers", "retry_gap_by_order", "queue_basis",
     "gpu_util_by_gpus_servers", "gpu_util_cdf_by_placement", "gpu_util_by_status", "gpu_util_cdf_by_status",

@@ -177,6 +177,19 @@ def _overview(r: dict[str, pl.DataFrame], store_name: str) -> Section:
         f" {fmt_int(o.get('host_samples'))} host samples."
     ))
     s.add(Table("overview_totals", r["overview_totals"], "Headline numbers (overview_totals.csv)."))
+    src = r.get("sources_compared")
+    if src is not None and src.height > 1:
+        parts = [f"{x['source']} {fmt_int(x['jobs'])} jobs, {fmt_pct(x['passed_pct'])} passed,"
+                 f" median queueing {fmt_dur(x['queue_delay_p50_s'])}"
+                 + (f", mean GPU utilization {fmt_pct(x['mean_gpu_util_pct'])}" if x["mean_gpu_util_pct"] is not None else "")
+                 for x in _rows(src)]
+        s.add(Table(
+            "sources_compared", src,
+            f"The store holds {src.height} traces; every number in this report pools them, and this table sets them"
+            f" side by side: {_list(parts)}. Statuses, queueing and sizes mean the same for every source"
+            " (docs/jobs-csv.md), but what each scheduler records differs: only some have GPU samples, Eligible"
+            " times or job logs.",
+        ))
 
     st = r["jobs_by_status"]
     parts = [f"{x['status']} {fmt_pct(x['jobs_pct'])} of jobs ({fmt_int(x['jobs'])}) and"
