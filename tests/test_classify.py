@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpucluster_analysis.classify import CATEGORIES, classify_file, classify_text, load_signatures
-from gpucluster_analysis.classify.engine import iter_lines, normalize_line, read_bounded
+from gpucluster_analysis.classify.engine import HEAD_BYTES, TAIL_BYTES, classify_bytes, iter_lines, normalize_line, read_bounded
 from gpucluster_analysis.classify.rules import parse_signatures
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.errors import ExitCode, RulesError
@@ -17,6 +18,7 @@ from tests.conftest import REPO
 
 SIGNATURES = load_signatures()
 CASES = REPO / "tests" / "data" / "classify"
+REAL = CASES / "real"
 SYNTH = REPO / "examples" / "synthetic"
 runner = CliRunner()
 
@@ -57,6 +59,47 @@ def test_precedence_case(case: str) -> None:
 
 def test_there_are_enough_precedence_cases() -> None:
     assert len(list(CASES.glob("*.expected"))) >= 15
+
+
+# --- real logs from public bug reports (sources in tests/data/classify/real/SOURCES.md) ---
+
+# Cases the classifier is known to get wrong, with why; a fix makes the xfail fail (strict).
+KNOWN_MISSES: dict[str, str] = {}
+
+
+def _real_cases() -> list[object]:
+    out: list[object] = []
+    for exp in sorted(REAL.glob("*.expected")):
+        marks = [pytest.mark.xfail(reason=KNOWN_MISSES[exp.stem], strict=True)] if exp.stem in KNOWN_MISSES else []
+        out.append(pytest.param(exp.stem, marks=marks, id=exp.stem))
+    return out
+
+
+@pytest.mark.parametrize("case", _real_cases())
+def test_real_log(case: str) -> None:
+    expected = (REAL / f"{case}.expected").read_text().strip()
+    result = classify_file(REAL / f"{case}.log", SIGNATURES)
+    assert result.reason == expected, "\n".join(result.explain())
+
+
+def test_real_set_is_broad_and_sourced() -> None:
+    expected = {p.stem: p.read_text().strip() for p in REAL.glob("*.expected")}
+    assert len(expected) >= 60
+    assert set(expected.values()) >= set(CATEGORIES) - {"unknown"}  # every reason has a real case
+    assert all((REAL / f"{stem}.log").exists() for stem in expected)
+    sources = (REAL / "SOURCES.md").read_text()
+    assert all(f"| `{stem}` | {reason} | http" in sources for stem, reason in expected.items())
+
+
+def test_prefilters_never_hide_a_match() -> None:
+    """Every real and precedence log classifies the same with the literal prefilters
+    dropped (each signature then tried on every line)."""
+    unfiltered = [dataclasses.replace(s, prefilter=()) for s in SIGNATURES]
+    for exp in [*CASES.glob("*.expected"), *REAL.glob("*.expected")]:
+        data = exp.with_suffix(".log").read_bytes()
+        fast, slow = classify_bytes(data, SIGNATURES), classify_bytes(data, unfiltered)
+        assert [(m.signature_id, m.line_number, m.line) for m in fast.matched] == \
+            [(m.signature_id, m.line_number, m.line) for m in slow.matched], exp.stem
 
 
 def _synthetic_attempts() -> list[dict]:  # type: ignore[type-arg]
@@ -110,6 +153,85 @@ def test_unknown_when_nothing_matches() -> None:
     assert (result.reason, result.category, result.signature_id, result.matched) == ("unknown", "unknown", None, [])
 
 
+def test_progress_bar_glued_to_traceback_and_duplicated_ranks() -> None:
+    text = (
+        "[rank1]: Epoch 1:  40%|████      | 4/10 [00:04<00:06, 1.0it/s]\r[rank1]: Epoch 1:  50%|█████     | 5/10"
+        "[rank1]: Traceback (most recent call last):\n"
+        "[rank0]: Traceback (most recent call last):\n"
+        "[rank1]:   File \"train.py\", line 3, in <module>\n"
+        "[rank1]: KeyError: 'label'\n"
+        "[rank0]: KeyError: 'label'\n"
+    )
+    result = classify_text(text, SIGNATURES)
+    # the first of the duplicated rank lines is reported: line 4 of the text
+    assert (result.reason, result.line_number, result.line) == ("key_error", 4, "KeyError: 'label'")
+
+
+def test_timestamps_ansi_hosts_and_rich_boxes() -> None:
+    text = (
+        "2024-03-01T12:00:00.123Z node07: \x1b[1;31mRuntimeError\x1b[0m: CUDA error: an illegal memory access was encountered\n"
+        "│ ❱ 566 │   │   return torch._C._cuda_synchronize()   │\n"
+        "╰──────────────────────────────────────────────────────╯\n"
+    )
+    result = classify_text(text, SIGNATURES)
+    assert result.reason == "cuda_illegal_access" and result.line == "RuntimeError: CUDA error: an illegal memory access was encountered"
+
+
+def test_syslog_escaped_carriage_returns() -> None:
+    text = "#015 86%|████████▋ | 56/65 [00:04<00:00]#015AssertionError: device ids must be set\n"
+    assert classify_text(text, SIGNATURES).reason == "assertion_error"
+
+
+def test_non_utf8_bytes(tmp_path: Path) -> None:
+    p = tmp_path / "latin1.log"
+    p.write_bytes(b"Fehler beim \xd6ffnen\n\xff\xfeOSError: [Errno 28] No space left on device: '/scr\xe4tch'\n")
+    result = classify_file(p, SIGNATURES)
+    assert (result.reason, result.line_number) == ("disk_full", 2)
+    assert "\ufffd" in (result.line or "")
+
+
+def test_bytes_and_text_agree() -> None:
+    data = (CASES / "oom_then_cancelled.log").read_bytes()
+    a, b = classify_bytes(data, SIGNATURES), classify_text(data.decode(), SIGNATURES)
+    assert (a.reason, a.line_number, a.line) == (b.reason, b.line_number, b.line)
+
+
+def _huge_log(path: Path, head: bytes, middle: bytes, tail: bytes) -> None:
+    filler = b"step 1000 loss=2.3456 lr=1e-4 grad_norm=0.5\n"  # 44 bytes, no literal in it
+    with open(path, "wb") as f:
+        f.write(head)
+        f.write(filler * (HEAD_BYTES // len(filler) + 10))
+        f.write(middle)
+        f.write(filler * (TAIL_BYTES // len(filler) + 10))
+        f.write(tail)
+
+
+def test_huge_log_reads_only_head_and_tail(tmp_path: Path) -> None:
+    p = tmp_path / "huge.log"
+    _huge_log(p, b"", b"ModuleNotFoundError: No module named 'x'\n", b"")
+    result = classify_file(p, SIGNATURES)
+    # the middle is never read
+    assert (result.reason, result.truncated, result.bytes_read) == ("unknown", True, HEAD_BYTES + TAIL_BYTES)
+
+
+def test_huge_log_tail_match_has_no_line_number(tmp_path: Path) -> None:
+    p = tmp_path / "huge.log"
+    _huge_log(p, b"ImportError: cannot import name 'x'\n", b"", b"Killed\n")
+    result = classify_file(p, SIGNATURES)
+    assert (result.reason, result.truncated, result.line_number, result.line) == ("host_oom", True, None, "Killed")
+    head_match = next(m for m in result.matched if m.signature_id == "py_import_error")
+    assert head_match.line_number == 1  # lines in the head are counted exactly
+    assert any("tail of a cut file" in line for line in result.explain())
+
+
+def test_small_log_is_read_whole(tmp_path: Path) -> None:
+    p = tmp_path / "small.log"
+    p.write_bytes(b"ok\n" * 10 + b"Segmentation fault (core dumped)\n")
+    result = classify_file(p, SIGNATURES)
+    # 10 "ok" lines, the fault on line 11; 3 * 10 + 33 bytes
+    assert (result.reason, result.line_number, result.truncated, result.bytes_read) == ("segfault", 11, False, 63)
+
+
 def test_bounded_read_keeps_head_and_tail(tmp_path: Path) -> None:
     p = tmp_path / "big.log"
     p.write_bytes(b"ImportError: x\n" + b"." * 5000 + b"\nKilled\n\xff\n")
@@ -152,6 +274,43 @@ def test_broken_rules_raise_rules_error(text: str, fragment: str, tmp_path: Path
     assert err.value.exit_code == ExitCode.USAGE
     if "signature" in fragment or fragment.startswith(("unknown", "pattern", "missing", "duplicate", "priority")):
         assert "'my_sig'" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        (GOOD.replace('examples = ["frobnicate failed"]', 'examples = ["nothing to see"]'), "pattern does not match example 1"),
+        (GOOD.replace("counter_examples = []", 'counter_examples = ["frobnicate failed again"]'), "pattern matches counter-example 1"),
+        (GOOD.replace('priority = 999', 'priority = 999\nprefilter = ["quux"]'), "contains none of the prefilter literals"),
+        (GOOD.replace('priority = 999', 'priority = 999\nprefilter = "frobnicate"'), "prefilter must be a list"),
+        (GOOD.replace("'frobnicate failed'", "'(?P<x>a)(?P<x>b)'"), "pattern does not compile"),
+    ],
+)
+def test_signature_checks_name_the_signature(text: str, fragment: str) -> None:
+    with pytest.raises(RulesError) as err:
+        parse_signatures(text, "my.toml")
+    message = str(err.value)
+    assert fragment in message and "my.toml: signature 'my_sig'" in message and "\n" not in message
+
+
+def test_prefilter_literals_are_case_blind() -> None:
+    sigs = parse_signatures(GOOD.replace('priority = 999', 'priority = 999\nprefilter = ["FROBNICATE"]'), "my.toml")
+    assert sigs[0].prefilter == ("frobnicate",)
+    assert classify_text("ok\nfrobnicate failed\n", sigs).line_number == 2
+
+
+def test_user_signature_without_prefilter_still_matches() -> None:
+    sigs = [*SIGNATURES, *parse_signatures(GOOD, "my.toml")]  # no prefilter: every line is tried
+    assert classify_text("step 3\nfrobnicate failed\n", sigs).signature_id == "my_sig"
+
+
+def test_unreadable_signatures_files(tmp_path: Path) -> None:
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes(b"# caf\xe9\n")
+    with pytest.raises(RulesError, match=r"latin\.toml: not UTF-8"):
+        load_signatures([latin])
+    with pytest.raises(RulesError, match=r"missing\.toml: cannot read signatures file"):
+        load_signatures([tmp_path / "missing.toml"])
 
 
 def test_user_file_adds_and_overrides(tmp_path: Path) -> None:

@@ -180,6 +180,8 @@ def load_signatures(extra: list[Path] | None = None) -> list[Signature]:
             text = Path(p).read_text(encoding="utf-8")
         except OSError as e:
             raise RulesError(f"{p}: cannot read signatures file: {e.strerror or e}", "check the path") from None
+        except UnicodeDecodeError as e:
+            raise RulesError(f"{p}: not UTF-8 text (byte {e.start})", "save the signatures file as UTF-8") from None
         for s in parse_signatures(text, str(p)):
             by_id[s.id] = s
     return list(by_id.values())
