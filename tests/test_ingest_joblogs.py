@@ -60,6 +60,7 @@ class Recorder:
         ("out/slurm-4242.err.gz", None, ("4242", None, "stderr", "slurm")),
         ("site/77/3/stderr.txt", "{job_id}/{attempt}/stderr.txt", ("77", 3, "stderr", "pattern")),
         ("site/jobs/77-run/out.txt", "jobs/{job_id}-*/{stream}.txt", ("77", None, "stdout", "pattern")),
+        ("out/my-train-4242.out", "*-{job_id}.out", ("4242", None, "stdout", "pattern")),  # sbatch -o %x-%j.out
         ("site/77/3/notes.txt", "{job_id}/{attempt}/stderr.txt", None),
         ("out/slurm-abc.out", None, None),
         ("run/logs/job_7/stderr.log", None, None),
