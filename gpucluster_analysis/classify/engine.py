@@ -231,15 +231,14 @@ def classify_bytes(data: bytes, signatures: list[Signature], *, tail_from_line: 
                 chain += 1
                 continue
             line_number = None if tail_from_line is not None and number >= tail_from_line else number
-            found: list[Signature] = []
-            for i in to_try:
-                sig = sigs[i]
-                if sig.id not in first and sig.regex.search(line):
-                    found.append(sig)
+            # Signatures already matched earlier are tried too: they still make a
+            # python_exception match on this line yield.
+            found = [sigs[i] for i in to_try if sigs[i].regex.search(line)]
             if len(found) > 1 and any(s.reason != GENERIC_REASON for s in found):
                 found = [s for s in found if s.reason != GENERIC_REASON]
             for sig in found:
-                first[sig.id] = Match(sig.id, sig.reason, sig.priority, line_number, line, chain)
+                if sig.id not in first:
+                    first[sig.id] = Match(sig.id, sig.reason, sig.priority, line_number, line, chain)
     matched = sorted(first.values(), key=Match.key)
     if not matched:
         return Classification("unknown", CATEGORIES["unknown"], None, None, None, [])
