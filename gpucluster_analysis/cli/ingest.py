@@ -61,9 +61,11 @@ def ingest(
 ) -> None:
     """Read raw cluster logs into the store.
 
-    The format of each file is detected from its content (and name). Formats:
-    philly_job_log, philly_gpu_util, philly_cpu_util, philly_mem_util,
-    philly_machine_list. Re-ingesting a file with the same content does nothing.
+    The format of each file is detected from its content (and name); --format
+    forces one. Re-ingesting a file with the same content does nothing.
+
+    Philly: philly_job_log, philly_gpu_util, philly_cpu_util, philly_mem_util,
+    philly_machine_list.
 
     Slurm: slurm_sacct (sacct -P, -p or fixed-width output; --columns for a dump
     without header) and slurm_scontrol (scontrol show job -d: GPU indices per job).
@@ -75,9 +77,13 @@ def ingest(
     (node01.csv, nvidia-smi-node01.log); nvidia-smi times are in the machine's zone
     unless --tz says otherwise.
 
-    Job logs (stdout/stderr) are recognized by their path: logs/<job_id>/attempt_<k>/stderr.log
-    (the layout gca synth writes), slurm-<jobid>.out, or --log-pattern; each is classified
-    into a failure reason as it is stored.
+    Other public traces: helios (Helios cluster_log.csv), acme (AcmeTrace
+    trace_*.csv), alibaba_gpu2023 (Alibaba openb_pod_list_*.csv).
+
+    Job logs (job_log; stdout/stderr) are recognized by their path:
+    logs/<job_id>/attempt_<k>/stderr.log (the layout gca synth writes),
+    slurm-<jobid>.out, or --log-pattern; each is classified into a failure
+    reason as it is stored.
 
     Example: gca ingest ../philly-traces/trace-data/ --db philly.duckdb
     """
