@@ -12,7 +12,7 @@ file with the shipped signatures:
 Every file's expected reason is known (the excerpt it ends with), so the run also
 reports how many came out right. Prints a Markdown table to paste into RESULTS.md.
 
-    python benchmarks/classify_speed.py               # ~600 MB on disk
+    python benchmarks/classify_speed.py               # ~1.4 GB on disk, ~260 MB of it read
     python benchmarks/classify_speed.py --scale 0.25  # a quicker look
 """
 
@@ -103,7 +103,7 @@ def generate(root: Path, scale: float, seed: int) -> list[tuple[Path, str]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scale", type=float, default=1.0, help="fraction of the default corpus (~600 MB)")
+    ap.add_argument("--scale", type=float, default=1.0, help="fraction of the default corpus (~1.4 GB on disk)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     sigs = load_signatures()

@@ -341,7 +341,7 @@ def test_cli_json_and_explain() -> None:
     assert result.exit_code == 0, result.output
     obj = json.loads(result.stdout.splitlines()[0])
     assert obj["reason"] == "gpu_hw" and obj["category"] == "infrastructure" and obj["signature"] == "xid_hardware"
-    assert obj["line_number"] == 2 and "Xid" in obj["line"]
+    assert obj["line_number"] == 2 and "Xid" in obj["line"] and obj["truncated"] is False
     assert [m["signature"] for m in obj["matched"]][:1] == ["xid_hardware"]
     text = runner.invoke(app, ["classify", "--explain", str(CASES / "xid79_illegal.log")]).stdout
     assert "winner" in text and "loses" in text
@@ -360,4 +360,6 @@ def test_cli_bad_signatures_file(tmp_path: Path) -> None:
     bad.write_text(GOOD.replace("'frobnicate failed'", "'(unclosed'"))
     result = runner.invoke(app, ["classify", "--signatures", str(bad), str(CASES / "nothing.log")])
     assert result.exit_code == ExitCode.USAGE
-    assert "bad.toml" in result.stderr and "my_sig" in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("gca: error:")]
+    assert len(errors) == 1 and "Traceback" not in result.output
+    assert "bad.toml" in errors[0] and "'my_sig'" in errors[0] and "pattern does not compile" in errors[0]

@@ -24,7 +24,8 @@ def classify(
 ) -> None:
     """Classify why each job log failed: one line per file, path, reason, category, signature, line.
 
-    Reads at most the first 1 MiB and the last 4 MiB of each file.
+    Reads at most the first 1 MiB and the last 4 MiB of each file; a match in the
+    tail of a file cut that way has no line number ("-").
 
     Example: gca classify examples/synthetic/logs/*/attempt_0/stderr.log --explain
     """
@@ -42,6 +43,7 @@ def classify(
             obj: dict[str, object] = {
                 "path": str(path), "reason": result.reason, "category": result.category,
                 "signature": result.signature_id, "line_number": result.line_number, "line": result.line,
+                "truncated": result.truncated,
             }
             if explain:
                 obj["matched"] = [
