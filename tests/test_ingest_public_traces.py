@@ -146,7 +146,9 @@ def test_alibaba_pods(store: Path) -> None:
         # its gpu_spec is quoted and holds a comma
         ("openb-pod-0043", "running", "Running", datetime(1970, 4, 25, 0, 17, 13), datetime(1970, 4, 25, 0, 17, 15), datetime(1970, 4, 25, 0, 25, 39), 0.5, 1),
     ]
-    assert rows(store, "SELECT time_zone FROM ingested_files WHERE format = 'alibaba_gpu2023'") == [("UTC",)]
+    assert rows(store, "SELECT time_zone FROM ingested_files WHERE format = 'alibaba_gpu2023'") == [
+        ("UTC, relative seconds from 1970-01-01T00:00:00Z",)
+    ]
 
 
 def test_jobs_csv_values(store: Path) -> None:

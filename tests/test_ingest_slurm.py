@@ -407,7 +407,7 @@ def test_broken_rows_are_rejected_with_their_lines(tmp_path: Path) -> None:
     assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
         (2, "same JobID, Submit and Start as line 7, which is kept"),
         (3, "step of the allocation row at line 2, which was rejected"),
-        (4, "unreadable Start '2024-13-45T99:00:00' (expected 2025-09-12T14:06:12)"),
+        (4, "unreadable Start '2024-13-45T99:00:00' (expected 2025-09-12T14:06:12; export with SLURM_TIME_FORMAT=standard)"),
         (5, "step of the allocation row at line 4, which was rejected"),
         (6, "step of job 5003 without its allocation row above it"),
         (8, "7 fields where the header has 12"),

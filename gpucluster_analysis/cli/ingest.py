@@ -58,6 +58,11 @@ def ingest(
         float | None,
         typer.Option("--interval", help="Seconds between the samples of a dmon or --query-gpu log without times (dmon -d, nvidia-smi -l).", min=0.001),
     ] = None,
+    epoch: Annotated[
+        str | None,
+        typer.Option("--epoch", help="When the relative seconds of an Alibaba pod list count from: ISO 8601, UTC unless Z/offset "
+                     "(default 1970-01-01T00:00:00Z, so durations are exact and dates mean nothing)."),
+    ] = None,
 ) -> None:
     """Read raw cluster logs into the store.
 
@@ -107,9 +112,13 @@ def ingest(
         from gpucluster_analysis.timezones import local_zone
 
         parse_time_option(time, tz or local_zone())  # a bad --time fails before anything is read
+    if epoch:
+        from gpucluster_analysis.ingest.public_traces import parse_epoch
+
+        parse_epoch(epoch)  # a bad --epoch fails before anything is read
     options = IngestOptions(zone=tz, replace=replace, strict=strict, log_pattern=log_pattern, signatures=tuple(signatures or ()),
                             columns=tuple(c for c in columns.split(",") if c.strip()) if columns else None,
-                            host=host, time=time, interval_s=interval)
+                            host=host, time=time, interval_s=interval, epoch=epoch)
     listener = _RichListener()
     with open_store(db) as con, listener:
         reports = ingest_paths(con, paths, options, format_name=format_name, listener=listener)

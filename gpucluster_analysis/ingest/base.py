@@ -29,6 +29,7 @@ class IngestOptions:
     time: str | None = None  # when a timeless snapshot was taken / a dmon run started (ISO 8601 or epoch s)
     interval_s: float | None = None  # seconds between samples of a timeless dmon or --query-gpu log
     columns: tuple[str, ...] | None = None  # field order of a headerless file (sacct -n: JobID,State,...)
+    epoch: str | None = None  # ISO 8601 instant a trace's relative seconds count from (Alibaba); None: 1970-01-01 UTC
 
 
 @dataclass

@@ -24,25 +24,29 @@ it, so every rejected row is stored with its exact line number. `duration`,
 
 from __future__ import annotations
 
+import codecs
 import csv
-from datetime import datetime
+from datetime import UTC, datetime
+from pathlib import Path
 
-from gpucluster_analysis.errors import ParseError
+from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
-from gpucluster_analysis.ingest.files import first_lines
+from gpucluster_analysis.ingest.files import first_lines, open_binary
 from gpucluster_analysis.sqlfiles import run_script
 from gpucluster_analysis.timezones import install_zone
 
 # Helios and Acme come from clusters in China; Acme's own offsets (+08:00) agree.
 CHINA_ZONE = "Asia/Shanghai"
-# Alibaba's times count seconds from an undisclosed trace start. gca reads them as
-# seconds since 1970-01-01 00:00 UTC, so stored times are the trace's own numbers and
-# every duration and delay is exact; calendar dates (1970-...) mean nothing.
+# Alibaba's times count seconds from an undisclosed trace start. Unless --epoch names that
+# start, gca reads them as seconds since 1970-01-01 00:00 UTC, so stored times are the
+# trace's own numbers and every duration and delay is exact; calendar dates (1970-...) mean nothing.
 ALIBABA_EPOCH = datetime(1970, 1, 1)
 # A byte no text line holds: DuckDB then reads each line as one field.
 _WHOLE_LINE = "\x01"
 
-_JOB_COLUMNS = ("job_id", "user", "vc", "gpu_num", "node_num", "state", "submit_time", "start_time", "end_time")
+# `cluster`: HeliosArtifact's all_cluster_log.csv, the clusters' logs in one file, where job
+# ids repeat across clusters; its jobs are stored as <cluster>/<job_id>.
+_JOB_COLUMNS = ("job_id", "user", "vc", "gpu_num", "node_num", "state", "submit_time", "start_time", "end_time", "cluster")
 _JOB_REQUIRED = ("job_id", "state", "submit_time", "start_time", "end_time")
 _POD_COLUMNS = ("name", "num_gpu", "gpu_milli", "pod_phase", "creation_time", "scheduled_time", "deletion_time")
 
@@ -94,6 +98,33 @@ def _layout(ctx: LoadContext, wanted: tuple[str, ...], required: tuple[str, ...]
     return params
 
 
+def parse_epoch(text: str) -> datetime:
+    """The naive UTC instant of an --epoch value: ISO 8601, UTC unless it carries Z or an offset."""
+    try:
+        instant = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(
+            f"--epoch {text!r} is not an ISO 8601 time", hint="e.g. --epoch 2023-03-01T00:00:00+08:00"
+        ) from None
+    if instant.tzinfo is not None:
+        instant = instant.astimezone(UTC).replace(tzinfo=None)
+    return instant
+
+
+def _encoding(path: Path) -> str:
+    """utf-8 when the whole file is UTF-8, else latin-1 (every byte is a character): DuckDB
+    refuses invalid UTF-8, and a file cannot be re-read once its transaction has failed."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    with open_binary(path) as f:
+        try:
+            while chunk := f.read(4 << 20):
+                decoder.decode(chunk)
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            return "latin-1"
+    return "utf-8"
+
+
 def _count(ctx: LoadContext, table: str) -> int:
     return int(ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchone()[0])
 
@@ -102,7 +133,7 @@ def _load_jobs(ctx: LoadContext, source: str, what: str) -> LoadCounts:
     params = _layout(ctx, _JOB_COLUMNS, _JOB_REQUIRED, what)
     zone = ctx.options.zone or CHINA_ZONE
     install_zone(ctx.con, zone)
-    params.update(path=str(ctx.path), file_id=ctx.file_id, source=source, zone=zone)
+    params.update(path=str(ctx.path), file_id=ctx.file_id, source=source, zone=zone, encoding=_encoding(ctx.path))
     run_script(ctx.con, "ingest", "helios_acme_jobs", params, on_statement=ctx.on_statement)
     return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"))
 
@@ -117,7 +148,10 @@ def _load_acme(ctx: LoadContext) -> LoadCounts:
 
 def _load_alibaba(ctx: LoadContext) -> LoadCounts:
     params = _layout(ctx, _POD_COLUMNS, _POD_COLUMNS, "Alibaba cluster-trace-gpu-v2023 pod list")
-    params.update(path=str(ctx.path), file_id=ctx.file_id, epoch=ALIBABA_EPOCH)
+    epoch = parse_epoch(ctx.options.epoch) if ctx.options.epoch else ALIBABA_EPOCH
+    params.update(path=str(ctx.path), file_id=ctx.file_id, epoch=epoch, encoding=_encoding(ctx.path),
+                  # what the stored times mean, with the file: UTC, counted from this instant
+                  time_zone=f"UTC, relative seconds from {epoch:%Y-%m-%dT%H:%M:%S}Z")
     run_script(ctx.con, "ingest", "alibaba_pods", params, on_statement=ctx.on_statement)
     return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"))
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -29,10 +29,10 @@ import pyarrow as pa
 
 from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
-from gpucluster_analysis.ingest.files import first_lines, iter_lines
+from gpucluster_analysis.ingest.files import first_lines, open_binary
 from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
 from gpucluster_analysis.sqlfiles import run_script
-from gpucluster_analysis.timezones import install_zone, local_zone
+from gpucluster_analysis.timezones import install_zone, local_zone, to_utc_python
 
 SOURCE = "slurm"
 BATCH_ROWS = 10_000
@@ -75,9 +75,13 @@ KNOWN_STATES = frozenset(STATUS_OF_STATE) | REQUEUE_STATES
 
 _MISSING = frozenset({"", "unknown", "none", "n/a", "(null)"})
 _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}$")
+# Years whose zone rules gca converts (gpucluster_analysis/timezones.py); a time outside
+# them would get a wrong offset, so its row is rejected.
+_FIRST_YEAR, _LAST_YEAR = 1990, 2059
 _DURATION = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?(?:\.\d+)?$")
 _NO_LIMIT = frozenset({"unlimited", "partition_limit", "invalid", "none", ""})
 _EXIT = re.compile(r"^(-?\d+):(-?\d+)$")
+_GPU_TYPE = re.compile(r"^[A-Za-z0-9_.\-]+$")  # a100, a100_3g.20gb, nvidia_h100-80gb
 
 
 def parse_job_id(text: str) -> tuple[str, int | None, str | None] | None:
@@ -110,16 +114,38 @@ def status_of(state: str, started: bool) -> str:
     return STATUS_OF_STATE.get(state, "unknown")
 
 
-def parse_time(text: str) -> str | None:
+class YearOutOfRange(ValueError):
+    """A well-formed time in a year whose zone rules gca does not know."""
+
+
+def parse_time(text: str, zone: str = "UTC") -> str | None:
     """'YYYY-MM-DD HH:MM:SS' (naive local) of a sacct time; None for Unknown/None/empty.
 
-    Raises ValueError for anything else.
+    Epoch seconds (sites that set SLURM_TIME_FORMAT=%s) come back as '@YYYY-MM-DD HH:MM:SS',
+    already UTC. Slurm's unset time (0) is None however it is written: `0`, or the epoch in
+    the site's zone (`1969-12-31T19:00:00` in New York). Raises ValueError for anything else,
+    and for years outside the ones whose zone rules gca knows (1990-2059).
     """
     if text.lower() in _MISSING:
         return None
+    if text.isdigit():
+        seconds = int(text)
+        if seconds == 0:
+            return None
+        utc = datetime(1970, 1, 1) + timedelta(seconds=seconds)
+        if not _FIRST_YEAR <= utc.year <= _LAST_YEAR:
+            raise YearOutOfRange(text)
+        return "@" + utc.strftime("%Y-%m-%d %H:%M:%S")
     if not _TIME.match(text):
         raise ValueError(text)
-    datetime.fromisoformat(text)  # a real date: 2024-02-30 fails here
+    try:
+        local = datetime.fromisoformat(text)  # a real date: 2024-02-30 fails here
+    except ValueError:
+        raise ValueError(text) from None
+    if not _FIRST_YEAR <= local.year <= _LAST_YEAR:
+        if local.year in (1969, 1970) and to_utc_python(local, zone) == datetime(1970, 1, 1):
+            return None
+        raise YearOutOfRange(text)
     return text.replace("T", " ")
 
 
@@ -172,7 +198,10 @@ def parse_tres(text: str) -> Tres | None:
             elif key == "node":
                 nodes = int(value)
             else:
-                typed[key.split(":", 1)[1]] = typed.get(key.split(":", 1)[1], 0) + int(value)
+                gpu_type = key.split(":", 1)[1]
+                if not _GPU_TYPE.match(gpu_type):  # gres/gpu:tesla:2(S:0-1) is GRES syntax, not TRES
+                    raise ValueError(item)
+                typed[gpu_type] = typed.get(gpu_type, 0) + int(value)
     gpus = untyped if untyped is not None else sum(typed.values())
     model = ",".join(sorted(typed)) if typed else None
     return Tres(gpus=gpus, model=model, nodes=nodes)
@@ -351,7 +380,9 @@ def _value(fields: list[str], i: int | None) -> str:
     return fields[i] if i is not None and i < len(fields) else ""
 
 
-def _parse_fields(fields: list[str], cols: _Columns, line_no: int, text: str) -> tuple[dict[str, object], list[str]]:
+def _parse_fields(
+    fields: list[str], cols: _Columns, line_no: int, text: str, zone: str = "UTC"
+) -> tuple[dict[str, object], list[str]]:
     """One staged row (and its hosts) from the fields of a data line."""
     row: dict[str, object] = {"line": line_no, "text": text[:_TEXT_LIMIT]}
     parsed = parse_job_id(_value(fields, cols.job_id))
@@ -380,9 +411,12 @@ def _parse_fields(fields: list[str], cols: _Columns, line_no: int, text: str) ->
     for key, i, label in (("submit_t", cols.submit, "Submit"), ("eligible_t", cols.eligible, "Eligible"),
                           ("start_t", cols.start, "Start"), ("end_t", cols.end, "End")):
         try:
-            times[key] = parse_time(_value(fields, i))
+            times[key] = parse_time(_value(fields, i), zone)
+        except YearOutOfRange:
+            problems.append(f"{label} {_value(fields, i)} is outside the years gca reads ({_FIRST_YEAR}-{_LAST_YEAR})")
         except ValueError:
-            problems.append(f"unreadable {label} {_value(fields, i)!r} (expected 2025-09-12T14:06:12)")
+            problems.append(f"unreadable {label} {_value(fields, i)!r} (expected 2025-09-12T14:06:12;"
+                            " export with SLURM_TIME_FORMAT=standard)")
     try:
         if cols.timelimit is not None:
             row["time_limit_s"] = parse_duration_s(_value(fields, cols.timelimit))
@@ -466,7 +500,7 @@ class _Reader:
         """(line number, text, fields) of each data line; a field count instead of fields when
         it is wrong, the text again for a message of the tool."""
         pending_header: tuple[int, str] | None = None  # fixed width: a header, its rule expected next
-        for line_no, text in iter_lines(self.path):
+        for line_no, text in _text_lines(self.path):
             if not text.strip():
                 continue
             if pending_header is not None:
@@ -559,6 +593,20 @@ class _Reader:
         return fields
 
 
+def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(1-based line number, text) of each line, streaming: without a byte-order mark or line
+    end; a line that is not UTF-8 is read as Latin-1 (a JobName typed on an old terminal)."""
+    with open_binary(path) as f:
+        for number, raw in enumerate(f, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                text = raw.decode("latin-1")
+            yield number, text.rstrip("\r\n")
+
+
 def _load_sacct(ctx: LoadContext) -> LoadCounts:
     zone = ctx.options.zone or local_zone()
     # The zone is the machine's unless --tz says otherwise: record the one used.
@@ -575,7 +623,7 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
             stager.add({"line": line_no, "text": text[:_TEXT_LIMIT],
                         "problem": f"{fields} fields where the header has {len(reader.layout.columns)}"}, [])
             continue
-        row, hosts = _parse_fields(fields, reader.cols, line_no, text)
+        row, hosts = _parse_fields(fields, reader.cols, line_no, text, zone)
         stager.add(row, hosts)
     stager.flush()
     if reader.layout is None:
@@ -647,8 +695,12 @@ def _load_scontrol(ctx: LoadContext) -> LoadCounts:
     rejects: list[tuple[int, str, str]] = []
     job_id: str | None = None
     job_line = 0
-    for line_no, text in iter_lines(ctx.path):
+    running_line = 0  # a RUNNING job's line: it has nodes, so -d output shows them
+    details = 0
+    for line_no, text in _text_lines(ctx.path):
         stripped = text.strip()
+        if not running_line and re.search(r"(?:^|\s)JobState=RUNNING\b", stripped):
+            running_line = line_no
         if stripped.startswith("JobId="):
             job_line = line_no
             pairs = _pairs(stripped)
@@ -657,6 +709,7 @@ def _load_scontrol(ctx: LoadContext) -> LoadCounts:
                 rejects.append((line_no, f"unreadable JobId {pairs.get('JobId', '')!r}", text))
         # One line per node group, or inline with everything else under `scontrol -o`.
         for detail in _NODE_DETAIL.finditer(stripped):
+            details += 1
             if job_id is None:
                 reason = "Nodes= outside a job" if job_line == 0 else f"Nodes= of the unreadable job at line {job_line}"
                 rejects.append((line_no, reason, text))
@@ -676,6 +729,12 @@ def _load_scontrol(ctx: LoadContext) -> LoadCounts:
             _insert_bindings(ctx, bindings)
             bindings = {k: [] for k in bindings}
     _insert_bindings(ctx, bindings)
+    if running_line and not details:
+        raise ParseError(
+            f"{ctx.path}:{running_line}: a running job without its per-node lines (Nodes=... CPU_IDs=... GRES=...):"
+            " this is `scontrol show job` without -d, which does not say which GPUs a job holds",
+            hint="save `scontrol show job -d` (or -d -o) instead",
+        )
     if rejects:
         ctx.con.executemany(
             "INSERT INTO rejects (file_id, line, reason, text) VALUES (?, ?, ?, ?)",

@@ -1,8 +1,10 @@
 -- Load one pod list of Alibaba's cluster-trace-gpu-v2023 (openb_pod_list_*.csv) into jobs
 -- and attempts: one job per pod, one attempt per pod that was scheduled.
 -- Parameters: $path, $file_id, $epoch (the instant the trace's relative seconds count from,
--- a naive UTC TIMESTAMP), $delim, $header_text, $n_fields and $pos_<column> (1-based
--- position of each column in the header, NULL when absent), as in helios_acme_jobs.sql.
+-- a naive UTC TIMESTAMP; --epoch, else 1970-01-01), $time_zone (what ingested_files records),
+-- $encoding (utf-8, or latin-1 for a file that is not UTF-8), $delim, $header_text, $n_fields
+-- and $pos_<column> (1-based position of each column in the header, NULL when absent), as in
+-- helios_acme_jobs.sql.
 -- creation/scheduled/deletion_time are whole seconds since the trace start. A pod runs on
 -- one node; it holds num_gpu x gpu_milli/1000 GPUs (gpu_milli < 1000: a shared GPU).
 
@@ -13,9 +15,11 @@ CREATE OR REPLACE TEMP MACRO trace_value(f) AS (
 );
 
 -- Whole non-negative seconds ('9437497', also '9437497.0' as pandas writes a column with
--- gaps); anything else is NULL and its row is rejected.
+-- gaps), under a century (a bigger number is no trace time and would overflow a timestamp);
+-- anything else is NULL and its row is rejected.
 CREATE OR REPLACE TEMP MACRO trace_seconds(t) AS (
-    CASE WHEN TRY_CAST(t AS DOUBLE) >= 0 AND TRY_CAST(t AS DOUBLE) = floor(TRY_CAST(t AS DOUBLE))
+    CASE WHEN TRY_CAST(t AS DOUBLE) >= 0 AND TRY_CAST(t AS DOUBLE) < 3.2e9
+              AND TRY_CAST(t AS DOUBLE) = floor(TRY_CAST(t AS DOUBLE))
          THEN CAST(TRY_CAST(t AS DOUBLE) AS BIGINT) END
 );
 
@@ -48,7 +52,7 @@ FROM (
                    lambda f: trace_value(f)) AS fields
         FROM (SELECT ordinality AS line, text
               FROM read_csv($path, header = false, columns = {'text': 'VARCHAR'}, delim = $delim, quote = '',
-                            escape = '', auto_detect = false) WITH ORDINALITY)
+                            escape = '', auto_detect = false, encoding = $encoding) WITH ORDINALITY)
         WHERE line > 1 AND text IS NOT NULL AND trim(text) <> '' AND text <> $header_text
     )
 );
@@ -100,7 +104,7 @@ FROM stage_pod p
 WHERE p.line NOT IN (SELECT line FROM stage_pod_problem);
 
 -- Recorded with the file: its times were read as UTC offsets from $epoch (--tz does not apply).
-UPDATE ingested_files SET time_zone = 'UTC' WHERE file_id = $file_id;
+UPDATE ingested_files SET time_zone = $time_zone WHERE file_id = $file_id;
 
 INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id)
 SELECT 'alibaba', job_id, NULL, NULL, status, phase, submit_at, $file_id

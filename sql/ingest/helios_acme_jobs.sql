@@ -1,7 +1,8 @@
 -- Load one Slurm-derived job CSV of the Helios (SenseTime, SC'21) or Acme (Shanghai AI Lab,
 -- NSDI'24) traces into jobs and attempts: one job per row, one attempt per job that started.
 -- Parameters: $path, $file_id, $source (helios or acme), $zone (zone of times without an
--- offset), $delim (a byte no line holds, so each line is read whole), $header_text (line 1,
+-- offset), $delim (a byte no line holds, so each line is read whole), $encoding (utf-8, or latin-1
+-- for a file that is not UTF-8), $header_text (line 1,
 -- skipped again where a concatenated file repeats it), $n_fields, and $pos_<column>: the
 -- 1-based position of each column in the header, NULL when the file has no such column.
 -- Needs the temp table zone_periods for $zone (gpucluster_analysis.timezones).
@@ -24,7 +25,8 @@ CREATE OR REPLACE TEMP MACRO trace_time_parts(t) AS (
 -- double quote is split by a CSV-aware pattern (quoted fields may hold commas, "" is a quote).
 CREATE OR REPLACE TEMP TABLE stage_job AS
 SELECT line, text, len(fields) AS n_fields,
-       fields[$pos_job_id] AS job_id,
+       CASE WHEN $pos_cluster IS NULL THEN fields[$pos_job_id]
+            ELSE fields[$pos_cluster] || '/' || fields[$pos_job_id] END AS job_id,
        fields[$pos_user] AS user_name,
        fields[$pos_vc] AS vc,
        fields[$pos_gpu_num] AS gpu_text,
@@ -43,7 +45,7 @@ FROM (
                lambda f: trace_value(f)) AS fields
     FROM (SELECT ordinality AS line, text
           FROM read_csv($path, header = false, columns = {'text': 'VARCHAR'}, delim = $delim, quote = '',
-                        escape = '', auto_detect = false) WITH ORDINALITY)
+                        escape = '', auto_detect = false, encoding = $encoding) WITH ORDINALITY)
     WHERE line > 1 AND text IS NOT NULL AND trim(text) <> '' AND text <> $header_text
 );
 
@@ -70,7 +72,9 @@ offsets AS (
     FROM parsed
 ),
 periods AS (SELECT local_start, offset_s FROM zone_periods WHERE zone = $zone)
-SELECT o.t, o.local_ts, o.local_ts - to_seconds(coalesce(o.own_offset_s, z.offset_s)) AS utc_ts
+SELECT o.t, o.local_ts, o.local_ts - to_seconds(coalesce(o.own_offset_s, z.offset_s)) AS utc_ts,
+       -- outside these years the zone's rules are not known (gpucluster_analysis/timezones.py)
+       o.own_offset_s IS NULL AND NOT year(o.local_ts) BETWEEN 1990 AND 2059 AS out_of_years
 FROM offsets o ASOF LEFT JOIN periods z ON o.local_ts >= z.local_start;
 
 CREATE OR REPLACE TEMP TABLE stage_job_checked AS
@@ -80,6 +84,7 @@ SELECT j.*, ts.utc_ts AS submit_at, tb.utc_ts AS start_at, te.utc_ts AS end_at,
        ts.local_ts IS NULL AND j.submit_text IS NOT NULL AS bad_submit,
        tb.local_ts IS NULL AND j.start_text IS NOT NULL AS bad_start,
        te.local_ts IS NULL AND j.end_text IS NOT NULL AS bad_end,
+       coalesce(ts.out_of_years OR tb.out_of_years OR te.out_of_years, false) AS out_of_years,
        row_number() OVER (PARTITION BY j.job_id ORDER BY j.line) AS copy_no
 FROM stage_job j
 LEFT JOIN stage_time ts ON ts.t = j.submit_text
@@ -98,6 +103,8 @@ SELECT line, text, problem FROM (
             WHEN bad_submit THEN 'unreadable submit_time ' || submit_text
             WHEN bad_start THEN 'unreadable start_time ' || start_text
             WHEN bad_end THEN 'unreadable end_time ' || end_text
+            WHEN out_of_years THEN 'a time without an offset outside the years gca reads in a zone (1990-2059): '
+                || concat_ws(', ', submit_text, start_text, end_text)
             WHEN gpu_text IS NOT NULL AND (gpus IS NULL OR gpus < 0 OR gpus <> floor(gpus))
                 THEN 'gpu_num is not a whole number of GPUs: ' || gpu_text
             WHEN node_text IS NOT NULL AND (nodes IS NULL OR nodes < 0 OR nodes <> floor(nodes))
@@ -121,6 +128,8 @@ SELECT c.*,
        -- the Slurm state words as gpucluster_analysis/ingest/slurm.py reads them
        CASE upper(regexp_replace(coalesce(state, ''), ' by \S+$', ''))
            WHEN 'COMPLETED' THEN 'passed'
+           WHEN 'PASS' THEN 'passed'      -- Philly's words, in Philly traces converted to this layout
+           WHEN 'KILLED' THEN 'killed'
            WHEN 'FAILED' THEN 'failed'
            WHEN 'OUT_OF_MEMORY' THEN 'failed'
            WHEN 'LAUNCH_FAILED' THEN 'failed'

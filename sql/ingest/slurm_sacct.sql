@@ -10,7 +10,10 @@
 -- rows with the same job id, Submit and Start are one run (the last is kept); het components with
 -- the same position among their component's rows form one attempt.
 
--- Each distinct naive local time, converted once through the zone's offset periods.
+-- Each distinct naive local time, converted once through the zone's offset periods. A time
+-- in the repeated fall-back hour gets its first occurrence (utc_ts) and its second
+-- (utc_second), so that a run spanning the hour can take the reading that keeps it in order.
+-- '@...' texts are epoch seconds (SLURM_TIME_FORMAT=%s), already UTC.
 CREATE OR REPLACE TEMP TABLE stage_sacct_time AS
 WITH texts AS (
     SELECT submit_t AS t FROM stage_sacct
@@ -18,10 +21,20 @@ WITH texts AS (
     UNION SELECT start_t FROM stage_sacct
     UNION SELECT end_t FROM stage_sacct
 ),
-parsed AS (SELECT t, CAST(t AS TIMESTAMP) AS local_ts FROM texts WHERE t IS NOT NULL),
-periods AS (SELECT local_start, offset_s FROM zone_periods WHERE zone = $zone)
-SELECT p.t, p.local_ts - to_seconds(z.offset_s) AS utc_ts
-FROM parsed p ASOF LEFT JOIN periods z ON p.local_ts >= z.local_start;
+parsed AS (SELECT t, CAST(t AS TIMESTAMP) AS local_ts FROM texts WHERE t IS NOT NULL AND t[1] <> '@'),
+periods AS (
+    SELECT local_start, offset_s,
+           lead(local_start) OVER (ORDER BY local_start) AS next_start,
+           lead(offset_s) OVER (ORDER BY local_start) AS next_offset_s
+    FROM zone_periods WHERE zone = $zone
+)
+SELECT p.t, p.local_ts - to_seconds(z.offset_s) AS utc_ts,
+       CASE WHEN z.next_offset_s < z.offset_s
+                 AND p.local_ts >= z.next_start - to_seconds(z.offset_s - z.next_offset_s)
+            THEN p.local_ts - to_seconds(z.next_offset_s) END AS utc_second
+FROM parsed p ASOF LEFT JOIN periods z ON p.local_ts >= z.local_start
+UNION ALL
+SELECT t, CAST(t[2:] AS TIMESTAMP), NULL FROM texts WHERE t[1] = '@';
 
 -- Every readable row with the line of its allocation row (its own line for an allocation).
 CREATE OR REPLACE TEMP TABLE stage_sacct_linked AS
@@ -34,9 +47,37 @@ SELECT s.* EXCLUDE (text),
 FROM stage_sacct s
 WHERE s.job_id IS NOT NULL;
 
+-- The UTC times of each allocation row. Start and End take their second reading in a
+-- repeated fall-back hour when only that keeps Submit <= Start <= End.
+CREATE OR REPLACE TEMP TABLE stage_sacct_alloc_time AS
+WITH first_pass AS (
+    SELECT a.line, ts.utc_ts AS submit_at, te.utc_ts AS eligible_at,
+           CASE WHEN tb.utc_ts < ts.utc_ts AND tb.utc_second >= ts.utc_ts THEN tb.utc_second ELSE tb.utc_ts END AS start_at,
+           tf.utc_ts AS end_first, tf.utc_second AS end_second
+    FROM stage_sacct_linked a
+    LEFT JOIN stage_sacct_time ts ON ts.t = a.submit_t
+    LEFT JOIN stage_sacct_time te ON te.t = a.eligible_t
+    LEFT JOIN stage_sacct_time tb ON tb.t = a.start_t
+    LEFT JOIN stage_sacct_time tf ON tf.t = a.end_t
+    WHERE a.step IS NULL AND a.problem IS NULL
+)
+SELECT line, submit_at, eligible_at, start_at,
+       CASE WHEN end_first < start_at AND end_second >= start_at THEN end_second ELSE end_first END AS end_at
+FROM first_pass;
+
 -- Why an allocation row cannot be stored; first reason wins.
 CREATE OR REPLACE TEMP TABLE stage_sacct_alloc_problem AS
 WITH allocs AS (SELECT * FROM stage_sacct_linked WHERE step IS NULL),
+-- Times out of order would make negative waits or run times: the row is not believable.
+disorder AS (
+    SELECT t.line,
+           CASE WHEN t.end_at < t.start_at THEN 'End ' || ltrim(a.end_t, '@') || ' is before Start ' || ltrim(a.start_t, '@')
+                WHEN t.start_at < t.submit_at THEN 'Start ' || ltrim(a.start_t, '@') || ' is before Submit ' || ltrim(a.submit_t, '@')
+                WHEN t.eligible_at < t.submit_at THEN 'Eligible ' || ltrim(a.eligible_t, '@') || ' is before Submit ' || ltrim(a.submit_t, '@')
+                WHEN t.start_at < t.eligible_at THEN 'Start ' || ltrim(a.start_t, '@') || ' is before Eligible ' || ltrim(a.eligible_t, '@')
+           END AS reason
+    FROM stage_sacct_alloc_time t JOIN allocs a USING (line)
+),
 -- Concatenated dumps repeat a job; the last row is the newest word on it (RUNNING, then COMPLETED).
 repeats AS (
     SELECT line, job_id, max(line) OVER (PARTITION BY job_id, het_offset, submit_t, start_t) AS last_line
@@ -44,6 +85,8 @@ repeats AS (
 ),
 problems AS (
     SELECT line, problem AS reason FROM allocs WHERE problem IS NOT NULL
+    UNION ALL
+    SELECT line, reason || ' (times out of order)' FROM disorder WHERE reason IS NOT NULL
     UNION ALL
     SELECT line, 'same JobID, Submit and Start as line ' || last_line || ', which is kept'
     FROM repeats WHERE line < last_line
@@ -101,12 +144,9 @@ CREATE OR REPLACE TEMP MACRO slurm_rank_status(rank) AS
 CREATE OR REPLACE TEMP TABLE stage_sacct_alloc AS
 SELECT a.*,
     (row_number() OVER (PARTITION BY a.job_id, a.het_offset ORDER BY a.line) - 1)::INTEGER AS source_index,
-    ts.utc_ts AS submit_at, te.utc_ts AS eligible_at, tb.utc_ts AS start_at, tf.utc_ts AS end_at
+    t.submit_at, t.eligible_at, t.start_at, t.end_at
 FROM stage_sacct_linked a
-LEFT JOIN stage_sacct_time ts ON ts.t = a.submit_t
-LEFT JOIN stage_sacct_time te ON te.t = a.eligible_t
-LEFT JOIN stage_sacct_time tb ON tb.t = a.start_t
-LEFT JOIN stage_sacct_time tf ON tf.t = a.end_t
+JOIN stage_sacct_alloc_time t USING (line)
 WHERE a.step IS NULL AND a.line NOT IN (SELECT line FROM stage_sacct_alloc_problem);
 
 -- What the steps add to their run's outcome. Only real failures count: the extern step
