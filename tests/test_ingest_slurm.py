@@ -24,6 +24,7 @@ from gpucluster_analysis.ingest.slurm import (
     parse_gpu_indices,
     parse_job_id,
     parse_state,
+    parse_time,
     parse_tres,
 )
 from gpucluster_analysis.report.tables import format_for_csv, jobs_table, prepare
@@ -566,3 +567,193 @@ def test_a_pending_jobs_forecast_start_is_no_start(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     ingest(db, path, zone="UTC")
     assert rows(db, "SELECT status, start_at, end_at, num_gpus FROM attempts") == [("pending", None, None, 4.0)]
+
+
+# ---------------------------------------------------------------- real outputs (tests/data/slurm/SOURCES.md)
+
+SONAR_COLUMNS = (
+    "JobID", "JobIDRaw", "User", "Account", "State", "Start", "End", "AveCPU", "AveDiskRead", "AveDiskWrite", "AveRSS",
+    "AveVMSize", "ElapsedRaw", "ExitCode", "Layout", "MaxRSS", "MaxVMSize", "MinCPU", "ReqCPUS", "ReqMem", "ReqNodes",
+    "Reservation", "Submit", "Suspended", "SystemCPU", "TimelimitRaw", "UserCPU", "NodeList", "Partition", "AllocTRES",
+    "Priority", "JobName",
+)
+
+
+def test_real_sonar_dump_without_header(tmp_path: Path) -> None:
+    # NordicHPC/sonar's sacct -aP --noheader, 32 fields, read in Oslo (CET, UTC+1 in November)
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "real_sonar_noheader.txt", zone="Europe/Oslo", columns=SONAR_COLUMNS)
+    assert (report.status, report.rows, report.rejects) == ("loaded", 2, 0)
+    got = jobs_csv(db)
+    # 973997: FAILED 1:0 (step .0 OUT_OF_MEMORY); submit 09:32:55, start 12:27:39, end 13:07:46 local
+    # -> queue 2:54:44 = 10484 s, run 40:07 = 2407 s (sacct's own ElapsedRaw); no GPU in its TRES
+    j = got["973997"]
+    assert (j["status"], j["user"], j["vc"], j["submit_time"], j["queue_delay_s"], j["run_time_s"], j["num_gpus"]) == (
+        "failed", "ec-aaaaa", "ec85", "2024-11-13T08:32:55Z", 10484, 2407, 0)
+    # 974724: one GPU on gpu-10 for 13:02:56 -> 13:06:50 = 234 s; waited 12:37:07 -> 13:02:56 = 1549 s
+    j = got["974724"]
+    assert (j["status"], j["num_gpus"], j["run_time_s"], j["gpu_time_s"], j["queue_delay_s"]) == ("passed", 1, 234, 234, 1549)
+    # TimelimitRaw is minutes: 400 min and 22 min
+    assert sorted(rows(db, "SELECT job_id, time_limit_s, job_name, partition FROM jobs")) == [
+        ("973997", 400 * 60, "command", "normal"), ("974724", 22 * 60, "nsk-transcription-job", "mig")]
+
+
+def test_real_fixed_width_with_a_cut_job_name_is_refused(tmp_path: Path) -> None:
+    # maestrowf's sacct default output: `hello_wor+` and `6564055.bat+` lost their ends
+    (report,) = ingest(tmp_path / "s.duckdb", DATA / "real_fixed_maestro.txt", zone="UTC")
+    assert report.status == "failed"
+    assert report.message == (
+        f"{DATA / 'real_fixed_maestro.txt'}:3: sacct cut the JobName field to 'hello_wor+': its fixed-width output loses"
+        " what does not fit (export with sacct --parsable2 (-P), or widen the column, e.g. --format=JobName%60)")
+
+
+def test_real_fixed_width_without_times(tmp_path: Path) -> None:
+    # soperator's sacct --format=JobID,JobName,AllocCPUS,MaxRSS,MaxVMSize,TotalCPU,State: step 19.0 came
+    # without its allocation row; 20 and 21 FAILED, 22 COMPLETED; no times, so no runs
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "real_fixed_soperator.txt", zone="UTC")
+    assert (report.status, report.rows, report.rejects) == ("loaded", 3, 1)
+    assert rows(db, "SELECT line, reason FROM rejects") == [(3, "step of job 19 without its allocation row above it")]
+    assert rows(db, "SELECT job_id, status, submit_at, job_name FROM jobs ORDER BY job_id") == [
+        ("20", "failed", None, "sleep"), ("21", "failed", None, "sleep"), ("22", "passed", None, "sleep")]
+    assert rows(db, "SELECT count(*) FROM attempts WHERE start_at IS NOT NULL") == [(0,)]
+
+
+def test_real_alloctres_without_state_is_refused(tmp_path: Path) -> None:
+    # slurm-mail's `sacct --fields JobID,AllocTRES -P`: without State there is no outcome to store
+    (report,) = ingest(tmp_path / "s.duckdb", DATA / "real_alloctres_only.txt", zone="UTC")
+    assert report.status == "failed"
+    assert report.message.startswith(f"{DATA / 'real_alloctres_only.txt'}:1: the sacct columns lack JobID or State")
+    # its MIG and H100 TRES are read right: one GPU each, the slice type kept as the model
+    mig = parse_tres("billing=64,cpu=9,gres/cpu=9,gres/gpu:a100_3g.20gb=1,gres/gpu=1,mem=60G,node=1")
+    assert mig is not None and (mig.gpus, mig.model, mig.nodes) == (1, "a100_3g.20gb", 1)
+
+
+# ---------------------------------------------------------------- hostile input
+
+
+def test_hostile_rows(tmp_path: Path) -> None:
+    # Read in New York: EST = UTC-5 until 2024-03-10 02:00 (clocks jump to 03:00 EDT = UTC-4),
+    # EDT until 2024-11-03 02:00 (clocks fall back to 01:00 EST).
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "hostile.txt", zone="America/New_York")
+    assert (report.status, report.rows, report.rejects) == ("loaded", 7, 7)
+    assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
+        (2, "End 2024-01-01 09:00:00 is before Start 2024-01-01 10:00:00 (times out of order)"),
+        (3, "Start 2024-01-01 09:00:00 is before Submit 2024-01-01 10:00:00 (times out of order)"),
+        # the zone rules gca knows end in 2059: a later time would get a wrong offset
+        (5, "End 2100-07-01T11:00:00 is outside the years gca reads (1990-2059)"),
+        (7, "unreadable AllocTRES item 'gres/gpu:tesla:2(S:0-1)=2'"),  # GRES syntax where TRES belongs
+        (9, "unreadable Timelimit '-00:05:00'"),
+        (13, "a message of sacct, not a row"),
+        (15, "6 fields where the header has 10"),  # the cut last line
+    ]
+    got = {r[0]: r[1:] for r in rows(db, """
+        SELECT j.job_id, j.submit_at, a.start_at, a.end_at, a.num_gpus
+        FROM jobs j JOIN attempts a USING (job_id)""")}
+    assert got == {
+        # 1969-12-31T19:00 in New York is time 0, Slurm's "unset": no submit time
+        "3003": (None, datetime(2024, 1, 1, 14), datetime(2024, 1, 1, 16), 1.0),
+        "3005": (datetime(2024, 1, 1, 15), datetime(2024, 1, 1, 15), datetime(2024, 1, 1, 16), 0.0),  # gres/gpu=0
+        # SLURM_TIME_FORMAT=%s: 1704103200 = 2024-01-01 00:00 UTC (1704067200) + 10 h, UTC whatever --tz says
+        "3007": (datetime(2024, 1, 1, 10), datetime(2024, 1, 1, 10), datetime(2024, 1, 1, 11), 1.0),
+        # 02:30 does not exist on 2024-03-10: moved forward (read at EST) -> 07:30; 04:00 EDT -> 08:00
+        "3009": (datetime(2024, 3, 10, 7, 30), datetime(2024, 3, 10, 7, 30), datetime(2024, 3, 10, 8), 1.0),
+        "3010": (datetime(2024, 1, 1, 15), datetime(2024, 1, 1, 15), datetime(2024, 1, 1, 16), 1.0),
+        "3011": (datetime(2024, 1, 1, 15), datetime(2024, 1, 1, 15), datetime(2024, 1, 1, 16), 1.0),
+        # 01:40 and 01:50 EDT (first occurrences, -> 05:40, 05:50); End 01:10 only follows its Start
+        # as the second occurrence, 01:10 EST -> 06:10: a 20-minute run across the fall-back
+        "3012": (datetime(2024, 11, 3, 5, 40), datetime(2024, 11, 3, 5, 50), datetime(2024, 11, 3, 6, 10), 1.0),
+    }
+    names = dict(rows(db, "SELECT job_id, job_name FROM jobs WHERE job_id IN ('3010', '3011')"))
+    assert names == {"3010": "x" * 200 + "|" + "y" * 200, "3011": "café"}  # a Latin-1 byte read as Latin-1
+    assert jobs_csv(db)["3012"]["run_time_s"] == 20 * 60
+
+
+@pytest.mark.parametrize(
+    ("content", "expected_jobs"),
+    [
+        (b"JobID|State|Start|End\r\n5001|COMPLETED|2024-01-01T10:00:00|2024-01-01T11:00:00\r\n", 1),  # CRLF
+        (b"\xef\xbb\xbfJobID|State|Start|End\n5001|COMPLETED|2024-01-01T10:00:00|2024-01-01T11:00:00\n", 1),  # BOM
+        (b"JobID|State|Start|End\n", 0),  # header only: nothing to store, nothing wrong
+    ],
+)
+def test_line_ends_and_byte_order_marks(tmp_path: Path, content: bytes, expected_jobs: int) -> None:
+    path = tmp_path / "sacct.txt"
+    path.write_bytes(content)
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, path, zone="UTC")
+    assert (report.format, report.status, report.rows, report.rejects) == ("slurm_sacct", "loaded", expected_jobs, 0)
+    if expected_jobs:
+        assert rows(db, "SELECT start_at, end_at FROM attempts") == [(datetime(2024, 1, 1, 10), datetime(2024, 1, 1, 11))]
+
+
+@pytest.mark.parametrize(
+    ("content", "fmt", "message"),
+    [
+        (b"", "slurm_sacct", "sacct.txt: no sacct header or data lines (expected sacct output)"),
+        (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", "slurm_sacct",  # gzip bytes in a file not named .gz
+         "sacct.txt:1: binary data, not Slurm's text output (give gca the text sacct or scontrol printed)"),
+        (b"\x00\x01\x02garbage\n", "slurm_scontrol",
+         "sacct.txt:1: binary data, not Slurm's text output (give gca the text sacct or scontrol printed)"),
+    ],
+)
+def test_files_that_are_not_slurm_text_fail_with_one_line(tmp_path: Path, content: bytes, fmt: str, message: str) -> None:
+    path = tmp_path / "sacct.txt"
+    path.write_bytes(content)
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, path, zone="UTC", format_name=fmt)
+    assert report.status == "failed" and report.message == f"{tmp_path}/{message}"
+    assert rows(db, "SELECT count(*) FROM ingested_files") == [(0,)]  # nothing stored
+
+
+def test_cli_hostile_files_never_trace_back(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.txt"
+    garbage.write_bytes(bytes(range(256)) * 4)
+    for path, fmt in ((DATA / "hostile.txt", []), (garbage, ["--format", "slurm_sacct"]), (DATA / "real_fixed_maestro.txt", [])):
+        result = CliRunner().invoke(app, ["ingest", str(path), "--db", str(tmp_path / "s.duckdb"), "--tz", "UTC", *fmt])
+        assert "Traceback" not in result.output + result.stderr
+        errors = [line for line in result.stderr.splitlines() if line.startswith("gca: error:")]
+        assert result.exit_code == (0 if path.name == "hostile.txt" else 2) and len(errors) == (0 if result.exit_code == 0 else 1)
+
+
+def test_scontrol_versions(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "scontrol_versions.txt")
+    # 81 (17.11-style GRES_IDX=gpu(IDX:1,3)): 1, 3; array task 88_2 on gpu[08-09], 2 GPUs each
+    # (IDX:0-1): 4 bindings; het component of 94: IDX 5 and 7; 96: a GPU and a shard (no GPU);
+    # 97: MPS only, gpu:0(IDX:N/A): none
+    assert (report.status, report.rows, report.rejects) == ("loaded", 9, 0)
+    assert rows(db, "SELECT job_id, machine_id, gpu_index FROM gpu_bindings ORDER BY ALL") == [
+        ("81", "gpu07", 1), ("81", "gpu07", 3),
+        ("88_2", "gpu08", 0), ("88_2", "gpu08", 1), ("88_2", "gpu09", 0), ("88_2", "gpu09", 1),
+        ("94", "gpu10", 5), ("94", "gpu10", 7), ("96", "gpu11", 0)]
+
+
+def test_scontrol_without_d_is_refused(tmp_path: Path) -> None:
+    (report,) = ingest(tmp_path / "s.duckdb", DATA / "scontrol_without_d.txt")
+    assert report.status == "failed"
+    assert report.message == (
+        f"{DATA / 'scontrol_without_d.txt'}:2: a running job without its per-node lines (Nodes=... CPU_IDs=... GRES=...):"
+        " this is `scontrol show job` without -d, which does not say which GPUs a job holds"
+        " (save `scontrol show job -d` (or -d -o) instead)")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1704103200", "@2024-01-01 10:00:00"),  # SLURM_TIME_FORMAT=%s
+        ("0", None),  # time 0: unset
+        ("2024-01-01T10:00:00", "2024-01-01 10:00:00"),
+        ("Unknown", None),
+        ("None", None),
+    ],
+)
+def test_times(text: str, expected: str | None) -> None:
+    assert parse_time(text, "America/New_York") == expected
+
+
+@pytest.mark.parametrize("text", ["Tue 10:00", "2024-02-30T10:00:00", "2024-01-01", "12 Jan 09:00"])
+def test_times_that_are_not(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_time(text, "UTC")

@@ -81,13 +81,13 @@ def _layout(ctx: LoadContext, wanted: tuple[str, ...], required: tuple[str, ...]
     """Script parameters describing the header: its text, width and where each column is."""
     lines = first_lines(ctx.head, 1)
     if not lines:
-        raise ParseError(f"{ctx.path}: the file is empty", hint=f"expected a {what} CSV with its header line")
+        raise ParseError(f"{ctx.path}: the file is empty", hint=f"expected {what} CSV with its header line")
     names = _header(ctx.head)
     missing = [n for n in required if n not in names]
     if missing:
         raise ParseError(
             f"{ctx.path}:1: the header has no {', '.join(missing)} column",
-            hint=f"expected a {what} CSV whose first line names its columns ({', '.join(required)}, ...)",
+            hint=f"expected {what} CSV whose first line names its columns ({', '.join(required)}, ...)",
         )
     repeated = sorted({n for n in names if names.count(n) > 1 and n in wanted})
     if repeated:
@@ -139,15 +139,15 @@ def _load_jobs(ctx: LoadContext, source: str, what: str) -> LoadCounts:
 
 
 def _load_helios(ctx: LoadContext) -> LoadCounts:
-    return _load_jobs(ctx, "helios", "Helios cluster_log")
+    return _load_jobs(ctx, "helios", "a Helios cluster_log")
 
 
 def _load_acme(ctx: LoadContext) -> LoadCounts:
-    return _load_jobs(ctx, "acme", "Acme trace_<cluster>")
+    return _load_jobs(ctx, "acme", "an Acme trace_<cluster>")
 
 
 def _load_alibaba(ctx: LoadContext) -> LoadCounts:
-    params = _layout(ctx, _POD_COLUMNS, _POD_COLUMNS, "Alibaba cluster-trace-gpu-v2023 pod list")
+    params = _layout(ctx, _POD_COLUMNS, _POD_COLUMNS, "an Alibaba cluster-trace-gpu-v2023 pod list")
     epoch = parse_epoch(ctx.options.epoch) if ctx.options.epoch else ALIBABA_EPOCH
     params.update(path=str(ctx.path), file_id=ctx.file_id, epoch=epoch, encoding=_encoding(ctx.path),
                   # what the stored times mean, with the file: UTC, counted from this instant

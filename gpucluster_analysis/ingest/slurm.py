@@ -593,6 +593,9 @@ class _Reader:
         return fields
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # never in Slurm's output; tabs are let through
+
+
 def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(1-based line number, text) of each line, streaming: without a byte-order mark or line
     end; a line that is not UTF-8 is read as Latin-1 (a JobName typed on an old terminal)."""
@@ -604,7 +607,11 @@ def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
                 text = raw.decode("latin-1")
-            yield number, text.rstrip("\r\n")
+            text = text.rstrip("\r\n")
+            if _CONTROL.search(text):
+                raise ParseError(f"{path}:{number}: binary data, not Slurm's text output",
+                                 hint="give gca the text sacct or scontrol printed")
+            yield number, text
 
 
 def _load_sacct(ctx: LoadContext) -> LoadCounts:
