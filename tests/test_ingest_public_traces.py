@@ -235,3 +235,136 @@ def test_unreadable_files_fail_with_one_clear_line(tmp_path: Path, text: str, me
     (report,) = ingest(tmp_path / "t.duckdb", path, format_name="helios")
     assert report.status == "failed" and message in report.message and "\n" not in report.message
     assert "Traceback" not in report.message
+
+
+# ---------------------------------------------------------------- real excerpts and hostile files (tests/data/traces/SOURCES.md)
+
+GPUSPEC = TRACES / "openb_pod_list_gpuspec33_head.csv"
+
+
+def test_alibaba_epoch_anchors_the_relative_seconds(tmp_path: Path) -> None:
+    # The first lines of openb_pod_list_gpuspec33.csv, anchored at 2023-03-01 00:00 +08:00 = 2023-02-28 16:00 UTC.
+    db = tmp_path / "t.duckdb"
+    (report,) = ingest(db, GPUSPEC, epoch="2023-03-01T00:00:00+08:00")
+    assert (report.format, report.rows, report.rejects) == ("alibaba_gpu2023", 6, 0)
+    got = {r[0]: r[1:] for r in rows(db, """
+        SELECT j.job_id, j.status, j.submit_at, a.start_at, a.end_at, a.num_gpus
+        FROM jobs j LEFT JOIN attempts a USING (job_id)""")}
+    assert got["openb-pod-0000"] == ("running", datetime(2023, 2, 28, 16), datetime(2023, 2, 28, 16),
+                                     # 12537496 s = 145 d (Feb 28 + 145 d = Jul 23) + 9496 s (2:38:16)
+                                     datetime(2023, 7, 23, 18, 38, 16), 1.0)
+    # 9437497 s = 109 d (Jun 17) + 19897 s (5:31:37); 10769854 s = 124 d (Jul 2) + 56254 s (15:37:34)
+    assert got["openb-pod-0017"] == ("passed", datetime(2023, 6, 17, 21, 31, 37), datetime(2023, 6, 17, 21, 31, 37),
+                                     datetime(2023, 7, 3, 7, 37, 34), 8.0)
+    assert got["openb-pod-0021"][4] == 0.44  # a shared GPU: 440 milli; its gpu_spec lists five models with '|'
+    assert got["openb-pod-0061"] == ("pending", datetime(2023, 6, 24, 10, 7, 58), None, None, None)  # never scheduled
+    assert rows(db, "SELECT time_zone FROM ingested_files") == [("UTC, relative seconds from 2023-02-28T16:00:00Z",)]
+    jobs = jobs_csv(db)
+    # pod 0062: created 10001573, scheduled 10001606 (33 s later), deleted 10014257 (12651 s after), 0.81 GPU
+    assert (jobs["openb-pod-0062"]["queue_delay_s"], jobs["openb-pod-0062"]["run_time_s"]) == (33, 12651)
+    # pod 0017: 8 GPUs for 10769854 - 9437497 = 1332357 s
+    assert jobs["openb-pod-0017"]["gpu_time_s"] == 8 * 1332357
+
+
+def test_alibaba_without_epoch_counts_from_1970(tmp_path: Path) -> None:
+    db = tmp_path / "t.duckdb"
+    ingest(db, GPUSPEC)
+    # pod 0017: 9437497 s after 1970-01-01 = 109 d (1970-04-20) + 5:31:37
+    assert rows(db, "SELECT start_at FROM attempts WHERE job_id = 'openb-pod-0017'") == [(datetime(1970, 4, 20, 5, 31, 37),)]
+
+
+@pytest.mark.parametrize("epoch", ["yesterday", "2023-13-01", "1700000000x"])
+def test_a_bad_epoch_is_refused_before_anything_is_read(tmp_path: Path, epoch: str) -> None:
+    from typer.testing import CliRunner
+
+    from gpucluster_analysis.cli import app
+
+    result = CliRunner().invoke(app, ["ingest", str(GPUSPEC), "--db", str(tmp_path / "t.duckdb"), "--epoch", epoch])
+    assert result.exit_code == 2 and "Traceback" not in result.output + result.stderr
+    assert f"gca: error: --epoch {epoch!r} is not an ISO 8601 time (e.g. --epoch 2023-03-01T00:00:00+08:00)" in result.stderr
+    assert not (tmp_path / "t.duckdb").exists() or rows(tmp_path / "t.duckdb", "SELECT count(*) FROM jobs") == [(0,)]
+
+
+def test_helios_all_cluster_log_keeps_jobs_of_each_cluster_apart(tmp_path: Path) -> None:
+    # HeliosArtifact's all_cluster_log.csv: the same job id in Venus and Earth are two jobs
+    db = tmp_path / "t.duckdb"
+    (report,) = ingest(db, TRACES / "all_cluster_log.csv")
+    assert (report.format, report.rows, report.rejects) == ("helios", 2, 0)
+    assert rows(db, "SELECT job_id, vc, status FROM jobs ORDER BY job_id") == [
+        ("Earth/6160731", "vchbv", "failed"), ("Venus/6160731", "vcJkd", "passed")]
+
+
+def test_helios_hostile_rows(tmp_path: Path) -> None:
+    db = tmp_path / "t.duckdb"
+    (report,) = ingest(db, TRACES / "cluster_log_hostile.csv")
+    assert (report.rows, report.rejects) == (3, 3)
+    assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
+        # Asia/Shanghai had DST until 1991 and gca knows zone rules from 1990 only
+        (2, "a time without an offset outside the years gca reads in a zone (1990-2059): "
+            "1989-06-09 18:41:01, 1989-06-09 18:41:01, 1989-06-09 19:41:01"),
+        (3, "gpu_num is not a whole number of GPUs: -1"),
+        (7, "10 fields where the header has 12"),  # the cut last line, without a newline
+    ]
+    got = {r[0]: r[1:] for r in rows(db, """
+        SELECT j.job_id, j.status, j.source_status, a.start_at, a.end_at, a.num_gpus
+        FROM jobs j JOIN attempts a USING (job_id)""")}
+    assert got == {
+        "7000003": ("running", "RUNNING", datetime(2020, 6, 9, 10, 41, 5), None, 2.0),  # still running: no end
+        # Philly's own words, as traces converted from Philly write them (UTC+8: 18:00 -> 10:00)
+        "7000004": ("passed", "Pass", datetime(2020, 6, 9, 10), datetime(2020, 6, 9, 11), 4.0),
+        "7000005": ("killed", "Killed", datetime(2020, 6, 9, 10, 30), datetime(2020, 6, 9, 11), 4.0),
+    }
+
+
+HELIOS_HEADER = b"job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue"
+HELIOS_ROW = b"1,u%s,vc1,1,1,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,2020-06-10 04:55:09,36848,0"
+
+
+@pytest.mark.parametrize(
+    ("content", "user"),
+    [
+        (HELIOS_HEADER + b"\r\n" + HELIOS_ROW % b"1" + b"\r\n", "u1"),  # CRLF
+        (b"\xef\xbb\xbf" + HELIOS_HEADER + b"\n" + HELIOS_ROW % b"1" + b"\n", "u1"),  # UTF-8 BOM
+        (HELIOS_HEADER + b"\n" + HELIOS_ROW % b"\xe9" + b"\n", "u\u00e9"),  # a Latin-1 byte: the file is read as Latin-1
+        (HELIOS_HEADER + b"\n" + HELIOS_ROW % "\u00e9".encode() + b"\n", "u\u00e9"),  # the same in UTF-8
+    ],
+)
+def test_helios_encodings_and_line_ends(tmp_path: Path, content: bytes, user: str) -> None:
+    path = tmp_path / "cluster_log.csv"
+    path.write_bytes(content)
+    db = tmp_path / "t.duckdb"
+    (report,) = ingest(db, path)
+    assert (report.format, report.status, report.rows, report.rejects) == ("helios", "loaded", 1, 0)
+    # 18:41:01 and 04:55:09 (+1 d) in UTC+8
+    assert rows(db, "SELECT j.user_name, a.start_at, a.end_at FROM jobs j JOIN attempts a USING (job_id)") == [
+        (user, datetime(2020, 6, 9, 10, 41, 1), datetime(2020, 6, 9, 20, 55, 9))]
+
+
+def test_header_only_and_binary_files(tmp_path: Path) -> None:
+    header_only = tmp_path / "cluster_log.csv"
+    header_only.write_bytes(HELIOS_HEADER + b"\n")
+    db = tmp_path / "t.duckdb"
+    (report,) = ingest(db, header_only)
+    assert (report.status, report.rows, report.rejects) == ("loaded", 0, 0)
+    garbage = tmp_path / "openb_pod_list_x.csv"
+    garbage.write_bytes(bytes(range(256)) * 8)
+    for fmt in ("helios", "acme", "alibaba_gpu2023"):
+        (report,) = ingest(db, garbage, format_name=fmt)
+        assert report.status == "failed" and ":1: the header has no " in report.message and "\n" not in report.message
+
+
+def test_alibaba_hostile_rows(tmp_path: Path) -> None:
+    path = tmp_path / "openb_pod_list_x.csv"
+    path.write_bytes(GPUSPEC.read_bytes().splitlines()[0] + b"\r\n"
+                     + b"openb-pod-9001,1000,1024,1,1000,,LS,Running,99999999999999,99999999999999,99999999999999\r\n"
+                     + b"openb-pod-9002,1000,1024,1,-5,,LS,Running,10,20,10\r\n"
+                     + b"openb-pod-9003,1000,1024,1,1000,,LS,Succeeded,10,20,1")
+    db = tmp_path / "t.duckdb"
+    (report,) = ingest(db, path)
+    assert (report.rows, report.rejects) == (0, 3)
+    assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
+        # more than a century of seconds: no trace time, and beyond what a timestamp holds
+        (2, "creation_time is not whole seconds since the trace start: 99999999999999"),
+        (3, "gpu_milli is not a share of a GPU between 0 and 1000: -5"),
+        (4, "scheduled_time 1 is before creation_time 10"),
+    ]
