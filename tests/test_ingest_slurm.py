@@ -757,3 +757,18 @@ def test_times(text: str, expected: str | None) -> None:
 def test_times_that_are_not(text: str) -> None:
     with pytest.raises(ValueError):
         parse_time(text, "UTC")
+
+
+def test_real_duplicates_without_times_are_runs(tmp_path: Path) -> None:
+    # reportseff's `sacct -D -P -n` of a job requeued again and again (troycomi/reportseff issue #25),
+    # its fields in alphabetical order. Without Submit or Start nothing tells a requeued run from a
+    # repeated row, so each allocation row is a run as sacct -D prints it: three runs, none with a
+    # start time; the last was requeued, so the job waits again.
+    db = tmp_path / "s.duckdb"
+    columns = ("AdminComment", "AllocCPUS", "Elapsed", "JobID", "JobIDRaw", "MaxRSS", "NNodes", "REQMEM", "State",
+               "Timelimit", "TotalCPU")
+    (report,) = ingest(db, DATA / "real_reportseff_duplicates.txt", zone="UTC", columns=columns)
+    assert (report.status, report.rows, report.rejects) == ("loaded", 1, 0)
+    assert rows(db, "SELECT job_id, status, source_status, time_limit_s FROM jobs") == [("235929", "pending", "REQUEUED", 7200)]
+    assert rows(db, "SELECT attempt_no, source_index, source_status, start_at FROM attempts ORDER BY attempt_no") == [
+        (0, 0, "REQUEUED", None), (1, 1, "REQUEUED", None), (2, 2, "REQUEUED", None)]

@@ -79,9 +79,11 @@ disorder AS (
     FROM stage_sacct_alloc_time t JOIN allocs a USING (line)
 ),
 -- Concatenated dumps repeat a job; the last row is the newest word on it (RUNNING, then COMPLETED).
+-- A dump without Submit and Start cannot tell a repeat from a requeued run: its rows are
+-- taken as sacct -D prints them, one run each.
 repeats AS (
     SELECT line, job_id, max(line) OVER (PARTITION BY job_id, het_offset, submit_t, start_t) AS last_line
-    FROM allocs WHERE problem IS NULL
+    FROM allocs WHERE problem IS NULL AND (submit_t IS NOT NULL OR start_t IS NOT NULL)
 ),
 problems AS (
     SELECT line, problem AS reason FROM allocs WHERE problem IS NOT NULL
