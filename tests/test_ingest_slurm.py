@@ -722,12 +722,22 @@ def test_scontrol_versions(tmp_path: Path) -> None:
     (report,) = ingest(db, DATA / "scontrol_versions.txt")
     # 81 (17.11-style GRES_IDX=gpu(IDX:1,3)): 1, 3; array task 88_2 on gpu[08-09], 2 GPUs each
     # (IDX:0-1): 4 bindings; het component of 94: IDX 5 and 7; 96: a GPU and a shard (no GPU);
-    # 97: MPS only, gpu:0(IDX:N/A): none
-    assert (report.status, report.rows, report.rejects) == ("loaded", 9, 0)
+    # 97: MPS only, gpu:0(IDX:N/A): none; 37671 (-o, CPU_IDs with a comma): gpu1 and gpu2, IDX 2-3
+    # each; 37680 (GRES_IDX= empty, a hostlist with a comma inside brackets): no GPU
+    assert (report.status, report.rows, report.rejects) == ("loaded", 13, 0)
     assert rows(db, "SELECT job_id, machine_id, gpu_index FROM gpu_bindings ORDER BY ALL") == [
+        ("37671", "gpu1", 2), ("37671", "gpu1", 3), ("37671", "gpu2", 2), ("37671", "gpu2", 3),
         ("81", "gpu07", 1), ("81", "gpu07", 3),
         ("88_2", "gpu08", 0), ("88_2", "gpu08", 1), ("88_2", "gpu09", 0), ("88_2", "gpu09", 1),
         ("94", "gpu10", 5), ("94", "gpu10", 7), ("96", "gpu11", 0)]
+
+
+def test_real_scontrol_of_a_job_without_gpus(tmp_path: Path) -> None:
+    # CEA's job epilogue prints `scontrol show job -d`: a running CPU job, JOB_GRES=(null),
+    # its node line with an empty GRES=. It is -d output (the node line is there), so it loads, binding nothing.
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "real_scontrol_cea.txt")
+    assert (report.format, report.status, report.rows, report.rejects) == ("slurm_scontrol", "loaded", 0, 0)
 
 
 def test_scontrol_without_d_is_refused(tmp_path: Path) -> None:
