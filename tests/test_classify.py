@@ -293,6 +293,15 @@ def test_signature_checks_name_the_signature(text: str, fragment: str) -> None:
     assert fragment in message and "my.toml: signature 'my_sig'" in message and "\n" not in message
 
 
+def test_minimal_user_signature_needs_no_description_or_counter_examples() -> None:
+    text = '[[signature]]\nid = "my_sig"\nreason = "value_error"\npattern = "frobnicate failed"\npriority = 999\nexamples = ["frobnicate failed"]\n'
+    (sig,) = parse_signatures(text, "my.toml")
+    assert sig.description == "" and sig.counter_examples == ()
+    assert classify_text("frobnicate failed\n", [sig]).signature_id == "my_sig"
+    with pytest.raises(RulesError, match="my.toml: signature 'my_sig': description must be a string"):
+        parse_signatures(text + "description = 3\n", "my.toml")
+
+
 def test_prefilter_literals_are_case_blind() -> None:
     sigs = parse_signatures(GOOD.replace('priority = 999', 'priority = 999\nprefilter = ["FROBNICATE"]'), "my.toml")
     assert sigs[0].prefilter == ("frobnicate",)

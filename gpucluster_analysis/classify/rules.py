@@ -50,8 +50,8 @@ CATEGORIES: dict[str, str] = {
 }
 
 SHIPPED = "signatures.toml"
-_KEYS = {"id", "reason", "pattern", "priority", "description", "examples", "counter_examples"}
-_OPTIONAL_KEYS = {"prefilter"}
+_KEYS = {"id", "reason", "pattern", "priority", "examples"}
+_OPTIONAL_KEYS = {"description", "counter_examples", "prefilter"}
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
 # `{EXC}` in a pattern stands for the start of an uncaught exception's line: optional
@@ -127,9 +127,12 @@ def _signature(table: object, n: int, source: str, seen: set[str]) -> Signature:
     missing = _KEYS - set(table)
     if missing:
         raise RulesError(f"{where}: missing key(s) {sorted(missing)}")
-    for key in ("id", "reason", "pattern", "description"):
+    for key in ("id", "reason", "pattern"):
         if not isinstance(table[key], str) or not table[key]:
             raise RulesError(f"{where}: {key} must be a non-empty string")
+    table = {"description": "", "counter_examples": [], **table}
+    if not isinstance(table["description"], str):
+        raise RulesError(f"{where}: description must be a string")
     if not _ID.match(sid):  # type: ignore[arg-type]
         raise RulesError(f"{where}: id must be snake_case")
     if sid in seen:
