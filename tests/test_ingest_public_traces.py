@@ -353,6 +353,15 @@ def test_header_only_and_binary_files(tmp_path: Path) -> None:
         assert report.status == "failed" and ":1: the header has no " in report.message and "\n" not in report.message
 
 
+def test_utf16_is_refused_for_what_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "cluster_log.csv"
+    path.write_bytes((HELIOS_HEADER + b"\n" + HELIOS_ROW % b"1" + b"\n").decode().encode("utf-16"))
+    for fmt in ("helios", "alibaba_gpu2023"):
+        (report,) = ingest(tmp_path / "t.duckdb", path, format_name=fmt)
+        assert (report.status, report.message) == ("failed", f"{path}:1: UTF-16 text (as Windows tools save CSV)"
+                                                   " (convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 cluster_log.csv)")
+
+
 def test_alibaba_hostile_rows(tmp_path: Path) -> None:
     path = tmp_path / "openb_pod_list_x.csv"
     path.write_bytes(GPUSPEC.read_bytes().splitlines()[0] + b"\r\n"

@@ -694,6 +694,9 @@ def test_line_ends_and_byte_order_marks(tmp_path: Path, content: bytes, expected
         (b"", "slurm_sacct", "sacct.txt: no sacct header or data lines (expected sacct output)"),
         (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", "slurm_sacct",  # gzip bytes in a file not named .gz
          "sacct.txt:1: binary data, not Slurm's text output (give gca the text sacct or scontrol printed)"),
+        ("JobID|State\n1|COMPLETED\n".encode("utf-16"), "slurm_sacct",
+         "sacct.txt:1: UTF-16 text (as Windows PowerShell saves command output)"
+         " (convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 sacct.txt)"),
         (b"\x00\x01\x02garbage\n", "slurm_scontrol",
          "sacct.txt:1: binary data, not Slurm's text output (give gca the text sacct or scontrol printed)"),
     ],

@@ -116,6 +116,10 @@ def _encoding(path: Path) -> str:
     refuses invalid UTF-8, and a file cannot be re-read once its transaction has failed."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     with open_binary(path) as f:
+        if f.read(2) in (b"\xff\xfe", b"\xfe\xff"):
+            raise ParseError(f"{path}:1: UTF-16 text (as Windows tools save CSV)",
+                             hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {path.name}")
+        f.seek(0)
         try:
             while chunk := f.read(4 << 20):
                 decoder.decode(chunk)
@@ -130,10 +134,11 @@ def _count(ctx: LoadContext, table: str) -> int:
 
 
 def _load_jobs(ctx: LoadContext, source: str, what: str) -> LoadCounts:
+    encoding = _encoding(ctx.path)  # first: a UTF-16 file is refused for what it is
     params = _layout(ctx, _JOB_COLUMNS, _JOB_REQUIRED, what)
     zone = ctx.options.zone or CHINA_ZONE
     install_zone(ctx.con, zone)
-    params.update(path=str(ctx.path), file_id=ctx.file_id, source=source, zone=zone, encoding=_encoding(ctx.path))
+    params.update(path=str(ctx.path), file_id=ctx.file_id, source=source, zone=zone, encoding=encoding)
     run_script(ctx.con, "ingest", "helios_acme_jobs", params, on_statement=ctx.on_statement)
     return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"))
 
@@ -147,9 +152,10 @@ def _load_acme(ctx: LoadContext) -> LoadCounts:
 
 
 def _load_alibaba(ctx: LoadContext) -> LoadCounts:
+    encoding = _encoding(ctx.path)
     params = _layout(ctx, _POD_COLUMNS, _POD_COLUMNS, "an Alibaba cluster-trace-gpu-v2023 pod list")
     epoch = parse_epoch(ctx.options.epoch) if ctx.options.epoch else ALIBABA_EPOCH
-    params.update(path=str(ctx.path), file_id=ctx.file_id, epoch=epoch, encoding=_encoding(ctx.path),
+    params.update(path=str(ctx.path), file_id=ctx.file_id, epoch=epoch, encoding=encoding,
                   # what the stored times mean, with the file: UTC, counted from this instant
                   time_zone=f"UTC, relative seconds from {epoch:%Y-%m-%dT%H:%M:%S}Z")
     run_script(ctx.con, "ingest", "alibaba_pods", params, on_statement=ctx.on_statement)

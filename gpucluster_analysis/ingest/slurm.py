@@ -603,6 +603,9 @@ def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
         for number, raw in enumerate(f, start=1):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
+            if number == 1 and raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+                raise ParseError(f"{path}:1: UTF-16 text (as Windows PowerShell saves command output)",
+                                 hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {path.name}")
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
