@@ -293,6 +293,18 @@ def test_signature_checks_name_the_signature(text: str, fragment: str) -> None:
     assert fragment in message and "my.toml: signature 'my_sig'" in message and "\n" not in message
 
 
+def test_retried_request_warning_yields_to_the_real_error() -> None:
+    warning = (
+        "WARNING:huggingface_hub.utils._http:'(MaxRetryError(\"HTTPSConnectionPool(host='huggingface.co', port=443): "
+        "Max retries exceeded with url: /x (Caused by NewConnectionError('<x>: Failed to establish a new connection: "
+        "[Errno 101] Network is unreachable'))\"), '(Request ID: 1)')' thrown while requesting HEAD https://huggingface.co/x\n"
+        "Retrying in 1s [Retry 1/5].\n"
+    )
+    crash = 'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\nKeyError: \'labels\'\n'
+    assert classify_text(warning + crash, SIGNATURES).reason == "key_error"
+    assert classify_text(warning, SIGNATURES).reason == "network_error"
+
+
 def test_minimal_user_signature_needs_no_description_or_counter_examples() -> None:
     text = '[[signature]]\nid = "my_sig"\nreason = "value_error"\npattern = "frobnicate failed"\npriority = 999\nexamples = ["frobnicate failed"]\n'
     (sig,) = parse_signatures(text, "my.toml")
