@@ -2,7 +2,7 @@
 
 A signature sees a line after `normalize_line`: ANSI colour codes removed (also the
 `[36m` left when a paste lost the escape character), then, repeatedly, whatever
-prefixes a line: leading blanks, markdown quoting, box drawing of rich tracebacks,
+prefixes a line: leading blanks, markdown quoting, backticks and quotes, box drawing of rich tracebacks,
 rank/task tags (`[rank3]:`, `[1,0]<stderr>:`, `0: `), bracketed tags and timestamps
 (`[E ProcessGroupNCCL.cpp:458]`, `[2024-01-01 12:00:00,000]`, dmesg `[ 12.3]`),
 timestamps, syslog and glog headers, Ray/vLLM `(Worker pid=12)` tags, docker-compose
@@ -23,6 +23,7 @@ _PREFIX = re.compile(
         [
             r"\s+",  # indentation of a pasted block
             r">+ ?",  # markdown quoting
+            r"[`\"'*]+(?=\S)",  # inline code, quotes and bold pasted around a line
             r"[│┃║|] ?",  # rich box drawing, table borders
             r"\^C(?=\S)",  # ^C glued to the next line
             r"\[[^\[\]\n]{0,120}\](?:<\w+>)?:?",  # [rank3]: [1,0]<stderr>: [E file.cpp:12] [ 12.5] [2024-..] [INFO]
