@@ -5,7 +5,7 @@ Pure functions: nothing here prints, exits or touches the store.
 
 from __future__ import annotations
 
-from gpucluster_analysis.classify.engine import Classification, Match, classify_file, classify_text
+from gpucluster_analysis.classify.engine import Classification, Match, classify_bytes, classify_file, classify_text
 from gpucluster_analysis.classify.rules import CATEGORIES, Signature, load_signatures
 
-__all__ = ["CATEGORIES", "Classification", "Match", "Signature", "classify_file", "classify_text", "load_signatures"]
+__all__ = ["CATEGORIES", "Classification", "Match", "Signature", "classify_bytes", "classify_file", "classify_text", "load_signatures"]
