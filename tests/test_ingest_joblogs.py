@@ -193,3 +193,22 @@ def test_replacing_a_log_replaces_its_classification(tmp_path: Path) -> None:
         log.write_text(CUDA_OOM)
         ingest_paths(con, [log], IngestOptions(replace=True))
     assert rows(db, "SELECT reason FROM job_logs") == [("cuda_oom",)]
+
+
+def test_huge_log_is_read_as_head_and_tail_and_says_so(tmp_path: Path) -> None:
+    # 8 MiB of training output, then the error: the middle is skipped, the tail read, and
+    # a match in the tail has no trustworthy line number.
+    from gpucluster_analysis.classify.engine import HEAD_BYTES, TAIL_BYTES
+
+    log = tmp_path / "logs" / "big" / "attempt_0" / "stderr.log"
+    log.parent.mkdir(parents=True)
+    with open(log, "w") as f:
+        f.write(IMPORT_ERROR.replace("apex", "early"))  # in the head: loses to the later, more specific cause
+        f.write("step 123 loss 0.5 lr 0.001\n" * ((8 << 20) // 27))
+        f.write(CUDA_OOM)
+    db = tmp_path / "s.duckdb"
+    with open_store(db) as con:
+        ingest_paths(con, [log], IngestOptions())
+    reason, line_number, truncated, bytes_read = rows(db, "SELECT reason, line_number, truncated, bytes_read FROM job_logs")[0]
+    assert (reason, line_number, truncated) == ("cuda_oom", None, True)
+    assert bytes_read == HEAD_BYTES + TAIL_BYTES

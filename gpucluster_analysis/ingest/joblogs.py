@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from gpucluster_analysis.classify import classify_text, load_signatures
+from gpucluster_analysis.classify import classify_bytes, load_signatures
 from gpucluster_analysis.classify.engine import HEAD_BYTES, TAIL_BYTES
 from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.ingest.base import FileFormat, IngestOptions, LoadContext, LoadCounts
@@ -121,18 +121,20 @@ def _signatures(extra: tuple[Path, ...]):  # type: ignore[no-untyped-def]
     return load_signatures(list(extra))
 
 
-def read_head_and_tail(path: Path) -> tuple[bytes, int, bool]:
-    """The first HEAD_BYTES and last TAIL_BYTES of the (decompressed) file, its size, and whether it was cut."""
+def read_head_and_tail(path: Path) -> tuple[bytes, bytes | None, int]:
+    """The (decompressed) file whole when it is at most HEAD_BYTES + TAIL_BYTES, else its
+    first HEAD_BYTES and last TAIL_BYTES apart (tail None when whole), and its size."""
     with open_binary(path) as f:
         head = f.read(HEAD_BYTES)
         size = len(head)
-        tail = b""
+        rest = b""
         # Stream the rest, keeping a rolling tail: gzip files cannot seek cheaply.
         while chunk := f.read(1 << 20):
             size += len(chunk)
-            tail = (tail + chunk)[-TAIL_BYTES:]
-    cut = size > HEAD_BYTES + len(tail)
-    return (head + (b"\n" if cut else b"") + tail), size, cut
+            rest = (rest + chunk)[-TAIL_BYTES:]
+    if size <= HEAD_BYTES + TAIL_BYTES:
+        return head + rest, None, size
+    return head, rest, size
 
 
 def cuda_visible_indices(data: bytes) -> list[int]:
@@ -152,8 +154,15 @@ def _load(ctx: LoadContext) -> LoadCounts:
             f"{ctx.path}: cannot tell the job from this log's path",
             hint="name the layout with --log-pattern, e.g. '{job_id}/{attempt}/stderr.txt'",
         )
-    data, size, cut = read_head_and_tail(ctx.path)
-    result = classify_text(data.decode("utf-8", errors="replace"), _signatures(tuple(ctx.options.signatures)))
+    head, tail, _size = read_head_and_tail(ctx.path)
+    sigs = _signatures(tuple(ctx.options.signatures))
+    cut = tail is not None
+    if tail is None:
+        data = head
+        result = classify_bytes(data, sigs)
+    else:  # line numbers in the tail are unknown: a match there gets none
+        data = head + b"\n" + tail
+        result = classify_bytes(data, sigs, tail_from_line=head.count(b"\n") + 2)
     others = [m.signature_id for m in result.matched[1:]]
     priority = result.matched[0].priority if result.matched else None
     ctx.con.execute(
@@ -162,7 +171,7 @@ def _load(ctx: LoadContext) -> LoadCounts:
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [place.job_id, place.attempt_ref, place.stream, place.layout, result.reason, result.category,
          result.signature_id, priority, result.line_number, (result.line or "")[:1000] or None, others,
-         size, cut, ctx.file_id],
+         len(head) + len(tail or b""), cut, ctx.file_id],
     ).fetchall()
     for gpu in cuda_visible_indices(data):
         ctx.con.execute(
