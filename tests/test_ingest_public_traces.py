@@ -350,7 +350,34 @@ def test_header_only_and_binary_files(tmp_path: Path) -> None:
     garbage.write_bytes(bytes(range(256)) * 8)
     for fmt in ("helios", "acme", "alibaba_gpu2023"):
         (report,) = ingest(db, garbage, format_name=fmt)
-        assert report.status == "failed" and ":1: the header has no " in report.message and "\n" not in report.message
+        assert (report.status, report.message) == ("failed", f"{garbage}:1: a control character (0x00): binary data,"
+                                                   " not a CSV text file (give gca the CSV as published (gzip-compressed is fine))")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        # CRLF lines, then LF lines: two files concatenated
+        (HELIOS_HEADER + b"\r\n" + HELIOS_ROW % b"1" + b"\r\n" + HELIOS_ROW % b"2" + b"\n",
+         ":3: the line ends change here (LF after CRLF), as when files are concatenated (normalize them first, e.g. dos2unix cluster_log.csv)"),
+        (HELIOS_HEADER + b"\n" + HELIOS_ROW % b"1" + b"\r\n",
+         ":2: the line ends change here (CRLF after LF), as when files are concatenated (normalize them first, e.g. dos2unix cluster_log.csv)"),
+        (HELIOS_HEADER + b"\n" + HELIOS_ROW % b"1\r2" + b"\n",
+         ":2: a carriage return inside the line (remove it, or normalize the line ends (e.g. dos2unix cluster_log.csv))"),
+        (HELIOS_HEADER + b"\n" + HELIOS_ROW % b"1" + b"\n" + HELIOS_ROW % b"\x01" + b"\n",
+         ":3: a control character (0x01): binary data, not a CSV text file (give gca the CSV as published (gzip-compressed is fine))"),
+        # Windows-1252 curly quotes: neither UTF-8 nor Latin-1 (DuckDB's Latin-1 has no 0x80-0x9f)
+        (HELIOS_HEADER + b"\n" + HELIOS_ROW % b"\x93q\x94" + b"\n",
+         ":2: neither UTF-8 nor Latin-1 text (convert it to UTF-8 first, e.g. iconv -f CP1252 -t UTF-8 cluster_log.csv)"),
+    ],
+)
+def test_what_duckdb_cannot_read_is_refused_with_its_line(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "cluster_log.csv"
+    path.write_bytes(content)
+    db = tmp_path / "t.duckdb"
+    (report,) = ingest(db, path)
+    assert (report.format, report.status, report.message) == ("helios", "failed", f"{path}{message}")
+    assert rows(db, "SELECT count(*) FROM ingested_files") == [(0,)]
 
 
 def test_utf16_is_refused_for_what_it_is(tmp_path: Path) -> None:

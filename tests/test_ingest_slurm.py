@@ -785,3 +785,17 @@ def test_real_duplicates_without_times_are_runs(tmp_path: Path) -> None:
     assert rows(db, "SELECT job_id, status, source_status, time_limit_s FROM jobs") == [("235929", "pending", "REQUEUED", 7200)]
     assert rows(db, "SELECT attempt_no, source_index, source_status, start_at FROM attempts ORDER BY attempt_no") == [
         (0, 0, "REQUEUED", None), (1, 1, "REQUEUED", None), (2, 2, "REQUEUED", None)]
+
+
+def test_sacct_json_is_recognized_and_refused(tmp_path: Path) -> None:
+    # sacct --json (Slurm 23.02 layout, data_parser v0.0.40): gca reads -P text, and says so
+    path = tmp_path / "sacct.json"
+    path.write_text('{\n  "meta": {\n    "plugin": {\n      "type": "",\n      "name": "",\n'
+                    '      "data_parser": "data_parser/v0.0.40"\n    },\n    "command": [\n      "sacct",\n      "--json"\n'
+                    '    ]\n  },\n  "jobs": [\n  ]\n}\n')
+    assert detect_format(path, read_head(path)).name == "slurm_sacct"  # type: ignore[union-attr]
+    result = CliRunner().invoke(app, ["ingest", str(path), "--db", str(tmp_path / "s.duckdb")])
+    assert result.exit_code == 2 and "Traceback" not in result.output + result.stderr
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith("gca: error:")]
+    assert error.startswith(f"gca: error: {path}:1: Slurm's JSON output (sacct --json or scontrol --json), which gca does not read"
+                            " (export with sacct -P")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -111,22 +112,84 @@ def parse_epoch(text: str) -> datetime:
     return instant
 
 
+# A control character is never in a trace CSV; \x01 is also the byte DuckDB splits lines at.
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_LONE_CR = re.compile(rb"\r(?!\n)")
+_LF_WITHOUT_CR = re.compile(rb"(?<!\r)\n")
+_C1 = re.compile(rb"[\x80-\x9f]")
+
+
+class _TextScan:
+    """One streaming pass over a trace CSV before DuckDB reads it (a failed DuckDB read would
+    abort the file's transaction, leaving no second try): its encoding, and what DuckDB's CSV
+    reader cannot take, refused with the line: UTF-16, control characters, mixed line ends."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lines_before = 0  # line ends in the chunks already scanned
+        self.crlf: bool | None = None  # the file's line end, from its first one
+
+    def encoding(self) -> str:
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        utf8 = True
+        carry = b""  # a chunk's last byte when it is \r: its \n may open the next chunk
+        with open_binary(self.path) as f:
+            if f.read(2) in (b"\xff\xfe", b"\xfe\xff"):
+                raise ParseError(f"{self.path}:1: UTF-16 text (as Windows tools save CSV)",
+                                 hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {self.path.name}")
+            f.seek(0)
+            while raw := f.read(4 << 20):
+                chunk = carry + raw
+                carry = chunk[-1:] if chunk.endswith(b"\r") else b""
+                chunk = chunk[: len(chunk) - len(carry)]
+                self._check(chunk)
+                if utf8:
+                    try:
+                        decoder.decode(chunk)
+                    except UnicodeDecodeError:
+                        utf8 = False
+                if not utf8 and (c1 := _C1.search(chunk)):
+                    # DuckDB's Latin-1 has no characters there; Windows-1252 puts quotes and the euro sign there
+                    raise ParseError(f"{self.path}:{self._line(chunk, c1.start())}: neither UTF-8 nor Latin-1 text",
+                                     hint=f"convert it to UTF-8 first, e.g. iconv -f CP1252 -t UTF-8 {self.path.name}")
+                self.lines_before += chunk.count(b"\n")
+            self._check(carry)
+            if utf8:
+                try:
+                    decoder.decode(b"", final=True)
+                except UnicodeDecodeError:
+                    utf8 = False
+        return "utf-8" if utf8 else "latin-1"
+
+    def _line(self, chunk: bytes, position: int) -> int:
+        return self.lines_before + chunk.count(b"\n", 0, position) + 1
+
+    def _check(self, chunk: bytes) -> None:
+        if control := _CONTROL.search(chunk):
+            raise ParseError(
+                f"{self.path}:{self._line(chunk, control.start())}: a control character"
+                f" (0x{chunk[control.start()]:02x}): binary data, not a CSV text file",
+                hint="give gca the CSV as published (gzip-compressed is fine)")
+        if (cr := _LONE_CR.search(chunk)) and cr.end() < len(chunk):
+            raise ParseError(f"{self.path}:{self._line(chunk, cr.start())}: a carriage return inside the line",
+                             hint=f"remove it, or normalize the line ends (e.g. dos2unix {self.path.name})")
+        if self.crlf is None and (first := chunk.find(b"\n")) >= 0:
+            self.crlf = chunk[first - 1: first] == b"\r"  # a \r ending the previous chunk was carried here
+        position = None
+        if self.crlf and (lf := _LF_WITHOUT_CR.search(chunk)):
+            position = lf.start()
+        elif self.crlf is False and (crlf := chunk.find(b"\r\n")) >= 0:
+            position = crlf
+        if position is not None:
+            raise ParseError(f"{self.path}:{self._line(chunk, position)}: the line ends change here"
+                             f" ({'LF after CRLF' if self.crlf else 'CRLF after LF'}), as when files are concatenated",
+                             hint=f"normalize them first, e.g. dos2unix {self.path.name}")
+
+
 def _encoding(path: Path) -> str:
-    """utf-8 when the whole file is UTF-8, else latin-1 (every byte is a character): DuckDB
-    refuses invalid UTF-8, and a file cannot be re-read once its transaction has failed."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    with open_binary(path) as f:
-        if f.read(2) in (b"\xff\xfe", b"\xfe\xff"):
-            raise ParseError(f"{path}:1: UTF-16 text (as Windows tools save CSV)",
-                             hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {path.name}")
-        f.seek(0)
-        try:
-            while chunk := f.read(4 << 20):
-                decoder.decode(chunk)
-            decoder.decode(b"", final=True)
-        except UnicodeDecodeError:
-            return "latin-1"
-    return "utf-8"
+    """utf-8 when the whole file is UTF-8, else latin-1 (every byte a character); refuses
+    what DuckDB's CSV reader cannot take (see _TextScan)."""
+    return _TextScan(path).encoding()
 
 
 def _count(ctx: LoadContext, table: str) -> int:

@@ -618,6 +618,12 @@ def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def _load_sacct(ctx: LoadContext) -> LoadCounts:
+    if _is_slurm_json(ctx.head):
+        raise ParseError(
+            f"{ctx.path}:1: Slurm's JSON output (sacct --json or scontrol --json), which gca does not read",
+            hint="export with sacct -P (e.g. sacct -a -P -S 2024-01-01 --format JobID,JobName,User,Account,Partition,"
+                 "State,ExitCode,Submit,Eligible,Start,End,Timelimit,NNodes,AllocTRES,NodeList) or scontrol show job -d",
+        )
     zone = ctx.options.zone or local_zone()
     # The zone is the machine's unless --tz says otherwise: record the one used.
     ctx.con.execute("UPDATE ingested_files SET time_zone = ? WHERE file_id = ?", [zone, ctx.file_id]).fetchall()
@@ -772,7 +778,16 @@ def _insert_bindings(ctx: LoadContext, bindings: dict[str, list]) -> None:  # ty
 # --- recognizing the files -----------------------------------------------------------
 
 
+def _is_slurm_json(head: str) -> bool:
+    """sacct --json / scontrol show job --json (Slurm 21.08+): recognized so it can be refused clearly."""
+    text = head.lstrip()
+    return text.startswith("{") and '"meta"' in text and any(
+        mark in text for mark in ('"data_parser"', "openapi/", "Slurm OpenAPI", '"sacct"', '"scontrol"'))
+
+
 def _sniff_sacct(head: str) -> bool:
+    if _is_slurm_json(head):
+        return True
     lines = [ln for ln in first_lines(head, 3) if ln.strip()]
     if not lines:
         return False
