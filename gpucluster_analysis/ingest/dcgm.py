@@ -35,6 +35,7 @@ from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines
 from gpucluster_analysis.ingest.nvsmi import (
+    CUT_LINE,
     Batches,
     host_from_name,
     parse_time_option,
@@ -146,7 +147,7 @@ def _load_prom(ctx: LoadContext) -> LoadCounts:
     fallback = start_time(ctx) or time_from_name(ctx.path, zone)
     scrape_time = None
     samples = 0
-    for number, text in read_lines(ctx.path):
+    for number, text, cut in read_lines(ctx.path):
         if not text:
             continue
         if text.startswith("#"):
@@ -164,6 +165,9 @@ def _load_prom(ctx: LoadContext) -> LoadCounts:
         measure = METRICS.get(name.group(0).lower())
         if measure is None:
             continue  # a DCGM field gca does not store
+        if cut:
+            stage.add(line=number, text=text[:500], problem=CUT_LINE)
+            continue
         try:
             _, raw_labels, value, stamp = parse_sample(text)
         except ValueError as e:

@@ -22,9 +22,10 @@ DuckDB as Arrow tables; `sql/ingest/nvsmi_lines.sql` splits and types the fields
 
 from __future__ import annotations
 
-import io
+import gzip
 import re
 import xml.etree.ElementTree as ET
+import zlib
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -176,11 +177,39 @@ def store_staged(ctx: LoadContext, zone: str | None, *, pci_order: bool = False)
     return LoadCounts(rows=int(stored), rejects=int(rejected))
 
 
-def read_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(1-based number, stripped text) of each line; gzip, a BOM and CRLF read alike."""
-    with io.TextIOWrapper(open_binary(path), encoding="utf-8-sig", errors="replace") as f:
-        for number, line in enumerate(f, start=1):
-            yield number, line.strip()
+# Never in the tools' text output (tabs indent nvidia-smi's XML; CR ends Windows lines).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def read_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
+    """(1-based number, stripped text, cut) of each line; gzip, a BOM and CRLF read alike.
+
+    cut: the line has no line end, so it is the file's last and was cut off while the
+    log was being written (a killed `nvidia-smi -l` leaves half a buffered line): a
+    number on it may have lost digits. UTF-16 (Windows PowerShell's `>`) and binary data
+    are refused in one line, as is a damaged gzip file.
+    """
+    number = 0
+    try:
+        with open_binary(path) as f:
+            for number, raw in enumerate(f, start=1):
+                if number == 1:
+                    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+                        raise ParseError(f"{path}:1: UTF-16 text (as Windows PowerShell saves command output)",
+                                         hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {path.name}")
+                    if raw.startswith(b"\xef\xbb\xbf"):
+                        raw = raw[3:]
+                text = raw.decode("utf-8", errors="replace")
+                if _CONTROL.search(text):
+                    raise ParseError(f"{path}:{number}: binary data, not the text nvidia-smi or dcgm-exporter prints",
+                                     hint="give gca the tool's text output (a .gz is read as such)")
+                yield number, text.strip(), not raw.endswith(b"\n")
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise ParseError(f"{path}:{number + 1}: the compressed file is damaged or cut short ({e})",
+                         hint=f"copy it again, or keep what is readable: zcat {path.name} > {path.stem} and ingest that") from e
+
+
+CUT_LINE = "the line has no line end: the log was cut off while being written"
 
 
 # --- nvsmi_csv and nvsmi_dmon: a block layout per header ---------------------------------
@@ -286,8 +315,9 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
         current = _layout(keys, DMON_FIELDS if dmon else CSV_FIELDS, 0)
         layouts.append(current)
     orphans, first_orphan = 0, 0
+    cut_line = None
     units_next = False
-    for number, text in read_lines(ctx.path):
+    for number, text, cut in read_lines(ctx.path):
         if not text:
             continue
         if dmon and text.startswith("#"):
@@ -323,6 +353,7 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
             first_orphan = first_orphan or number
             continue
         lines.add(line=number, block=current["block"], text=text)
+        cut_line = number if cut else None
     lines.flush()
     events.flush()
     if orphans:
@@ -344,7 +375,7 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
     if timeless:
         start = _timeless_start(ctx, "dmon without -o DT" if dmon else "a --query-gpu log without timestamp")
     pci_order = all(r["p_index"] is None for r in layouts)
-    return _store_lines(ctx, host, zone, start, dmon=dmon, pci_order=pci_order)
+    return _store_lines(ctx, host, zone, start, dmon=dmon, pci_order=pci_order, cut_line=cut_line)
 
 
 def _check_layouts(ctx: LoadContext, layouts: list[dict[str, Any]], *, dmon: bool) -> None:
@@ -379,7 +410,7 @@ def _timeless_start(ctx: LoadContext, what: str) -> datetime:
 
 
 def _store_lines(ctx: LoadContext, host: str, zone: str, start: datetime | None, *, dmon: bool, pci_order: bool,
-                 no_data: bool = False) -> LoadCounts:
+                 no_data: bool = False, cut_line: int | None = None) -> LoadCounts:
     if no_data:
         ctx.con.execute(f"CREATE OR REPLACE TEMP TABLE stage_raw AS SELECT * FROM ({_empty_raw()}) WHERE false")
     else:
@@ -393,7 +424,8 @@ def _store_lines(ctx: LoadContext, host: str, zone: str, start: datetime | None,
                 raise InputError(f"{ctx.path}: the log has several samples per GPU and no times",
                                  hint="pass --interval (seconds between samples, e.g. dmon's -d) with --time")
         run_script(ctx.con, "ingest", "nvsmi_lines",
-                   {"host": host, "whitespace": dmon, "start": start, "interval": ctx.options.interval_s})
+                   {"host": host, "whitespace": dmon, "start": start, "interval": ctx.options.interval_s,
+                    "cut_line": cut_line, "cut_reason": CUT_LINE})
     return store_staged(ctx, zone, pci_order=pci_order)
 
 
@@ -451,13 +483,14 @@ XML_PATHS: dict[str, tuple[str, ...]] = {
     "uuid": ("uuid",),
 }
 _REASON_TAG = re.compile(r"clocks_(?:throttle|event)_reason_(\w+)")
+_GPU_TAG = re.compile(r"<gpu[\s>]")
 
 
 def _xml_documents(ctx: LoadContext) -> Iterator[tuple[int, str]]:
     """(first line, text) of each <nvidia_smi_log> document; one at a time, so memory stays bounded."""
     parts: list[str] = []
     start = None
-    for number, line in read_lines(ctx.path):
+    for number, line, _ in read_lines(ctx.path):
         if "<nvidia_smi_log" in line and start is None:
             start = number
             parts = [line[line.index("<nvidia_smi_log"):]]
@@ -516,6 +549,8 @@ def _load_xml(ctx: LoadContext) -> LoadCounts:
         # <gpu> elements come in nvidia-smi's index order; with fewer than attached_gpus
         # (nvidia-smi -i N) the position is not the index: then UUID or PCI id must tell.
         whole = attached is not None and attached.strip().isdigit() and int(attached) == len(gpus)
+        # each <gpu> element's own line, for its reject (ElementTree keeps no line numbers)
+        gpu_lines = [line + text.count("\n", 0, m.start()) for m in _GPU_TAG.finditer(text)]
         for position, gpu in enumerate(gpus):
             values = {column: _text(gpu, paths) for column, paths in XML_PATHS.items()}
             reasons = gpu.find("clocks_event_reasons")
@@ -528,7 +563,8 @@ def _load_xml(ctx: LoadContext) -> LoadCounts:
                 known = [child for child in reasons if _REASON_TAG.fullmatch(child.tag)
                          and (child.text or "").strip() in ("Active", "Not Active")]
                 throttle = ",".join(active) if active else ("none" if known else None)
-            common = {"line": line, "text": f'<gpu id="{gpu.get("id", "")}">', "machine_id": host,
+            gpu_line = gpu_lines[position] if len(gpu_lines) == len(gpus) else line
+            common = {"line": gpu_line, "text": f'<gpu id="{gpu.get("id", "")}">', "machine_id": host,
                       "local_at": local_at, "utc_at": utc_at, "time_text": stamp,
                       "index_text": str(position) if whole else None, "pci_text": gpu.get("id")}
             raw.add(**common, **values, throttle_text=throttle)

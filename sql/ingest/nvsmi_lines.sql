@@ -1,6 +1,7 @@
 -- Turn the data lines of an nvidia-smi --query-gpu CSV log or a dmon log into stage_raw.
 -- Parameters: $host, $whitespace (dmon: fields split on blanks; CSV: on commas),
--- $start (UTC of the first sample when the log has no times, else NULL), $interval (seconds).
+-- $start (UTC of the first sample when the log has no times, else NULL), $interval (seconds),
+-- $cut_line (the last line when it has no line end: cut off, so rejected as $cut_reason; else NULL).
 -- Input: stage_lines(line, block, text) and stage_blocks(block, n_fields, p_<column>...):
 -- each block is the stretch of lines under one header, and p_<column> the 1-based field
 -- holding that measure in it (NULL: the block does not have it). The reader streamed the
@@ -39,7 +40,8 @@ SELECT line, text, $host AS machine_id,
        index_text, NULL AS instance_text, uuid, pci_text, model, util_text, mem_util_text,
        mem_used_text, mem_total_text, power_text, temp_text, sm_clock_text,
        NULL AS gr_engine_text, throttle_mask_text, throttle_text,
-       CASE WHEN n <> n_fields THEN printf('%d fields where the header has %d', n, n_fields) END AS problem
+       CASE WHEN line = $cut_line THEN $cut_reason
+            WHEN n <> n_fields THEN printf('%d fields where the header has %d', n, n_fields) END AS problem
 FROM fields;
 
 -- The lines are no longer needed: free their memory before the store step.

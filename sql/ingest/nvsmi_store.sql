@@ -12,9 +12,18 @@
 -- nor a number in a unit that needs no conversion, or out of its range, rejects the row.
 
 CREATE OR REPLACE TEMP TABLE stage_gpu AS
-WITH periods AS (SELECT local_start, offset_s FROM zone_periods WHERE zone = $zone),
+WITH periods AS (
+    SELECT local_start, offset_s,
+           lead(local_start) OVER (ORDER BY local_start) AS next_start,
+           lead(offset_s) OVER (ORDER BY local_start) AS next_offset
+    FROM zone_periods WHERE zone = $zone
+),
 timed AS (
-    SELECT r.*, coalesce(r.utc_at, r.local_at - to_seconds(z.offset_s)) AS sample_at
+    SELECT r.*, coalesce(r.utc_at, r.local_at - to_seconds(z.offset_s)) AS sample_at,
+           -- the hour clocks skip when they go forward (summer time): a tool reading the clock never
+           -- prints it, so the zone is not the one the log was written in
+           r.utc_at IS NULL AND z.next_offset > z.offset_s
+               AND r.local_at >= z.next_start - to_seconds(z.next_offset - z.offset_s) AS skipped_time
     FROM stage_raw r ASOF LEFT JOIN periods z ON r.local_at >= z.local_start
 ),
 numbers AS (
@@ -42,6 +51,8 @@ typed AS (
                WHEN nullif(trim(machine_id), '') IS NULL THEN 'no host for this row'
                WHEN sample_at IS NULL AND time_text IS NULL THEN 'row without a time'
                WHEN sample_at IS NULL THEN 'unreadable time ' || time_text
+               WHEN skipped_time THEN 'time ' || time_text || ' does not exist in ' || $zone
+                   || ' (clocks skip it when they go forward): is --tz the zone the log was written in?'
                WHEN gpu_index IS NULL AND NOT gpu_missing(index_text) THEN 'unreadable GPU index ' || index_text
                WHEN gpu_instance_id IS NULL AND NOT gpu_missing(instance_text)
                    THEN 'unreadable GPU instance id ' || instance_text
@@ -70,8 +81,9 @@ typed AS (
            END AS problem
     FROM numbers
 )
--- the line's text is kept only where it is needed: for the rejects
-SELECT * EXCLUDE (text), CASE WHEN problem IS NOT NULL THEN text END AS text FROM typed;
+-- the line's text is kept only where it is needed: for the rejects (a row without an index
+-- may become one below)
+SELECT * EXCLUDE (text), CASE WHEN problem IS NOT NULL OR gpu_index IS NULL THEN text END AS text FROM typed;
 
 -- Typed rows replace the raw text: free its memory (a day of 1 s samples is millions of rows).
 DROP TABLE stage_raw;
@@ -96,7 +108,8 @@ WHERE $pci_order AND s.gpu_index IS NULL AND s.problem IS NULL
 
 UPDATE stage_gpu SET problem = CASE
         WHEN uuid IS NOT NULL OR pci_bus_id IS NOT NULL
-            THEN 'GPU ' || coalesce(uuid, pci_bus_id) || ' has no index: ingest a file that shows its index (e.g. nvidia-smi -q -x) first'
+            THEN 'GPU ' || coalesce(uuid, pci_bus_id) || ' has no index in this file: first ingest one that pairs it with its index'
+                 || ' (e.g. nvidia-smi --query-gpu=index,uuid,pci.bus_id --format=csv)'
         ELSE 'row without a GPU index' END
 WHERE problem IS NULL AND gpu_index IS NULL;
 
