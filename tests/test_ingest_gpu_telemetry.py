@@ -143,8 +143,8 @@ def test_csv_without_header_needs_columns_and_numbers_gpus_by_pci_order(tmp_path
     ok(report, 1, 1)
     assert samples(db, "node02")[-1] == (t(2026, 1, 11, 5, 1), 1, 50.0)
     assert rejects(db, "gpu-by-uuid.csv") == [
-        (3, "GPU GPU-ffffffff-0000-0000-0000-00000000000f has no index: ingest a file that shows its index "
-            "(e.g. nvidia-smi -q -x) first"),
+        (3, "GPU GPU-ffffffff-0000-0000-0000-00000000000f has no index in this file: first ingest one that pairs "
+            "it with its index (e.g. nvidia-smi --query-gpu=index,uuid,pci.bus_id --format=csv)"),
     ]
 
 
