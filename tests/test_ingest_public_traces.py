@@ -404,3 +404,40 @@ def test_alibaba_hostile_rows(tmp_path: Path) -> None:
         (3, "gpu_milli is not a share of a GPU between 0 and 1000: -5"),
         (4, "scheduled_time 1 is before creation_time 10"),
     ]
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_damaged_files_load_or_fail_in_one_line_and_store_no_impossible_times(tmp_path: Path, seed: int) -> None:
+    import random
+
+    from gpucluster_analysis.errors import ParseError
+
+    sources = [(HELIOS, "helios"), (SEREN, "acme"), (KALOS, "acme"), (ALIBABA, "alibaba_gpu2023"), (GPUSPEC, "alibaba_gpu2023")]
+    source, fmt = sources[seed % len(sources)]
+    rng = random.Random(seed)
+    data = bytearray(source.read_bytes())
+    for _ in range(rng.randint(1, 3)):  # cut, spliced, bytes flipped, lines repeated, line ends changed
+        i = rng.randrange(len(data))
+        kind = rng.randrange(5)
+        if kind == 0:
+            del data[i:]
+        elif kind == 1:
+            data[i:i] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 4)))
+        elif kind == 2:
+            data[i] = rng.choice(b',"-:.0123456789 \n')
+        elif kind == 3:
+            lines = bytes(data).split(b"\n")
+            lines.insert(rng.randrange(len(lines)), rng.choice(lines))
+            data = bytearray(b"\n".join(lines))
+        else:
+            data = bytearray(bytes(data).replace(b"\n", b"\r\n", rng.randint(1, 3)))
+    path = tmp_path / source.name
+    path.write_bytes(bytes(data))
+    db = tmp_path / "t.duckdb"
+    (report,) = ingest(db, path, format_name=fmt)
+    if report.status == "failed":
+        assert isinstance(report.error, ParseError) and "\n" not in report.message  # never a DuckDB error
+        assert report.message.startswith(str(path))
+        return
+    assert rows(db, """SELECT count(*) FROM jobs j JOIN attempts a USING (source, job_id)
+                       WHERE a.end_at < a.start_at OR a.start_at < j.submit_at OR a.num_gpus < 0""") == [(0,)]

@@ -799,3 +799,48 @@ def test_sacct_json_is_recognized_and_refused(tmp_path: Path) -> None:
     (error,) = [line for line in result.stderr.splitlines() if line.startswith("gca: error:")]
     assert error.startswith(f"gca: error: {path}:1: Slurm's JSON output (sacct --json or scontrol --json), which gca does not read"
                             " (export with sacct -P")
+
+
+def _mutations(data: bytes, seed: int) -> bytes:
+    """Damage a file the ways real files get damaged: cut, spliced, bytes flipped, lines repeated or shuffled."""
+    import random
+
+    rng = random.Random(seed)
+    out = bytearray(data)
+    for _ in range(rng.randint(1, 3)):
+        i = rng.randrange(max(len(out), 1))
+        kind = rng.randrange(6)
+        if kind == 0:
+            del out[i:]
+        elif kind == 1:
+            out[i:i] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 4)))
+        elif kind == 2 and out:
+            out[i] = rng.choice(b"|,:-[]()=+_ \n\t0123456789")
+        elif kind == 3:
+            lines = bytes(out).split(b"\n")
+            lines.insert(rng.randrange(len(lines)), rng.choice(lines))
+            out = bytearray(b"\n".join(lines))
+        elif kind == 4:
+            out[i:i] = rng.choice([b"Unknown", b"None assigned", b"1969-12-31T19:00:00", b"gres/gpu=", b"(IDX:", b"\xe9", b"+"])
+        else:
+            out = bytearray(bytes(out).replace(b"\n", b"\r\n"))
+    return bytes(out)
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_damaged_files_load_or_fail_in_one_line_and_store_no_impossible_times(tmp_path: Path, seed: int) -> None:
+    sources = ["parsable2.txt", "requeue.txt", "fixed_width.txt", "hostile.txt", "scontrol.txt", "scontrol_versions.txt"]
+    source = DATA / sources[seed % len(sources)]
+    path = tmp_path / source.name
+    path.write_bytes(_mutations(source.read_bytes(), seed))
+    db = tmp_path / "s.duckdb"
+    fmt = "slurm_scontrol" if source.name.startswith("scontrol") else "slurm_sacct"
+    (report,) = ingest(db, path, zone="America/New_York", format_name=fmt)
+    if report.status == "failed":
+        assert isinstance(report.error, ParseError) and "\n" not in report.message  # never a DuckDB error
+        assert report.message.startswith(str(path))
+        return
+    assert report.status == "loaded"
+    # whatever was stored is believable: no run ends before it starts or starts before its submission
+    assert rows(db, """SELECT count(*) FROM jobs j JOIN attempts a USING (source, job_id)
+                       WHERE a.end_at < a.start_at OR a.start_at < j.submit_at OR a.num_gpus < 0""") == [(0,)]
