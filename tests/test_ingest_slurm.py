@@ -844,3 +844,19 @@ def test_damaged_files_load_or_fail_in_one_line_and_store_no_impossible_times(tm
     # whatever was stored is believable: no run ends before it starts or starts before its submission
     assert rows(db, """SELECT count(*) FROM jobs j JOIN attempts a USING (source, job_id)
                        WHERE a.end_at < a.start_at OR a.start_at < j.submit_at OR a.num_gpus < 0""") == [(0,)]
+
+
+def test_a_dump_whose_tres_never_names_a_gpu_leaves_gpus_unknown(tmp_path: Path) -> None:
+    # A site without gres/gpu in AccountingStorageTRES: no row's TRES names a GPU, so "no GPU key"
+    # says nothing about the GPUs a job had; 0 would be a wrong number, NULL is the truth.
+    path = tmp_path / "sacct.txt"
+    path.write_text("JobID|State|Start|End|AllocTRES\n"
+                    "13001|COMPLETED|2024-06-01T10:00:00|2024-06-01T11:00:00|billing=8,cpu=8,mem=64G,node=1\n")
+    db = tmp_path / "s.duckdb"
+    ingest(db, path, zone="UTC")
+    assert rows(db, "SELECT num_gpus, num_nodes FROM attempts") == [(None, 1)]
+    # one row naming a GPU (even gres/gpu=0) shows the site accounts them: then no key is 0 GPUs
+    path.write_text(path.read_text() + "13002|COMPLETED|2024-06-01T10:00:00|2024-06-01T11:00:00|cpu=8,gres/gpu=0,node=1\n")
+    (report,) = ingest(db, path, zone="UTC", replace=True)
+    assert report.status == "replaced"
+    assert rows(db, "SELECT job_id, num_gpus FROM attempts ORDER BY job_id") == [("13001", 0.0), ("13002", 0.0)]

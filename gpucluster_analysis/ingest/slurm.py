@@ -176,6 +176,7 @@ class Tres:
     gpus: int  # untyped gres/gpu, else the sum of the typed keys; 0 without any
     model: str | None  # the type(s) of typed gres/gpu:<type> keys
     nodes: int | None
+    keyed: bool = True  # a GPU key was there (gres/gpu=0 included): the site accounts GPUs in TRES
 
 
 def parse_tres(text: str) -> Tres | None:
@@ -204,14 +205,14 @@ def parse_tres(text: str) -> Tres | None:
                 typed[gpu_type] = typed.get(gpu_type, 0) + int(value)
     gpus = untyped if untyped is not None else sum(typed.values())
     model = ",".join(sorted(typed)) if typed else None
-    return Tres(gpus=gpus, model=model, nodes=nodes)
+    return Tres(gpus=gpus, model=model, nodes=nodes, keyed=untyped is not None or bool(typed))
 
 
 def parse_gres(text: str) -> Tres | None:
     """Old sacct AllocGRES/ReqGRES (`gpu:2`, `gpu:tesla:2`, `gpu:(null):2(IDX:0-1)`) as a Tres without nodes."""
     if text.lower() in _MISSING:
         return None
-    gpus, models = 0, set()
+    gpus, models, keyed = 0, set(), False
     for entry in _split_gres(text):
         parts = re.sub(r"\(.*$", "", entry.strip()).split(":")
         if parts[0] != "gpu":
@@ -219,9 +220,10 @@ def parse_gres(text: str) -> Tres | None:
         if len(parts) not in (2, 3) or not parts[-1].isdigit():
             raise ValueError(entry)
         gpus += int(parts[-1])
+        keyed = True
         if len(parts) == 3 and parts[1] != "(null)":
             models.add(parts[1])
-    return Tres(gpus=gpus, model=",".join(sorted(models)) or None, nodes=None)
+    return Tres(gpus=gpus, model=",".join(sorted(models)) or None, nodes=None, keyed=keyed)
 
 
 def parse_exit(text: str) -> tuple[int | None, int | None]:
@@ -439,7 +441,7 @@ def _parse_fields(
         if tres is None:
             tres = found
         elif tres.model is None and found.model is not None:
-            tres = Tres(tres.gpus, found.model, tres.nodes)  # AllocTRES untyped, ReqTRES names the type
+            tres = Tres(tres.gpus, found.model, tres.nodes, tres.keyed)  # AllocTRES untyped, ReqTRES names the type
     hosts: list[str] = []
     nodelist = _value(fields, cols.nodelist)
     if cols.nodelist is not None:
@@ -471,7 +473,7 @@ def _parse_fields(
     row["account"] = _value(fields, cols.account) or None
     row["partition"] = _value(fields, cols.partition) or None
     if tres is not None:
-        row["gpus"], row["gpu_model"] = tres.gpus, tres.model
+        row["gpus"], row["gpu_model"], row["gpu_keyed"] = tres.gpus, tres.model, tres.keyed
     row["nnodes"] = int(nnodes_text) if nnodes_text else (tres.nodes if tres and tres.nodes else (len(hosts) or None))
     row["hosts"] = len(hosts)
     return row, hosts
@@ -630,6 +632,7 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
     install_zone(ctx.con, zone)
     reader = _Reader(ctx.path, ctx.options.columns)
     stager = _Stager(ctx.con)
+    gpus_accounted = False
     for line_no, text, fields in reader.rows():
         if isinstance(fields, str):
             stager.add({"line": line_no, "text": text[:_TEXT_LIMIT], "problem": "a message of sacct, not a row"}, [])
@@ -640,8 +643,13 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
                         "problem": f"{fields} fields where the header has {len(reader.layout.columns)}"}, [])
             continue
         row, hosts = _parse_fields(fields, reader.cols, line_no, text, zone)
+        gpus_accounted = gpus_accounted or bool(row.get("gpu_keyed"))
         stager.add(row, hosts)
     stager.flush()
+    if not gpus_accounted:
+        # No row names a GPU: the site does not account GPUs in TRES (AccountingStorageTRES
+        # without gres/gpu), so a TRES without one says nothing about GPUs. Unknown, not 0.
+        ctx.con.execute("UPDATE stage_sacct SET gpus = NULL").fetchall()
     if reader.layout is None:
         raise ParseError(f"{ctx.path}: no sacct header or data lines", hint="expected sacct output")
     run_script(ctx.con, "ingest", "slurm_sacct", {"file_id": ctx.file_id, "zone": zone}, on_statement=ctx.on_statement)
