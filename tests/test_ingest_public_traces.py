@@ -441,3 +441,13 @@ def test_damaged_files_load_or_fail_in_one_line_and_store_no_impossible_times(tm
         return
     assert rows(db, """SELECT count(*) FROM jobs j JOIN attempts a USING (source, job_id)
                        WHERE a.end_at < a.start_at OR a.start_at < j.submit_at OR a.num_gpus < 0""") == [(0,)]
+
+
+def test_alibaba_2020_pai_tables_are_refused_not_misread(tmp_path: Path) -> None:
+    # cluster-trace-gpu-v2020's pai_job_table.csv has no header: not recognized; forced, it is named
+    path = tmp_path / "pai_job_table.csv"
+    path.write_text("4b3f04b66a525d2df903eb16,8d2e0f1f8ca9d36c1e0b33a0,58540f191766,Terminated,3074,3276\n")
+    assert detect_format(path, read_head(path)) is None
+    (report,) = ingest(tmp_path / "t.duckdb", path, format_name="alibaba_gpu2023")
+    assert (report.status, report.message) == ("failed", f"{path}: an Alibaba cluster-trace-gpu-v2020 (PAI) table, which gca does not"
+                                               " read (gca reads the 2023 pod lists (openb_pod_list_*.csv) of cluster-trace-gpu-v2023)")

@@ -215,6 +215,13 @@ def _load_acme(ctx: LoadContext) -> LoadCounts:
 
 
 def _load_alibaba(ctx: LoadContext) -> LoadCounts:
+    if ctx.path.name.startswith("pai_"):
+        # cluster-trace-gpu-v2020: headerless tables of jobs, tasks and instances joined by name,
+        # with another meaning of every column; read as pods they would give wrong numbers.
+        raise ParseError(
+            f"{ctx.path}: an Alibaba cluster-trace-gpu-v2020 (PAI) table, which gca does not read",
+            hint="gca reads the 2023 pod lists (openb_pod_list_*.csv) of cluster-trace-gpu-v2023",
+        )
     encoding = _encoding(ctx.path)
     params = _layout(ctx, _POD_COLUMNS, _POD_COLUMNS, "an Alibaba cluster-trace-gpu-v2023 pod list")
     epoch = parse_epoch(ctx.options.epoch) if ctx.options.epoch else ALIBABA_EPOCH
