@@ -196,12 +196,13 @@ def _load_prom(ctx: LoadContext) -> LoadCounts:
 
 def _load_query_range(ctx: LoadContext) -> LoadCounts:
     try:
+        # result stays JSON until status and resultType are checked: a scalar or string
+        # result has another shape, and an error response has none
         ctx.con.execute(
             "CREATE OR REPLACE TEMP TABLE stage_query_response AS "
-            "SELECT status, error, data.resultType AS result_type, data.result AS result FROM read_json(?, "
+            "SELECT status, error, data.resultType AS result_type, data.result AS result_json FROM read_json(?, "
             "format = 'auto', records = true, maximum_object_size = 1073741824, columns = {status: 'VARCHAR', "
-            "error: 'VARCHAR', data: 'STRUCT(resultType VARCHAR, result STRUCT(metric MAP(VARCHAR, VARCHAR), "
-            "\"values\" JSON[], \"value\" JSON)[])'})",
+            "error: 'VARCHAR', data: 'STRUCT(resultType VARCHAR, result JSON)'})",
             [str(ctx.path)],
         )
     except duckdb.Error as e:
@@ -215,6 +216,15 @@ def _load_query_range(ctx: LoadContext) -> LoadCounts:
         raise ParseError(f"{ctx.path}: the query failed: {error or status}", hint="export the data again")
     if result_type not in ("matrix", "vector"):
         raise ParseError(f"{ctx.path}: resultType {result_type!r}", hint="gca reads matrix (query_range) and vector results")
+    try:
+        ctx.con.execute(
+            "CREATE OR REPLACE TEMP TABLE stage_query_response AS SELECT from_json(result_json, "
+            "'[{\"metric\": \"MAP(VARCHAR, VARCHAR)\", \"values\": \"JSON[]\", \"value\": \"JSON\"}]') AS result "
+            "FROM stage_query_response"
+        )
+    except duckdb.Error as e:
+        raise ParseError(f"{ctx.path}: a series is not {{\"metric\": {{...}}, \"values\": [...]}}: {str(e).splitlines()[0]}",
+                         hint="export the Prometheus API response unchanged") from e
     # a series without __name__: the metric the file name contains (the longest, DCGM_FI_DEV_FB_USED over ...)
     named = sorted((n for n in METRICS if n in ctx.path.name.lower()), key=len)
     names = sorted(METRICS)

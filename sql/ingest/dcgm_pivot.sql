@@ -13,6 +13,22 @@ WITH good AS (
     SELECT *, CASE WHEN lower(trim(value_text)) = 'nan' THEN 'N/A' ELSE value_text END AS v
     FROM stage_dcgm WHERE problem IS NULL AND measure <> 'xid'
 ),
+-- Two values of one measure for one GPU at one time (a series scraped twice, two exporters
+-- naming the same host, two GPUs claiming one index): which is right cannot be told, so
+-- the row is rejected. Equal values (one GPU shared by several pods) are one value.
+conflicts AS (
+    SELECT host, gpu_text, instance_text, utc_at, string_agg(what, '; ' ORDER BY what) AS conflict
+    FROM (
+        SELECT host, gpu_text, instance_text, utc_at,
+               measure || ': ' || string_agg(DISTINCT v, ' and ' ORDER BY v) AS what
+        FROM good GROUP BY host, gpu_text, instance_text, utc_at, measure HAVING count(DISTINCT v) > 1
+        UNION ALL
+        SELECT host, gpu_text, instance_text, utc_at,
+               'UUID: ' || string_agg(DISTINCT uuid, ' and ' ORDER BY uuid)
+        FROM good GROUP BY host, gpu_text, instance_text, utc_at HAVING count(DISTINCT uuid) > 1
+    )
+    GROUP BY host, gpu_text, instance_text, utc_at
+),
 keyed AS (
     SELECT min(line) AS line, host, gpu_text, instance_text, utc_at,
            any_value(uuid) AS uuid, any_value(pci_text) AS pci_text, any_value(model) AS model,
@@ -30,16 +46,19 @@ keyed AS (
     FROM good
     GROUP BY host, gpu_text, instance_text, utc_at
 )
-SELECT line,
-       concat_ws(' ', host, 'gpu ' || gpu_text, 'GPU_I_ID ' || instance_text, strftime(utc_at, '%Y-%m-%dT%H:%M:%SZ')) AS text,
-       host AS machine_id, CAST(NULL AS TIMESTAMP) AS local_at, utc_at, CAST(NULL AS VARCHAR) AS time_text,
-       gpu_text AS index_text, instance_text, uuid, pci_text, model, util_text, mem_util_text, mem_used_text,
+SELECT k.line,
+       concat_ws(' ', k.host, 'gpu ' || k.gpu_text, 'GPU_I_ID ' || k.instance_text, strftime(k.utc_at, '%Y-%m-%dT%H:%M:%SZ')) AS text,
+       k.host AS machine_id, CAST(NULL AS TIMESTAMP) AS local_at, k.utc_at, CAST(NULL AS VARCHAR) AS time_text,
+       k.gpu_text AS index_text, k.instance_text, uuid, pci_text, model, util_text, mem_util_text, mem_used_text,
        -- total: DCGM's own, else used + free + reserved; used + free alone misses the driver's reservation
        coalesce(mem_total_text, CAST(gpu_number(mem_used_text) + gpu_number(mem_free_text) + gpu_number(mem_reserved_text) AS VARCHAR))
            AS mem_total_text,
        power_text, temp_text, sm_clock_text, gr_engine_text, throttle_mask_text,
-       CAST(NULL AS VARCHAR) AS throttle_text, CAST(NULL AS VARCHAR) AS problem
-FROM keyed
+       CAST(NULL AS VARCHAR) AS throttle_text,
+       'several values at one time (duplicate series?) for ' || c.conflict AS problem
+FROM keyed k LEFT JOIN conflicts c
+    ON c.host IS NOT DISTINCT FROM k.host AND c.gpu_text IS NOT DISTINCT FROM k.gpu_text
+   AND c.instance_text IS NOT DISTINCT FROM k.instance_text AND c.utc_at = k.utc_at
 UNION ALL
 SELECT line, text, host, NULL, utc_at, NULL, gpu_text, instance_text, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, problem

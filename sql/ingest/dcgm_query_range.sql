@@ -29,6 +29,8 @@ SELECT CAST(NULL AS BIGINT) AS line,
        measure,
        json_extract_string(p, '$[1]') AS value_text,
        make_timestamp(TRY_CAST(round(TRY_CAST(json_extract(p, '$[0]') AS DOUBLE) * 1000000) AS BIGINT)) AS utc_at,
-       CASE WHEN TRY_CAST(round(TRY_CAST(json_extract(p, '$[0]') AS DOUBLE) * 1000000) AS BIGINT) IS NULL
+       CASE WHEN json_type(p) <> 'ARRAY' OR json_array_length(p) <> 2
+                THEN 'a point is [time, "value"], not ' || left(CAST(p AS VARCHAR), 100)
+            WHEN TRY_CAST(round(TRY_CAST(json_extract(p, '$[0]') AS DOUBLE) * 1000000) AS BIGINT) IS NULL
             THEN 'unreadable sample time ' || coalesce(CAST(json_extract(p, '$[0]') AS VARCHAR), 'null') END AS problem
 FROM (SELECT series_no, m, measure, unnest(points) AS p FROM stage_dcgm_series WHERE measure IS NOT NULL);
