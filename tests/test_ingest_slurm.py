@@ -860,3 +860,19 @@ def test_a_dump_whose_tres_never_names_a_gpu_leaves_gpus_unknown(tmp_path: Path)
     (report,) = ingest(db, path, zone="UTC", replace=True)
     assert report.status == "replaced"
     assert rows(db, "SELECT job_id, num_gpus FROM attempts ORDER BY job_id") == [("13001", 0.0), ("13002", 0.0)]
+
+
+def test_a_pasted_terminal_session_is_recognized(tmp_path: Path) -> None:
+    # the prompt and sacct's complaint come before the header: both recorded, the rows read
+    path = tmp_path / "pasted.txt"
+    path.write_text("[ann@login1 ~]$ sacct -P -X --format=JobID,State,Start,End\n"
+                    'sacct: error: Invalid field requested: "Foo"\n'
+                    "JobID|State|Start|End\n"
+                    "14001|COMPLETED|2024-06-01T10:00:00|2024-06-01T11:00:00\n")
+    assert detect_format(path, read_head(path)).name == "slurm_sacct"  # type: ignore[union-attr]
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, path, zone="UTC")
+    assert (report.status, report.rows, report.rejects) == ("loaded", 1, 2)
+    assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
+        (1, "the shell's prompt and command, not a row"), (2, "a message of sacct, not a row")]
+    assert rows(db, "SELECT start_at, end_at FROM attempts") == [(datetime(2024, 6, 1, 10), datetime(2024, 6, 1, 11))]

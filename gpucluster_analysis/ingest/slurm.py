@@ -238,6 +238,9 @@ def parse_exit(text: str) -> tuple[int | None, int | None]:
 # --- layout --------------------------------------------------------------------------
 
 _FIELD_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_/:]*$")
+_TOOL_MESSAGES = ("sacct: ", "slurm_load", "slurmdbd: ")
+# A terminal session pasted with its prompt: `$ sacct -P ...`, `[ann@login1 ~]$ sacct ...`
+_PROMPT = re.compile(r"^.{0,80}?[$#%>]\s*(?:sacct|scontrol)\b")
 _RULE = re.compile(r"^[\- ]*-[\- ]*$")
 # Free-text columns: a '|' inside one shifts the fields after it.
 _FREE_TEXT = frozenset({"jobname", "comment", "admincomment", "systemcomment", "workdir", "submitline",
@@ -500,7 +503,7 @@ class _Reader:
 
     def rows(self) -> Iterator[tuple[int, str, list[str] | int | str]]:
         """(line number, text, fields) of each data line; a field count instead of fields when
-        it is wrong, the text again for a message of the tool."""
+        it is wrong, the reason for a line that is no row (a message of the tool, a prompt)."""
         pending_header: tuple[int, str] | None = None  # fixed width: a header, its rule expected next
         for line_no, text in _text_lines(self.path):
             if not text.strip():
@@ -515,8 +518,11 @@ class _Reader:
                     )
                 self.set_layout(_fixed_layout(header, text), header_no)
                 continue
-            if text.startswith(("sacct: ", "slurm_load", "slurmdbd: ")):
-                yield line_no, text, text  # the tool's own message (sacct 2>&1): recorded, not read
+            if text.startswith(_TOOL_MESSAGES):
+                yield line_no, text, "a message of sacct, not a row"  # sacct 2>&1: recorded, not read
+                continue
+            if self.layout is None and _PROMPT.match(text):
+                yield line_no, text, "the shell's prompt and command, not a row"  # a pasted terminal session
                 continue
             # The header comes first, and again wherever dumps were concatenated.
             if self.layout is None or text == self.header_text or text.lstrip()[:5].lower() == "jobid":
@@ -635,7 +641,7 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
     gpus_accounted = False
     for line_no, text, fields in reader.rows():
         if isinstance(fields, str):
-            stager.add({"line": line_no, "text": text[:_TEXT_LIMIT], "problem": "a message of sacct, not a row"}, [])
+            stager.add({"line": line_no, "text": text[:_TEXT_LIMIT], "problem": fields}, [])
             continue
         assert reader.layout is not None and reader.cols is not None
         if isinstance(fields, int):
@@ -796,7 +802,8 @@ def _is_slurm_json(head: str) -> bool:
 def _sniff_sacct(head: str) -> bool:
     if _is_slurm_json(head):
         return True
-    lines = [ln for ln in first_lines(head, 3) if ln.strip()]
+    # sacct's own messages (2>&1) and a pasted prompt may come before the header
+    lines = [ln for ln in first_lines(head, 8) if ln.strip() and not ln.startswith(_TOOL_MESSAGES) and not _PROMPT.match(ln)]
     if not lines:
         return False
     header = _header_fields(lines[0])
