@@ -876,3 +876,14 @@ def test_a_pasted_terminal_session_is_recognized(tmp_path: Path) -> None:
     assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
         (1, "the shell's prompt and command, not a row"), (2, "a message of sacct, not a row")]
     assert rows(db, "SELECT start_at, end_at FROM attempts") == [(datetime(2024, 6, 1, 10), datetime(2024, 6, 1, 11))]
+
+
+def test_scontrol_pasted_with_its_prompt(tmp_path: Path) -> None:
+    path = tmp_path / "job.txt"
+    path.write_text("user@login:~$ scontrol show job -d 15001\n"
+                    "JobId=15001 JobName=x\n   JobState=RUNNING Reason=None\n"
+                    "     Nodes=gpu01 CPU_IDs=0-3 Mem=0 GRES=gpu:1(IDX:6)\n")
+    assert detect_format(path, read_head(path)).name == "slurm_scontrol"  # type: ignore[union-attr]
+    db = tmp_path / "s.duckdb"
+    ingest(db, path)
+    assert rows(db, "SELECT job_id, machine_id, gpu_index FROM gpu_bindings") == [("15001", "gpu01", 6)]

@@ -819,7 +819,9 @@ def _sniff_sacct(head: str) -> bool:
 
 
 def _sniff_scontrol(head: str) -> bool:
-    return bool(re.match(r"\s*JobId=\d+\s", head))
+    # a pasted prompt (`$ scontrol show job -d`) may come first
+    lines = [ln for ln in first_lines(head, 4) if ln.strip() and not _PROMPT.match(ln)]
+    return bool(lines) and bool(re.match(r"\s*JobId=\d+(\s|$)", lines[0]))
 
 
 FORMATS = [
