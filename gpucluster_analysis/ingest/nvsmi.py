@@ -66,6 +66,7 @@ TOOL_ERROR = re.compile(
     r"no devices were found|unable to determine the device handle|nvidia-smi has failed|failed to initialize nvml"
     r"|gpu is lost|unable to query|not supported on the device|failed to process command line"
     r"|driver/library version mismatch|couldn't communicate with the nvidia driver|insufficient permissions"
+    r"|nvml library version"
     r"|unknown error|is not a valid field|invalid combination|error:",
     re.IGNORECASE,
 )
@@ -320,6 +321,8 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
     for number, text, cut in read_lines(ctx.path):
         if not text:
             continue
+        if dmon:
+            text = _unquote(text)
         if dmon and text.startswith("#"):
             tokens = text.lstrip("#").split()
             if units_next or (tokens and tokens[0] in ("Idx", "YYYYMMDD", "HH:MM:SS")):
@@ -347,6 +350,9 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
         n = len(text.split()) if dmon else text.count(",") + 1
         if (current is None or n != current["n_fields"]) and TOOL_ERROR.search(text):
             events.add(line=number, machine_id=host, kind="tool_error", detail=text)
+            continue
+        if current is None and _not_data(text, dmon=dmon):
+            lines.add(line=number, block=-1, text=text)  # a reject: no block has -1
             continue
         if current is None:
             orphans += 1
@@ -376,6 +382,17 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
         start = _timeless_start(ctx, "dmon without -o DT" if dmon else "a --query-gpu log without timestamp")
     pci_order = all(r["p_index"] is None for r in layouts)
     return _store_lines(ctx, host, zone, start, dmon=dmon, pci_order=pci_order, cut_line=cut_line)
+
+
+_PROMPT = re.compile(r"^[$>~#%]|nvidia-smi|dcgm", re.IGNORECASE)
+
+
+def _not_data(text: str, *, dmon: bool) -> bool:
+    """A line before the first header that is no data row: a pasted shell prompt, a note,
+    what a wrapper printed first (`Started host engine version 1.4.3 ...`)."""
+    if dmon:
+        return not text[0].isdigit()
+    return "," not in text or bool(_PROMPT.search(text))
 
 
 def _check_layouts(ctx: LoadContext, layouts: list[dict[str, Any]], *, dmon: bool) -> None:
@@ -444,23 +461,40 @@ def _load_dmon(ctx: LoadContext) -> LoadCounts:
 _CSV_TIME = re.compile(r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?,")
 # A node whose log holds only nvidia-smi's failure is still read: its failure is an event.
 _ONLY_FAILURE = re.compile(
-    r"no devices were found|nvidia-smi has failed|failed to initialize nvml|unable to determine the device handle",
+    r"no devices were found|nvidia-smi has failed|failed to initialize nvml|unable to determine the device handle"
+    r"|nvml library version",  # newer drivers add it under `Failed to initialize NVML: Driver/library version mismatch`
     re.IGNORECASE,
 )
+# dmon and pmon on boards that do not support them (GeForce) print only this.
+_DMON_FAILURE = re.compile(r"not supported on the device|failed to process command line", re.IGNORECASE)
 
 
 def _sniff_csv(head: str) -> bool:
     texts = [line.strip() for line in first_lines(head, 5) if line.strip()]
     if texts and all(_ONLY_FAILURE.search(text) for text in texts):
         return True
+    while texts[:1] and len(texts) > 1 and _PROMPT.search(texts[0]) and _csv_header_keys(texts[0]) is None:
+        texts = texts[1:]  # a pasted shell prompt above the output
     if not texts:
         return False
     first = texts[0]
     return bool(("," in first and _csv_header_keys(first) is not None) or _CSV_TIME.match(first))
 
 
+def _unquote(text: str) -> str:
+    """A dmon line pasted from Markdown (`> \\# gpu ...`, a GitHub quote) as dmon printed it."""
+    if text.startswith(">"):
+        text = text[1:].lstrip()
+        return text[1:] if text.startswith("\\#") else text
+    return text
+
+
 def _sniff_dmon(head: str) -> bool:
-    lines = [ln.strip() for ln in first_lines(head, 3) if ln.strip()]
+    lines = [_unquote(ln.strip()) for ln in first_lines(head, 3) if ln.strip()]
+    if lines and all(_DMON_FAILURE.search(line) for line in lines):
+        return any("not supported on the device" in line.lower() for line in lines)
+    while lines[:1] and len(lines) > 1 and not lines[0].startswith("#") and _not_data(lines[0], dmon=True):
+        lines = lines[1:]  # a shell prompt, or what a wrapper printed before dmon's header
     if not lines or not lines[0].startswith("#"):
         return False
     names = [t.lower() for t in lines[0].lstrip("#").split()]

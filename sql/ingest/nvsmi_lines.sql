@@ -5,17 +5,18 @@
 -- Input: stage_lines(line, block, text) and stage_blocks(block, n_fields, p_<column>...):
 -- each block is the stretch of lines under one header, and p_<column> the 1-based field
 -- holding that measure in it (NULL: the block does not have it). The reader streamed the
--- file into stage_lines; headers, blank lines and tool errors never get here.
+-- file into stage_lines; headers, blank lines and tool errors never get here. Lines before
+-- the first header that are no data (block -1, in no block) are rejects.
 
 CREATE OR REPLACE TEMP TABLE stage_raw AS
 WITH split AS (
     SELECT l.line, l.text, b.*,
            CASE WHEN $whitespace THEN regexp_split_to_array(trim(l.text), '\s+')
                 ELSE string_split(l.text, ',') END AS f
-    FROM stage_lines l JOIN stage_blocks b ON l.block = b.block
+    FROM stage_lines l LEFT JOIN stage_blocks b ON l.block = b.block
 ),
 fields AS (
-    SELECT line, text, n_fields, len(f) AS n,
+    SELECT line, text, block, n_fields, len(f) AS n,
            trim(f[p_time]) AS time_text, trim(f[p_date]) AS date_text,
            trim(f[p_index]) AS index_text, trim(f[p_uuid]) AS uuid, trim(f[p_pci]) AS pci_text,
            trim(f[p_model]) AS model, trim(f[p_util]) AS util_text, trim(f[p_mem_util]) AS mem_util_text,
@@ -40,7 +41,8 @@ SELECT line, text, $host AS machine_id,
        index_text, NULL AS instance_text, uuid, pci_text, model, util_text, mem_util_text,
        mem_used_text, mem_total_text, power_text, temp_text, sm_clock_text,
        NULL AS gr_engine_text, throttle_mask_text, throttle_text,
-       CASE WHEN line = $cut_line THEN $cut_reason
+       CASE WHEN block IS NULL THEN 'not the tool''s output: a shell prompt or a note before the first header'
+            WHEN line = $cut_line THEN $cut_reason
             WHEN n <> n_fields THEN printf('%d fields where the header has %d', n, n_fields) END AS problem
 FROM fields;
 

@@ -46,6 +46,10 @@ typed AS (
            CASE WHEN gpu_missing(model) THEN NULL ELSE trim(model) END AS model,
            util_pct, mem_util_pct, mem_used_mib, mem_total_mib, power_w, temp_c, sm_clock_mhz, gr_engine_active,
            coalesce(throttle_text, gpu_throttle_names(throttle_mask)) AS throttle_reasons,
+           -- NVML's answer for a GPU that fell off the bus (Xid 79): its values are missing, and
+           -- the loss itself is an event
+           CASE WHEN contains(text, '[GPU is lost]') THEN '[GPU is lost]'
+                WHEN contains(text, '[GPU requires reset]') THEN '[GPU requires reset]' END AS gpu_lost,
            CASE
                WHEN problem IS NOT NULL THEN problem
                WHEN nullif(trim(machine_id), '') IS NULL THEN 'no host for this row'
@@ -134,6 +138,13 @@ INSERT INTO gpu_devices (machine_id, gpu_index, uuid, pci_bus_id, model, file_id
 SELECT DISTINCT machine_id, gpu_index, uuid, pci_bus_id, model, $file_id
 FROM stage_gpu
 WHERE problem IS NULL AND (uuid IS NOT NULL OR pci_bus_id IS NOT NULL OR model IS NOT NULL);
+
+-- A lost GPU stays lost until the node reboots: one event per GPU and file, from its first lost sample.
+INSERT INTO gpu_events (event_at, machine_id, gpu_index, kind, detail, file_id, line)
+SELECT min(sample_at), machine_id, gpu_index, 'gpu_lost',
+       printf('%s in %d samples from %s to %s', min(gpu_lost), count(*), strftime(min(sample_at), '%Y-%m-%d %H:%M:%S'), strftime(max(sample_at), '%Y-%m-%d %H:%M:%S')),
+       $file_id, min(line)
+FROM stage_gpu WHERE gpu_lost IS NOT NULL GROUP BY machine_id, gpu_index;
 
 -- Tool errors printed instead of data: at the time of the last sample before them, where the reader had none.
 INSERT INTO gpu_events (event_at, machine_id, gpu_index, kind, detail, file_id, line)
