@@ -33,11 +33,13 @@ from pathlib import Path
 from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines, open_binary
+from gpucluster_analysis.ingest.philly import PHILLY_ZONE
 from gpucluster_analysis.sqlfiles import run_script
 from gpucluster_analysis.timezones import install_zone
 
 # Helios and Acme come from clusters in China; Acme's own offsets (+08:00) agree.
 CHINA_ZONE = "Asia/Shanghai"
+PHILLY_STATES = frozenset({"Pass", "Killed", "Failed"})
 # Alibaba's times count seconds from an undisclosed trace start. Unless --epoch names that
 # start, gca reads them as seconds since 1970-01-01 00:00 UTC, so stored times are the
 # trace's own numbers and every duration and delay is exact; calendar dates (1970-...) mean nothing.
@@ -196,10 +198,32 @@ def _count(ctx: LoadContext, table: str) -> int:
     return int(ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchone()[0])
 
 
+def _is_philly(head: str) -> bool:
+    """Philly's trace in this layout (HeliosData and HeliosArtifact ship one to compare with):
+    its jobs ran in 2017 (Helios' in 2020) and, where converted word for word, its states
+    are Philly's (Pass, Killed, Failed) rather than Slurm's capitals."""
+    lines = first_lines(head, 40)
+    if len(lines) < 2:
+        return False
+    rows = list(csv.reader(lines))
+    names = [n.strip().lower().lstrip("\ufeff") for n in rows[0]]
+    at = {n: i for i, n in enumerate(names)}
+    for row in rows[1:]:
+        state = row[at["state"]].strip() if "state" in at and at["state"] < len(row) else ""
+        submit = row[at["submit_time"]].strip() if "submit_time" in at and at["submit_time"] < len(row) else ""
+        if state in PHILLY_STATES or submit.startswith("2017-"):
+            return True
+    return False
+
+
 def _load_jobs(ctx: LoadContext, source: str, what: str) -> LoadCounts:
     encoding = _encoding(ctx.path)  # first: a UTF-16 file is refused for what it is
     params = _layout(ctx, _JOB_COLUMNS, _JOB_REQUIRED, what)
     zone = ctx.options.zone or CHINA_ZONE
+    if not ctx.options.zone and _is_philly(ctx.head):
+        # Philly's wall-clock times are Redmond's, as in its own trace (ingest/philly.py)
+        zone = PHILLY_ZONE
+        ctx.con.execute("UPDATE ingested_files SET time_zone = ? WHERE file_id = ?", [zone, ctx.file_id]).fetchall()
     install_zone(ctx.con, zone)
     params.update(path=str(ctx.path), file_id=ctx.file_id, source=source, zone=zone, encoding=encoding)
     run_script(ctx.con, "ingest", "helios_acme_jobs", params, on_statement=ctx.on_statement)
