@@ -887,3 +887,21 @@ def test_scontrol_pasted_with_its_prompt(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     ingest(db, path)
     assert rows(db, "SELECT job_id, machine_id, gpu_index FROM gpu_bindings") == [("15001", "gpu01", 6)]
+
+
+def test_fixed_width_slices_bytes_whatever_the_encoding(tmp_path: Path) -> None:
+    # sacct pads fixed-width columns by bytes: a 2-byte UTF-8 letter or a 1-byte Latin-1 one
+    # must not shift the columns after it
+    header = b"JobID           JobName      State ExitCode               Start                 End \n"
+    rule = b"------------ ---------- ---------- -------- ------------------- ------------------- \n"
+    tail = b"  COMPLETED      0:0 2024-06-01T10:00:00 2024-06-01T11:00:00 \n"
+    latin1 = b"16001        " + b"caf\xe9".rjust(10) + tail  # 4 bytes of name, 6 of padding
+    utf8 = b"16002        " + "naïve".encode().rjust(10) + tail  # 6 bytes of name (ï is 2), 4 of padding
+    path = tmp_path / "sacct.txt"
+    path.write_bytes(header + rule + latin1 + utf8)
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, path, zone="UTC")
+    assert (report.status, report.rows, report.rejects) == ("loaded", 2, 0)
+    assert rows(db, "SELECT j.job_id, j.job_name, j.status, a.start_at, a.end_at FROM jobs j JOIN attempts a USING (job_id) ORDER BY 1") == [
+        ("16001", "café", "passed", datetime(2024, 6, 1, 10), datetime(2024, 6, 1, 11)),
+        ("16002", "naïve", "passed", datetime(2024, 6, 1, 10), datetime(2024, 6, 1, 11))]

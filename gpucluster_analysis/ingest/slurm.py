@@ -491,6 +491,7 @@ class _Reader:
     layout: Layout | None = None
     cols: _Columns | None = None
     header_text: str | None = None
+    latin1_lines: set[int] = field(default_factory=set)  # lines read as Latin-1
 
     def set_layout(self, layout: Layout, line_no: int) -> None:
         names = set(layout.columns)
@@ -505,7 +506,7 @@ class _Reader:
         """(line number, text, fields) of each data line; a field count instead of fields when
         it is wrong, the reason for a line that is no row (a message of the tool, a prompt)."""
         pending_header: tuple[int, str] | None = None  # fixed width: a header, its rule expected next
-        for line_no, text in _text_lines(self.path):
+        for line_no, text in _text_lines(self.path, self.latin1_lines):
             if not text.strip():
                 continue
             if pending_header is not None:
@@ -587,10 +588,11 @@ class _Reader:
     def _slice(self, text: str, line_no: int) -> list[str]:
         layout, cols = self.layout, self.cols
         assert layout is not None and cols is not None
-        raw = text.encode("utf-8")
+        # sacct pads by bytes: slice the bytes the line was read from
+        raw = text.encode("latin-1" if line_no in self.latin1_lines else "utf-8")
         fields = []
         for i, (start, end) in enumerate(layout.spans):
-            cell = raw[start:end].decode("utf-8", errors="replace")
+            cell = raw[start:end].decode("latin-1" if line_no in self.latin1_lines else "utf-8", errors="replace")
             if i in cols.used and len(cell) == end - start and cell.endswith("+") and not cell.startswith(" "):
                 raise ParseError(
                     f"{self.path}:{line_no}: sacct cut the {layout.names[i]} field to {cell.strip()!r}:"
@@ -604,9 +606,10 @@ class _Reader:
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # never in Slurm's output; tabs are let through
 
 
-def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
+def _text_lines(path: Path, latin1: set[int] | None = None) -> Iterator[tuple[int, str]]:
     """(1-based line number, text) of each line, streaming: without a byte-order mark or line
-    end; a line that is not UTF-8 is read as Latin-1 (a JobName typed on an old terminal)."""
+    end; a line that is not UTF-8 is read as Latin-1 (a JobName typed on an old terminal),
+    and its number added to `latin1`."""
     with open_binary(path) as f:
         for number, raw in enumerate(f, start=1):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
@@ -618,6 +621,8 @@ def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
                 text = raw.decode("latin-1")
+                if latin1 is not None:
+                    latin1.add(number)
             text = text.rstrip("\r\n")
             if _CONTROL.search(text):
                 raise ParseError(f"{path}:{number}: binary data, not Slurm's text output",
