@@ -126,11 +126,11 @@ def _load_csv(ctx: LoadContext, script: str, table: str, fixed: list[tuple[str, 
     columns, has_header = _csv_layout(ctx, fixed, what)
     before = _count(ctx, table)
     reset_reader_rejects(ctx.con)
-    gpu_columns = [name for name in columns if re.fullmatch(r"g\d+", name)]
+    gpu_indexes = [int(name[1:]) for name in columns if re.fullmatch(r"g\d+", name)]
     run_script(
         ctx.con, "ingest", script,
         {"path": str(ctx.path), "file_id": ctx.file_id, "columns": columns, "header": has_header,
-         "first_gpu": gpu_columns[0] if gpu_columns else None},
+         "gpu_indexes": gpu_indexes},
         on_statement=ctx.on_statement,
     )
     collect_reader_rejects(ctx.con, ctx.file_id)
