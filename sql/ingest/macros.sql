@@ -23,10 +23,3 @@ SELECT * FROM read_csv(path, header = has_header, columns = cols, delim = ',', q
                        escape = '', nullstr = ['NA', 'N/A', 'None', ''], auto_detect = false,
                        store_rejects = true, rejects_table = 'gca_csv_rejects',
                        rejects_scan = 'gca_csv_scans');
-
--- The same rows, skipping the ones the reader rejects: for the second pass that
--- looks for rows that parse but make no sense.
-CREATE OR REPLACE TEMP MACRO philly_csv_parsable(path, has_header, cols) AS TABLE
-SELECT * FROM read_csv(path, header = has_header, columns = cols, delim = ',', quote = '',
-                       escape = '', nullstr = ['NA', 'N/A', 'None', ''], auto_detect = false,
-                       ignore_errors = true);
