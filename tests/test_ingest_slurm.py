@@ -905,3 +905,15 @@ def test_fixed_width_slices_bytes_whatever_the_encoding(tmp_path: Path) -> None:
     assert rows(db, "SELECT j.job_id, j.job_name, j.status, a.start_at, a.end_at FROM jobs j JOIN attempts a USING (job_id) ORDER BY 1") == [
         ("16001", "café", "passed", datetime(2024, 6, 1, 10), datetime(2024, 6, 1, 11)),
         ("16002", "naïve", "passed", datetime(2024, 6, 1, 10), datetime(2024, 6, 1, 11))]
+
+
+def test_real_completed_allocation_with_a_cancelled_step(tmp_path: Path) -> None:
+    # cluster_utils' jobs: the batch script exited 0 (COMPLETED) after its srun step was CANCELLED
+    # by signal 10. A cancelled step is how Slurm tears steps down, so it does not override the
+    # allocation's verdict: passed, exit 0:0; the step's signal is not the job's.
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "real_cancelled_steps.txt", zone="UTC")
+    assert (report.status, report.rows, report.rejects) == ("loaded", 2, 0)
+    assert rows(db, "SELECT job_id, status, exit_code, exit_signal FROM jobs ORDER BY job_id") == [
+        ("239023", "passed", 0, 0), ("239024", "passed", 0, 0)]
+    assert rows(db, "SELECT DISTINCT machine_id FROM attempt_hosts") == [("galvani-cn001",)]
