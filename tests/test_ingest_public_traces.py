@@ -297,17 +297,23 @@ def test_helios_all_cluster_log_keeps_jobs_of_each_cluster_apart(tmp_path: Path)
 def test_helios_hostile_rows(tmp_path: Path) -> None:
     db = tmp_path / "t.duckdb"
     (report,) = ingest(db, TRACES / "cluster_log_hostile.csv")
-    assert (report.rows, report.rejects) == (1, 3)
+    assert (report.rows, report.rejects) == (3, 3)
     assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
         # Asia/Shanghai had DST until 1991 and gca knows zone rules from 1990 only
         (2, "a time without an offset outside the years gca reads in a zone (1990-2059): "
             "1989-06-09 18:41:01, 1989-06-09 18:41:01, 1989-06-09 19:41:01"),
         (3, "gpu_num is not a whole number of GPUs: -1"),
-        (5, "10 fields where the header has 12"),  # the cut last line, without a newline
+        (7, "10 fields where the header has 12"),  # the cut last line, without a newline
     ]
-    # still running: no end; 18:41:05 in UTC+8
-    assert rows(db, """SELECT j.job_id, j.status, a.start_at, a.end_at, a.num_gpus FROM jobs j JOIN attempts a USING (job_id)""") == [
-        ("7000003", "running", datetime(2020, 6, 9, 10, 41, 5), None, 2.0)]
+    got = {r[0]: r[1:] for r in rows(db, """
+        SELECT j.job_id, j.status, a.start_at, a.end_at, a.num_gpus FROM jobs j LEFT JOIN attempts a USING (job_id)""")}
+    assert got == {
+        "7000003": ("running", datetime(2020, 6, 9, 10, 41, 5), None, 2.0),  # still running: no end; UTC+8
+        # CANCELLED with start = end: Slurm's stamp on a job cancelled while pending, which never ran
+        "7000008": ("killed", None, None, None),
+        "7000009": ("killed", datetime(2020, 6, 9, 10, 10), datetime(2020, 6, 9, 10, 40), 4.0),  # cancelled after 30 min
+    }
+    assert jobs_csv(db)["7000008"]["queue_delay_s"] is None  # no start: no queueing delay
 
 
 HELIOS_HEADER = b"job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue"

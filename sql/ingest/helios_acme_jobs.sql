@@ -156,9 +156,11 @@ INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_a
 SELECT $source, job_id, user_name, vc, status, state, submit_at, nullif(canceller, ''), $file_id
 FROM stage_job_ok;
 
--- One attempt per job that started: these traces keep one run per job.
+-- One attempt per job that started: these traces keep one run per job. Slurm stamps
+-- start = end on a job cancelled while pending (as the sacct reader knows): it never started,
+-- and its "wait" until the cancel is no queueing delay.
 INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, status, source_status,
                       num_gpus, num_nodes, file_id)
 SELECT $source, job_id, 0, 0, start_at, end_at, status, state, gpus, CAST(nodes AS INTEGER), $file_id
 FROM stage_job_ok
-WHERE start_at IS NOT NULL;
+WHERE start_at IS NOT NULL AND NOT (upper(state) LIKE 'CANCELLED%' AND start_at = end_at);
