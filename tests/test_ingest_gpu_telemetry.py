@@ -179,6 +179,7 @@ def test_csv_file_without_host_or_time_fails_naming_the_option(tmp_path: Path) -
         ("gpu17.cluster.local.csv.gz", "gpu17.cluster.local"), ("node01_2026-07-14.csv", "node01"),
         ("node01.dmon.log", "node01"), ("dcgm-node01-1700000000.prom", "node01"),
         ("nvidia-smi.csv", None), ("metrics.prom", None), ("1700000000.prom", None), ("gpu.log", None),
+        ("gpu-st-ml-1.csv", "gpu-st-ml-1"), ("gpu-a1_gpu.log", "gpu-a1"), ("nvidia-smi-gpu-a1.csv", "gpu-a1"),
     ],
 )
 def test_host_from_file_name(name: str, host: str | None) -> None:
@@ -482,3 +483,147 @@ def test_a_log_holding_only_the_tool_failure_is_read_as_events(tmp_path: Path) -
     assert rows(db, "SELECT machine_id, kind, line FROM gpu_events ORDER BY line") == [
         ("node20", "tool_error", 1), ("node20", "tool_error", 3),
     ]
+
+
+# ------------------------------------------------------------------ real outputs (tests/data/gpu/real/SOURCES.md)
+
+REAL = DATA / "real"
+
+
+def events(db: Path) -> list[tuple]:  # type: ignore[type-arg]
+    return rows(db, "SELECT event_at, machine_id, gpu_index, kind, detail, line FROM gpu_events ORDER BY line, gpu_index")
+
+
+def test_real_query_gpu_log_without_timestamp_takes_time_and_interval(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    # Europe/Berlin is UTC+1 in November: local 10:00:00 is 09:00:00 UTC; one row every 2 s
+    ok(ingest(db, REAL / "ksysguard-node01.csv", zone="Europe/Berlin", time="2022-11-18T10:00:00", interval_s=2.0)[0], 4, 0)
+    assert samples(db, "ksysguard-node01") == [
+        (t(2022, 11, 18, 9, 0, 0), 0, 26.0), (t(2022, 11, 18, 9, 0, 2), 0, 25.0),
+        (t(2022, 11, 18, 9, 0, 4), 0, 24.0), (t(2022, 11, 18, 9, 0, 6), 0, 26.0),
+    ]
+    # `4 %`, `83.92 W`, `56` (temperature has no unit even without nounits), `1320 MHz`
+    assert details(db, "ksysguard-node01")[0] == (t(2022, 11, 18, 9), 0, None, 4.0, None, None, 83.92, 56.0, 1320.0, None, None)
+
+
+def test_real_query_gpu_logs_that_cannot_tell_gpus_apart_fail_in_one_line(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    (no_index,) = ingest(db, REAL / "bpytop-2gpu.csv", host="ws", time="2020-11-15T12:00:00Z")
+    assert no_index.status == "failed"
+    assert no_index.message.startswith(f"{REAL / 'bpytop-2gpu.csv'}: the field list has no GPU index, uuid or pci.bus_id")
+    columns = ("memory.total", "memory.free", "memory.used", "temperature.gpu", "fan.speed", "utilization.gpu", "utilization.memory")
+    (headerless,) = ingest(db, REAL / "i3pystatus-noheader.csv", format_name="nvsmi_csv", columns=columns, host="laptop",
+                           time="2020-04-02T10:00:00Z")
+    assert headerless.status == "failed" and "has no GPU index" in headerless.message
+    assert rows(db, "SELECT count(*) FROM gpu_samples") == [(0,)]
+
+
+def test_real_uuid_only_log_waits_for_a_file_that_gives_the_index(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    p100 = REAL / "netdata-p100.csv"
+    ok(ingest(db, p100, host="p100", time="2023-01-01T00:00:00Z")[0], 0, 1)
+    assert rows(db, "SELECT line, reason, text FROM rejects") == [(
+        2, "GPU GPU-ef1b2c9b-38d8-2090-2bd1-f567a3eb42a6 has no index in this file: first ingest one that pairs it with "
+           "its index (e.g. nvidia-smi --query-gpu=index,uuid,pci.bus_id --format=csv)",
+        "Tesla P100-PCIE-16GB, GPU-ef1b2c9b-38d8-2090-2bd1-f567a3eb42a6, [N/A], P0, 103, 0, 16280, 0, 0, 37, 28.16, 405, 405, 715, 835",
+    )]
+    mapping = tmp_path / "p100-index.csv"
+    mapping.write_text("timestamp, index, uuid, utilization.gpu [%]\n2023/01/01 00:00:00.000, 3, GPU-ef1b2c9b-38d8-2090-2bd1-f567a3eb42a6, 0 %\n")
+    ok(ingest(db, mapping, host="p100", zone="UTC")[0], 1, 0)
+    replaced = ingest(db, p100, host="p100", time="2023-01-01T00:00:01Z", replace=True)[0]
+    assert (replaced.status, replaced.rows, replaced.rejects) == ("replaced", 1, 0)
+    # nounits values: util 0, mem util 0, used 0 MiB, temp 37, 28.16 W, SM 405 MHz; no memory.total queried
+    assert details(db, "p100")[-1] == (t(2023, 1, 1, 0, 0, 1), 3, None, 0.0, 0.0, None, 28.16, 37.0, 405.0, None, None)
+
+
+def test_real_renamed_reason_fields_and_dmon_without_sm(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    # the query named clocks_throttle_reasons.*, driver 570 printed clocks_event_reasons.*; mask 0x4 = sw_power_cap
+    ok(ingest(db, REAL / "gpu-st-ml-1.csv", time="2025-10-01T10:00:00Z")[0], 2, 0)
+    assert rows(db, "SELECT gpu_index, throttle_reasons FROM gpu_sample_details ORDER BY 1") == [(0, "sw_power_cap"), (1, "sw_power_cap")]
+    assert rows(db, "SELECT DISTINCT machine_id, model FROM gpu_devices") == [
+        ("gpu-st-ml-1", "NVIDIA RTX PRO 6000 Blackwell Server Edition")]
+    # dmon -s pt: pwr and gtemp only, no sm column (no utilization); `-` memory temperature; 1 s apart
+    dmon_db = tmp_path / "d.duckdb"
+    ok(ingest(dmon_db, REAL / "gpu-st-ml-1.dmon", time="2025-10-01T10:00:00Z", interval_s=1.0)[0], 4, 0)
+    assert samples(dmon_db, "gpu-st-ml-1") == [
+        (t(2025, 10, 1, 10), 0, None), (t(2025, 10, 1, 10), 1, None),
+        (t(2025, 10, 1, 10, 0, 1), 0, None), (t(2025, 10, 1, 10, 0, 1), 1, None),
+    ]
+    assert [(d[1], d[6], d[7]) for d in details(dmon_db, "gpu-st-ml-1")] == [(0, 30.0, 25.0), (1, 28.0, 25.0), (0, 30.0, 25.0), (1, 27.0, 25.0)]
+
+
+def test_real_dmon_pastes_and_wrapper_output(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    # pasted as a Markdown quote; `temp` (old name) and `fb` (MB = MiB); ECC `-`
+    ok(ingest(db, REAL / "deepspeech-pucvmet.dmon", host="ds", time="2016-11-11T10:00:00Z")[0], 4, 0)
+    assert samples(db, "ds") == [(t(2016, 11, 11, 10), 0, 25.0), (t(2016, 11, 11, 10), 1, 18.0),
+                                 (t(2016, 11, 11, 10), 2, 24.0), (t(2016, 11, 11, 10), 3, 18.0)]
+    assert details(db, "ds")[3] == (t(2016, 11, 11, 10), 3, None, 6.0, 11660.0, None, 86.0, 70.0, 1784.0, None, None)
+    # the line DCGM's sample printed before dmon's header is a reject, not a failure
+    ok(ingest(db, REAL / "dcgm-host-engine.dmon", host="gmt", time="2018-09-03T00:00:00Z", interval_s=1.0)[0], 2, 1)
+    assert rejects(db, "dcgm-host-engine.dmon") == [(1, "not the tool's output: a shell prompt or a note before the first header")]
+    assert details(db, "gmt") == [(t(2018, 9, 3, 0, 0, 0), 0, None, 1.0, None, None, 43.0, 48.0, 936.0, None, None),
+                                  (t(2018, 9, 3, 0, 0, 1), 0, None, 1.0, None, None, 43.0, 48.0, 936.0, None, None)]
+    # a GeForce refusing dmon: recognized, stored as events
+    refused = ingest(db, REAL / "geforce-gt640.dmon")[0]
+    assert (refused.format, refused.status, refused.rows) == ("nvsmi_dmon", "loaded", 0)
+    assert [e[1:] for e in events(db)] == [("geforce-gt640", None, "tool_error", "Not supported on the device(s)", 1),
+                                           ("geforce-gt640", None, "tool_error", "Failed to process command line", 2)]
+
+
+def test_real_xml_v12_mig_and_v13_power_fields(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    a100 = REAL / "a100-mig-v12.xml"
+    # one <gpu> of attached_gpus 4 (nvidia-smi -i): its position is not its index
+    ok(ingest(db, a100, host="dgx01", zone="UTC")[0], 0, 3)
+    assert rows(db, "SELECT DISTINCT line, left(reason, 57), text FROM rejects") == [
+        (8, "GPU GPU-513536b6-7d19-9063-b049-1e69664bb298 has no index", '<gpu id="00000000:01:00.0">')]
+    mapping = tmp_path / "dgx01.csv"
+    mapping.write_text("timestamp, index, uuid, utilization.gpu [%]\n"
+                       "2023/08/04 11:44:29.000, 1, GPU-513536b6-7d19-9063-b049-1e69664bb298, [N/A]\n")
+    ok(ingest(db, mapping, zone="UTC")[0], 1, 0)
+    assert ingest(db, a100, host="dgx01", zone="UTC", replace=True)[0].rows == 3
+    at = t(2023, 8, 4, 11, 44, 30)
+    # MIG parent: utilization N/A, 50 of 81920 MiB, 67.03 W, 27 C, SM 1275 MHz, no reason active;
+    # instances 3 and 4: 12 of 19968 MiB each, nothing else of their own
+    assert details(db, "dgx01") == [  # the mapping row measured nothing: no details of its own
+        (at, 1, None, None, 50.0, 81920.0, 67.03, 27.0, 1275.0, None, "none"),
+        (at, 1, 3, None, 12.0, 19968.0, None, None, None, None, None),
+        (at, 1, 4, None, 12.0, 19968.0, None, None, None, None, None),
+    ]
+    assert samples(db, "dgx01") == [(t(2023, 8, 4, 11, 44, 29), 1, None), (at, 1, None)]
+    # v13: no power_draw, only average_power_draw (3.97) and instant_power_draw (3.99): the instant one
+    ok(ingest(db, REAL / "blackwell-v13.xml", host="ws", zone="UTC")[0], 1, 0)
+    assert details(db, "ws") == [(t(2025, 12, 30, 9, 49, 57), 0, None, 0.0, 65720.0, 97887.0, 3.99, 24.0, 180.0, None, "none")]
+
+
+def test_real_dcgm_scrapes_of_several_versions(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    at = t(2024, 5, 21, 10)
+    # pci_bus_id label and XID err_code/err_msg labels; Xid 0 is no event
+    ok(ingest(db, REAL / "debian-3090.prom", time="2024-05-21T10:00:00Z")[0], 1, 0)
+    assert rows(db, "SELECT machine_id, gpu_index, pci_bus_id, model FROM gpu_devices") == [
+        ("debian", 0, "0000:08:00.0", "NVIDIA GeForce RTX 3090")]
+    assert events(db) == []
+    # H100 MIG with Kubernetes labels on some series: one row per GPU instance, no parent row
+    ok(ingest(db, REAL / "gsrh100-074-mig.prom", time="2024-05-21T10:00:00Z")[0], 3, 0)
+    assert [(d[1], d[2], d[9]) for d in details(db, "gsrh100-074")] == [(0, 7, 0.0), (0, 8, 0.0), (0, 9, 0.0)]
+    assert samples(db, "gsrh100-074") == []
+    # no Hostname label: the host is --host; gpu 0 has only metrics gca does not store
+    ok(ingest(db, REAL / "gmt-189.prom", host="t4", time="2024-05-21T10:00:00Z")[0], 1, 0)
+    assert details(db, "t4") == [(at, 1, None, None, None, None, 167.36, 56.0, 1380.0, None, None)]
+    # the first exporter's names (dcgm_gpu_utilization, lower-case uuid)
+    ok(ingest(db, REAL / "prometheus-dcgm-readme.prom", host="old", time="2024-05-21T10:00:00Z")[0], 1, 0)
+    assert samples(db, "old") == [(at, 0, 0.0)]
+    assert details(db, "old") == [(at, 0, None, None, None, None, 31.74, 34.0, 135.0, None, None)]
+
+
+def test_real_prometheus_api_answers_without_dcgm_data(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    up, empty, error = (ingest(db, REAL / name, format_name="dcgm_query_range")[0]
+                        for name in ("prometheus4j-up.json", "gpu-operator-983-empty.json", "prometheus-846-error.json"))
+    assert up.status == empty.status == error.status == "failed"
+    assert "no series of a DCGM metric gca reads" in up.message and "no series of a DCGM metric gca reads" in empty.message
+    assert error.message.startswith(f"{REAL / 'prometheus-846-error.json'}: the query failed: invalid expression type "
+                                    '"matrix" for range query, must be scalar or vector')

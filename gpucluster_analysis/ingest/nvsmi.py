@@ -98,6 +98,8 @@ class Batches:
 
 
 _TOOL_NAMES = r"nvidia[-_]?smi|nvsmi|dmon|dcgm(?:[-_]exporter)?|gpus?|metrics|telemetry|query"
+# Not stripped from the front: many GPU nodes are named gpu-<...> (gpu-st-ml-1, AWS ParallelCluster).
+_LEADING_TOOL_NAMES = r"nvidia[-_]?smi|nvsmi|dmon|dcgm(?:[-_]exporter)?|metrics|telemetry|query"
 _GENERIC_NAMES = {"nvidia-smi", "nvidia_smi", "nvidiasmi", "nvsmi", "dmon", "dcgm", "dcgm-exporter", "dcgm_exporter",
                   "gpu", "gpus", "metrics", "telemetry", "query", "log", "logs", "output", "out", "data", "scrape",
                   "snapshot", "smi", "nvidia", "stdout", "result", "results", "export", "query_range"}
@@ -110,15 +112,16 @@ def host_from_name(path: Path) -> str | None:
 
     The name without compression and log extensions (`.gz .csv .log .txt .xml .prom
     .json .out`), a date or epoch stamp at its end (`node01_2026-07-14.csv`), a tool
-    word at its start or end (`nvidia-smi-node01.csv`, `node01_gpu.log`,
-    `node01.dmon.log`, `dcgm-node01.prom`). Names that are only a tool word
+    word at its start or end (`nvidia-smi-node01.csv`, `node01_gpu.log`, `node01.dmon.log`,
+    `dcgm-node01.prom`), but not `gpu-` in front, which starts many node names
+    (`gpu-st-ml-1.csv` is host gpu-st-ml-1). Names that are only a tool word
     (`nvidia-smi.csv`, `metrics.prom`) or a number give none.
     """
     name = path.name
     for _ in range(3):
         name = re.sub(r"\.(gz|csv|log|txt|xml|prom|json|out|tsv)$", "", name, flags=re.IGNORECASE)
     name = re.sub(rf"[-_.](?:{_STAMP})$", "", name)
-    name = re.sub(rf"^(?:{_TOOL_NAMES})[-_.]", "", name, flags=re.IGNORECASE)
+    name = re.sub(rf"^(?:{_LEADING_TOOL_NAMES})[-_.]", "", name, flags=re.IGNORECASE)
     name = re.sub(rf"[-_.](?:{_TOOL_NAMES})$", "", name, flags=re.IGNORECASE)
     name = re.sub(rf"[-_.](?:{_STAMP})$", "", name)
     if not name or name.lower() in _GENERIC_NAMES or name.isdigit() or not _HOST.fullmatch(name):

@@ -31,8 +31,10 @@ fields AS (
     FROM split
 )
 SELECT line, text, $host AS machine_id,
-       coalesce(TRY_CAST(replace(time_text, '/', '-') AS TIMESTAMP),
-                try_strptime(date_text || ' ' || time_text, '%Y%m%d %H:%M:%S')) AS local_at,
+       -- exactly nvidia-smi's forms: a cast would also take `08:12:38 PM` or `+02:00` and drop them
+       CASE WHEN date_text IS NULL
+            THEN try_strptime(time_text, ['%Y/%m/%d %H:%M:%S.%f', '%Y/%m/%d %H:%M:%S', '%Y-%m-%d %H:%M:%S.%f', '%Y-%m-%d %H:%M:%S'])
+            ELSE try_strptime(date_text || ' ' || time_text, '%Y%m%d %H:%M:%S') END AS local_at,
        CASE WHEN time_text IS NULL THEN
            CAST($start AS TIMESTAMP) + to_seconds(coalesce(CAST($interval AS DOUBLE), 0) * (row_number() OVER (
                PARTITION BY coalesce(index_text, uuid, pci_text) ORDER BY line) - 1))
