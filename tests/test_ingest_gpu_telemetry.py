@@ -10,6 +10,7 @@ in the comments: Europe/Zurich is UTC+2 in July (CEST) and on the first 02:30 of
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 from datetime import datetime
 from pathlib import Path
@@ -621,9 +622,152 @@ def test_real_dcgm_scrapes_of_several_versions(tmp_path: Path) -> None:
 
 def test_real_prometheus_api_answers_without_dcgm_data(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
-    up, empty, error = (ingest(db, REAL / name, format_name="dcgm_query_range")[0]
+    up, empty, error = (ingest(db, REAL / name)[0]  # recognized as Prometheus API answers
                         for name in ("prometheus4j-up.json", "gpu-operator-983-empty.json", "prometheus-846-error.json"))
     assert up.status == empty.status == error.status == "failed"
     assert "no series of a DCGM metric gca reads" in up.message and "no series of a DCGM metric gca reads" in empty.message
     assert error.message.startswith(f"{REAL / 'prometheus-846-error.json'}: the query failed: invalid expression type "
                                     '"matrix" for range query, must be scalar or vector')
+
+
+# ------------------------------------------------------------------ broken and hostile files
+
+CSV_HEADER = "timestamp, index, utilization.gpu [%], memory.used [MiB]\n"
+
+
+def test_a_cut_last_line_is_a_reject_not_a_shorter_number(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    cut = tmp_path / "node30.csv"
+    # `5000 MiB` cut to `50`: the field count is right, the number is not
+    cut.write_text(CSV_HEADER + "2026/07/14 08:00:00.000, 0, 10 %, 5000 MiB\n2026/07/14 08:00:01.000, 0, 11 %, 50")
+    ok(ingest(db, cut, zone="UTC")[0], 1, 1)
+    assert rejects(db, "node30.csv") == [(3, "the line has no line end: the log was cut off while being written")]
+    scrape = tmp_path / "node31.prom"
+    scrape.write_text('# time: 2026-07-14T08:00:00Z\nDCGM_FI_DEV_GPU_UTIL{gpu="0"} 87\nDCGM_FI_DEV_GPU_UTIL{gpu="1"} 8')
+    ok(ingest(db, scrape)[0], 1, 1)
+    assert rejects(db, "node31.prom") == [(3, "the line has no line end: the log was cut off while being written")]
+    assert samples(db, "node31") == [(t(2026, 7, 14, 8), 0, 87.0)]
+
+
+def test_utf16_binary_and_damaged_gzip_fail_in_one_line(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    utf16 = tmp_path / "node32.csv"
+    utf16.write_bytes((CSV_HEADER + "2026/07/14 08:00:00.000, 0, 10 %, 5 MiB\n").encode("utf-16"))  # BOM first
+    binary = tmp_path / "node33.csv"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)))
+    damaged = tmp_path / "node34.csv.gz"
+    body = CSV_HEADER + "".join(f"2026/07/14 08:{i // 60:02d}:{i % 60:02d}.000, 0, {i % 100} %, {i} MiB\n" for i in range(3000))
+    packed = gzip.compress(body.encode())
+    damaged.write_bytes(packed[: len(packed) * 2 // 3])  # a copy interrupted part way
+    reports = [ingest(db, f, format_name="nvsmi_csv", zone="UTC")[0] for f in (utf16, binary, damaged)]
+    assert [r.status for r in reports] == ["failed"] * 3
+    assert reports[0].message.startswith(f"{utf16}:1: UTF-16 text") and "iconv -f UTF-16 -t UTF-8 node32.csv" in reports[0].message
+    assert reports[1].message.startswith(f"{binary}:1: binary data, not the text nvidia-smi or dcgm-exporter prints")
+    assert reports[2].message.startswith(f"{damaged}:") and "the compressed file is damaged or cut short" in reports[2].message
+    assert rows(db, "SELECT count(*) FROM gpu_samples") == [(0,)]
+    assert rows(db, "SELECT count(*) FROM ingested_files") == [(0,)]
+
+
+def test_empty_and_header_only_files(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    empty = tmp_path / "node35.csv"
+    empty.write_text("")
+    with pytest.raises(InputError, match="not a format gca recognizes"):
+        ingest(db, empty)
+    (forced,) = ingest(db, empty, format_name="nvsmi_csv")
+    assert forced.status == "failed" and "no nvidia-smi --query-gpu header and no data" in forced.message
+    header_only = tmp_path / "node36.csv"
+    header_only.write_text(CSV_HEADER)  # nvidia-smi stopped before its first sample: nothing to store, nothing wrong
+    ok(ingest(db, header_only, zone="UTC")[0], 0, 0)
+    empty_dmon = tmp_path / "node37.dmon"
+    empty_dmon.write_text("# gpu   pwr  gtemp\n# Idx     W      C\n")
+    ok(ingest(db, empty_dmon, time="2026-07-14T08:00:00Z")[0], 0, 0)
+
+
+def test_times_in_the_skipped_hour_and_times_not_as_nvidia_smi_prints_them(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    log = tmp_path / "node38.csv"
+    log.write_text(CSV_HEADER
+                   + "2026/03/08 01:59:59.000, 0, 10 %, 5 MiB\n"   # EST (UTC-5): 06:59:59 UTC
+                   + "2026/03/08 02:30:00.000, 0, 20 %, 5 MiB\n"   # 02:00-03:00 does not exist in New York that day
+                   + "2026/03/08 03:00:01, 0, 30 %, 5 MiB\n"       # EDT (UTC-4), no milliseconds: 07:00:01 UTC
+                   + "2026/03/08 03:00:02 PM, 0, 40 %, 5 MiB\n"    # no 12-hour clock in nvidia-smi: not read as 03:00
+                   + "2026/03/08 03:00:03+02:00, 0, 50 %, 5 MiB\n")  # nor an offset it would drop
+    ok(ingest(db, log, zone="America/New_York")[0], 2, 3)
+    assert samples(db, "node38") == [(t(2026, 3, 8, 6, 59, 59), 0, 10.0), (t(2026, 3, 8, 7, 0, 1), 0, 30.0)]
+    assert rejects(db, "node38.csv") == [
+        (3, "time 2026/03/08 02:30:00.000 does not exist in America/New_York (clocks skip it when they go forward): "
+            "is --tz the zone the log was written in?"),
+        (5, "unreadable time 2026/03/08 03:00:02 PM"),
+        (6, "unreadable time 2026/03/08 03:00:03+02:00"),
+    ]
+
+
+def test_duplicate_series_in_a_scrape(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    scrape = tmp_path / "node39.prom"
+    labels = 'gpu="0",UUID="GPU-a",Hostname="node39"'
+    scrape.write_text(
+        "# time: 2026-07-14T08:00:00Z\n"
+        # one GPU shared by two pods (time-slicing): the same value twice is one value
+        f'DCGM_FI_DEV_GPU_UTIL{{{labels},pod="a"}} 40\nDCGM_FI_DEV_GPU_UTIL{{{labels},pod="b"}} 40\n'
+        "# time: 2026-07-14T08:00:30Z\n"
+        # the same series with two values at one time: which one is right cannot be told
+        f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} 42\nDCGM_FI_DEV_GPU_UTIL{{{labels}}} 43\n"
+        # two GPUs claiming index 1 on one host
+        'DCGM_FI_DEV_GPU_TEMP{gpu="1",UUID="GPU-b",Hostname="node39"} 50\nDCGM_FI_DEV_GPU_TEMP{gpu="1",UUID="GPU-c",Hostname="node39"} 50\n'
+    )
+    ok(ingest(db, scrape)[0], 1, 2)
+    assert samples(db, "node39") == [(t(2026, 7, 14, 8), 0, 40.0)]
+    assert rejects(db, "node39.prom") == [
+        (5, "several values at one time (duplicate series?) for util: 42 and 43"),
+        (7, "several values at one time (duplicate series?) for UUID: GPU-b and GPU-c"),
+    ]
+
+
+def test_query_range_points_of_the_wrong_shape(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    export = tmp_path / "DCGM_FI_DEV_GPU_UTIL.json"
+    export.write_text(json.dumps({"status": "success", "warnings": ["partial data"], "data": {"resultType": "matrix", "result": [
+        {"metric": {"Hostname": "n1", "gpu": "0"},
+         "values": [[1700000000, "5"], [1700000015], [1700000030, "7", "8"], [1700000045, "NaN"], [1700000060, "+Inf"]]}]}}))
+    ok(ingest(db, export)[0], 2, 3)
+    # 1700000000 is 2023-11-14 22:13:20 UTC; NaN is a missing value, +Inf no value at all
+    assert samples(db, "n1") == [(t(2023, 11, 14, 22, 13, 20), 0, 5.0), (t(2023, 11, 14, 22, 14, 5), 0, None)]
+    assert [r[1] for r in rejects(db, "DCGM_FI_DEV_GPU_UTIL.json")] == [
+        'a point is [time, "value"], not [1700000015]', 'a point is [time, "value"], not [1700000030,"7","8"]',
+        "unreadable GPU utilization +Inf"]
+    scalar = tmp_path / "scalar.json"
+    scalar.write_text('{"status":"success","data":{"resultType":"scalar","result":[1700000000,"1"]}}')
+    (failed,) = ingest(db, scalar, format_name="dcgm_query_range")
+    assert failed.status == "failed" and failed.message.startswith(f"{scalar}: resultType 'scalar'")
+
+
+def test_a_lost_gpu_is_one_event_and_no_numbers(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    lost = tmp_path / "node40.csv"
+    # written after a log described in a public repository: values turn to [GPU is lost] mid-run
+    lost.write_text(
+        "timestamp, index, temperature.gpu, power.draw [W], utilization.gpu [%], clocks_throttle_reasons.active\n"
+        "2026/09/14 01:09:14.211, 0, 65, 298.71 W, 100 %, 0x0000000000000004\n"
+        "2026/09/14 01:09:14.213, 1, 40, 60.00 W, 0 %, 0x0000000000000001\n"
+        "2026/09/14 01:09:15.219, 0, [GPU is lost], [GPU is lost], [GPU is lost], [GPU is lost]\n"
+        "2026/09/14 01:09:15.221, 1, 40, 60.00 W, 0 %, 0x0000000000000001\n"
+        "2026/09/14 01:09:16.226, 0, [GPU is lost], [GPU is lost], [GPU is lost], [GPU is lost]\n")
+    ok(ingest(db, lost, zone="UTC")[0], 5, 0)
+    assert [s for s in samples(db, "node40") if s[1] == 0] == [
+        (t(2026, 9, 14, 1, 9, 14, 211000), 0, 100.0), (t(2026, 9, 14, 1, 9, 15, 219000), 0, None),
+        (t(2026, 9, 14, 1, 9, 16, 226000), 0, None)]
+    assert events(db) == [(t(2026, 9, 14, 1, 9, 15, 219000), "node40", 0, "gpu_lost",
+                           "[GPU is lost] in 2 samples from 2026-09-14 01:09:15 to 2026-09-14 01:09:16", 4)]
+
+
+def test_crlf_dmon_and_scrape(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    dmon = tmp_path / "node41.dmon"
+    dmon.write_bytes(b"# gpu   pwr  gtemp    sm\r\n# Idx     W      C     %\r\n    0    70     40    55\r\n")
+    ok(ingest(db, dmon, time="2026-07-14T08:00:00Z")[0], 1, 0)
+    scrape = tmp_path / "node42.prom"
+    scrape.write_bytes(b'# time: 2026-07-14T08:00:00Z\r\nDCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="node42"} 55\r\n')
+    ok(ingest(db, scrape)[0], 1, 0)
+    assert samples(db, "node41") == samples(db, "node42") == [(t(2026, 7, 14, 8), 0, 55.0)]

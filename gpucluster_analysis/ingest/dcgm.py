@@ -271,8 +271,10 @@ def _sniff_prom(head: str) -> bool:
 
 
 def _sniff_query_range(head: str) -> bool:
+    # any Prometheus API response: one without DCGM series (or an error answer) then fails
+    # saying so, which tells more than "not a format gca recognizes"
     text = head.lstrip()
-    return text.startswith("{") and '"resultType"' in text and "dcgm" in text.lower()
+    return text.startswith("{") and ('"resultType"' in text or ('"status"' in text and '"errorType"' in text))
 
 
 FORMATS = [
