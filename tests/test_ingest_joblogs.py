@@ -212,3 +212,22 @@ def test_huge_log_is_read_as_head_and_tail_and_says_so(tmp_path: Path) -> None:
     reason, line_number, truncated, bytes_read = rows(db, "SELECT reason, line_number, truncated, bytes_read FROM job_logs")[0]
     assert (reason, line_number, truncated) == ("cuda_oom", None, True)
     assert bytes_read == HEAD_BYTES + TAIL_BYTES
+
+
+def test_the_store_keeps_each_failed_attempts_root_cause(tmp_path: Path) -> None:
+    # The view attempt_root_causes: per failed attempt, the winning file's cause and the other signatures.
+    trace = tmp_path / "trace"
+    write(trace / "cluster_job_log", json.dumps([{
+        "jobid": "job_a", "status": "Failed", "vc": "v", "user": "u", "submitted_time": "2017-10-10 10:00:00",
+        "attempts": [{"start_time": "2017-10-10 10:01:00", "end_time": "2017-10-10 10:11:00",
+                      "detail": [{"ip": "m1", "gpus": ["gpu0"]}]}],
+    }]))
+    write(trace / "logs" / "job_a" / "attempt_0" / "stdout.log", TRAINING)
+    write(trace / "logs" / "job_a" / "attempt_0" / "stderr.log",
+          CUDA_OOM + "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    db = tmp_path / "s.duckdb"
+    with open_store(db) as con:
+        ingest_paths(con, [trace], IngestOptions())
+    got = rows(db, "SELECT job_id, attempt_no, reason, category, stream, line_number, runtime_to_failure_s,"
+                   " len(other_signatures) > 0 FROM attempt_root_causes")
+    assert got == [("job_a", 0, "cuda_oom", "framework", "stderr", 3, 600, True)]

@@ -24,7 +24,8 @@
 -- runtime_to_failure_s (end - start; NULL when either is missing or end < start),
 -- gpu_time_lost_s (runtime_to_failure_s x num_gpus), has_log, log_files (files mapped to the
 -- attempt), reason and category (NULL without a log; 'unknown' for a log where nothing
--- matched), signature_id, stream, line_number, line (of the winning file),
+-- matched), and of the winning file: signature_id, stream, line_number, line,
+-- other_signatures (every other signature that matched in it, in precedence order),
 -- job_root_cause (TRUE on the one row per job that jobs.csv takes failure_reason and
 -- failure_category from: the job's final status is one of FAILURE_STATUSES and this is its
 -- last failed attempt that has a log).
@@ -66,6 +67,7 @@ log_attempts AS (
 ),
 ranked AS (
     SELECT source, job_id, attempt_no, reason, category, signature_id, stream, line_number, line,
+           other_signatures,
            count(*) OVER (PARTITION BY source, job_id, attempt_no) AS log_files,
            row_number() OVER (
                PARTITION BY source, job_id, attempt_no
@@ -78,7 +80,7 @@ ranked AS (
 classified AS (
     SELECT o.*, j.user_name, j.vc, j.status AS job_status,
            r.log_files, r.reason, r.category, r.signature_id, r.stream, r.line_number, r.line,
-           r.source IS NOT NULL AS has_log
+           r.other_signatures, r.source IS NOT NULL AS has_log
     FROM ordered o
     JOIN jobs j USING (source, job_id)
     LEFT JOIN ranked r ON r.source = o.source AND r.job_id = o.job_id AND r.attempt_no = o.attempt_no AND r.rank = 1
@@ -101,7 +103,7 @@ SELECT source, job_id, attempt_no, source_index,
        CASE WHEN end_at >= start_at THEN (epoch(end_at) - epoch(start_at)) * num_gpus END AS gpu_time_lost_s,
        has_log,
        coalesce(log_files, 0) AS log_files,
-       reason, category, signature_id, stream, line_number, line,
+       reason, category, signature_id, stream, line_number, line, other_signatures,
        coalesce(has_log AND job_status IN ('failed', 'timeout', 'node_fail', 'preempted')
                 AND row_number() OVER (PARTITION BY source, job_id, has_log ORDER BY from_last) = 1, FALSE)
            AS job_root_cause
