@@ -119,6 +119,10 @@ _CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _LONE_CR = re.compile(rb"\r(?!\n)")
 _LF_WITHOUT_CR = re.compile(rb"(?<!\r)\n")
 _C1 = re.compile(rb"[\x80-\x9f]")
+# The longest line DuckDB is asked to read (its default, 2 MB, fails a file on one long
+# field); a longer line is no trace row, and the file is refused at it.
+MAX_LINE_BYTES = 64 << 20
+SCAN_CHUNK_BYTES = 4 << 20  # below MAX_LINE_BYTES: a longer line spans chunks, which is where it is caught
 
 
 class _TextScan:
@@ -130,6 +134,7 @@ class _TextScan:
         self.path = path
         self.lines_before = 0  # line ends in the chunks already scanned
         self.crlf: bool | None = None  # the file's line end, from its first one
+        self.line_bytes = 0  # bytes since the last line end
 
     def encoding(self) -> str:
         decoder = codecs.getincrementaldecoder("utf-8")()
@@ -140,11 +145,12 @@ class _TextScan:
                 raise ParseError(f"{self.path}:1: UTF-16 text (as Windows tools save CSV)",
                                  hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {self.path.name}")
             f.seek(0)
-            while raw := f.read(4 << 20):
+            while raw := f.read(SCAN_CHUNK_BYTES):
                 chunk = carry + raw
                 carry = chunk[-1:] if chunk.endswith(b"\r") else b""
                 chunk = chunk[: len(chunk) - len(carry)]
                 self._check(chunk)
+                self._measure(chunk)
                 if utf8:
                     try:
                         decoder.decode(chunk)
@@ -162,6 +168,14 @@ class _TextScan:
                 except UnicodeDecodeError:
                     utf8 = False
         return "utf-8" if utf8 else "latin-1"
+
+    def _measure(self, chunk: bytes) -> None:
+        first, last = chunk.find(b"\n"), chunk.rfind(b"\n")
+        if self.line_bytes + (first if first >= 0 else len(chunk)) > MAX_LINE_BYTES:
+            limit = f"{MAX_LINE_BYTES >> 20} MB" if MAX_LINE_BYTES >= 1 << 20 else f"{MAX_LINE_BYTES} bytes"
+            raise ParseError(f"{self.path}:{self.lines_before + 1}: a line longer than {limit}",
+                             hint="this is no trace row; check the file (line ends lost?)")
+        self.line_bytes = len(chunk) - last - 1 if last >= 0 else self.line_bytes + len(chunk)
 
     def _line(self, chunk: bytes, position: int) -> int:
         return self.lines_before + chunk.count(b"\n", 0, position) + 1
@@ -225,7 +239,8 @@ def _load_jobs(ctx: LoadContext, source: str, what: str) -> LoadCounts:
         zone = PHILLY_ZONE
         ctx.con.execute("UPDATE ingested_files SET time_zone = ? WHERE file_id = ?", [zone, ctx.file_id]).fetchall()
     install_zone(ctx.con, zone)
-    params.update(path=str(ctx.path), file_id=ctx.file_id, source=source, zone=zone, encoding=encoding)
+    params.update(path=str(ctx.path), file_id=ctx.file_id, source=source, zone=zone, encoding=encoding,
+                  max_line_size=MAX_LINE_BYTES)
     run_script(ctx.con, "ingest", "helios_acme_jobs", params, on_statement=ctx.on_statement)
     return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"))
 
@@ -249,7 +264,7 @@ def _load_alibaba(ctx: LoadContext) -> LoadCounts:
     encoding = _encoding(ctx.path)
     params = _layout(ctx, _POD_COLUMNS, _POD_COLUMNS, "an Alibaba cluster-trace-gpu-v2023 pod list")
     epoch = parse_epoch(ctx.options.epoch) if ctx.options.epoch else ALIBABA_EPOCH
-    params.update(path=str(ctx.path), file_id=ctx.file_id, epoch=epoch, encoding=encoding,
+    params.update(path=str(ctx.path), file_id=ctx.file_id, epoch=epoch, encoding=encoding, max_line_size=MAX_LINE_BYTES,
                   # what the stored times mean, with the file: UTC, counted from this instant
                   time_zone=f"UTC, relative seconds from {epoch:%Y-%m-%dT%H:%M:%S}Z")
     run_script(ctx.con, "ingest", "alibaba_pods", params, on_statement=ctx.on_statement)

@@ -45,7 +45,8 @@ FROM (
                lambda f: trace_value(f)) AS fields
     FROM (SELECT ordinality AS line, text
           FROM read_csv($path, header = false, columns = {'text': 'VARCHAR'}, delim = $delim, quote = '',
-                        escape = '', auto_detect = false, encoding = $encoding) WITH ORDINALITY)
+                        escape = '', auto_detect = false, encoding = $encoding,
+                        max_line_size = $max_line_size) WITH ORDINALITY)
     WHERE line > 1 AND text IS NOT NULL AND trim(text) <> '' AND text <> $header_text
 );
 
