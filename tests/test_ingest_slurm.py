@@ -917,3 +917,14 @@ def test_real_completed_allocation_with_a_cancelled_step(tmp_path: Path) -> None
     assert rows(db, "SELECT job_id, status, exit_code, exit_signal FROM jobs ORDER BY job_id") == [
         ("239023", "passed", 0, 0), ("239024", "passed", 0, 0)]
     assert rows(db, "SELECT DISTINCT machine_id FROM attempt_hosts") == [("galvani-cn001",)]
+
+
+def test_elapsed_is_not_read_even_when_negative(tmp_path: Path) -> None:
+    # sacct can print a negative Elapsed after a clock step; gca takes run times from Start and End
+    path = tmp_path / "sacct.txt"
+    path.write_text("JobID|State|Elapsed|ElapsedRaw|Start|End\n"
+                    "17001|COMPLETED|-00:00:05|-5|2024-06-01T10:00:00|2024-06-01T10:30:00\n")
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, path, zone="UTC")
+    assert (report.status, report.rows, report.rejects) == ("loaded", 1, 0)
+    assert jobs_csv(db)["17001"]["run_time_s"] == 30 * 60
