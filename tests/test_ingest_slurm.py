@@ -928,3 +928,10 @@ def test_elapsed_is_not_read_even_when_negative(tmp_path: Path) -> None:
     (report,) = ingest(db, path, zone="UTC")
     assert (report.status, report.rows, report.rejects) == ("loaded", 1, 0)
     assert jobs_csv(db)["17001"]["run_time_s"] == 30 * 60
+
+
+def test_columns_that_do_not_fit_the_rows_say_so(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "noheader.txt", zone="UTC", columns=("JobID", "State", "Start"))
+    assert report.rejects == 3
+    assert rows(db, "SELECT DISTINCT reason FROM rejects") == [("10 fields where --columns names 3",)]

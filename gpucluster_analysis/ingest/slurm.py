@@ -254,6 +254,7 @@ class Layout:
     trailing: bool = False  # --parsable: every line ends with the delimiter
     spans: list[tuple[int, int]] = field(default_factory=list)  # fixed width: byte [start, end) per column
     names: list[str] = field(default_factory=list)  # as written, for messages
+    from_option: bool = False  # named by --columns, not by a header line
 
     def index(self, name: str) -> int | None:
         try:
@@ -563,7 +564,7 @@ class _Reader:
         names = _clean_columns(self.columns_option)
         fields = text.split("|")
         trailing = len(fields) == len(names) + 1 and fields[-1].strip() == ""
-        self.set_layout(Layout([n.lower() for n in names], "|", trailing=trailing, names=names), line_no)
+        self.set_layout(Layout([n.lower() for n in names], "|", trailing=trailing, names=names, from_option=True), line_no)
 
     def _split(self, text: str, line_no: int) -> list[str] | int:
         layout = self.layout
@@ -651,7 +652,8 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
         assert reader.layout is not None and reader.cols is not None
         if isinstance(fields, int):
             stager.add({"line": line_no, "text": text[:_TEXT_LIMIT],
-                        "problem": f"{fields} fields where the header has {len(reader.layout.columns)}"}, [])
+                        "problem": f"{fields} fields where {'--columns names' if reader.layout.from_option else 'the header has'}"
+                                   f" {len(reader.layout.columns)}"}, [])
             continue
         row, hosts = _parse_fields(fields, reader.cols, line_no, text, zone)
         gpus_accounted = gpus_accounted or bool(row.get("gpu_keyed"))
