@@ -493,3 +493,15 @@ def test_a_long_field_is_read_and_a_line_beyond_the_limit_refused(tmp_path: Path
     (report,) = ingest(tmp_path / "u.duckdb", path)
     assert (report.status, report.message) == (
         "failed", f"{path}:3: a line longer than 1000 bytes (this is no trace row; check the file (line ends lost?))")
+
+
+def test_a_second_pod_list_of_the_same_pods_is_rejected_with_why(tmp_path: Path) -> None:
+    # openb_pod_list_default.csv and openb_pod_list_gpuspec33.csv hold the same pods (the latter with GPU models)
+    db = tmp_path / "t.duckdb"
+    other = tmp_path / "openb_pod_list_default.csv"
+    other.write_bytes(b"\n".join(GPUSPEC.read_bytes().splitlines()[:2]) + b"\n")
+    ingest(db, GPUSPEC)
+    (report,) = ingest(db, other)
+    assert (report.rows, report.rejects) == (0, 1)
+    assert rows(db, "SELECT line, reason FROM rejects") == [
+        (2, "pod openb-pod-0000 already stored from another file (the pod lists sample the same pods: ingest one per store)")]

@@ -80,7 +80,8 @@ SELECT line, text, problem FROM (
             WHEN deleted_s < scheduled_s THEN 'deletion_time ' || deleted_text || ' is before scheduled_time ' || scheduled_text
             WHEN copy_no > 1 THEN 'duplicate pod name ' || job_id || ' (first seen on an earlier line)'
             WHEN job_id IN (SELECT job_id FROM jobs WHERE source = 'alibaba')
-                THEN 'pod ' || job_id || ' already stored from another file'
+                -- the openb_pod_list_* files are samples of one workload: one of them per store
+                THEN 'pod ' || job_id || ' already stored from another file (the pod lists sample the same pods: ingest one per store)'
         END AS problem
     FROM stage_pod
 )
