@@ -935,3 +935,15 @@ def test_columns_that_do_not_fit_the_rows_say_so(tmp_path: Path) -> None:
     (report,) = ingest(db, DATA / "noheader.txt", zone="UTC", columns=("JobID", "State", "Start"))
     assert report.rejects == 3
     assert rows(db, "SELECT DISTINCT reason FROM rejects") == [("10 fields where --columns names 3",)]
+
+
+def test_scontrol_dd_batch_script_may_hold_odd_characters(tmp_path: Path) -> None:
+    # scontrol show job -dd appends the batch script: a form feed or an escape there is no binary data
+    path = tmp_path / "scontrol.txt"
+    path.write_bytes(b"JobId=18001 JobName=x\n   JobState=RUNNING Reason=None\n"
+                     b"     Nodes=gpu02 CPU_IDs=0-3 Mem=0 GRES=gpu:2(IDX:0-1)\n"
+                     b"   BatchScript=\n#!/bin/bash\necho '\x1b[31mred\x1b[0m'\n\x0c\n")
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, path)
+    assert (report.status, report.rows) == ("loaded", 2)
+    assert rows(db, "SELECT gpu_index FROM gpu_bindings ORDER BY 1") == [(0,), (1,)]

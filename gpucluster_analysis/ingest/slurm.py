@@ -605,12 +605,15 @@ class _Reader:
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # never in Slurm's output; tabs are let through
+# `scontrol show job -dd` appends the batch script, which may hold any character but NUL
+_NUL = re.compile(r"\x00")
 
 
-def _text_lines(path: Path, latin1: set[int] | None = None) -> Iterator[tuple[int, str]]:
+def _text_lines(path: Path, latin1: set[int] | None = None, control: re.Pattern[str] | None = None) -> Iterator[tuple[int, str]]:
     """(1-based line number, text) of each line, streaming: without a byte-order mark or line
     end; a line that is not UTF-8 is read as Latin-1 (a JobName typed on an old terminal),
-    and its number added to `latin1`."""
+    and its number added to `latin1`. A character `control` matches refuses the file (binary)."""
+    control = control or _CONTROL
     with open_binary(path) as f:
         for number, raw in enumerate(f, start=1):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
@@ -625,7 +628,7 @@ def _text_lines(path: Path, latin1: set[int] | None = None) -> Iterator[tuple[in
                 if latin1 is not None:
                     latin1.add(number)
             text = text.rstrip("\r\n")
-            if _CONTROL.search(text):
+            if control.search(text):
                 raise ParseError(f"{path}:{number}: binary data, not Slurm's text output",
                                  hint="give gca the text sacct or scontrol printed")
             yield number, text
@@ -734,7 +737,7 @@ def _load_scontrol(ctx: LoadContext) -> LoadCounts:
     job_line = 0
     running_line = 0  # a RUNNING job's line: it has nodes, so -d output shows them
     details = 0
-    for line_no, text in _text_lines(ctx.path):
+    for line_no, text in _text_lines(ctx.path, control=_NUL):
         stripped = text.strip()
         if not running_line and re.search(r"(?:^|\s)JobState=RUNNING\b", stripped):
             running_line = line_no
