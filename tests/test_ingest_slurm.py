@@ -20,6 +20,7 @@ from gpucluster_analysis.ingest import IngestOptions, detect_format, ingest_path
 from gpucluster_analysis.ingest.files import read_head
 from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
 from gpucluster_analysis.ingest.slurm import (
+    SONAR_COLUMNS,
     parse_duration_s,
     parse_gpu_indices,
     parse_job_id,
@@ -571,18 +572,11 @@ def test_a_pending_jobs_forecast_start_is_no_start(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- real outputs (tests/data/slurm/SOURCES.md)
 
-SONAR_COLUMNS = (
-    "JobID", "JobIDRaw", "User", "Account", "State", "Start", "End", "AveCPU", "AveDiskRead", "AveDiskWrite", "AveRSS",
-    "AveVMSize", "ElapsedRaw", "ExitCode", "Layout", "MaxRSS", "MaxVMSize", "MinCPU", "ReqCPUS", "ReqMem", "ReqNodes",
-    "Reservation", "Submit", "Suspended", "SystemCPU", "TimelimitRaw", "UserCPU", "NodeList", "Partition", "AllocTRES",
-    "Priority", "JobName",
-)
-
-
 def test_real_sonar_dump_without_header(tmp_path: Path) -> None:
-    # NordicHPC/sonar's sacct -aP --noheader, 32 fields, read in Oslo (CET, UTC+1 in November)
+    # NordicHPC/sonar's sacct -aP --noheader, 32 fields (SONAR_COLUMNS, which gca knows: no --columns
+    # needed), read in Oslo (CET, UTC+1 in November)
     db = tmp_path / "s.duckdb"
-    (report,) = ingest(db, DATA / "real_sonar_noheader.txt", zone="Europe/Oslo", columns=SONAR_COLUMNS)
+    (report,) = ingest(db, DATA / "real_sonar_noheader.txt", zone="Europe/Oslo")
     assert (report.status, report.rows, report.rejects) == ("loaded", 2, 0)
     got = jobs_csv(db)
     # 973997: FAILED 1:0 (step .0 OUT_OF_MEMORY); submit 09:32:55, start 12:27:39, end 13:07:46 local
@@ -947,3 +941,17 @@ def test_scontrol_dd_batch_script_may_hold_odd_characters(tmp_path: Path) -> Non
     (report,) = ingest(db, path)
     assert (report.status, report.rows) == ("loaded", 2)
     assert rows(db, "SELECT gpu_index FROM gpu_bindings ORDER BY 1") == [(0,), (1,)]
+
+
+def test_sonar_layout_is_known_and_other_headerless_dumps_still_need_columns(tmp_path: Path) -> None:
+    # the same dump with explicit --columns reads the same
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "real_sonar_noheader.txt", zone="Europe/Oslo", columns=SONAR_COLUMNS)
+    assert (report.status, report.rows, report.rejects) == ("loaded", 2, 0)
+    # a 32-field line whose State is not a state is not sonar's: --columns is asked for
+    path = tmp_path / "sacct_n.txt"
+    line = (DATA / "real_sonar_noheader.txt").read_text().splitlines()[0].split("|")
+    line[4] = "bogus"
+    path.write_text("|".join(line) + "\n")
+    (report,) = ingest(tmp_path / "t.duckdb", path, zone="UTC", format_name="slurm_sacct")
+    assert report.status == "failed" and "sacct_n.txt:1: sacct output without a header line" in report.message

@@ -254,7 +254,7 @@ class Layout:
     trailing: bool = False  # --parsable: every line ends with the delimiter
     spans: list[tuple[int, int]] = field(default_factory=list)  # fixed width: byte [start, end) per column
     names: list[str] = field(default_factory=list)  # as written, for messages
-    from_option: bool = False  # named by --columns, not by a header line
+    named_by: str = "the header has"  # for messages: what gave the columns (`--columns names`, ...)
 
     def index(self, name: str) -> int | None:
         try:
@@ -291,6 +291,36 @@ def _fixed_layout(header: str, rule: str) -> Layout:
     spans = [(m.start(), m.end()) for m in re.finditer(rb"-+", raw_rule)]
     names = [raw_header[s:e].decode("utf-8", errors="replace").strip() for s, e in spans]
     return Layout(columns=[n.lower() for n in names], delimiter=None, spans=spans, names=names)
+
+
+# NordicHPC/sonar's `sacct -aP --noheader` fields (src/slurmjobs.rs), JobName last: a dump
+# of exactly this layout is read without --columns.
+SONAR_COLUMNS = (
+    "JobID", "JobIDRaw", "User", "Account", "State", "Start", "End", "AveCPU", "AveDiskRead", "AveDiskWrite", "AveRSS",
+    "AveVMSize", "ElapsedRaw", "ExitCode", "Layout", "MaxRSS", "MaxVMSize", "MinCPU", "ReqCPUS", "ReqMem", "ReqNodes",
+    "Reservation", "Submit", "Suspended", "SystemCPU", "TimelimitRaw", "UserCPU", "NodeList", "Partition", "AllocTRES",
+    "Priority", "JobName",
+)
+
+
+def _is_sonar_row(text: str) -> bool:
+    """Whether a headerless line is in sonar's layout: each of the fields gca reads fits it."""
+    fields = text.split("|")
+    if len(fields) < len(SONAR_COLUMNS):  # JobName, last, may hold '|'
+        return False
+
+    def time_like(value: str) -> bool:
+        return value in ("", "Unknown", "None") or bool(_TIME.match(value))
+
+    return (
+        _JOB_ID.match(fields[0]) is not None
+        and re.match(r"^\d+(?:\.[A-Za-z0-9_+\-]+)?$", fields[1]) is not None
+        and parse_state(fields[4])[0] in KNOWN_STATES
+        and all(time_like(fields[i]) for i in (5, 6, 22))
+        and (fields[13] == "" or _EXIT.match(fields[13]) is not None)
+        and (fields[25] == "" or fields[25].isdigit() or fields[25].lower() in _NO_LIMIT)
+        and (fields[29] == "" or "=" in fields[29])
+    )
 
 
 def _clean_columns(spec: tuple[str, ...]) -> list[str]:
@@ -550,7 +580,10 @@ class _Reader:
             )
 
     def _headerless(self, line_no: int, text: str) -> None:
-        if not self.columns_option:
+        spec, named_by = self.columns_option, "--columns names"
+        if not spec and _is_sonar_row(text):
+            spec, named_by = SONAR_COLUMNS, "sonar's sacct layout has"
+        if not spec:
             raise ParseError(
                 f"{self.path}:{line_no}: sacct output without a header line (sacct -n/--noheader)",
                 hint="name its columns in sacct --format order with --columns, e.g. --columns JobID,JobName,State,Start,End",
@@ -561,10 +594,10 @@ class _Reader:
                 " output cannot be read without its header",
                 hint="export with sacct --parsable2 (-P)",
             )
-        names = _clean_columns(self.columns_option)
+        names = _clean_columns(spec)
         fields = text.split("|")
         trailing = len(fields) == len(names) + 1 and fields[-1].strip() == ""
-        self.set_layout(Layout([n.lower() for n in names], "|", trailing=trailing, names=names, from_option=True), line_no)
+        self.set_layout(Layout([n.lower() for n in names], "|", trailing=trailing, names=names, named_by=named_by), line_no)
 
     def _split(self, text: str, line_no: int) -> list[str] | int:
         layout = self.layout
@@ -655,8 +688,7 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
         assert reader.layout is not None and reader.cols is not None
         if isinstance(fields, int):
             stager.add({"line": line_no, "text": text[:_TEXT_LIMIT],
-                        "problem": f"{fields} fields where {'--columns names' if reader.layout.from_option else 'the header has'}"
-                                   f" {len(reader.layout.columns)}"}, [])
+                        "problem": f"{fields} fields where {reader.layout.named_by} {len(reader.layout.columns)}"}, [])
             continue
         row, hosts = _parse_fields(fields, reader.cols, line_no, text, zone)
         gpus_accounted = gpus_accounted or bool(row.get("gpu_keyed"))
