@@ -771,3 +771,32 @@ def test_crlf_dmon_and_scrape(tmp_path: Path) -> None:
     scrape.write_bytes(b'# time: 2026-07-14T08:00:00Z\r\nDCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="node42"} 55\r\n')
     ok(ingest(db, scrape)[0], 1, 0)
     assert samples(db, "node41") == samples(db, "node42") == [(t(2026, 7, 14, 8), 0, 55.0)]
+
+
+def test_memory_is_bounded_while_a_file_loads_and_the_limit_put_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpucluster_analysis.ingest import nvsmi
+
+    log = tmp_path / "node43.csv"
+    log.write_text(CSV_HEADER + "2026/07/14 08:00:00.000, 0, 10 %, 5 MiB\n")
+    seen: list[str] = []
+    store = nvsmi.store_staged
+
+    def watching(ctx, zone, **kw):  # type: ignore[no-untyped-def]
+        seen.append(ctx.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+        return store(ctx, zone, **kw)
+
+    monkeypatch.setattr(nvsmi, "store_staged", watching)
+    db = tmp_path / "s.duckdb"
+    with open_store(db) as con:
+        before = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        ok(ingest_paths(con, [log], IngestOptions(zone="UTC"))[0], 1, 0)
+        assert seen == ["488.2 MiB"]  # 512 MB = 512e6 B = 488.28 MiB
+        assert con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] == before
+
+        def failing(ctx, zone, **kw):  # type: ignore[no-untyped-def]
+            ctx.con.execute("SELECT error('boom')")  # aborts the file's transaction
+
+        monkeypatch.setattr(nvsmi, "store_staged", failing)
+        (failed,) = ingest_paths(con, [tmp_path / "node43.csv"], IngestOptions(zone="UTC", replace=True))
+        assert failed.status == "failed" and "boom" in failed.message
+        assert con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] == before

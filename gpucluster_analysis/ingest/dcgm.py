@@ -37,6 +37,7 @@ from gpucluster_analysis.ingest.files import first_lines
 from gpucluster_analysis.ingest.nvsmi import (
     CUT_LINE,
     Batches,
+    bounded_memory,
     host_from_name,
     parse_time_option,
     read_lines,
@@ -281,11 +282,11 @@ FORMATS = [
     FileFormat(
         name="dcgm_prom", source="dcgm",
         description="dcgm-exporter Prometheus text scrape(s) (/metrics)",
-        file_names=(), sniff=_sniff_prom, load=_load_prom,
+        file_names=(), sniff=_sniff_prom, load=bounded_memory(_load_prom),
     ),
     FileFormat(
         name="dcgm_query_range", source="dcgm",
         description="Prometheus API query_range/query JSON export of DCGM metrics",
-        file_names=(), sniff=_sniff_query_range, load=_load_query_range,
+        file_names=(), sniff=_sniff_query_range, load=_load_query_range,  # one JSON value, read whole: a memory limit would refuse a big one
     ),
 ]

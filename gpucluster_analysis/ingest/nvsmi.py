@@ -22,15 +22,17 @@ DuckDB as Arrow tables; `sql/ingest/nvsmi_lines.sql` splits and types the fields
 
 from __future__ import annotations
 
+import functools
 import gzip
 import re
 import xml.etree.ElementTree as ET
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 
 from gpucluster_analysis.errors import InputError, ParseError
@@ -165,6 +167,56 @@ def parse_time_option(text: str, zone: str) -> datetime:
 
 def start_time(ctx: LoadContext) -> datetime | None:
     return parse_time_option(ctx.options.time, site_zone(ctx)) if ctx.options.time else None
+
+
+# DuckDB's memory limit while a telemetry file loads. Past it, the staging tables and the
+# sorts spill to the store's temp directory (<store>.tmp), so a log of several node-days of
+# 1 s samples needs no more memory than one day (benchmarks/RESULTS.md, GPU telemetry).
+MEMORY_LIMIT_BYTES = 512 * 1000**2
+_UNITS = {"b": 1, "bytes": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
+          "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
+
+
+def _limit_bytes(text: str) -> float | None:
+    match = re.fullmatch(r"\s*([\d.]+)\s*([A-Za-z]+)\s*", text)
+    if not match or match.group(2).lower() not in _UNITS:
+        return None
+    return float(match.group(1)) * _UNITS[match.group(2).lower()]
+
+
+@functools.cache
+def _default_memory_limit() -> str:
+    with duckdb.connect() as probe:
+        return str(probe.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+
+
+def bounded_memory(load: Callable[[LoadContext], LoadCounts]) -> Callable[[LoadContext], LoadCounts]:
+    """`load` with DuckDB's memory limit lowered to MEMORY_LIMIT_BYTES (never raised), then put back.
+
+    The limit is a setting of the whole database, set through a second connection so that it
+    can be put back even when a failed statement has aborted the file's transaction.
+    """
+
+    @functools.wraps(load)
+    def run(ctx: LoadContext) -> LoadCounts:
+        side = ctx.con.cursor()
+        try:
+            before = str(side.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+            current = _limit_bytes(before)
+            lowered = current is None or current > MEMORY_LIMIT_BYTES
+            if lowered:
+                side.execute(f"SET memory_limit = '{MEMORY_LIMIT_BYTES}B'")
+        except duckdb.Error:
+            lowered = False  # e.g. more already in use than the limit: load unbounded
+        try:
+            return load(ctx)
+        finally:
+            if lowered:
+                # RESET gives back DuckDB's default exactly; its printed form would round it down
+                side.execute("RESET memory_limit" if before == _default_memory_limit() else f"SET memory_limit = '{before}'")
+            side.close()
+
+    return run
 
 
 def store_staged(ctx: LoadContext, zone: str | None, *, pci_order: bool = False) -> LoadCounts:
@@ -629,16 +681,16 @@ FORMATS = [
     FileFormat(
         name="nvsmi_csv", source="nvidia-smi",
         description="nvidia-smi --query-gpu CSV log (any fields, with or without header and units)",
-        file_names=(), sniff=_sniff_csv, load=_load_csv, default_zone=local_zone(),
+        file_names=(), sniff=_sniff_csv, load=bounded_memory(_load_csv), default_zone=local_zone(),
     ),
     FileFormat(
         name="nvsmi_dmon", source="nvidia-smi",
         description="nvidia-smi dmon log (any -s column set; -o DT for times)",
-        file_names=(), sniff=_sniff_dmon, load=_load_dmon, default_zone=local_zone(),
+        file_names=(), sniff=_sniff_dmon, load=bounded_memory(_load_dmon), default_zone=local_zone(),
     ),
     FileFormat(
         name="nvsmi_xml", source="nvidia-smi",
         description="nvidia-smi -q -x XML snapshots (one or several concatenated)",
-        file_names=(), sniff=_sniff_xml, load=_load_xml, default_zone=local_zone(),
+        file_names=(), sniff=_sniff_xml, load=bounded_memory(_load_xml), default_zone=local_zone(),
     ),
 ]

@@ -18,13 +18,22 @@ WITH periods AS (
            lead(offset_s) OVER (ORDER BY local_start) AS next_offset
     FROM zone_periods WHERE zone = $zone
 ),
-timed AS (
-    SELECT r.*, coalesce(r.utc_at, r.local_at - to_seconds(z.offset_s)) AS sample_at,
+-- The offset of each local minute in the log, not of each row: zones change on whole minutes,
+-- and an ASOF join of every row would sort the whole staging table (a big log's peak memory).
+minutes AS (
+    SELECT m.minute, z.offset_s,
            -- the hour clocks skip when they go forward (summer time): a tool reading the clock never
            -- prints it, so the zone is not the one the log was written in
-           r.utc_at IS NULL AND z.next_offset > z.offset_s
-               AND r.local_at >= z.next_start - to_seconds(z.next_offset - z.offset_s) AS skipped_time
-    FROM stage_raw r ASOF LEFT JOIN periods z ON r.local_at >= z.local_start
+           coalesce(z.next_offset > z.offset_s AND m.minute >= z.next_start - to_seconds(z.next_offset - z.offset_s), false)
+               AS skipped
+    FROM (SELECT DISTINCT date_trunc('minute', local_at) AS minute FROM stage_raw
+          WHERE utc_at IS NULL AND local_at IS NOT NULL) m
+    ASOF LEFT JOIN periods z ON m.minute >= z.local_start
+),
+timed AS (
+    SELECT r.*, coalesce(r.utc_at, r.local_at - to_seconds(m.offset_s)) AS sample_at,
+           coalesce(m.skipped, false) AS skipped_time
+    FROM stage_raw r LEFT JOIN minutes m ON m.minute = date_trunc('minute', r.local_at) AND r.utc_at IS NULL
 ),
 numbers AS (
     -- each value parsed once; the checks below reuse the results
