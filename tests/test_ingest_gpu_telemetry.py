@@ -800,3 +800,20 @@ def test_memory_is_bounded_while_a_file_loads_and_the_limit_put_back(tmp_path: P
         (failed,) = ingest_paths(con, [tmp_path / "node43.csv"], IngestOptions(zone="UTC", replace=True))
         assert failed.status == "failed" and "boom" in failed.message
         assert con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] == before
+
+
+def test_the_repeated_hour_is_read_in_the_order_the_log_went_through_it(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    log = tmp_path / "node44.csv"
+    # Europe/Zurich, 2026-10-25: at 03:00 CEST (UTC+2) clocks go back to 02:00 CET (UTC+1)
+    log.write_text(CSV_HEADER
+                   + "2026/10/25 01:59:59.000, 0, 1 %, 5 MiB\n"   # CEST: 23:59:59 UTC the day before
+                   + "2026/10/25 02:30:00.000, 0, 2 %, 5 MiB\n"   # first pass, CEST: 00:30 UTC
+                   + "2026/10/25 02:59:59.000, 0, 3 %, 5 MiB\n"   # first pass: 00:59:59 UTC
+                   + "2026/10/25 02:00:00.500, 0, 4 %, 5 MiB\n"   # the clock went back: second pass, CET: 01:00:00.5 UTC
+                   + "2026/10/25 02:59:00.000, 0, 5 %, 5 MiB\n"   # still the second pass: 01:59 UTC
+                   + "2026/10/25 03:00:01.000, 0, 6 %, 5 MiB\n")  # CET: 02:00:01 UTC
+    ok(ingest(db, log, zone="Europe/Zurich")[0], 6, 0)
+    assert [(s[0], s[2]) for s in samples(db, "node44")] == [
+        (t(2026, 10, 24, 23, 59, 59), 1.0), (t(2026, 10, 25, 0, 30), 2.0), (t(2026, 10, 25, 0, 59, 59), 3.0),
+        (t(2026, 10, 25, 1, 0, 0, 500000), 4.0), (t(2026, 10, 25, 1, 59), 5.0), (t(2026, 10, 25, 2, 0, 1), 6.0)]

@@ -21,19 +21,38 @@ WITH periods AS (
 -- The offset of each local minute in the log, not of each row: zones change on whole minutes,
 -- and an ASOF join of every row would sort the whole staging table (a big log's peak memory).
 minutes AS (
-    SELECT m.minute, z.offset_s,
+    SELECT m.minute, z.offset_s, z.next_offset, z.next_start AS fold_at,
            -- the hour clocks skip when they go forward (summer time): a tool reading the clock never
            -- prints it, so the zone is not the one the log was written in
            coalesce(z.next_offset > z.offset_s AND m.minute >= z.next_start - to_seconds(z.next_offset - z.offset_s), false)
-               AS skipped
+               AS skipped,
+           -- the hour clocks repeat when they go back: first pass unless the log says otherwise
+           coalesce(z.next_offset < z.offset_s AND m.minute >= z.next_start - to_seconds(z.offset_s - z.next_offset), false)
+               AS repeated
     FROM (SELECT DISTINCT date_trunc('minute', local_at) AS minute FROM stage_raw
           WHERE utc_at IS NULL AND local_at IS NOT NULL) m
     ASOF LEFT JOIN periods z ON m.minute >= z.local_start
 ),
+fold_rows AS (
+    -- rows in a repeated hour (few), with the latest time printed on a line before each
+    SELECT r.line, r.local_at, m.fold_at,
+           max(r.local_at) OVER (PARTITION BY m.fold_at ORDER BY r.line ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+               AS latest_before
+    FROM stage_raw r JOIN minutes m ON m.minute = date_trunc('minute', r.local_at) AND m.repeated AND r.utc_at IS NULL
+),
+second_passes AS (
+    -- where the log's clock went back by more than half an hour inside the repeated hour:
+    -- that line and those after it are the hour's second pass
+    SELECT fold_at, min(line) AS from_line FROM fold_rows
+    WHERE latest_before > local_at + INTERVAL 30 MINUTE GROUP BY fold_at
+),
 timed AS (
-    SELECT r.*, coalesce(r.utc_at, r.local_at - to_seconds(m.offset_s)) AS sample_at,
+    SELECT r.*,
+           coalesce(r.utc_at, r.local_at - to_seconds(CASE WHEN r.line >= s.from_line THEN m.next_offset ELSE m.offset_s END))
+               AS sample_at,
            coalesce(m.skipped, false) AS skipped_time
     FROM stage_raw r LEFT JOIN minutes m ON m.minute = date_trunc('minute', r.local_at) AND r.utc_at IS NULL
+    LEFT JOIN second_passes s ON s.fold_at = m.fold_at AND m.repeated
 ),
 numbers AS (
     -- each value parsed once; the checks below reuse the results
