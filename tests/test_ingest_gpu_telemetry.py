@@ -817,3 +817,13 @@ def test_the_repeated_hour_is_read_in_the_order_the_log_went_through_it(tmp_path
     assert [(s[0], s[2]) for s in samples(db, "node44")] == [
         (t(2026, 10, 24, 23, 59, 59), 1.0), (t(2026, 10, 25, 0, 30), 2.0), (t(2026, 10, 25, 0, 59, 59), 3.0),
         (t(2026, 10, 25, 1, 0, 0, 500000), 4.0), (t(2026, 10, 25, 1, 59), 5.0), (t(2026, 10, 25, 2, 0, 1), 6.0)]
+
+
+def test_nvidia_smi_q_text_is_refused_with_the_xml_command(tmp_path: Path) -> None:
+    text = tmp_path / "node45.txt"
+    text.write_text("\n==============NVSMI LOG==============\n\nTimestamp                           : Tue Aug 15 16:00:35 2017\n"
+                    "Driver Version                      : 375.66\n\nAttached GPUs                       : 1\nGPU 0000:01:00.0\n"
+                    "    Utilization\n        Gpu                         : 47 %\n")
+    (failed,) = ingest(tmp_path / "s.duckdb", text)
+    assert (failed.format, failed.status) == ("nvsmi_xml", "failed")
+    assert failed.message.startswith(f"{text}: nvidia-smi -q text: gca reads the same report as XML (log it with nvidia-smi -q -x")

@@ -666,6 +666,9 @@ def _load_xml(ctx: LoadContext) -> LoadCounts:
             events.add(line=line, event_at=None, machine_id=host, kind="tool_error", detail=message)
     raw.flush()
     events.flush()
+    if not documents and ctx.head.lstrip().startswith(_QUERY_TEXT):
+        raise ParseError(f"{ctx.path}: nvidia-smi -q text: gca reads the same report as XML",
+                         hint="log it with nvidia-smi -q -x (or --query-gpu ... --format=csv)")
     if not documents:
         raise ParseError(f"{ctx.path}: no <nvidia_smi_log> document", hint="expected the output of nvidia-smi -q -x")
     ctx.con.execute("UPDATE stage_raw SET problem = 'snapshot without a <timestamp>: pass --time' "
@@ -673,8 +676,12 @@ def _load_xml(ctx: LoadContext) -> LoadCounts:
     return store_staged(ctx, zone)
 
 
+_QUERY_TEXT = "==============NVSMI LOG=============="
+
+
 def _sniff_xml(head: str) -> bool:
-    return "<nvidia_smi_log" in head
+    # nvidia-smi -q in its text form is claimed too, to be refused with the command that helps
+    return "<nvidia_smi_log" in head or head.lstrip().startswith(_QUERY_TEXT)
 
 
 FORMATS = [
