@@ -594,6 +594,10 @@ def test_real_xml_v12_mig_and_v13_power_fields(tmp_path: Path) -> None:
         (at, 1, 4, None, 12.0, 19968.0, None, None, None, None, None),
     ]
     assert samples(db, "dgx01") == [(t(2023, 8, 4, 11, 44, 29), 1, None), (at, 1, None)]
+    # v11 on Windows (WDDM): power_readings/power_draw; the only GPU attached, so index 0; gpu_idle active
+    ok(ingest(db, REAL / "rtx2080-win-v11.xml", host="win", zone="UTC")[0], 1, 0)
+    assert details(db, "win") == [(t(2022, 9, 20, 14, 7, 39), 0, None, 7.0, 862.0, 8192.0, 14.5, 29.0, 193.0, None, "gpu_idle")]
+    assert samples(db, "win") == [(t(2022, 9, 20, 14, 7, 39), 0, 2.0)]
     # v13: no power_draw, only average_power_draw (3.97) and instant_power_draw (3.99): the instant one
     ok(ingest(db, REAL / "blackwell-v13.xml", host="ws", zone="UTC")[0], 1, 0)
     assert details(db, "ws") == [(t(2025, 12, 30, 9, 49, 57), 0, None, 0.0, 65720.0, 97887.0, 3.99, 24.0, 180.0, None, "none")]
