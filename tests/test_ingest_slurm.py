@@ -955,3 +955,24 @@ def test_sonar_layout_is_known_and_other_headerless_dumps_still_need_columns(tmp
     path.write_text("|".join(line) + "\n")
     (report,) = ingest(tmp_path / "t.duckdb", path, zone="UTC", format_name="slurm_sacct")
     assert report.status == "failed" and "sacct_n.txt:1: sacct output without a header line" in report.message
+
+
+def test_fixed_width_that_does_not_line_up(tmp_path: Path) -> None:
+    # a row re-spaced (tabs, a copy from a terminal) would be sliced into wrong fields: rejected
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, DATA / "fixed_width_misaligned_row.txt", zone="UTC")
+    assert (report.status, report.rows, report.rejects) == ("loaded", 2, 1)
+    assert rows(db, "SELECT line, reason FROM rejects") == [
+        (5, "text between the fixed-width columns: the line does not line up with the header")]
+    # wide columns hold values with spaces: CANCELLED by 1234 (cancelled while pending), None assigned
+    assert rows(db, "SELECT j.job_id, j.status, j.cancelled_by, a.start_at, a.end_at FROM jobs j JOIN attempts a USING (job_id) ORDER BY 1") == [
+        ("19001", "killed", "1234", None, datetime(2024, 6, 1, 10, 5)),
+        ("19002", "passed", None, datetime(2024, 6, 1, 10, 1), datetime(2024, 6, 1, 10, 31))]
+    # a header whose names stick out of the dashes: every slice would be wrong, the file is refused
+    path = tmp_path / "sacct.txt"
+    lines = (DATA / "fixed_width_misaligned_row.txt").read_text().splitlines(keepends=True)
+    path.write_text("   " + lines[0] + "".join(lines[1:]))  # right-aligned names pushed past their dashes
+    (report,) = ingest(tmp_path / "t.duckdb", path, zone="UTC")
+    assert report.status == "failed"
+    assert report.message == (f"{path}:1: the fixed-width header does not line up with the dashed rule under it"
+                              " (spaces changed, e.g. by a copy from a terminal or tabs) (export with sacct --parsable2 (-P))")

@@ -285,12 +285,25 @@ def _header_fields(line: str) -> tuple[list[str], str | None] | None:
     return fields, delimiter
 
 
-def _fixed_layout(header: str, rule: str) -> Layout:
+def _fixed_layout(header: str, rule: str) -> Layout | None:
+    """The columns of fixed-width output, from its header and the dashed rule under it;
+    None when the header does not line up with the rule (a name outside the dashes)."""
     raw_header = header.encode("utf-8")
     raw_rule = rule.encode("utf-8")
     spans = [(m.start(), m.end()) for m in re.finditer(rb"-+", raw_rule)]
+    if _off_columns(raw_header, spans):
+        return None
     names = [raw_header[s:e].decode("utf-8", errors="replace").strip() for s, e in spans]
     return Layout(columns=[n.lower() for n in names], delimiter=None, spans=spans, names=names)
+
+
+def _off_columns(raw: bytes, spans: list[tuple[int, int]]) -> bool:
+    """Whether a fixed-width line has text between or after the columns: sacct pads with
+    spaces, so such a line was re-spaced (tabs, a proportional-font copy) and its slices lie."""
+    if not spans:
+        return False
+    gaps = [raw[:spans[0][0]], *(raw[end:start] for (_, end), (start, _) in zip(spans, spans[1:])), raw[spans[-1][1]:]]
+    return any(gap.strip() for gap in gaps)
 
 
 # NordicHPC/sonar's `sacct -aP --noheader` fields (src/slurmjobs.rs), JobName last: a dump
@@ -548,7 +561,14 @@ class _Reader:
                         f"{self.path}:{line_no}: fixed-width sacct output without the dashed rule under its header",
                         hint="export with sacct --parsable2 (-P)",
                     )
-                self.set_layout(_fixed_layout(header, text), header_no)
+                layout = _fixed_layout(header, text)
+                if layout is None:
+                    raise ParseError(
+                        f"{self.path}:{header_no}: the fixed-width header does not line up with the dashed rule under it"
+                        " (spaces changed, e.g. by a copy from a terminal or tabs)",
+                        hint="export with sacct --parsable2 (-P)",
+                    )
+                self.set_layout(layout, header_no)
                 continue
             if text.startswith(_TOOL_MESSAGES):
                 yield line_no, text, "a message of sacct, not a row"  # sacct 2>&1: recorded, not read
@@ -599,7 +619,7 @@ class _Reader:
         trailing = len(fields) == len(names) + 1 and fields[-1].strip() == ""
         self.set_layout(Layout([n.lower() for n in names], "|", trailing=trailing, names=names, named_by=named_by), line_no)
 
-    def _split(self, text: str, line_no: int) -> list[str] | int:
+    def _split(self, text: str, line_no: int) -> list[str] | int | str:
         layout = self.layout
         assert layout is not None
         if layout.delimiter is None:
@@ -619,11 +639,13 @@ class _Reader:
             return len(fields)
         return [f.strip() for f in fields]
 
-    def _slice(self, text: str, line_no: int) -> list[str]:
+    def _slice(self, text: str, line_no: int) -> list[str] | str:
         layout, cols = self.layout, self.cols
         assert layout is not None and cols is not None
         # sacct pads by bytes: slice the bytes the line was read from
         raw = text.encode("latin-1" if line_no in self.latin1_lines else "utf-8")
+        if _off_columns(raw, layout.spans):
+            return "text between the fixed-width columns: the line does not line up with the header"
         fields = []
         for i, (start, end) in enumerate(layout.spans):
             cell = raw[start:end].decode("latin-1" if line_no in self.latin1_lines else "utf-8", errors="replace")
