@@ -976,3 +976,23 @@ def test_fixed_width_that_does_not_line_up(tmp_path: Path) -> None:
     assert report.status == "failed"
     assert report.message == (f"{path}:1: the fixed-width header does not line up with the dashed rule under it"
                               " (spaces changed, e.g. by a copy from a terminal or tabs) (export with sacct --parsable2 (-P))")
+
+
+def test_a_dump_of_several_clusters_keeps_their_jobs_apart(tmp_path: Path) -> None:
+    # sacct -M all: the same job id in two clusters is two jobs, not one requeued twice
+    path = tmp_path / "sacct.txt"
+    path.write_text("Cluster|JobID|State|Submit|Start|End|AllocTRES\n"
+                    "alpha|20001|COMPLETED|2024-06-01T10:00:00|2024-06-01T10:00:00|2024-06-01T11:00:00|gres/gpu=1\n"
+                    "alpha|20001.batch|COMPLETED|2024-06-01T10:00:00|2024-06-01T10:00:00|2024-06-01T11:00:00|gres/gpu=1\n"
+                    "beta|20001|FAILED|2024-06-02T10:00:00|2024-06-02T10:00:00|2024-06-02T10:10:00|gres/gpu=2\n"
+                    "beta|20001.0|FAILED|2024-06-02T10:00:00|2024-06-02T10:00:00|2024-06-02T10:10:00|gres/gpu=2\n")
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, path, zone="UTC")
+    assert (report.status, report.rows, report.rejects) == ("loaded", 2, 0)
+    assert rows(db, "SELECT j.job_id, j.status, a.num_gpus FROM jobs j JOIN attempts a USING (job_id) ORDER BY 1") == [
+        ("alpha/20001", "passed", 1.0), ("beta/20001", "failed", 2.0)]
+    # one cluster's dump keeps sacct's ids (its slurm-<jobid>.out logs and scontrol use them)
+    one = tmp_path / "sacct_alpha.txt"
+    one.write_text("".join(path.read_text().splitlines(keepends=True)[:3]))
+    ingest(tmp_path / "t.duckdb", one, zone="UTC")
+    assert rows(tmp_path / "t.duckdb", "SELECT job_id FROM jobs") == [("20001",)]

@@ -350,7 +350,7 @@ _STAGE_COLUMNS = [
     ("cancelled_by", pa.string()), ("exit_code", pa.int32()), ("exit_signal", pa.int32()),
     ("submit_t", pa.string()), ("eligible_t", pa.string()), ("start_t", pa.string()), ("end_t", pa.string()),
     ("time_limit_s", pa.int64()), ("gpus", pa.int64()), ("gpu_model", pa.string()), ("nnodes", pa.int32()),
-    ("hosts", pa.int32()), ("text", pa.string()),
+    ("hosts", pa.int32()), ("cluster", pa.string()), ("text", pa.string()),
 ]
 _STAGE_SCHEMA = pa.schema(_STAGE_COLUMNS)
 _HOST_SCHEMA = pa.schema([("line", pa.int64()), ("machine_id", pa.string())])
@@ -406,6 +406,7 @@ class _Columns:
         self.job_name = at("jobname")
         self.user = at("user")
         self.account = at("account")
+        self.cluster = at("cluster")
         self.partition = at("partition")
         self.state = at("state")
         self.exit = at("exitcode")
@@ -439,7 +440,7 @@ def _parse_fields(
         row["problem"] = f"unreadable JobID {_value(fields, cols.job_id)!r}"
         return row, []
     job_id, het, step = parsed
-    row.update(job_id=job_id, het_offset=het, step=step)
+    row.update(job_id=job_id, het_offset=het, step=step, cluster=_value(fields, cols.cluster) or None)
     source_status = _value(fields, cols.state)
     state, by = parse_state(source_status)
     row.update(state=state, source_status=source_status or None, cancelled_by=by)
@@ -716,6 +717,12 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
         gpus_accounted = gpus_accounted or bool(row.get("gpu_keyed"))
         stager.add(row, hosts)
     stager.flush()
+    # sacct -M all: job ids repeat across clusters, so a dump of several keeps them apart as
+    # <cluster>/<job id> (one cluster's dump keeps sacct's ids, which its logs and scontrol use)
+    ctx.con.execute(
+        "UPDATE stage_sacct SET job_id = cluster || '/' || job_id"
+        " WHERE job_id IS NOT NULL AND cluster IS NOT NULL AND (SELECT count(DISTINCT cluster) FROM stage_sacct) > 1"
+    ).fetchall()
     if not gpus_accounted:
         # No row names a GPU: the site does not account GPUs in TRES (AccountingStorageTRES
         # without gres/gpu), so a TRES without one says nothing about GPUs. Unknown, not 0.
