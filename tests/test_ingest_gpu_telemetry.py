@@ -831,3 +831,19 @@ def test_nvidia_smi_q_text_is_refused_with_the_xml_command(tmp_path: Path) -> No
     (failed,) = ingest(tmp_path / "s.duckdb", text)
     assert (failed.format, failed.status) == ("nvsmi_xml", "failed")
     assert failed.message.startswith(f"{text}: nvidia-smi -q text: gca reads the same report as XML (log it with nvidia-smi -q -x")
+
+
+def test_sample_stamps_in_seconds_and_the_kubernetes_node_label(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    scrape = tmp_path / "node46.prom"
+    # Prometheus stamps are epoch ms; 1700000000 read as ms would be 1970-01-20: rejected
+    scrape.write_text('DCGM_FI_DEV_GPU_UTIL{gpu="0"} 5 1700000000000\nDCGM_FI_DEV_GPU_UTIL{gpu="1"} 6 1700000000\n')
+    ok(ingest(db, scrape)[0], 1, 1)
+    assert rejects(db, "node46.prom") == [(2, "sample timestamp 1700000000 is not in epoch milliseconds")]
+    export = tmp_path / "util.json"
+    # Hostname is the exporter's pod; kubernetes_node (added by Prometheus' discovery) the machine
+    export.write_text(json.dumps({"status": "success", "data": {"resultType": "vector", "result": [
+        {"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0", "Hostname": "nvidia-dcgm-exporter-7xk2p",
+                    "kubernetes_node": "gpu-node-3", "instance": "10.1.2.3:9400"}, "value": [1700000000, "80"]}]}}))
+    ok(ingest(db, export)[0], 1, 0)
+    assert samples(db, "gpu-node-3") == [(t(2023, 11, 14, 22, 13, 20), 0, 80.0)]

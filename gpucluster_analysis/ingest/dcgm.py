@@ -15,8 +15,9 @@
   or many (`{__name__=~"DCGM_.*"}`) per file; epoch-second times in UTC. A series without
   `__name__` takes its metric from the file name (`DCGM_FI_DEV_GPU_UTIL.json`).
 
-The host is `--host` (which must not merge several hosts), else the `Hostname` label,
-else `instance` without its port, else the file name. MIG series (GPU_I_ID) are rows of
+The host is `--host` (which must not merge several hosts), else the `kubernetes_node`
+label (Prometheus' Kubernetes discovery), else `Hostname`, else `instance` without its
+port, else the file name. MIG series (GPU_I_ID) are rows of
 their own in gpu_sample_details; DCGM_FI_PROF_GR_ENGINE_ACTIVE (0-1) is stored as
 gr_engine_active, never as util_pct (DCGM_FI_DEV_GPU_UTIL, 0-100). DCGM_FI_DEV_XID_ERRORS
 becomes gpu_events (kind xid) where its value first appears or changes.
@@ -79,6 +80,9 @@ _TIME_COMMENT = re.compile(r"#\s*(?:time|timestamp)\s*:\s*(.+)", re.IGNORECASE)
 _ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
 
 
+_EPOCH_MS_2001 = 10**12  # 2001-09-09 in epoch milliseconds: earlier stamps are seconds or garbage
+
+
 def parse_sample(line: str) -> tuple[str, dict[str, str], str, str | None]:
     """(name, labels, value, timestamp or None) of one exposition-format sample line; ValueError if malformed."""
     fast = _FAST.fullmatch(line)
@@ -135,7 +139,9 @@ def time_from_name(path: Path, zone: str) -> datetime | None:
 
 
 def _label_host(labels: dict[str, str]) -> str | None:
-    host = labels.get("hostname")
+    # kubernetes_node: the node Prometheus' Kubernetes discovery put the exporter's pod on,
+    # where Hostname may be the pod's own name
+    host = labels.get("kubernetes_node") or labels.get("hostname")
     if host:
         return host
     instance = labels.get("instance")
@@ -175,6 +181,10 @@ def _load_prom(ctx: LoadContext) -> LoadCounts:
             stage.add(line=number, text=text[:500], problem=f"unreadable DCGM sample: {e}")
             continue
         labels = {k.lower(): v for k, v in raw_labels.items()}
+        if stamp and abs(int(stamp)) < _EPOCH_MS_2001:
+            # Prometheus timestamps are epoch milliseconds; 1700000000 would be 1970-01-20
+            stage.add(line=number, text=text[:500], problem=f"sample timestamp {stamp} is not in epoch milliseconds")
+            continue
         try:
             when = datetime.fromtimestamp(int(stamp) / 1000, UTC).replace(tzinfo=None) if stamp else scrape_time or fallback
         except (OverflowError, OSError, ValueError):

@@ -20,7 +20,8 @@ FROM (
 CREATE OR REPLACE TEMP TABLE stage_dcgm AS
 SELECT CAST(NULL AS BIGINT) AS line,
        left(CAST(m AS VARCHAR), 300) AS text,
-       coalesce(dcgm_label(m, 'hostname'), regexp_replace(dcgm_label(m, 'instance'), ':[0-9]+$', '')) AS host,
+       coalesce(dcgm_label(m, 'kubernetes_node'), dcgm_label(m, 'hostname'),
+                regexp_replace(dcgm_label(m, 'instance'), ':[0-9]+$', '')) AS host,
        dcgm_label(m, 'gpu') AS gpu_text,
        nullif(dcgm_label(m, 'gpu_i_id'), '') AS instance_text,
        dcgm_label(m, 'uuid') AS uuid,
