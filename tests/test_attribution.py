@@ -140,3 +140,26 @@ def test_bindings_and_whole_machines_are_claimed_only_where_the_evidence_holds(t
     # A batch script's CUDA_VISIBLE_DEVICES says nothing about the second machine.
     assert attempts[("S8", 0)] == "node_level"
     assert jobs == {"S6": "node_level", "S7": "node_level", "S8": "node_level"}
+
+
+def test_unknown_gpu_counts_stay_unknown_and_known_zeros_add_nothing(tmp_path: Path) -> None:
+    with open_store(tmp_path / "s.duckdb") as con:
+        con.execute("""
+INSERT INTO ingested_files VALUES (1, 'x', 1, 'a', 'slurm_sacct', 'UTC', 0, 0, 0, now());
+INSERT INTO jobs (source, job_id, status, submit_at, file_id) VALUES
+  ('slurm', 'U1', 'passed', '2024-01-01 09:00:00', 1),   -- a site that does not account GPUs
+  ('slurm', 'C1', 'passed', '2024-01-01 09:00:00', 1),   -- a CPU-only job
+  ('philly', 'P1', 'failed', '2024-01-01 09:00:00', 1);  -- first attempt listed without GPUs
+INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, num_gpus, num_nodes, file_id) VALUES
+  ('slurm', 'U1', 0, 0, '2024-01-01 10:00:00', '2024-01-01 11:00:00', NULL, 2, 1),
+  ('slurm', 'C1', 0, 0, '2024-01-01 10:00:00', '2024-01-01 11:00:00', 0, 1, 1),
+  ('philly', 'P1', 0, 0, '2024-01-01 10:00:00', '2024-01-01 10:10:00', 0, NULL, 1),
+  ('philly', 'P1', 1, 1, '2024-01-01 10:20:00', '2024-01-01 10:50:00', NULL, NULL, 1);
+INSERT INTO allocations VALUES ('philly', 'P1', 1, 'm1', 0, 1), ('philly', 'P1', 1, 'm2', 3, 1);
+""")
+        prepare(con)
+        jobs = {r["job_id"]: r for r in jobs_table(con).to_dicts()}
+    pick = lambda j: (jobs[j]["num_gpus"], jobs[j]["num_servers"], jobs[j]["gpu_time_s"])  # noqa: E731
+    assert pick("U1") == (None, 2, None)          # 2 nodes known, GPUs not: GPU time unknown, not 0
+    assert pick("C1") == (0, 1, 0)                # a known 0 on one node
+    assert pick("P1") == (2, 2, 2 * 1800)         # the first attempt WITH GPUs; the empty one adds 0

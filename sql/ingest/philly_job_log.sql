@@ -113,3 +113,10 @@ INSERT INTO allocations (source, job_id, attempt_no, machine_id, gpu_index, file
 SELECT DISTINCT 'philly', a.job_id, a.attempt_no, l.machine_id, l.gpu_index, $file_id
 FROM stage_alloc l
 JOIN stage_attempt_ok a ON a.record_no = l.record_no AND a.source_index = l.source_index;
+
+-- The job log lists every GPU an attempt got: one listed without any had none (a known
+-- 0, unlike a source that gives no count; jobs.sql tells the two apart).
+UPDATE attempts SET num_gpus = 0
+WHERE file_id = $file_id
+  AND NOT EXISTS (SELECT 1 FROM allocations al
+                  WHERE al.file_id = $file_id AND al.job_id = attempts.job_id AND al.attempt_no = attempts.attempt_no);

@@ -27,9 +27,11 @@ per_attempt AS (
 ),
 first_allocation AS (
     SELECT source, job_id,
-           arg_min(gpus, attempt_no) AS num_gpus,
-           arg_min(servers, attempt_no) AS num_servers
-    FROM per_attempt WHERE gpus IS NOT NULL
+           coalesce(arg_min(gpus, attempt_no) FILTER (WHERE gpus > 0),
+                    arg_min(gpus, attempt_no) FILTER (WHERE gpus = 0 AND servers IS NOT NULL)) AS num_gpus,
+           coalesce(arg_min(servers, attempt_no) FILTER (WHERE gpus > 0),
+                    arg_min(servers, attempt_no) FILTER (WHERE coalesce(gpus, 0) = 0 AND servers IS NOT NULL)) AS num_servers
+    FROM per_attempt
     GROUP BY source, job_id
 ),
 described AS (

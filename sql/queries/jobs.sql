@@ -4,7 +4,11 @@
 -- Parameters: none. Times are naive UTC timestamps; the writer formats them as ISO 8601 Z.
 -- An attempt's size: the scheduler's (machine, GPU) list where it has one; else the GPU
 -- count and machines the source gives for the attempt (Slurm TRES and NodeList, Helios
--- gpu_num/node_num, Alibaba's fractional GPUs).
+-- gpu_num/node_num, Alibaba's fractional GPUs; Philly writes 0 for an attempt it lists
+-- without GPUs). num_gpus / num_servers: the first attempt with GPUs; failing that, the
+-- first placed on machines (a CPU-only Slurm job: 0 GPUs; servers also when the GPU count
+-- is unknown). gpu_time_s is unknown (empty) when
+-- a timed attempt's GPU count is, rounded to milliseconds (fractional GPUs).
 -- Queueing starts at eligible_at where the source has it (Slurm: a job held or waiting on
 -- a dependency is not queueing for resources), else at submit_at; queue_basis says which.
 -- attribution: the least precise way any of the job's timed attempts had its samples found
@@ -31,10 +35,14 @@ per_job AS (
         count(*) AS attempts,
         min(start_at) AS first_start_at,
         max(end_at) AS end_at,
-        arg_min(gpus, attempt_no) FILTER (WHERE gpus IS NOT NULL) AS num_gpus,
-        arg_min(servers, attempt_no) FILTER (WHERE gpus IS NOT NULL) AS num_servers,
-        sum((epoch(end_at) - epoch(start_at)) * coalesce(gpus, 0))
-            FILTER (WHERE start_at IS NOT NULL AND end_at IS NOT NULL) AS gpu_time_s
+        coalesce(arg_min(gpus, attempt_no) FILTER (WHERE gpus > 0),
+                 arg_min(gpus, attempt_no) FILTER (WHERE gpus = 0 AND servers IS NOT NULL)) AS num_gpus,
+        coalesce(arg_min(servers, attempt_no) FILTER (WHERE gpus > 0),
+                 arg_min(servers, attempt_no) FILTER (WHERE coalesce(gpus, 0) = 0 AND servers IS NOT NULL)) AS num_servers,
+        CASE WHEN NOT bool_or(gpus IS NULL AND start_at IS NOT NULL AND end_at IS NOT NULL)
+             THEN round(sum((epoch(end_at) - epoch(start_at)) * gpus)
+                            FILTER (WHERE start_at IS NOT NULL AND end_at IS NOT NULL), 3)
+        END AS gpu_time_s
     FROM per_attempt
     GROUP BY source, job_id
 ),
