@@ -847,3 +847,18 @@ def test_sample_stamps_in_seconds_and_the_kubernetes_node_label(tmp_path: Path) 
                     "kubernetes_node": "gpu-node-3", "instance": "10.1.2.3:9400"}, "value": [1700000000, "80"]}]}}))
     ok(ingest(db, export)[0], 1, 0)
     assert samples(db, "gpu-node-3") == [(t(2023, 11, 14, 22, 13, 20), 0, 80.0)]
+
+
+def test_units_tell_a_wrong_columns_order_from_the_right_one(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    log = tmp_path / "node47.csv"
+    # nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv,noheader
+    log.write_text("2026/07/14 08:00:00.000, 0, 26 %, 81559 MiB\n2026/07/14 08:00:01.000, 0, 27 %, 1_000 MiB\n")
+    swapped = ingest(db, log, format_name="nvsmi_csv", zone="UTC", columns=("timestamp", "index", "memory.used", "utilization.gpu"))[0]
+    # utilization cannot be `81559 MiB` (nor memory `26 %`): both rows rejected, nothing stored under the wrong name
+    assert (swapped.status, swapped.rows, swapped.rejects) == ("loaded", 0, 2)
+    assert rejects(db, "node47.csv") == [(1, "unreadable GPU utilization 81559 MiB"), (2, "unreadable GPU utilization 1_000 MiB")]
+    right = ingest(db, log, format_name="nvsmi_csv", zone="UTC", replace=True,
+                   columns=("timestamp", "index", "utilization.gpu", "memory.used"))[0]
+    assert (right.status, right.rows, right.rejects) == ("replaced", 1, 1)
+    assert rejects(db, "node47.csv") == [(2, "unreadable memory used 1_000 MiB")]

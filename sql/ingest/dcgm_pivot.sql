@@ -51,7 +51,7 @@ SELECT k.line,
        k.host AS machine_id, CAST(NULL AS TIMESTAMP) AS local_at, k.utc_at, CAST(NULL AS VARCHAR) AS time_text,
        k.gpu_text AS index_text, k.instance_text, uuid, pci_text, model, util_text, mem_util_text, mem_used_text,
        -- total: DCGM's own, else used + free + reserved; used + free alone misses the driver's reservation
-       coalesce(mem_total_text, CAST(gpu_number(mem_used_text) + gpu_number(mem_free_text) + gpu_number(mem_reserved_text) AS VARCHAR))
+       coalesce(mem_total_text, CAST(gpu_number(mem_used_text, []) + gpu_number(mem_free_text, []) + gpu_number(mem_reserved_text, []) AS VARCHAR))
            AS mem_total_text,
        power_text, temp_text, sm_clock_text, gr_engine_text, throttle_mask_text,
        CAST(NULL AS VARCHAR) AS throttle_text,

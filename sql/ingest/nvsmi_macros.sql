@@ -11,21 +11,17 @@ CREATE OR REPLACE TEMP MACRO gpu_missing(v) AS (
 );
 
 -- A number with an optional unit, as nvidia-smi prints it with or without `nounits`
--- (`26 %`, `81559 MiB`, `433.78 W`, `1980 MHz`, `56`). Only units that need no
--- conversion are accepted (dmon's MB are MiB); anything else is NULL, and the caller
--- rejects the row rather than store a wrong number.
--- A bare number first (the common case, and `nounits`); missing spellings are never numbers.
-CREATE OR REPLACE TEMP MACRO gpu_number(v) AS (
-    coalesce(
+-- (`26 %`, `81559 MiB`, `433.78 W`, `1980 MHz`, `56`). The unit must be one of `units`,
+-- the field's own: a `26 %` where memory is expected means the fields are not where the
+-- header (or --columns) says, so it is NULL and the caller rejects the row rather than
+-- store a wrong number. Only units that need no conversion are listed (dmon's MB are
+-- MiB). A bare number first (the common case, and `nounits`); missing spellings are
+-- never numbers; DuckDB would read `1_000` as 1000, nvidia-smi never prints it.
+CREATE OR REPLACE TEMP MACRO gpu_number(v, units) AS (
+    CASE WHEN NOT contains(v, '_') THEN coalesce(
         TRY_CAST(v AS DOUBLE),
-        CASE WHEN len(string_split(trim(v), ' ')) = 2
-                  AND string_split(trim(v), ' ')[2] IN ('%', 'MiB', 'MB', 'W', 'MHz', 'C', 'us')
-             THEN TRY_CAST(string_split(trim(v), ' ')[1] AS DOUBLE) END)
-);
-
--- Text that is neither missing nor a finite number: the row is rejected, naming it.
-CREATE OR REPLACE TEMP MACRO gpu_unreadable(v) AS (
-    NOT gpu_missing(v) AND (gpu_number(v) IS NULL OR NOT isfinite(gpu_number(v)))
+        CASE WHEN len(string_split(trim(v), ' ')) = 2 AND list_contains(units, string_split(trim(v), ' ')[2])
+             THEN TRY_CAST(string_split(trim(v), ' ')[1] AS DOUBLE) END) END
 );
 
 -- PCI bus ids in the form that joins nvidia-smi and DCGM: lower case, last 12

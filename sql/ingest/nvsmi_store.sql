@@ -57,10 +57,10 @@ timed AS (
 numbers AS (
     -- each value parsed once; the checks below reuse the results
     SELECT *,
-           gpu_number(util_text) AS util_pct, gpu_number(mem_util_text) AS mem_util_pct,
-           gpu_number(mem_used_text) AS mem_used_mib, gpu_number(mem_total_text) AS mem_total_mib,
-           gpu_number(power_text) AS power_w, gpu_number(temp_text) AS temp_c,
-           gpu_number(sm_clock_text) AS sm_clock_mhz, gpu_number(gr_engine_text) AS gr_engine_active,
+           gpu_number(util_text, ['%']) AS util_pct, gpu_number(mem_util_text, ['%']) AS mem_util_pct,
+           gpu_number(mem_used_text, ['MiB', 'MB']) AS mem_used_mib, gpu_number(mem_total_text, ['MiB', 'MB']) AS mem_total_mib,
+           gpu_number(power_text, ['W']) AS power_w, gpu_number(temp_text, ['C']) AS temp_c,
+           gpu_number(sm_clock_text, ['MHz']) AS sm_clock_mhz, gpu_number(gr_engine_text, []) AS gr_engine_active,
            gpu_mask(throttle_mask_text) AS throttle_mask,
            TRY_CAST(trim(index_text) AS SMALLINT) AS gpu_index,
            TRY_CAST(trim(instance_text) AS SMALLINT) AS gpu_instance_id
