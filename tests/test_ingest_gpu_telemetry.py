@@ -519,6 +519,19 @@ def test_real_query_gpu_logs_that_cannot_tell_gpus_apart_fail_in_one_line(tmp_pa
     assert rows(db, "SELECT count(*) FROM gpu_samples") == [(0,)]
 
 
+def test_real_interleaved_log_without_index_and_dmon_with_dates(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    # four A10s queried every few ms, no index: rows of different GPUs cannot be told apart
+    (refused,) = ingest(db, REAL / "a10-lms.csv", host="a10", zone="Asia/Shanghai")
+    assert refused.status == "failed" and "the field list has no GPU index, uuid or pci.bus_id" in refused.message
+    # dmon -o TD: Asia/Shanghai is UTC+8 all year, so 13:54:35 is 05:54:35 UTC; a blank line skipped
+    ok(ingest(db, REAL / "a10-mutc-dt.dmon", host="a10", zone="Asia/Shanghai")[0], 6, 0)
+    assert samples(db, "a10") == [(t(2024, 1, 4, 5, 54, 35 + k), 0, sm) for k, sm in enumerate([6.0, 0.0, 3.0, 13.0, 0.0, 3.0])]
+    # fb in MB (= MiB), mem %, pclk MHz; no power or temperature in -s mutc
+    assert [(d[3], d[4], d[8]) for d in details(db, "a10")] == [
+        (1.0, 239.0, 1695.0), (0.0, 74.0, 1695.0), (0.0, 7.0, 1695.0), (0.0, 478.0, 1695.0), (0.0, 67.0, 1695.0), (0.0, 7.0, 1695.0)]
+
+
 def test_real_uuid_only_log_waits_for_a_file_that_gives_the_index(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     p100 = REAL / "netdata-p100.csv"
