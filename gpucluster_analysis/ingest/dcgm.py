@@ -205,14 +205,21 @@ def _load_prom(ctx: LoadContext) -> LoadCounts:
     return _store(ctx)
 
 
+# A Prometheus API response is one JSON value, which DuckDB reads whole.
+_MAX_RESPONSE_BYTES = 1 << 30
+
+
 def _load_query_range(ctx: LoadContext) -> LoadCounts:
+    if ctx.path.stat().st_size > _MAX_RESPONSE_BYTES:
+        raise ParseError(f"{ctx.path}: a Prometheus API response over 1 GiB, read whole as one JSON value",
+                         hint="export shorter time ranges (query_range start/end) into several files")
     try:
         # result stays JSON until status and resultType are checked: a scalar or string
         # result has another shape, and an error response has none
         ctx.con.execute(
             "CREATE OR REPLACE TEMP TABLE stage_query_response AS "
             "SELECT status, error, data.resultType AS result_type, data.result AS result_json FROM read_json(?, "
-            "format = 'auto', records = true, maximum_object_size = 1073741824, columns = {status: 'VARCHAR', "
+            f"format = 'auto', records = true, maximum_object_size = {_MAX_RESPONSE_BYTES}, columns = {{status: 'VARCHAR', "
             "error: 'VARCHAR', data: 'STRUCT(resultType VARCHAR, result JSON)'})",
             [str(ctx.path)],
         )
