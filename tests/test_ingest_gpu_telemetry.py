@@ -875,3 +875,17 @@ def test_units_tell_a_wrong_columns_order_from_the_right_one(tmp_path: Path) -> 
                    columns=("timestamp", "index", "utilization.gpu", "memory.used"))[0]
     assert (right.status, right.rows, right.rejects) == ("replaced", 1, 1)
     assert rejects(db, "node47.csv") == [(2, "unreadable memory used 1_000 MiB")]
+
+
+def test_promtool_tsdb_dump_lines(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    dump = tmp_path / "dump.txt"
+    # promtool tsdb dump: the name as a label, epoch ms; 1700000000000 ms = 2023-11-14 22:13:20 UTC
+    dump.write_text('{__name__="DCGM_FI_DEV_GPU_UTIL", Hostname="n7", gpu="0", instance="10.0.0.7:9400"} 87 1700000000000\n'
+                    '{__name__="DCGM_FI_DEV_GPU_UTIL", Hostname="n7", gpu="0", instance="10.0.0.7:9400"} 90 1700000015000\n'
+                    '{__name__="up", instance="10.0.0.7:9400", job="dcgm"} 1 1700000000000\n')
+    report = ingest(db, dump)[0]
+    assert (report.format, report.status, report.rows, report.rejects) == ("dcgm_prom", "loaded", 2, 0)
+    assert samples(db, "n7") == [(t(2023, 11, 14, 22, 13, 20), 0, 87.0), (t(2023, 11, 14, 22, 13, 35), 0, 90.0)]
+    assert parse_sample('{__name__="DCGM_FI_DEV_FB_USED", gpu="1"} 512 1700000000000') == (
+        "DCGM_FI_DEV_FB_USED", {"gpu": "1"}, "512", "1700000000000")

@@ -1,6 +1,7 @@
 """DCGM exporter telemetry: Prometheus text scrapes and Prometheus API exports.
 
-* `dcgm_prom`: what `curl host:9400/metrics` returns (one or several scrapes in a file).
+* `dcgm_prom`: what `curl host:9400/metrics` returns (one or several scrapes in a file),
+  or `promtool tsdb dump` lines (`{__name__="DCGM_FI_DEV_GPU_UTIL", ...} 87 <epoch ms>`).
   Metric and label names are matched case-insensitively through alias tables, so
   relabelled lower-case scrapes (`dcgm_fi_prof_gr_engine_active`, `uuid`) and the old
   exporter's names (`dcgm_gpu_utilization`, `dcgm_gpu_temp`) read alike. Lines that are
@@ -76,6 +77,7 @@ _NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 _FAST = re.compile(r'([A-Za-z_:][A-Za-z0-9_:]*)\{((?:\s*[A-Za-z_][A-Za-z0-9_]*\s*=\s*"[^"\\]*"\s*,?)*\s*)\}\s+(\S+)(?:\s+(-?\d+))?\s*')
 _FAST_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"([^"\\]*)"')
 _LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*')
+_DUMP_NAME = re.compile(r'__name__\s*=\s*"([A-Za-z_:][A-Za-z0-9_:]*)"')
 _TIME_COMMENT = re.compile(r"#\s*(?:time|timestamp)\s*:\s*(.+)", re.IGNORECASE)
 _ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
 
@@ -88,10 +90,13 @@ def parse_sample(line: str) -> tuple[str, dict[str, str], str, str | None]:
     fast = _FAST.fullmatch(line)
     if fast:
         return fast.group(1), dict(_FAST_LABEL.findall(fast.group(2))), fast.group(3), fast.group(4)
-    name = _NAME.match(line)
-    if not name:
-        raise ValueError("no metric name")
-    rest = line[name.end():]
+    if line.startswith("{"):  # promtool tsdb dump: {__name__="DCGM_FI_DEV_GPU_UTIL", gpu="0"} 87 1700000000000
+        name_text, rest = "", line
+    else:
+        name = _NAME.match(line)
+        if not name:
+            raise ValueError("no metric name")
+        name_text, rest = name.group(0), line[name.end():]
     labels = {}
     if rest.startswith("{"):
         rest = rest[1:]
@@ -112,7 +117,19 @@ def parse_sample(line: str) -> tuple[str, dict[str, str], str, str | None]:
     parts = rest.split()
     if not parts or len(parts) > 2 or (len(parts) == 2 and not re.fullmatch(r"-?\d+", parts[1])):
         raise ValueError("expected a value (and an optional timestamp) after the labels")
-    return name.group(0), labels, parts[0], parts[1] if len(parts) == 2 else None
+    name_text = name_text or labels.pop("__name__", "")
+    if not name_text:
+        raise ValueError("no metric name")
+    return name_text, labels, parts[0], parts[1] if len(parts) == 2 else None
+
+
+def metric_name(line: str) -> str | None:
+    """The metric a sample line is of, without parsing the rest (None: not a sample line)."""
+    if line.startswith("{"):
+        dumped = _DUMP_NAME.search(line)
+        return dumped.group(1) if dumped else None
+    name = _NAME.match(line)
+    return name.group(0) if name else None
 
 
 _NAME_STAMPS = (
@@ -166,10 +183,10 @@ def _load_prom(ctx: LoadContext) -> LoadCounts:
                     raise ParseError(f"{ctx.path}:{number}: unreadable scrape time {comment.group(1)!r}",
                                      hint="write ISO 8601 or epoch seconds after '# time:'") from e
             continue
-        name = _NAME.match(text)
-        if not name or not name.group(0).lower().startswith("dcgm"):
+        name = metric_name(text)
+        if not name or not name.lower().startswith("dcgm"):
             continue  # shell prompts, other exporters' metrics
-        measure = METRICS.get(name.group(0).lower())
+        measure = METRICS.get(name.lower())
         if measure is None:
             continue  # a DCGM field gca does not store
         if cut:
@@ -284,7 +301,7 @@ def _store(ctx: LoadContext) -> LoadCounts:
 
 
 def _sniff_prom(head: str) -> bool:
-    pattern = re.compile(r"(?:#\s*(?:HELP|TYPE)\s+)?dcgm_\w+", re.IGNORECASE)
+    pattern = re.compile(r'(?:#\s*(?:HELP|TYPE)\s+)?dcgm_\w+|\{\s*__name__\s*=\s*"dcgm_', re.IGNORECASE)
     return any(pattern.match(line.strip()) for line in first_lines(head, 40))
 
 
