@@ -484,6 +484,12 @@ def test_a_log_holding_only_the_tool_failure_is_read_as_events(tmp_path: Path) -
     assert rows(db, "SELECT machine_id, kind, line FROM gpu_events ORDER BY line") == [
         ("node20", "tool_error", 1), ("node20", "tool_error", 3),
     ]
+    no_library = tmp_path / "node21.csv"
+    no_library.write_text("NVIDIA-SMI couldn't find libnvidia-ml.so library in your system. Please make sure that the NVIDIA "
+                          "Display Driver is properly installed and present in your system.\nPlease also try adding directory "
+                          "that contains libnvidia-ml.so to your system PATH.\n")
+    ok(ingest(db, no_library)[0], 0, 0)
+    assert rows(db, "SELECT count(*) FROM gpu_events WHERE machine_id = 'node21'") == [(2,)]
 
 
 # ------------------------------------------------------------------ real outputs (tests/data/gpu/real/SOURCES.md)

@@ -68,7 +68,7 @@ TOOL_ERROR = re.compile(
     r"no devices were found|unable to determine the device handle|nvidia-smi has failed|failed to initialize nvml"
     r"|gpu is lost|unable to query|not supported on the device|failed to process command line"
     r"|driver/library version mismatch|couldn't communicate with the nvidia driver|insufficient permissions"
-    r"|nvml library version"
+    r"|nvml library version|couldn't find libnvidia-ml|try adding directory that contains libnvidia-ml"
     r"|unknown error|is not a valid field|invalid combination|error:",
     re.IGNORECASE,
 )
@@ -517,7 +517,8 @@ _CSV_TIME = re.compile(r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?,")
 # A node whose log holds only nvidia-smi's failure is still read: its failure is an event.
 _ONLY_FAILURE = re.compile(
     r"no devices were found|nvidia-smi has failed|failed to initialize nvml|unable to determine the device handle"
-    r"|nvml library version",  # newer drivers add it under `Failed to initialize NVML: Driver/library version mismatch`
+    r"|nvml library version"  # newer drivers add it under `Failed to initialize NVML: Driver/library version mismatch`
+    r"|couldn't find libnvidia-ml|please also try adding directory that contains libnvidia-ml",
     re.IGNORECASE,
 )
 # dmon and pmon on boards that do not support them (GeForce) print only this.
