@@ -895,3 +895,25 @@ def test_promtool_tsdb_dump_lines(tmp_path: Path) -> None:
     assert samples(db, "n7") == [(t(2023, 11, 14, 22, 13, 20), 0, 87.0), (t(2023, 11, 14, 22, 13, 35), 0, 90.0)]
     assert parse_sample('{__name__="DCGM_FI_DEV_FB_USED", gpu="1"} 512 1700000000000') == (
         "DCGM_FI_DEV_FB_USED", {"gpu": "1"}, "512", "1700000000000")
+
+
+def test_other_exporters_lines_in_a_scrape_are_not_dcgm_samples(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    scrape = tmp_path / "node48.prom"
+    # node_exporter's textfile collector serving DCGM next to its own metrics, histogram and
+    # summary included, OpenMetrics' `# EOF` at the end
+    scrape.write_text(
+        "# time: 2026-07-14T08:00:00Z\n"
+        "# HELP node_cpu_seconds_total Seconds the CPUs spent in each mode.\n# TYPE node_cpu_seconds_total counter\n"
+        'node_cpu_seconds_total{cpu="0",mode="idle"} 1.23456789e+06\n'
+        "# TYPE http_request_duration_seconds histogram\n"
+        'http_request_duration_seconds_bucket{le="0.05"} 24054\nhttp_request_duration_seconds_bucket{le="+Inf"} 144320\n'
+        "http_request_duration_seconds_sum 53423\nhttp_request_duration_seconds_count 144320\n"
+        'go_gc_duration_seconds{quantile="0.5"} 4.5e-05\n'
+        'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-a",Hostname="node48"} 42\n'
+        'DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-a",Hostname="node48"} 61\n'
+        'DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{gpu="0",UUID="GPU-a",Hostname="node48"} 12345\n'
+        "# EOF\n")
+    ok(ingest(db, scrape)[0], 1, 0)
+    assert samples(db, "node48") == [(t(2026, 7, 14, 8), 0, 42.0)]
+    assert details(db, "node48") == [(t(2026, 7, 14, 8), 0, None, None, None, None, None, 61.0, None, None, None)]
