@@ -917,3 +917,18 @@ def test_other_exporters_lines_in_a_scrape_are_not_dcgm_samples(tmp_path: Path) 
     ok(ingest(db, scrape)[0], 1, 0)
     assert samples(db, "node48") == [(t(2026, 7, 14, 8), 0, 42.0)]
     assert details(db, "node48") == [(t(2026, 7, 14, 8), 0, None, None, None, None, None, 61.0, None, None, None)]
+
+
+def test_query_range_series_of_different_lengths(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    export = tmp_path / "export.json"
+    labels = {"Hostname": "n2", "gpu": "0", "UUID": "GPU-n2"}
+    # GPU_UTIL has 3 points, POWER_USAGE 2 (the exporter restarted): the third row has no power
+    export.write_text(json.dumps({"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", **labels}, "values": [[1700000000, "10"], [1700000015, "20"], [1700000030, "30"]]},
+        {"metric": {"__name__": "DCGM_FI_DEV_POWER_USAGE", **labels}, "values": [[1700000000, "100.5"], [1700000015, "200.25"]]},
+    ]}}))
+    ok(ingest(db, export)[0], 3, 0)
+    assert samples(db, "n2") == [(t(2023, 11, 14, 22, 13, 20), 0, 10.0), (t(2023, 11, 14, 22, 13, 35), 0, 20.0),
+                                 (t(2023, 11, 14, 22, 13, 50), 0, 30.0)]
+    assert [(d[0], d[6]) for d in details(db, "n2")] == [(t(2023, 11, 14, 22, 13, 20), 100.5), (t(2023, 11, 14, 22, 13, 35), 200.25)]
