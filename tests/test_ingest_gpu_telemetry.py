@@ -670,6 +670,9 @@ def test_a_cut_last_line_is_a_reject_not_a_shorter_number(tmp_path: Path) -> Non
     ok(ingest(db, scrape)[0], 1, 1)
     assert rejects(db, "node31.prom") == [(3, "the line has no line end: the log was cut off while being written")]
     assert samples(db, "node31") == [(t(2026, 7, 14, 8), 0, 87.0)]
+    ended_in_a_comment = tmp_path / "node49.prom"
+    ended_in_a_comment.write_text('# time: 2026-07-14T08:00:00Z\nDCGM_FI_DEV_GPU_UTIL{gpu="0"} 87\n# time: 2026-07-14T08:0')
+    ok(ingest(db, ended_in_a_comment)[0], 1, 0)
 
 
 def test_utf16_binary_and_damaged_gzip_fail_in_one_line(tmp_path: Path) -> None:

@@ -176,7 +176,7 @@ def _load_prom(ctx: LoadContext) -> LoadCounts:
             continue
         if text.startswith("#"):
             comment = _TIME_COMMENT.fullmatch(text)
-            if comment:
+            if comment and not cut:  # a cut last line has no sample after it to time
                 try:
                     scrape_time = parse_time_option(comment.group(1), zone)
                 except InputError as e:
