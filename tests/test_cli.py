@@ -112,3 +112,20 @@ def test_archive_gets_a_hint_to_extract_it(tmp_path: Path) -> None:
         tar.add(log, arcname="trace-data/cluster_job_log")
     result = run("ingest", str(archive), "--db", str(tmp_path / "s.duckdb"))
     assert_one_line_error(result, ExitCode.USAGE, "an archive", "tar xzf trace-data.tar.gz")
+
+
+def test_a_cut_gzip_file_is_one_line_naming_it(tmp_path: Path) -> None:
+    import gzip
+    import os
+
+    whole = gzip.compress(b"index, utilization.gpu [%]\n" + os.urandom(20000))
+    cut = tmp_path / "node01.csv.gz"
+    cut.write_bytes(whole[:40])  # small: found while its head is read to detect the format
+    log = tmp_path / "logs" / "j" / "attempt_0" / "stderr.log.gz"
+    log.parent.mkdir(parents=True)
+    log.write_bytes(gzip.compress(os.urandom(300000))[:100000])  # found only when read to its end
+    for path in (cut, log):
+        result = CliRunner().invoke(app, ["ingest", str(path), "--db", str(tmp_path / "s.duckdb")])
+        assert result.exit_code == 2, result.output
+        assert f"{path.name}: a damaged gzip file" in result.output
+        assert "Traceback" not in result.output and "internal error" not in result.output

@@ -5,11 +5,14 @@ from __future__ import annotations
 import gzip
 import hashlib
 import re
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
 HEAD_BYTES = 8192
+# What a cut or corrupt .gz raises while it is being read.
+DAMAGED_GZIP = (EOFError, gzip.BadGzipFile, zlib.error)
 
 
 def open_binary(path: Path) -> IO[bytes]:
@@ -21,11 +24,23 @@ def open_binary(path: Path) -> IO[bytes]:
 
 def read_head(path: Path, size: int = HEAD_BYTES) -> str:
     """The first `size` bytes of the (decompressed) file, decoded leniently."""
-    with open_binary(path) as f:
-        data = f.read(size)
+    try:
+        with open_binary(path) as f:
+            data = f.read(size)
+    except DAMAGED_GZIP as e:
+        raise damaged_gzip(path, e) from None
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     return data.decode("utf-8", errors="replace")
+
+
+def damaged_gzip(path: Path, error: BaseException) -> Exception:
+    from gpucluster_analysis.errors import InputError
+
+    return InputError(
+        f"{path}: a damaged gzip file ({error or type(error).__name__}); nothing stored from it",
+        hint=f"check it with `gzip -t {path.name}`; copy or download it again",
+    )
 
 
 def looks_binary(head: str) -> bool:

@@ -22,7 +22,7 @@ import duckdb
 
 from gpucluster_analysis.errors import GcaError, InputError, StoreError, StrictRejectsError
 from gpucluster_analysis.ingest.base import FileFormat, FileReport, IngestOptions, LoadContext
-from gpucluster_analysis.ingest.files import read_head, sha256_of
+from gpucluster_analysis.ingest.files import DAMAGED_GZIP, damaged_gzip, read_head, sha256_of
 from gpucluster_analysis.ingest.joblogs import LOG_LIKE_SUFFIXES
 from gpucluster_analysis.ingest.registry import claim_by_path, detect_format, format_named
 from gpucluster_analysis.sqlfiles import run_script
@@ -206,6 +206,8 @@ def ingest_file(
         _drop_staging(con)
         if isinstance(e, duckdb.Error):
             raise StoreError(f"{path}: loading failed: {str(e).splitlines()[0]}") from e
+        if isinstance(e, DAMAGED_GZIP):  # a .gz cut short, found only when read to its end
+            raise damaged_gzip(path, e) from None
         raise
     if not by_path_only:  # job logs never stage; skipping the lookup matters at thousands of files
         _drop_staging(con)
