@@ -231,3 +231,26 @@ def test_the_store_keeps_each_failed_attempts_root_cause(tmp_path: Path) -> None
     got = rows(db, "SELECT job_id, attempt_no, reason, category, stream, line_number, runtime_to_failure_s,"
                    " len(other_signatures) > 0 FROM attempt_root_causes")
     assert got == [("job_a", 0, "cuda_oom", "framework", "stderr", 3, 600, True)]
+
+
+def test_a_file_that_cannot_be_read_when_loaded_fails_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (Root can read any file, so the failure is simulated where the log is opened.)
+    from gpucluster_analysis.ingest import joblogs
+
+    write(tmp_path / "logs" / "a" / "attempt_0" / "stderr.log", IMPORT_ERROR)
+    write(tmp_path / "logs" / "b" / "attempt_0" / "stderr.log", CUDA_OOM)
+    real = joblogs.read_head_and_tail
+
+    def flaky(path: Path):  # type: ignore[no-untyped-def]
+        if "/a/" in path.as_posix():
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    monkeypatch.setattr(joblogs, "read_head_and_tail", flaky)
+    db = tmp_path / "s.duckdb"
+    with open_store(db) as con:
+        reports = ingest_paths(con, [tmp_path / "logs"], IngestOptions())
+    assert [(r.path.parent.parent.name, r.status) for r in reports] == [("a", "failed"), ("b", "loaded")]
+    assert "Permission denied" in reports[0].message
+    assert rows(db, "SELECT job_id FROM job_logs") == [("b",)]
+    assert rows(db, "SELECT count(*) FROM ingested_files WHERE path LIKE '%/a/%'") == [(0,)]

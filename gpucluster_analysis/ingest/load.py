@@ -141,6 +141,9 @@ def ingest_paths(
             report = ingest_file(con, path, fmt, options, listener)
         except GcaError as e:
             report = FileReport(path, fmt.name, "failed", message=str(e), error=e)
+        except OSError as e:  # vanished or unreadable between planning and loading; the store is unchanged
+            error = InputError(f"{path}: cannot read: {e.strerror or e}", hint="check the path and its permissions")
+            report = FileReport(path, fmt.name, "failed", message=str(error), error=error)
         listener.file_finished(report)
         reports.append(report)
     return reports
