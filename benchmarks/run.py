@@ -23,9 +23,10 @@ HERE = Path(__file__).resolve().parent
 
 # Runs one step as a grandchild so that RUSAGE_CHILDREN (a max over all children
 # ever waited for) covers that step alone.
+# The step's own output (gca's per-file summary) goes to stderr, to be read alongside.
 _MEASURE = (
     "import resource, subprocess, sys, time; t = time.perf_counter(); "
-    "subprocess.run(sys.argv[1:], check=True); "
+    "subprocess.run(sys.argv[1:], check=True, stdout=sys.stderr); "
     "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
 )
 
@@ -34,7 +35,9 @@ def run_step(name: str, args: list[str]) -> tuple[str, float, float]:
     out = subprocess.run([sys.executable, "-c", _MEASURE, *args], check=True, stdout=subprocess.PIPE, text=True)
     seconds_text, peak_kib = out.stdout.split()[-2:]
     seconds, peak_gib = float(seconds_text), int(peak_kib) / (1 << 20)
-    print(f"{name}: {seconds:.1f} s, peak RSS {peak_gib:.2f} GiB", file=sys.stderr)
+    # The machine is shared: the 1-minute load average at the end says how much.
+    print(f"{name}: {seconds:.1f} s, peak RSS {peak_gib:.2f} GiB, load average {os.getloadavg()[0]:.1f}",
+          file=sys.stderr)
     return name, seconds, peak_gib
 
 
