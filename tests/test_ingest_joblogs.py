@@ -254,3 +254,21 @@ def test_a_file_that_cannot_be_read_when_loaded_fails_alone(tmp_path: Path, monk
     assert "Permission denied" in reports[0].message
     assert rows(db, "SELECT job_id FROM job_logs") == [("b",)]
     assert rows(db, "SELECT count(*) FROM ingested_files WHERE path LIKE '%/a/%'") == [(0,)]
+
+
+def test_report_lists_job_logs_per_folder_not_per_file(tmp_path: Path) -> None:
+    from gpucluster_analysis.report.build import build_report
+
+    db = tmp_path / "s.duckdb"
+    with open_store(db) as con:
+        ingest_paths(con, [EXAMPLE], IngestOptions())
+    written = build_report(db, tmp_path / "out")
+    import csv
+
+    with open(written.out_dir / "rejects_by_file.csv", newline="") as f:
+        rows_ = list(csv.DictReader(f))
+    logs = [r for r in rows_ if r["format"] == "job_log"]
+    truth = json.loads((EXAMPLE / "truth.json").read_text())
+    files = 2 * sum(1 for a in truth["attempts"] if a["log_dir"])  # stdout.log and stderr.log per failed attempt
+    assert [(r["path"].endswith(f"/logs/ ({files} job logs)"), r["files"]) for r in logs] == [(True, str(files))]
+    assert len(rows_) == 5 + 1  # the five Philly files and one folder of logs

@@ -217,15 +217,18 @@ def _queueing(r: dict[str, pl.DataFrame]) -> Section:
     s = Section("queueing", "Queueing")
     basis = {row["queue_basis"]: int(row["jobs"]) for row in _rows(r.get("queue_basis"))}
     if basis.get("eligible"):
-        start = (f"the time it became eligible to run (Slurm's Eligible: a job held or waiting on a dependency is"
-                 f" not queueing for resources), for {fmt_int(basis['eligible'])} jobs, and from submission for the"
-                 f" {fmt_int(basis.get('submit', 0))} whose source has no eligible time,")
+        start = ("the moment a job became eligible to run (Slurm's Eligible: a job held or waiting on a dependency"
+                 " is not queueing for resources)")
+        if basis.get("submit"):
+            start += (f" for {fmt_int(basis['eligible'])} jobs, and from its submission for the"
+                      f" {fmt_int(basis['submit'])} whose source has no eligible time,")
     else:
         start = "a job's submission"
+    measured_from = "eligible or submit" if basis.get("eligible") and basis.get("submit") else (
+        "eligible" if basis.get("eligible") else "submit")
     s.add(Paragraph(
         f"Queueing delay here is the time from {start} to the first start of any of its attempts"
-        f" ({'eligible or submit' if basis.get('eligible') else 'submit'} -> first start, jobs.csv queue_delay_s;"
-        " queue_basis says which start was used). It mixes the study's fair-share delay"
+        f" ({measured_from} -> first start, jobs.csv queue_delay_s; queue_basis says which start was used). It mixes the study's fair-share delay"
         " (the VC is over its quota) and fragmentation delay (no free placement with the locality the gang needs);"
         " telling them apart needs the VC quotas, which the logs do not hold. Waits between retries (attempt ends"
         " -> next attempt starts) are not part of it and are shown separately below."
@@ -242,7 +245,7 @@ def _queueing(r: dict[str, pl.DataFrame]) -> Section:
         s.add(Figure(
             "fig-queue-delay-cdf-by-size",
             fg.cdf_lines(r["queue_delay_cdf_by_size"], "size_bucket", "queue_delay_s",
-                         "Queueing delay (submit -> first start) by job size", "queueing delay (log scale)",
+                         f"Queueing delay ({measured_from} -> first start) by job size", "queueing delay (log scale)",
                          order=[b for b in fg.SIZE_ORDER if b in by_size]),
             f"Over {fmt_int(overall['jobs_with_delay'])} jobs the median queueing delay was {fmt_dur(overall['p50_s'])}"
             f" (p90 {fmt_dur(overall['p90_s'])}, p99 {fmt_dur(overall['p99_s'])}, mean {fmt_dur(overall['mean_s'])})."
@@ -800,9 +803,10 @@ def _data_quality(r: dict[str, pl.DataFrame]) -> Section:
 
     rej = r["rejects_by_file"]
     n_rej = int(rej.get_column("rejects").sum()) if not rej.is_empty() else 0
-    n_files = rej.filter(pl.col("rejects") > 0).height if not rej.is_empty() else 0
+    n_files = int(rej.filter(pl.col("rejects") > 0).get_column("files").sum()) if not rej.is_empty() else 0
+    all_files = int(rej.get_column("files").sum()) if not rej.is_empty() else 0
     s.add(Table("rejects_by_file", rej,
-                f"{plural(n_rej, 'rejected input line')} in {n_files} of {plural(rej.height, 'ingested file')}; rejected lines are"
+                f"{plural(n_rej, 'rejected input line')} in {n_files} of {plural(all_files, 'ingested file')}; rejected lines are"
                 " kept in the store's rejects table, never silently dropped."))
 
     o = _first(r["overview_totals"])
