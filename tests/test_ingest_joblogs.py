@@ -272,3 +272,33 @@ def test_report_lists_job_logs_per_folder_not_per_file(tmp_path: Path) -> None:
     files = 2 * sum(1 for a in truth["attempts"] if a["log_dir"])  # stdout.log and stderr.log per failed attempt
     assert [(r["path"].endswith(f"/logs/ ({files} job logs)"), r["files"]) for r in logs] == [(True, str(files))]
     assert len(rows_) == 5 + 1  # the five Philly files and one folder of logs
+
+
+def test_many_logs_are_stored_in_batches_and_a_failing_write_stores_none_of_its_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+
+    from gpucluster_analysis.ingest import joblogs, load
+
+    for k in range(7):
+        write(tmp_path / "logs" / f"j{k}" / "attempt_0" / "stderr.log", IMPORT_ERROR if k % 2 else CUDA_OOM)
+    write(tmp_path / "logs" / "j4" / "attempt_0" / "stderr.log", "POISON\n")
+    monkeypatch.setattr(load, "PARSED_BATCH_FILES", 3)  # batches j0-j2, j3-j5, j6
+    real_classify = joblogs.classify_bytes
+
+    def classify_with_poison(data, sigs, **kw):  # type: ignore[no-untyped-def]
+        result = real_classify(data, sigs, **kw)
+        # a row the store refuses (reason is NOT NULL): the write of j4's batch fails midway
+        return dataclasses.replace(result, reason=None) if data.startswith(b"POISON") else result
+
+    monkeypatch.setattr(joblogs, "classify_bytes", classify_with_poison)
+    db = tmp_path / "s.duckdb"
+    with open_store(db) as con:
+        reports = ingest_paths(con, [tmp_path / "logs"], IngestOptions())
+    assert [r.status for r in reports] == ["loaded"] * 3 + ["failed"] * 3 + ["loaded"]
+    assert "storing failed" in reports[3].message and "Traceback" not in reports[3].message
+    stored = rows(db, "SELECT job_id, reason FROM job_logs ORDER BY job_id")
+    assert stored == [("j0", "cuda_oom"), ("j1", "import_error"), ("j2", "cuda_oom"), ("j6", "cuda_oom")]
+    assert rows(db, "SELECT count(*), count(DISTINCT file_id) FROM ingested_files") == [(4, 4)]
+    assert rows(db, "SELECT count(DISTINCT file_id) FROM job_logs") == [(4,)]

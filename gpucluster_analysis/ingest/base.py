@@ -56,10 +56,14 @@ class FileFormat:
     description: str
     file_names: tuple[str, ...]  # conventional file names that identify the format
     sniff: Callable[[str], bool]  # given the head of the file, is it this format?
-    load: Callable[[LoadContext], LoadCounts]
+    # A format loads a file itself (big files: DuckDB reads them), or, for small files that
+    # come by the thousand, only parses it into rows per table (without file_id) and lets
+    # the orchestrator store many files' rows at once.
+    load: Callable[[LoadContext], LoadCounts] | None
     default_zone: str | None = None  # zone of the format's naive times, if it has any
     # Recognizes files by their path instead of their content (job logs).
     claims_path: Callable[[Path, IngestOptions], bool] | None = None
+    parse: Callable[[Path, IngestOptions], dict[str, list[dict[str, object]]]] | None = None
 
 
 @dataclass

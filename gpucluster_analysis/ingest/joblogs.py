@@ -29,7 +29,7 @@ from pathlib import Path
 from gpucluster_analysis.classify import classify_bytes, load_signatures
 from gpucluster_analysis.classify.engine import HEAD_BYTES, TAIL_BYTES
 from gpucluster_analysis.errors import InputError
-from gpucluster_analysis.ingest.base import FileFormat, IngestOptions, LoadContext, LoadCounts
+from gpucluster_analysis.ingest.base import FileFormat, IngestOptions
 from gpucluster_analysis.ingest.files import open_binary
 
 _STREAMS = {"stdout": "stdout", "out": "stdout", "stderr": "stderr", "err": "stderr", "combined": "combined", "log": "combined", "output": "combined"}
@@ -147,39 +147,36 @@ def cuda_visible_indices(data: bytes) -> list[int]:
     return sorted(found)
 
 
-def _load(ctx: LoadContext) -> LoadCounts:
-    place = place_log(ctx.path, ctx.options)
+def parse(path: Path, options: IngestOptions) -> dict[str, list[dict[str, object]]]:
+    """The rows one log file contributes (without file_id), by table; no database I/O."""
+    place = place_log(path, options)
     if place is None:  # forced with --format job_log on a path no layout explains
         raise InputError(
-            f"{ctx.path}: cannot tell the job from this log's path",
+            f"{path}: cannot tell the job from this log's path",
             hint="name the layout with --log-pattern, e.g. '{job_id}/{attempt}/stderr.txt'",
         )
-    head, tail, _size = read_head_and_tail(ctx.path)
-    sigs = _signatures(tuple(ctx.options.signatures))
-    cut = tail is not None
+    head, tail, _size = read_head_and_tail(path)
+    sigs = _signatures(tuple(options.signatures))
     if tail is None:
         data = head
         result = classify_bytes(data, sigs)
     else:  # line numbers in the tail are unknown: a match there gets none
         data = head + b"\n" + tail
         result = classify_bytes(data, sigs, tail_from_line=head.count(b"\n") + 2)
-    others = [m.signature_id for m in result.matched[1:]]
-    priority = result.matched[0].priority if result.matched else None
-    ctx.con.execute(
-        "INSERT INTO job_logs (job_id, attempt_ref, stream, layout, reason, category, signature_id, priority,"
-        " line_number, line, other_signatures, bytes_read, truncated, file_id)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [place.job_id, place.attempt_ref, place.stream, place.layout, result.reason, result.category,
-         result.signature_id, priority, result.line_number, (result.line or "")[:1000] or None, others,
-         len(head) + len(tail or b""), cut, ctx.file_id],
-    ).fetchall()
-    for gpu in cuda_visible_indices(data):
-        ctx.con.execute(
-            "INSERT INTO gpu_bindings (source, job_id, attempt_ref, machine_id, gpu_index, origin, file_id)"
-            " VALUES (NULL, ?, ?, NULL, ?, 'cuda_visible_devices', ?)",
-            [place.job_id, place.attempt_ref, gpu, ctx.file_id],
-        ).fetchall()
-    return LoadCounts(rows=1, rejects=0)
+    log = {
+        "job_id": place.job_id, "attempt_ref": place.attempt_ref, "stream": place.stream, "layout": place.layout,
+        "reason": result.reason, "category": result.category, "signature_id": result.signature_id,
+        "priority": result.matched[0].priority if result.matched else None,
+        "line_number": result.line_number, "line": (result.line or "")[:1000] or None,
+        "other_signatures": [m.signature_id for m in result.matched[1:]],
+        "bytes_read": len(head) + len(tail or b""), "truncated": tail is not None,
+    }
+    bindings = [
+        {"source": None, "job_id": place.job_id, "attempt_ref": place.attempt_ref, "machine_id": None,
+         "gpu_index": gpu, "origin": "cuda_visible_devices"}
+        for gpu in cuda_visible_indices(data)
+    ]
+    return {"job_logs": [log], "gpu_bindings": bindings}
 
 
 FORMATS = [
@@ -189,7 +186,8 @@ FORMATS = [
         description="a job's stdout/stderr; job and attempt from the path (synth layout, slurm-<jobid>.out, --log-pattern)",
         file_names=(),
         sniff=lambda head: False,  # logs are recognized by their path, never by content
-        load=_load,
+        load=None,
+        parse=parse,
         claims_path=claims,
     )
 ]

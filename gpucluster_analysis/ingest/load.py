@@ -33,6 +33,10 @@ _CONTRIBUTING_TABLES = (
     "attempt_hosts", "gpu_bindings", "gpu_devices", "gpu_events", "job_logs",
 )
 _TEMP_PREFIXES = ("stage_",)
+# Parse-only formats (job logs) are stored this many files per transaction.
+PARSED_BATCH_FILES = 500
+# The table whose rows a parse-only format's summary counts.
+_MAIN_TABLE = {"job_log": "job_logs"}
 # Below this size a file loads before progress polling would show anything.
 _POLL_MIN_BYTES = 8 << 20
 # Why a log-like file in a walked directory was not ingested.
@@ -135,18 +139,130 @@ def ingest_paths(
     plan = plan_files(paths, format_name, listener, options)
     listener.planned(len(plan))
     run_script(con, "ingest", "macros", {})
-    reports = []
-    for path, fmt in plan:
+    reports: list[FileReport] = []
+    i = 0
+    while i < len(plan):
+        path, fmt = plan[i]
+        if fmt.parse is not None:
+            j = i
+            while j < len(plan) and plan[j][1] is fmt and j - i < PARSED_BATCH_FILES:
+                j += 1
+            for report in ingest_parsed(con, plan[i:j], options):
+                listener.file_finished(report)
+                reports.append(report)
+            i = j
+            continue
         try:
             report = ingest_file(con, path, fmt, options, listener)
         except GcaError as e:
             report = FileReport(path, fmt.name, "failed", message=str(e), error=e)
         except OSError as e:  # vanished or unreadable between planning and loading; the store is unchanged
-            error = InputError(f"{path}: cannot read: {e.strerror or e}", hint="check the path and its permissions")
-            report = FileReport(path, fmt.name, "failed", message=str(error), error=error)
+            report = _unreadable(path, fmt, e)
         listener.file_finished(report)
         reports.append(report)
+        i += 1
     return reports
+
+
+def _unreadable(path: Path, fmt: FileFormat, e: OSError) -> FileReport:
+    error = InputError(f"{path}: cannot read: {e.strerror or e}", hint="check the path and its permissions")
+    return FileReport(path, fmt.name, "failed", message=str(error), error=error)
+
+
+def ingest_parsed(
+    con: duckdb.DuckDBPyConnection, batch: list[tuple[Path, FileFormat]], options: IngestOptions
+) -> list[FileReport]:
+    """Store files of parse-only formats (job logs) many per transaction.
+
+    Each file is parsed whole before anything is written, so a file that cannot be read
+    fails alone; the batch's rows are then written in one transaction, so a failing write
+    stores none of them and leaves the store as it was. A file is identified by its path
+    (two jobs can leave identical logs): the same path with the same bytes is unchanged,
+    with other bytes it needs --replace.
+    """
+    resolved = [str(path.resolve()) for path, _ in batch]
+    previous: dict[str, list[tuple[int, str]]] = {}
+    for file_id, path_text, digest in con.execute(
+        "SELECT file_id, path, content_hash FROM ingested_files WHERE path IN (SELECT unnest(?))", [resolved]
+    ).fetchall():
+        previous.setdefault(path_text, []).append((file_id, digest))
+    reports: list[FileReport | None] = []
+    parsed: list[tuple[int, str, int, str, list[int], dict[str, list[dict[str, object]]], float]] = []
+    for n, ((path, fmt), key) in enumerate(zip(batch, resolved, strict=True)):
+        started = time.perf_counter()
+        try:
+            size = path.stat().st_size
+            digest = sha256_of(path)
+            before = previous.get(key, [])
+            if any(d == digest for _, d in before) and not options.replace:
+                reports.append(FileReport(path, fmt.name, "unchanged",
+                                          message="ingested before with the same content; nothing to do (--replace reloads it)"))
+                continue
+            if before and not options.replace:
+                raise InputError(f"{path}: ingested before with different content",
+                                 hint="pass --replace to replace what it contributed")
+            rows = fmt.parse(path, options)  # type: ignore[misc]
+        except GcaError as e:
+            reports.append(FileReport(path, fmt.name, "failed", message=str(e), error=e))
+            continue
+        except DAMAGED_GZIP as e:
+            error = damaged_gzip(path, e)
+            reports.append(FileReport(path, fmt.name, "failed", message=str(error), error=error))  # type: ignore[arg-type]
+            continue
+        except OSError as e:
+            reports.append(_unreadable(path, fmt, e))
+            continue
+        reports.append(None)  # filled in once the batch is stored
+        parsed.append((n, key, size, digest, [fid for fid, _ in before], rows, time.perf_counter() - started))
+    if parsed:
+        try:
+            _store_parsed(con, batch, parsed)
+        except GcaError as e:  # nothing of the batch was stored: each of its files failed
+            for entry in parsed:
+                path, fmt = batch[entry[0]]
+                reports[entry[0]] = FileReport(path, fmt.name, "failed", message=str(e), error=e)
+    out = []
+    for n, report in enumerate(reports):
+        if report is None:
+            entry = next(p for p in parsed if p[0] == n)
+            path, fmt = batch[n]
+            rows = sum(len(v) for k, v in entry[5].items() if k == _MAIN_TABLE.get(fmt.name, k))
+            report = FileReport(path, fmt.name, "replaced" if entry[4] else "loaded", rows=rows, seconds=entry[6])
+        out.append(report)
+    return out
+
+
+def _store_parsed(con: duckdb.DuckDBPyConnection, batch: list[tuple[Path, FileFormat]], parsed: list) -> None:  # type: ignore[type-arg]
+    import pyarrow as pa
+
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for _, _, _, _, old_ids, _, _ in parsed:
+            for old_file_id in old_ids:
+                _forget_file(con, old_file_id)
+        (next_id,) = con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM ingested_files").fetchall()[0]
+        now = datetime.now(UTC).replace(tzinfo=None)
+        files, by_table = [], {}  # type: ignore[var-annotated]
+        for k, (n, key, size, digest, _, rows, seconds) in enumerate(parsed):
+            file_id = next_id + k
+            fmt = batch[n][1]
+            main = rows.get(_MAIN_TABLE.get(fmt.name, ""), [])
+            files.append({"file_id": file_id, "path": key, "size_bytes": size, "content_hash": digest,
+                          "format": fmt.name, "time_zone": None, "rows_loaded": len(main), "rejects": 0,
+                          "seconds": seconds, "ingested_at": now})
+            for table, table_rows in rows.items():
+                by_table.setdefault(table, []).extend({**r, "file_id": file_id} for r in table_rows)
+        for table, table_rows in [("ingested_files", files), *by_table.items()]:
+            if table_rows:
+                arrow_rows = pa.Table.from_pylist(table_rows)  # noqa: F841 (read by DuckDB by name)
+                con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM arrow_rows")
+        con.execute("COMMIT")
+    except BaseException as e:
+        con.execute("ROLLBACK")
+        if isinstance(e, duckdb.Error):
+            first = batch[parsed[0][0]][0]
+            raise StoreError(f"{first} and {len(parsed) - 1} more files: storing failed: {str(e).splitlines()[0]}") from e
+        raise
 
 
 def ingest_file(
