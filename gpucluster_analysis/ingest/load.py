@@ -5,6 +5,12 @@ hash it; skip it if the same bytes were ingested before (unless --replace);
 open a transaction; register the file; let its format load it; record counts;
 commit. Any error rolls the transaction back, so a failed file leaves the
 store exactly as it was.
+
+Small files that come by the thousand (job logs) take another path: their format
+only parses them into rows, each file whole before anything is written, and the
+rows of up to PARSED_BATCH_FILES files are stored in one transaction. A file that
+cannot be parsed fails alone; a failing write stores none of its batch. A commit
+per file would cost more than classifying the file (~5 ms against ~1.5 ms).
 """
 
 from __future__ import annotations
