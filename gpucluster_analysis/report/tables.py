@@ -20,7 +20,7 @@ from gpucluster_analysis.sqlfiles import load_sql
 
 # Temp tables built once per report, in this order; later queries refer to them by name.
 # attributed_util is the only query that joins gpu_samples row by row (one pass).
-PREPARED_TABLES = ("attempt_attribution", "attempt_windows", "job_keys", "attributed_util", "job_gpu_util", "attempt_failures")
+PREPARED_TABLES = ("attempt_sizes", "attempt_attribution", "attempt_windows", "job_keys", "attributed_util", "job_gpu_util", "attempt_failures")
 
 # Built by prepare_report() after prepare(): (temp table, named query it holds).
 REPORT_TABLES = (

@@ -1,37 +1,22 @@
 -- job_keys: every job of the store with a dense INTEGER key and the attributes the report
 -- groups samples by, fixed before the one pass over gpu_samples (attributed_util) so that
 -- pass can group by small integers instead of (source, job_id) strings.
--- num_gpus / num_servers follow jobs.sql exactly (the first attempt, by attempt_no, that
--- has a size: allocation, else the source's GPU count and machines); size_bucket and placement are defined here once and job_facts
--- takes them from this table.
+-- num_gpus / num_servers are defined here once (jobs.csv takes them from this table): the
+-- first attempt, by attempt_no, with GPUs (temp table attempt_sizes); failing that, the
+-- first placed on machines (a CPU-only Slurm job: 0 GPUs; servers also when the GPU count
+-- is unknown). size_bucket and placement are defined here too; job_facts takes them.
 -- Parameters: none.
 -- Output: source, job_id, job_key (1..n in (source, job_id) order), status, num_gpus,
 -- num_servers, size_bucket ('1', '2-4', '5-8', '>8', 'unknown'), size_order (1..5),
 -- placement ('packed' = 1 server, 'spread' = 2+ servers, NULL without an allocation),
 -- cohort (INTEGER, one per distinct (status, size_bucket, placement)).
-WITH sized AS (
-    SELECT source, job_id, attempt_no, count(*) AS gpus, count(DISTINCT machine_id) AS servers
-    FROM allocations GROUP BY source, job_id, attempt_no
-),
-hosted AS (
-    SELECT source, job_id, attempt_no, count(DISTINCT machine_id) AS servers
-    FROM attempt_hosts GROUP BY source, job_id, attempt_no
-),
-per_attempt AS (
-    SELECT a.source, a.job_id, a.attempt_no,
-           coalesce(CAST(s.gpus AS DOUBLE), a.num_gpus) AS gpus,
-           coalesce(s.servers, h.servers, a.num_nodes) AS servers
-    FROM attempts a
-    LEFT JOIN sized s USING (source, job_id, attempt_no)
-    LEFT JOIN hosted h USING (source, job_id, attempt_no)
-),
-first_allocation AS (
+WITH first_allocation AS (
     SELECT source, job_id,
            coalesce(arg_min(gpus, attempt_no) FILTER (WHERE gpus > 0),
                     arg_min(gpus, attempt_no) FILTER (WHERE gpus = 0 AND servers IS NOT NULL)) AS num_gpus,
            coalesce(arg_min(servers, attempt_no) FILTER (WHERE gpus > 0),
                     arg_min(servers, attempt_no) FILTER (WHERE coalesce(gpus, 0) = 0 AND servers IS NOT NULL)) AS num_servers
-    FROM per_attempt
+    FROM attempt_sizes
     GROUP BY source, job_id
 ),
 described AS (

@@ -1,49 +1,25 @@
 -- jobs: one row per job, the jobs.csv contract (docs/domain.md, "Per-job table").
--- Needs the temp tables job_gpu_util (sql/queries/job_gpu_util.sql) and attempt_failures
--- (sql/queries/attempt_failures.sql: failure_reason/category are its job_root_cause row's).
+-- Needs the temp tables attempt_sizes, job_keys, attempt_attribution, job_gpu_util and
+-- attempt_failures (failure_reason/category are its job_root_cause row's).
 -- Parameters: none. Times are naive UTC timestamps; the writer formats them as ISO 8601 Z.
--- An attempt's size: the scheduler's (machine, GPU) list where it has one; else the GPU
--- count and machines the source gives for the attempt (Slurm TRES and NodeList, Helios
--- gpu_num/node_num, Alibaba's fractional GPUs; Philly writes 0 for an attempt it lists
--- without GPUs). num_gpus / num_servers: the first attempt with GPUs; failing that, the
--- first placed on machines (a CPU-only Slurm job: 0 GPUs; servers also when the GPU count
--- is unknown). gpu_time_s is unknown (empty) when
--- a timed attempt's GPU count is, rounded to milliseconds (fractional GPUs).
+-- Attempt sizes come from the temp table attempt_sizes, num_gpus / num_servers from the
+-- temp table job_keys (defined there once). gpu_time_s is unknown (empty) when a timed
+-- attempt's GPU count is; rounded to milliseconds (fractional GPUs).
 -- Queueing starts at eligible_at where the source has it (Slurm: a job held or waiting on
 -- a dependency is not queueing for resources), else at submit_at; queue_basis says which.
 -- attribution: the least precise way any of the job's timed attempts had its samples found
 -- (temp table attempt_attribution); none when no timed attempt names a machine; NULL
 -- when no attempt has both times.
-WITH sized AS (
-    SELECT source, job_id, attempt_no, count(*) AS gpus, count(DISTINCT machine_id) AS servers
-    FROM allocations GROUP BY source, job_id, attempt_no
-),
-hosted AS (
-    SELECT source, job_id, attempt_no, count(DISTINCT machine_id) AS servers
-    FROM attempt_hosts GROUP BY source, job_id, attempt_no
-),
-per_attempt AS (
-    SELECT a.source, a.job_id, a.attempt_no, a.start_at, a.end_at,
-           coalesce(CAST(s.gpus AS DOUBLE), a.num_gpus) AS gpus,
-           coalesce(s.servers, h.servers, a.num_nodes) AS servers
-    FROM attempts a
-    LEFT JOIN sized s USING (source, job_id, attempt_no)
-    LEFT JOIN hosted h USING (source, job_id, attempt_no)
-),
-per_job AS (
+WITH per_job AS (
     SELECT source, job_id,
         count(*) AS attempts,
         min(start_at) AS first_start_at,
         max(end_at) AS end_at,
-        coalesce(arg_min(gpus, attempt_no) FILTER (WHERE gpus > 0),
-                 arg_min(gpus, attempt_no) FILTER (WHERE gpus = 0 AND servers IS NOT NULL)) AS num_gpus,
-        coalesce(arg_min(servers, attempt_no) FILTER (WHERE gpus > 0),
-                 arg_min(servers, attempt_no) FILTER (WHERE coalesce(gpus, 0) = 0 AND servers IS NOT NULL)) AS num_servers,
         CASE WHEN NOT bool_or(gpus IS NULL AND start_at IS NOT NULL AND end_at IS NOT NULL)
              THEN round(sum((epoch(end_at) - epoch(start_at)) * gpus)
                             FILTER (WHERE start_at IS NOT NULL AND end_at IS NOT NULL), 3)
         END AS gpu_time_s
-    FROM per_attempt
+    FROM attempt_sizes
     GROUP BY source, job_id
 ),
 attributed AS (
@@ -64,8 +40,8 @@ SELECT
     p.first_start_at AS first_start_time,
     p.end_at AS end_time,
     coalesce(p.attempts, 0) AS attempts,
-    p.num_gpus,
-    p.num_servers,
+    k.num_gpus,
+    k.num_servers,
     epoch(p.first_start_at) - epoch(coalesce(j.eligible_at, j.submit_at)) AS queue_delay_s,
     epoch(p.end_at) - epoch(p.first_start_at) AS run_time_s,
     p.gpu_time_s,
@@ -78,6 +54,7 @@ SELECT
     t.attribution
 FROM jobs j
 LEFT JOIN per_job p USING (source, job_id)
+LEFT JOIN job_keys k USING (source, job_id)
 LEFT JOIN job_gpu_util u USING (source, job_id)
 LEFT JOIN attributed t USING (source, job_id)
 LEFT JOIN attempt_failures f ON f.source = j.source AND f.job_id = j.job_id AND f.job_root_cause
