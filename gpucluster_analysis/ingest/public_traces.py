@@ -241,6 +241,7 @@ def _load_jobs(ctx: LoadContext, source: str, what: str) -> LoadCounts:
     install_zone(ctx.con, zone)
     params.update(path=str(ctx.path), file_id=ctx.file_id, source=source, zone=zone, encoding=encoding,
                   max_line_size=MAX_LINE_BYTES)
+    run_script(ctx.con, "ingest", "trace_macros", {})
     run_script(ctx.con, "ingest", "helios_acme_jobs", params, on_statement=ctx.on_statement)
     return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"))
 
@@ -267,6 +268,7 @@ def _load_alibaba(ctx: LoadContext) -> LoadCounts:
     params.update(path=str(ctx.path), file_id=ctx.file_id, epoch=epoch, encoding=encoding, max_line_size=MAX_LINE_BYTES,
                   # what the stored times mean, with the file: UTC, counted from this instant
                   time_zone=f"UTC, relative seconds from {epoch:%Y-%m-%dT%H:%M:%S}Z")
+    run_script(ctx.con, "ingest", "trace_macros", {})
     run_script(ctx.con, "ingest", "alibaba_pods", params, on_statement=ctx.on_statement)
     return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"))
 

@@ -8,11 +8,6 @@
 -- creation/scheduled/deletion_time are whole seconds since the trace start. A pod runs on
 -- one node; it holds num_gpu x gpu_milli/1000 GPUs (gpu_milli < 1000: a shared GPU).
 
--- A field as stored: trimmed, and NULL for the spellings of "no value".
-CREATE OR REPLACE TEMP MACRO trace_value(f) AS (
-    CASE WHEN trim(f) IN ('', 'NA', 'N/A', 'None', 'none', 'nan', 'NaN', 'NaT', 'null', 'NULL', 'Unknown')
-         THEN NULL ELSE trim(f) END
-);
 
 -- Whole non-negative seconds ('9437497', also '9437497.0' as pandas writes a column with
 -- gaps), under a century (a bigger number is no trace time and would overflow a timestamp);
@@ -23,7 +18,7 @@ CREATE OR REPLACE TEMP MACRO trace_seconds(t) AS (
          THEN CAST(TRY_CAST(t AS DOUBLE) AS BIGINT) END
 );
 
--- Each line read whole and split as in helios_acme_jobs.sql.
+-- Each line read whole and split (trace_lines, sql/ingest/trace_macros.sql).
 CREATE OR REPLACE TEMP TABLE stage_pod AS
 SELECT line, text, n_fields, job_id, phase,
        gpu_text, milli_text, created_text, scheduled_text, deleted_text,
@@ -42,20 +37,7 @@ FROM (
            fields[$pos_creation_time] AS created_text,
            fields[$pos_scheduled_time] AS scheduled_text,
            fields[$pos_deletion_time] AS deleted_text
-    FROM (
-        SELECT line, text,
-               list_transform(
-                   CASE WHEN contains(text, '"')
-                        THEN list_transform(regexp_extract_all(text, '(?:^|,)("(?:[^"]|"")*"|[^,]*)', 1),
-                                            lambda f: CASE WHEN f LIKE '"%"' THEN replace(f[2:-2], '""', '"') ELSE f END)
-                        ELSE string_split(text, ',') END,
-                   lambda f: trace_value(f)) AS fields
-        FROM (SELECT ordinality AS line, text
-              FROM read_csv($path, header = false, columns = {'text': 'VARCHAR'}, delim = $delim, quote = '',
-                            escape = '', auto_detect = false, encoding = $encoding,
-                        max_line_size = $max_line_size) WITH ORDINALITY)
-        WHERE line > 1 AND text IS NOT NULL AND trim(text) <> '' AND text <> $header_text
-    )
+    FROM trace_lines($path, $delim, $encoding, $max_line_size, $header_text)
 );
 
 CREATE OR REPLACE TEMP TABLE stage_pod_problem AS

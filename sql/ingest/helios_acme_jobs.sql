@@ -6,13 +6,8 @@
 -- skipped again where a concatenated file repeats it), $n_fields, and $pos_<column>: the
 -- 1-based position of each column in the header, NULL when the file has no such column.
 -- Needs the temp table zone_periods for $zone (gpucluster_analysis.timezones).
--- Lines are read whole and split here, so every reject carries its exact line number.
-
--- A field as stored: trimmed, and NULL for the spellings of "no value".
-CREATE OR REPLACE TEMP MACRO trace_value(f) AS (
-    CASE WHEN trim(f) IN ('', 'NA', 'N/A', 'None', 'none', 'nan', 'NaN', 'NaT', 'null', 'NULL', 'Unknown')
-         THEN NULL ELSE trim(f) END
-);
+-- Lines are read whole and split (trace_lines, sql/ingest/trace_macros.sql), so every
+-- reject carries its exact line number.
 
 -- A time as '2020-06-09 18:41:01' (local, no zone), or with an offset as Acme writes it
 -- ('2023-03-01 00:18:22+08:00'); 'T' separator and fractional seconds accepted.
@@ -21,8 +16,6 @@ CREATE OR REPLACE TEMP MACRO trace_time_parts(t) AS (
                    ['day', 'clock', 'fraction', 'offset'])
 );
 
--- Each line read whole (no quoting: $delim never occurs) and split at commas; a line with a
--- double quote is split by a CSV-aware pattern (quoted fields may hold commas, "" is a quote).
 CREATE OR REPLACE TEMP TABLE stage_job AS
 SELECT line, text, len(fields) AS n_fields,
        CASE WHEN $pos_cluster IS NULL THEN fields[$pos_job_id]
@@ -35,20 +28,7 @@ SELECT line, text, len(fields) AS n_fields,
        fields[$pos_submit_time] AS submit_text,
        fields[$pos_start_time] AS start_text,
        fields[$pos_end_time] AS end_text
-FROM (
-    SELECT line, text,
-           list_transform(
-               CASE WHEN contains(text, '"')
-                    THEN list_transform(regexp_extract_all(text, '(?:^|,)("(?:[^"]|"")*"|[^,]*)', 1),
-                                        lambda f: CASE WHEN f LIKE '"%"' THEN replace(f[2:-2], '""', '"') ELSE f END)
-                    ELSE string_split(text, ',') END,
-               lambda f: trace_value(f)) AS fields
-    FROM (SELECT ordinality AS line, text
-          FROM read_csv($path, header = false, columns = {'text': 'VARCHAR'}, delim = $delim, quote = '',
-                        escape = '', auto_detect = false, encoding = $encoding,
-                        max_line_size = $max_line_size) WITH ORDINALITY)
-    WHERE line > 1 AND text IS NOT NULL AND trim(text) <> '' AND text <> $header_text
-);
+FROM trace_lines($path, $delim, $encoding, $max_line_size, $header_text);
 
 -- Every distinct time text, converted once: by its own offset where it has one, else
 -- through the zone's offset periods (first occurrence of a repeated hour).
