@@ -24,7 +24,6 @@ every naive time written reads back to the instant it records.
 from __future__ import annotations
 
 import math
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -37,21 +36,17 @@ from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.synth import clock
 from gpucluster_analysis.synth.failure_logs import LogContext, render
 from gpucluster_analysis.synth.model import GPUS_PER_MACHINE, REASON_CATEGORY, Cluster, JobOutcome, JobSpec, RealAttempt
-from gpucluster_analysis.synth.scheduler import simulate
 from gpucluster_analysis.synth.slurm_telemetry import Runs, write_gpu_logs
 from gpucluster_analysis.synth.trace import (
-    _CLUSTER,
-    _JOBS,
-    _SCHEDULER,
     GENERATOR_NAME,
     OUTPUT_DIRS,
     OUTPUT_FILES,
     SYNTH_VERSION,
     _check_arguments,
-    _is_previous_output,
+    prepare_output,
+    simulate_window,
 )
 from gpucluster_analysis.synth.truth import write_truth
-from gpucluster_analysis.synth.workload import draw_cluster, draw_jobs
 
 SLURM_FILES = ("sacct.txt", "truth.json")
 SLURM_DIRS = ("logs", "scontrol", "gpu")
@@ -138,23 +133,7 @@ class SlurmResult:
 
 def prepare_slurm_output(out: Path) -> None:
     """Create `out`, or clear a previous gca synth output (either view) in it; refuse anything else."""
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{out}: exists and is not a directory", hint="pass --out a new or empty directory")
-    if out.is_dir():
-        entries = sorted(p.name for p in out.iterdir())
-        if entries:
-            ours = set(OUTPUT_FILES) | set(OUTPUT_DIRS) | set(SLURM_FILES) | set(SLURM_DIRS)
-            foreign = [e for e in entries if e not in ours]
-            if foreign or not _is_previous_output(out):
-                what = f"it holds {foreign[0]!r}" if foreign else "it is not a previous gca synth output (no truth.json from gca synth)"
-                raise InputError(
-                    f"{out}: directory is not empty and {what}",
-                    hint="pass --out a new or empty directory, or one that gca synth wrote before",
-                )
-            for name in entries:
-                path = out / name
-                shutil.rmtree(path) if path.is_dir() else path.unlink()
-    out.mkdir(parents=True, exist_ok=True)
+    prepare_output(out, frozenset(OUTPUT_FILES) | frozenset(OUTPUT_DIRS) | frozenset(SLURM_FILES) | frozenset(SLURM_DIRS))
 
 
 # --- identities ------------------------------------------------------------------------
@@ -529,22 +508,9 @@ def generate_slurm_trace(
         raise InputError(f"--interval must be a whole number of seconds between 1 and 3600, not {interval_s!r}")
     out = Path(out)
     prepare_slurm_output(out)
-    zone_name = clock.ZONE_NAME
-    t0 = clock.local_to_utc(start, zone_name)
-    if t0 % 60:
-        raise InputError(f"start {start} is not on a whole minute")
-    span = round(days * 86_400)
-
-    def rng(stream: int) -> np.random.Generator:
-        return np.random.default_rng([seed, stream])
-
-    emit(f"simulating {jobs:,} jobs on {machines:,} machines over {days:g} days (seed {seed})")
-    hours = clock.repeated_hours(t0, t0 + span + 60 * 86_400, zone_name)
-    blackout = clock.Blackout(tuple((h.second, h.end) for h in hours))
-    cluster = draw_cluster(rng(_CLUSTER), machines, jobs)
-    specs = draw_jobs(rng(_JOBS), cluster, jobs, t0, span, [h for h in hours if h.first >= t0 and h.second <= t0 + span], blackout)
-    outcomes = simulate(cluster, specs, rng(_SCHEDULER), blackout, emit)
-    slurm_jobs = _slurm_jobs(cluster, specs, outcomes, blackout, seed)
+    sim = simulate_window(jobs, machines, days, seed, start, emit)
+    zone_name, t0, span, rng, blackout, cluster = sim.zone_name, sim.t0, sim.span, sim.rng, sim.blackout, sim.cluster
+    slurm_jobs = _slurm_jobs(cluster, sim.specs, sim.outcomes, blackout, seed)
 
     lines = sacct_lines(slurm_jobs, zone_name)
     (out / "sacct.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -23,7 +23,7 @@ import numpy as np
 
 from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.synth import clock
-from gpucluster_analysis.synth.model import GPUS_PER_MACHINE, JobOutcome, JobSpec, RecordedAttempt
+from gpucluster_analysis.synth.model import GPUS_PER_MACHINE, Cluster, JobOutcome, JobSpec, RecordedAttempt
 from gpucluster_analysis.synth.record import record_attempts
 from gpucluster_analysis.synth.scheduler import simulate
 from gpucluster_analysis.synth.telemetry import Occupancy, write_telemetry
@@ -82,14 +82,14 @@ def _is_previous_output(out: Path) -> bool:
     return isinstance(head, dict) and head.get("generator", {}).get("name") == GENERATOR_NAME
 
 
-def prepare_output(out: Path) -> None:
-    """Create `out`, or clear a previous synth output in it; refuse anything else."""
+def prepare_output(out: Path, ours: frozenset[str] = frozenset(OUTPUT_FILES) | frozenset(OUTPUT_DIRS)) -> None:
+    """Create `out`, or clear a previous synth output in it (entries all named in `ours`);
+    refuse anything else."""
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: exists and is not a directory", hint="pass --out a new or empty directory")
     if out.is_dir():
         entries = sorted(p.name for p in out.iterdir())
         if entries:
-            ours = set(OUTPUT_FILES) | set(OUTPUT_DIRS)
             foreign = [e for e in entries if e not in ours]
             if foreign or not _is_previous_output(out):
                 what = f"it holds {foreign[0]!r}" if foreign else "it is not a previous gca synth output (no truth.json from gca synth)"
@@ -97,11 +97,9 @@ def prepare_output(out: Path) -> None:
                     f"{out}: directory is not empty and {what}",
                     hint="pass --out a new or empty directory, or one that gca synth wrote before",
                 )
-            for name in OUTPUT_FILES:
-                (out / name).unlink(missing_ok=True)
-            for name in OUTPUT_DIRS:
-                if (out / name).exists():
-                    shutil.rmtree(out / name)
+            for name in entries:
+                path = out / name
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
     out.mkdir(parents=True, exist_ok=True)
 
 
@@ -156,6 +154,45 @@ def _logged_times(specs: list[JobSpec], records: list[list[RecordedAttempt]]) ->
     return times
 
 
+@dataclass(frozen=True)
+class Simulation:
+    """The simulated cluster and jobs that every view of a trace (Philly, Slurm) writes out."""
+
+    seed: int
+    zone_name: str
+    t0: int  # start of the window, epoch seconds UTC
+    span: int  # seconds
+    blackout: clock.Blackout
+    cluster: Cluster
+    specs: list[JobSpec]
+    outcomes: list[JobOutcome]
+
+    def rng(self, stream: int) -> np.random.Generator:
+        return np.random.default_rng([self.seed, stream])
+
+
+def simulate_window(jobs: int, machines: int, days: float, seed: int, start: datetime,
+                    emit: Callable[[str], None]) -> Simulation:
+    """Draw the cluster and the jobs and run the scheduler; the same arguments give the same jobs."""
+    zone_name = clock.ZONE_NAME
+    t0 = clock.local_to_utc(start, zone_name)
+    if t0 % 60:
+        raise InputError(f"start {start} is not on a whole minute")
+    span = round(days * 86_400)
+
+    def rng(stream: int) -> np.random.Generator:
+        return np.random.default_rng([seed, stream])
+
+    emit(f"simulating {jobs:,} jobs on {machines:,} machines over {days:g} days (seed {seed})")
+    # The simulation runs past the window while the queue drains; cover that too.
+    hours = clock.repeated_hours(t0, t0 + span + 60 * 86_400, zone_name)
+    blackout = clock.Blackout(tuple((h.second, h.end) for h in hours))
+    cluster = draw_cluster(rng(_CLUSTER), machines, jobs)
+    specs = draw_jobs(rng(_JOBS), cluster, jobs, t0, span, [h for h in hours if h.first >= t0 and h.second <= t0 + span], blackout)
+    outcomes: list[JobOutcome] = simulate(cluster, specs, rng(_SCHEDULER), blackout, emit)
+    return Simulation(seed, zone_name, t0, span, blackout, cluster, specs, outcomes)
+
+
 def generate_trace(
     out: Path | str,
     *,
@@ -175,22 +212,9 @@ def generate_trace(
     _check_arguments(jobs, machines, days, seed)
     out = Path(out)
     prepare_output(out)
-    zone_name = clock.ZONE_NAME
-    t0 = clock.local_to_utc(start, zone_name)
-    if t0 % 60:
-        raise InputError(f"start {start} is not on a whole minute")
-    span = round(days * 86_400)
-
-    def rng(stream: int) -> np.random.Generator:
-        return np.random.default_rng([seed, stream])
-
-    emit(f"simulating {jobs:,} jobs on {machines:,} machines over {days:g} days (seed {seed})")
-    # The simulation runs past the window while the queue drains; cover that too.
-    hours = clock.repeated_hours(t0, t0 + span + 60 * 86_400, zone_name)
-    blackout = clock.Blackout(tuple((h.second, h.end) for h in hours))
-    cluster = draw_cluster(rng(_CLUSTER), machines, jobs)
-    specs = draw_jobs(rng(_JOBS), cluster, jobs, t0, span, [h for h in hours if h.first >= t0 and h.second <= t0 + span], blackout)
-    outcomes: list[JobOutcome] = simulate(cluster, specs, rng(_SCHEDULER), blackout, emit)
+    sim = simulate_window(jobs, machines, days, seed, start, emit)
+    zone_name, t0, span, rng = sim.zone_name, sim.t0, sim.span, sim.rng
+    cluster, specs, outcomes = sim.cluster, sim.specs, sim.outcomes
     records = record_attempts(outcomes, rng(_RECORD))
     clock.check_round_trip(_logged_times(specs, records), zone_name)
     n_attempts = sum(len(r) for r in records)
