@@ -25,19 +25,10 @@ from gpucluster_analysis.ingest import IngestOptions, ingest_paths
 from gpucluster_analysis.ingest.dcgm import parse_sample, time_from_name
 from gpucluster_analysis.ingest.nvsmi import host_from_name, parse_time_option
 from gpucluster_analysis.report.build import build_report
+from tests.store_helpers import ingest, rows
 
 DATA = Path(__file__).parent / "data" / "gpu"
 H100 = "NVIDIA H100 80GB HBM3"
-
-
-def ingest(db: Path, *paths: Path, format_name: str | None = None, **options: object):  # type: ignore[no-untyped-def]
-    with open_store(db) as con:
-        return ingest_paths(con, list(paths), IngestOptions(**options), format_name=format_name)  # type: ignore[arg-type]
-
-
-def rows(db: Path, sql: str, *params: object) -> list[tuple]:  # type: ignore[type-arg]
-    with open_store(db, read_only=True) as con:
-        return con.execute(sql, list(params)).fetchall()
 
 
 def samples(db: Path, machine: str) -> list[tuple]:  # type: ignore[type-arg]

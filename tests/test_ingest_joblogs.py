@@ -14,6 +14,7 @@ from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
 from gpucluster_analysis.ingest.joblogs import compile_log_pattern, cuda_visible_indices, place_log
+from tests.store_helpers import rows, write
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "synthetic"
 
@@ -24,17 +25,6 @@ CUDA_OOM = (
 )
 IMPORT_ERROR = "Traceback (most recent call last):\nModuleNotFoundError: No module named 'apex'\n"
 TRAINING = "epoch 1 loss 0.93\nepoch 2 loss 0.71\n"
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
-
-
-def rows(db: Path, sql: str) -> list[tuple]:  # type: ignore[type-arg]
-    with open_store(db) as con:
-        return con.execute(sql).fetchall()
 
 
 class Recorder:
@@ -182,7 +172,7 @@ def test_broken_signature_file_fails_before_anything_is_stored(tmp_path: Path) -
     result = CliRunner().invoke(app, ["ingest", str(tmp_path / "logs"), "--db", str(db), "--signatures", str(sigs)])
     assert result.exit_code != 0
     assert "bad.toml" in result.output and "Traceback" not in result.output
-    assert rows(db, "SELECT count(*) FROM job_logs") == [(0,)]
+    assert not db.exists()  # refused before the store was even opened
 
 
 def test_replacing_a_log_replaces_its_classification(tmp_path: Path) -> None:

@@ -17,21 +17,7 @@ import pytest
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
-
-
-def write(path: Path, text: str) -> Path:
-    path.write_text(text)
-    return path
-
-
-def ingest(db: Path, *paths: Path, **options: object):  # type: ignore[no-untyped-def]
-    with open_store(db) as con:
-        return ingest_paths(con, list(paths), IngestOptions(**options))  # type: ignore[arg-type]
-
-
-def rows(db: Path, sql: str) -> list[tuple]:  # type: ignore[type-arg]
-    with open_store(db, read_only=True) as con:
-        return con.execute(sql).fetchall()
+from tests.store_helpers import ingest, rows, write
 
 
 JOB_LOG = """[

@@ -15,32 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster_analysis.db import open_store
-from gpucluster_analysis.ingest import IngestOptions, detect_format, ingest_paths
+from gpucluster_analysis.ingest import detect_format
 from gpucluster_analysis.ingest.files import read_head
-from gpucluster_analysis.report.tables import format_for_csv, jobs_table, prepare
+from tests.store_helpers import ingest, jobs_csv, rows
 
 TRACES = Path(__file__).resolve().parent / "data" / "traces"
 HELIOS = TRACES / "cluster_log.csv"
 SEREN = TRACES / "trace_seren.csv"
 KALOS = TRACES / "trace_kalos.csv"
 ALIBABA = TRACES / "openb_pod_list_sample.csv"
-
-
-def ingest(db: Path, *paths: Path, format_name: str | None = None, **options: object):  # type: ignore[no-untyped-def]
-    with open_store(db) as con:
-        return ingest_paths(con, list(paths), IngestOptions(**options), format_name=format_name)  # type: ignore[arg-type]
-
-
-def rows(db: Path, sql: str) -> list[tuple]:  # type: ignore[type-arg]
-    with open_store(db, read_only=True) as con:
-        return con.execute(sql).fetchall()
-
-
-def jobs_csv(db: Path) -> dict[str, dict[str, object]]:
-    with open_store(db, read_only=True) as con:
-        prepare(con)
-        return {r["job_id"]: r for r in format_for_csv(jobs_table(con)).to_dicts()}
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import ParseError
-from gpucluster_analysis.ingest import IngestOptions, detect_format, ingest_paths
+from gpucluster_analysis.ingest import detect_format
 from gpucluster_analysis.ingest.files import read_head
 from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
 from gpucluster_analysis.ingest.slurm import (
@@ -28,28 +28,11 @@ from gpucluster_analysis.ingest.slurm import (
     parse_time,
     parse_tres,
 )
-from gpucluster_analysis.report.tables import format_for_csv, jobs_table, prepare
+from gpucluster_analysis.report.tables import prepare
+from tests.store_helpers import ingest, jobs_csv, rows
 
 DATA = Path(__file__).resolve().parent / "data" / "slurm"
 ZURICH = "Europe/Zurich"
-
-
-def ingest(db: Path, *paths: Path, format_name: str | None = None, **options: object):  # type: ignore[no-untyped-def]
-    with open_store(db) as con:
-        return ingest_paths(con, list(paths), IngestOptions(**options), format_name=format_name)  # type: ignore[arg-type]
-
-
-def rows(db: Path, sql: str) -> list[tuple]:  # type: ignore[type-arg]
-    with open_store(db, read_only=True) as con:
-        return con.execute(sql).fetchall()
-
-
-def jobs_csv(db: Path) -> dict[str, dict[str, object]]:
-    """jobs.csv rows by job_id, formatted as the report writes them."""
-    with open_store(db, read_only=True) as con:
-        prepare(con)
-        table = format_for_csv(jobs_table(con))
-    return {row["job_id"]: row for row in table.to_dicts()}
 
 
 # ---------------------------------------------------------------- small parsers

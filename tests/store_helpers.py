@@ -1,0 +1,33 @@
+"""Helpers the ingest tests share: write an input, ingest it, read the store back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpucluster_analysis.db import open_store
+from gpucluster_analysis.ingest import IngestOptions, ingest_paths
+from gpucluster_analysis.report.tables import format_for_csv, jobs_table, prepare
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def ingest(db: Path, *paths: Path, format_name: str | None = None, **options: object):  # type: ignore[no-untyped-def]
+    with open_store(db) as con:
+        return ingest_paths(con, list(paths), IngestOptions(**options), format_name=format_name)  # type: ignore[arg-type]
+
+
+def rows(db: Path, sql: str, *params: object) -> list[tuple]:  # type: ignore[type-arg]
+    with open_store(db, read_only=True) as con:
+        return con.execute(sql, list(params)).fetchall()
+
+
+def jobs_csv(db: Path) -> dict[str, dict[str, object]]:
+    """jobs.csv rows by job_id, formatted as the report writes them."""
+    with open_store(db, read_only=True) as con:
+        prepare(con)
+        table = format_for_csv(jobs_table(con))
+    return {row["job_id"]: row for row in table.to_dicts()}
