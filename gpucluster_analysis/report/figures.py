@@ -258,18 +258,9 @@ def stacked_status_bars(
     df: pl.DataFrame, x: str, y: str, title: str, x_title: str, y_title: str, *, x_order: Sequence[str] | None = None
 ) -> go.Figure:
     """Bars of `y` by `x`, stacked by final status (queries job_attempts_by_status, gpu_time_by_status_size)."""
-    fig = go.Figure()
-    xs = list(x_order) if x_order else [str(v) for v in dict.fromkeys(df.get_column(x).to_list())]
-    present = list(dict.fromkeys(df.get_column("status").to_list()))
-    for status in sorted(present, key=status_rank):
-        part = df.filter(pl.col("status") == status)
-        values = {str(r[x]): r[y] for r in part.iter_rows(named=True)}
-        fig.add_bar(x=xs, y=[values.get(v) for v in xs], name=str(status),
-                    marker_color=STATUS_COLORS.get(str(status)),
-                    hovertemplate=f"{status}, %{{x}}: %{{y:,.1f}}<extra></extra>")
-    fig.update_layout(barmode="stack")
-    fig.update_xaxes(type="category", categoryorder="array", categoryarray=xs)
-    return _layout(fig, title, x_title, y_title)
+    statuses = sorted((str(s) for s in dict.fromkeys(df.get_column("status").to_list())), key=status_rank)
+    return stacked_bars(df, x, y, "status", title, x_title, y_title, x_order=x_order, stack_order=statuses,
+                        colors=STATUS_COLORS)
 
 
 # Failure categories of docs/domain.md, plus the report's 'no log' (a failed attempt without a log).
