@@ -47,6 +47,10 @@ class LoadContext:
 class LoadCounts:
     rows: int  # rows stored in the format's main table
     rejects: int
+    # What the file's times were read as, when the format decides it while loading (the
+    # machine's zone, a zone told by the content, relative seconds from an epoch); the
+    # orchestrator records it in ingested_files.time_zone.
+    time_zone: str | None = None
 
 
 @dataclass(frozen=True)

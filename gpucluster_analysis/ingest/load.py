@@ -312,8 +312,9 @@ def ingest_file(
             counts = fmt.load(ctx)
         seconds = time.perf_counter() - started
         con.execute(
-            "UPDATE ingested_files SET rows_loaded = ?, rejects = ?, seconds = ? WHERE file_id = ?",
-            [counts.rows, counts.rejects, seconds, file_id],
+            "UPDATE ingested_files SET rows_loaded = ?, rejects = ?, seconds = ?, time_zone = coalesce(?, time_zone)"
+            " WHERE file_id = ?",
+            [counts.rows, counts.rejects, seconds, counts.time_zone, file_id],
         )
         samples = con.execute(
             "SELECT line, reason FROM rejects WHERE file_id = ? ORDER BY line NULLS LAST LIMIT 3", [file_id]

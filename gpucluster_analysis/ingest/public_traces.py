@@ -237,13 +237,12 @@ def _load_jobs(ctx: LoadContext, source: str, what: str) -> LoadCounts:
     if not ctx.options.zone and _is_philly(ctx.head):
         # Philly's wall-clock times are Redmond's, as in its own trace (ingest/philly.py)
         zone = PHILLY_ZONE
-        ctx.con.execute("UPDATE ingested_files SET time_zone = ? WHERE file_id = ?", [zone, ctx.file_id]).fetchall()
     install_zone(ctx.con, zone)
     params.update(path=str(ctx.path), file_id=ctx.file_id, source=source, zone=zone, encoding=encoding,
                   max_line_size=MAX_LINE_BYTES)
     run_script(ctx.con, "ingest", "trace_macros", {})
     run_script(ctx.con, "ingest", "helios_acme_jobs", params, on_statement=ctx.on_statement)
-    return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"))
+    return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"), time_zone=zone)
 
 
 def _load_helios(ctx: LoadContext) -> LoadCounts:
@@ -265,12 +264,12 @@ def _load_alibaba(ctx: LoadContext) -> LoadCounts:
     encoding = _encoding(ctx.path)
     params = _layout(ctx, _POD_COLUMNS, _POD_COLUMNS, "an Alibaba cluster-trace-gpu-v2023 pod list")
     epoch = parse_epoch(ctx.options.epoch) if ctx.options.epoch else ALIBABA_EPOCH
-    params.update(path=str(ctx.path), file_id=ctx.file_id, epoch=epoch, encoding=encoding, max_line_size=MAX_LINE_BYTES,
-                  # what the stored times mean, with the file: UTC, counted from this instant
-                  time_zone=f"UTC, relative seconds from {epoch:%Y-%m-%dT%H:%M:%S}Z")
+    params.update(path=str(ctx.path), file_id=ctx.file_id, epoch=epoch, encoding=encoding, max_line_size=MAX_LINE_BYTES)
     run_script(ctx.con, "ingest", "trace_macros", {})
     run_script(ctx.con, "ingest", "alibaba_pods", params, on_statement=ctx.on_statement)
-    return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"))
+    # Recorded with the file: its times were read as UTC offsets from the epoch (--tz does not apply).
+    return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"),
+                      time_zone=f"UTC, relative seconds from {epoch:%Y-%m-%dT%H:%M:%S}Z")
 
 
 FORMATS = [

@@ -697,9 +697,7 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
             hint="export with sacct -P (e.g. sacct -a -P -S 2024-01-01 --format JobID,JobName,User,Account,Partition,"
                  "State,ExitCode,Submit,Eligible,Start,End,Timelimit,NNodes,AllocTRES,NodeList) or scontrol show job -d",
         )
-    zone = ctx.options.zone or local_zone()
-    # The zone is the machine's unless --tz says otherwise: record the one used.
-    ctx.con.execute("UPDATE ingested_files SET time_zone = ? WHERE file_id = ?", [zone, ctx.file_id]).fetchall()
+    zone = ctx.options.zone or local_zone()  # the machine's unless --tz says otherwise; recorded with the file
     install_zone(ctx.con, zone)
     reader = _Reader(ctx.path, ctx.options.columns)
     stager = _Stager(ctx.con)
@@ -730,7 +728,7 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
     if reader.layout is None:
         raise ParseError(f"{ctx.path}: no sacct header or data lines", hint="expected sacct output")
     run_script(ctx.con, "ingest", "slurm_sacct", {"file_id": ctx.file_id, "zone": zone}, on_statement=ctx.on_statement)
-    return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"))
+    return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"), time_zone=zone)
 
 
 def _count(ctx: LoadContext, table: str) -> int:

@@ -1,7 +1,7 @@
 -- Load one pod list of Alibaba's cluster-trace-gpu-v2023 (openb_pod_list_*.csv) into jobs
 -- and attempts: one job per pod, one attempt per pod that was scheduled.
 -- Parameters: $path, $file_id, $epoch (the instant the trace's relative seconds count from,
--- a naive UTC TIMESTAMP; --epoch, else 1970-01-01), $time_zone (what ingested_files records),
+-- a naive UTC TIMESTAMP; --epoch, else 1970-01-01),
 -- $encoding (utf-8, or latin-1 for a file that is not UTF-8), $delim, $header_text, $n_fields
 -- and $pos_<column> (1-based position of each column in the header, NULL when absent), as in
 -- helios_acme_jobs.sql.
@@ -86,9 +86,6 @@ SELECT p.*,
        $epoch + to_seconds(deleted_s) AS end_at
 FROM stage_pod p
 WHERE p.line NOT IN (SELECT line FROM stage_pod_problem);
-
--- Recorded with the file: its times were read as UTC offsets from $epoch (--tz does not apply).
-UPDATE ingested_files SET time_zone = $time_zone WHERE file_id = $file_id;
 
 INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id)
 SELECT 'alibaba', job_id, NULL, NULL, status, phase, submit_at, $file_id
