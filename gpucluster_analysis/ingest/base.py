@@ -68,6 +68,7 @@ class FileFormat:
     # Recognizes files by their path instead of their content (job logs).
     claims_path: Callable[[Path, IngestOptions], bool] | None = None
     parse: Callable[[Path, IngestOptions], dict[str, list[dict[str, object]]]] | None = None
+    main_table: str | None = None  # of a parse-only format: the table whose rows its summary counts
 
 
 @dataclass

@@ -188,6 +188,7 @@ FORMATS = [
         sniff=lambda head: False,  # logs are recognized by their path, never by content
         load=None,
         parse=parse,
+        main_table="job_logs",
         claims_path=claims,
     )
 ]

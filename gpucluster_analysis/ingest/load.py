@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
@@ -41,8 +42,6 @@ _CONTRIBUTING_TABLES = (
 _TEMP_PREFIXES = ("stage_",)
 # Parse-only formats (job logs) are stored this many files per transaction.
 PARSED_BATCH_FILES = 500
-# The table whose rows a parse-only format's summary counts.
-_MAIN_TABLE = {"job_log": "job_logs"}
 # Below this size a file loads before progress polling would show anything.
 _POLL_MIN_BYTES = 8 << 20
 # Why a log-like file in a walked directory was not ingested.
@@ -175,6 +174,24 @@ def _unreadable(path: Path, fmt: FileFormat, e: OSError) -> FileReport:
     return FileReport(path, fmt.name, "failed", message=str(error), error=error)
 
 
+@dataclass
+class _ParsedFile:
+    """A file of a parse-only format, read and parsed, waiting for its batch to be stored."""
+
+    path: Path
+    fmt: FileFormat
+    key: str  # resolved path, as ingested_files records it
+    size: int
+    digest: str
+    replaces: list[int]  # file_ids of earlier ingests of this path (--replace)
+    rows: dict[str, list[dict[str, object]]]  # by table, without file_id
+    seconds: float
+
+    @property
+    def main_rows(self) -> int:
+        return len(self.rows.get(self.fmt.main_table or "", []))
+
+
 def ingest_parsed(
     con: duckdb.DuckDBPyConnection, batch: list[tuple[Path, FileFormat]], options: IngestOptions
 ) -> list[FileReport]:
@@ -192,71 +209,63 @@ def ingest_parsed(
         "SELECT file_id, path, content_hash FROM ingested_files WHERE path IN (SELECT unnest(?))", [resolved]
     ).fetchall():
         previous.setdefault(path_text, []).append((file_id, digest))
-    reports: list[FileReport | None] = []
-    parsed: list[tuple[int, str, int, str, list[int], dict[str, list[dict[str, object]]], float]] = []
-    for n, ((path, fmt), key) in enumerate(zip(batch, resolved, strict=True)):
+    outcomes: list[FileReport | _ParsedFile] = []
+    for (path, fmt), key in zip(batch, resolved, strict=True):
         started = time.perf_counter()
         try:
             size = path.stat().st_size
             digest = sha256_of(path)
             before = previous.get(key, [])
             if any(d == digest for _, d in before) and not options.replace:
-                reports.append(FileReport(path, fmt.name, "unchanged",
-                                          message="ingested before with the same content; nothing to do (--replace reloads it)"))
+                outcomes.append(FileReport(path, fmt.name, "unchanged",
+                                           message="ingested before with the same content; nothing to do (--replace reloads it)"))
                 continue
             if before and not options.replace:
                 raise InputError(f"{path}: ingested before with different content",
                                  hint="pass --replace to replace what it contributed")
             rows = fmt.parse(path, options)  # type: ignore[misc]
         except GcaError as e:
-            reports.append(FileReport(path, fmt.name, "failed", message=str(e), error=e))
+            outcomes.append(FileReport(path, fmt.name, "failed", message=str(e), error=e))
             continue
         except DAMAGED_GZIP as e:
             error = damaged_gzip(path, e)
-            reports.append(FileReport(path, fmt.name, "failed", message=str(error), error=error))  # type: ignore[arg-type]
+            outcomes.append(FileReport(path, fmt.name, "failed", message=str(error), error=error))  # type: ignore[arg-type]
             continue
         except OSError as e:
-            reports.append(_unreadable(path, fmt, e))
+            outcomes.append(_unreadable(path, fmt, e))
             continue
-        reports.append(None)  # filled in once the batch is stored
-        parsed.append((n, key, size, digest, [fid for fid, _ in before], rows, time.perf_counter() - started))
+        outcomes.append(_ParsedFile(path, fmt, key, size, digest, [fid for fid, _ in before], rows,
+                                    time.perf_counter() - started))
+    parsed = [o for o in outcomes if isinstance(o, _ParsedFile)]
+    failure: GcaError | None = None
     if parsed:
         try:
-            _store_parsed(con, batch, parsed)
+            _store_parsed(con, parsed)
         except GcaError as e:  # nothing of the batch was stored: each of its files failed
-            for entry in parsed:
-                path, fmt = batch[entry[0]]
-                reports[entry[0]] = FileReport(path, fmt.name, "failed", message=str(e), error=e)
-    out = []
-    for n, report in enumerate(reports):
-        if report is None:
-            entry = next(p for p in parsed if p[0] == n)
-            path, fmt = batch[n]
-            rows = sum(len(v) for k, v in entry[5].items() if k == _MAIN_TABLE.get(fmt.name, k))
-            report = FileReport(path, fmt.name, "replaced" if entry[4] else "loaded", rows=rows, seconds=entry[6])
-        out.append(report)
-    return out
+            failure = e
+    return [
+        o if isinstance(o, FileReport)
+        else FileReport(o.path, o.fmt.name, "failed", message=str(failure), error=failure) if failure
+        else FileReport(o.path, o.fmt.name, "replaced" if o.replaces else "loaded", rows=o.main_rows, seconds=o.seconds)
+        for o in outcomes
+    ]
 
 
-def _store_parsed(con: duckdb.DuckDBPyConnection, batch: list[tuple[Path, FileFormat]], parsed: list) -> None:  # type: ignore[type-arg]
+def _store_parsed(con: duckdb.DuckDBPyConnection, parsed: list[_ParsedFile]) -> None:
     import pyarrow as pa
 
     con.execute("BEGIN TRANSACTION")
     try:
-        for _, _, _, _, old_ids, _, _ in parsed:
-            for old_file_id in old_ids:
-                _forget_file(con, old_file_id)
+        for old_file_id in (fid for p in parsed for fid in p.replaces):
+            _forget_file(con, old_file_id)
         (next_id,) = con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM ingested_files").fetchall()[0]
         now = datetime.now(UTC).replace(tzinfo=None)
         files, by_table = [], {}  # type: ignore[var-annotated]
-        for k, (n, key, size, digest, _, rows, seconds) in enumerate(parsed):
-            file_id = next_id + k
-            fmt = batch[n][1]
-            main = rows.get(_MAIN_TABLE.get(fmt.name, ""), [])
-            files.append({"file_id": file_id, "path": key, "size_bytes": size, "content_hash": digest,
-                          "format": fmt.name, "time_zone": None, "rows_loaded": len(main), "rejects": 0,
-                          "seconds": seconds, "ingested_at": now})
-            for table, table_rows in rows.items():
+        for file_id, p in enumerate(parsed, start=next_id):
+            files.append({"file_id": file_id, "path": p.key, "size_bytes": p.size, "content_hash": p.digest,
+                          "format": p.fmt.name, "time_zone": None, "rows_loaded": p.main_rows, "rejects": 0,
+                          "seconds": p.seconds, "ingested_at": now})
+            for table, table_rows in p.rows.items():
                 by_table.setdefault(table, []).extend({**r, "file_id": file_id} for r in table_rows)
         for table, table_rows in [("ingested_files", files), *by_table.items()]:
             if table_rows:
@@ -266,8 +275,7 @@ def _store_parsed(con: duckdb.DuckDBPyConnection, batch: list[tuple[Path, FileFo
     except BaseException as e:
         con.execute("ROLLBACK")
         if isinstance(e, duckdb.Error):
-            first = batch[parsed[0][0]][0]
-            raise StoreError(f"{first} and {len(parsed) - 1} more files: storing failed: {str(e).splitlines()[0]}") from e
+            raise StoreError(f"{parsed[0].path} and {len(parsed) - 1} more files: storing failed: {str(e).splitlines()[0]}") from e
         raise
 
 
@@ -282,13 +290,9 @@ def ingest_file(
     size = path.stat().st_size
     listener.file_started(path, fmt.name, size)
     digest = sha256_of(path, _byte_progress(listener, size))
-    # A job log's meaning is its path (which job, which attempt): two jobs can leave
-    # identical logs, so only another format's same bytes elsewhere count as ingested.
-    by_path_only = fmt.claims_path is not None
     previous = con.execute(
-        "SELECT file_id, path, content_hash FROM ingested_files"
-        " WHERE (content_hash = ? AND NOT ?) OR path = ? ORDER BY file_id",
-        [digest, by_path_only, str(path.resolve())],
+        "SELECT file_id, path, content_hash FROM ingested_files WHERE content_hash = ? OR path = ? ORDER BY file_id",
+        [digest, str(path.resolve())],
     ).fetchall()
     same_bytes = [row for row in previous if row[2] == digest]
     if same_bytes and not options.replace:
@@ -335,8 +339,7 @@ def ingest_file(
         if isinstance(e, DAMAGED_GZIP):  # a .gz cut short, found only when read to its end
             raise damaged_gzip(path, e) from None
         raise
-    if not by_path_only:  # job logs never stage; skipping the lookup matters at thousands of files
-        _drop_staging(con)
+    _drop_staging(con)
     return FileReport(
         path, fmt.name, "replaced" if previous else "loaded",
         rows=counts.rows, rejects=counts.rejects, seconds=time.perf_counter() - started,
