@@ -52,8 +52,10 @@ class LogPlace:
     layout: str  # synth, slurm, pattern
 
 
+@lru_cache(maxsize=8)
 def compile_log_pattern(template: str) -> re.Pattern[str]:
-    """`{job_id}/{attempt}/stderr.txt` -> a regex matched against the end of a path."""
+    """`{job_id}/{attempt}/stderr.txt` -> a regex matched against the end of a path
+    (cached: every file of a walk is placed with it, twice)."""
     if "{job_id}" not in template:
         raise InputError(
             f"--log-pattern {template!r} has no {{job_id}}",
