@@ -29,5 +29,5 @@ INSERT INTO rejects (file_id, line, reason, text)
 SELECT $file_id, NULL, problem, concat_ws(',', machine_id, trim(gpus), trim(gpu_mem))
 FROM stage_machine_problem WHERE problem IS NOT NULL;
 
-INSERT INTO machines (machine_id, listed_gpus, gpu_memory_gb, file_id)
-SELECT machine_id, listed_gpus, gpu_memory_gb, $file_id FROM stage_machine_problem WHERE problem IS NULL;
+INSERT INTO machines (machine_id, listed_gpus, gpu_memory_gb, source, file_id)
+SELECT machine_id, listed_gpus, gpu_memory_gb, 'philly', $file_id FROM stage_machine_problem WHERE problem IS NULL;
