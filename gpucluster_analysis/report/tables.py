@@ -8,15 +8,12 @@ job-level tables the report's figure queries read (after `prepare`).
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import duckdb
 import polars as pl
 
-from gpucluster_analysis.errors import QueryError
-from gpucluster_analysis.sqlfiles import load_sql
+from gpucluster_analysis.db.queries import create_temp_tables, run_query
 
 # Temp tables built once per report, in this order; later queries refer to them by name.
 # attributed_util is the only query that joins gpu_samples row by row (one pass).
@@ -47,47 +44,12 @@ def prepare(con: duckdb.DuckDBPyConnection, on_table: Callable[[str, float], Non
 
     `on_table(name, seconds)`, when given, hears how long each table took.
     """
-    _create(con, [(name, name) for name in PREPARED_TABLES], on_table)
+    create_temp_tables(con, [(name, name) for name in PREPARED_TABLES], on_table)
 
 
 def prepare_report(con: duckdb.DuckDBPyConnection, on_table: Callable[[str, float], None] | None = None) -> None:
     """Create the job-level temp tables of the report's figure queries; call `prepare(con)` first."""
-    _create(con, list(REPORT_TABLES), on_table)
-
-
-def _create(
-    con: duckdb.DuckDBPyConnection, tables: list[tuple[str, str]], on_table: Callable[[str, float], None] | None
-) -> None:
-    for table, query in tables:
-        started = time.perf_counter()
-        with _query_errors(query):
-            con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {load_sql('queries', query)}")
-        if on_table is not None:
-            on_table(table, time.perf_counter() - started)
-
-
-@contextmanager
-def _query_errors(name: str) -> Iterator[None]:
-    """A failing named query becomes a one-line QueryError that names it; Ctrl-C stays an interrupt."""
-    try:
-        yield
-    except duckdb.InterruptException as e:
-        raise KeyboardInterrupt from e
-    except duckdb.Error as e:
-        first_line = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise QueryError(
-            f"query {name} failed: {first_line}",
-            hint="the store may come from another gca version: ingest into a new store; if it persists, report it",
-        ) from e
-
-
-def run_query(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pl.DataFrame:
-    """Run `sql/queries/<name>.sql` with named parameters and return a polars DataFrame."""
-    from gpucluster_analysis.sqlfiles import bind
-
-    sql = load_sql("queries", name)
-    with _query_errors(name):
-        return con.sql(sql, params=bind(sql, params) or None).pl()
+    create_temp_tables(con, list(REPORT_TABLES), on_table)
 
 
 def jobs_table(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:

@@ -1,0 +1,328 @@
+"""Replay a store's cluster over time and split every second of queueing into its cause.
+
+`replay_store(con, quotas, locality)` reads the store through the named queries
+`replay_*` (DuckDB does the reading and joining), rebuilds each source's cluster as step
+functions over its event times (`timeline`), and splits each job's first wait into
+fair_share / capacity / fragmentation / other (`split`). Retry waits are kept whole.
+It needs no report: the report is one of its readers.
+
+Each source (philly, slurm, ...) is its own cluster. Where a source names no machines
+(Helios, Acme, Alibaba pods), per-machine state is unknown: fragmentation is not split
+(NULL) and the cluster's size is its node list's, or else the most GPUs ever held at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import duckdb
+import numpy as np
+import polars as pl
+
+from gpucluster_analysis.db.queries import create_temp_tables, run_query, temp_table_exists
+from gpucluster_analysis.replay import split
+from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas, load_quotas, parse_locality
+from gpucluster_analysis.replay.split import CAUSES, RELAX_ABOVE_GPUS, RELAX_AFTER_MIN, WaitJobs
+from gpucluster_analysis.replay.timeline import (
+    QUOTA_QUANTILE, Holdings, Timeline, build_timeline, event_grid, integral_at, vc_usage, weighted_quantile,
+)
+
+__all__ = ["CAUSES", "LocalityRule", "Quotas", "Replay", "load_quotas", "parse_locality", "replay_store"]
+
+TIMELINE_MAX_BINS = 1500
+_BIN_WIDTHS_S = (60, 300, 600, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 86400, 28 * 86400)
+# Tables the replay's queries join; the report builds them too (the same named queries).
+_NEEDED = (("attempt_sizes", "attempt_sizes"), ("job_keys", "job_keys"))
+
+
+@dataclass
+class Replay:
+    """What the replay found, as tables (polars), one set for the whole store."""
+
+    jobs: pl.DataFrame  # per job: waits by cause, retry wait, what-if savings
+    clusters: pl.DataFrame  # per source: machines, capacity, how it was known, load, idle machines
+    quotas: pl.DataFrame  # per (source, VC): the quota used and where it came from
+    timeline: pl.DataFrame  # per (source, time bin): free GPUs, idle machines, held GPUs
+    pending: pl.DataFrame  # the scheduler's pending reasons vs the replay's causes
+    locality: LocalityRule
+    quotas_origin: str  # "file <path>" or the inference method
+
+
+def replay_store(
+    con: duckdb.DuckDBPyConnection,
+    quotas: Quotas | None = None,
+    locality: LocalityRule = DEFAULT_LOCALITY,
+    log: Callable[[str], None] = lambda _msg: None,
+) -> Replay:
+    """Replay every source of the store (read-only: temp tables only)."""
+    _prepare(con)
+    holdings = run_query(con, "replay_holdings")
+    machines = run_query(con, "replay_machines")
+    jobs = run_query(con, "replay_jobs")
+    pending = run_query(con, "replay_pending")
+    origin = (f"file {quotas.path}" if quotas is not None else
+              f"inferred: each VC's time-weighted {round(QUOTA_QUANTILE * 100)}th percentile of the GPUs it held,"
+              " at least its largest started job")
+    parts = [
+        _replay_source(source, holdings.filter(pl.col("source") == source), machines.filter(pl.col("source") == source),
+                       jobs.filter(pl.col("source") == source), pending.filter(pl.col("source") == source),
+                       quotas, locality, log)
+        for source in sorted(set(jobs.get_column("source").to_list()))
+    ]
+    unattributed = machines.filter(pl.col("source").is_null()).height
+    clusters = pl.concat([p[1] for p in parts], how="vertical_relaxed") if parts else _empty_clusters()
+    clusters = clusters.with_columns(pl.lit(unattributed).alias("machines_unattributed"))
+    return Replay(
+        jobs=pl.concat([p[0] for p in parts], how="vertical_relaxed").sort("source", "job_id") if parts else pl.DataFrame(),
+        clusters=clusters,
+        quotas=pl.concat([p[2] for p in parts], how="vertical_relaxed") if parts else pl.DataFrame(),
+        timeline=pl.concat([p[3] for p in parts], how="vertical_relaxed") if parts else pl.DataFrame(),
+        pending=pl.concat([p[4] for p in parts], how="vertical_relaxed") if parts else pl.DataFrame(),
+        locality=locality,
+        quotas_origin=origin,
+    )
+
+
+def _prepare(con: duckdb.DuckDBPyConnection) -> None:
+    create_temp_tables(con, [t for t in _NEEDED if not temp_table_exists(con, t[0])])
+    if not temp_table_exists(con, "machine_capacity_snapshot"):
+        con.execute("CREATE TEMP TABLE machine_capacity_snapshot AS SELECT * FROM machine_capacity")
+    create_temp_tables(con, [("replay_bounds", "replay_bounds")])
+
+
+def _empty_clusters() -> pl.DataFrame:
+    return pl.DataFrame(schema={"source": pl.Utf8})
+
+
+def _replay_source(
+    source: str, hold_df: pl.DataFrame, mach_df: pl.DataFrame, job_df: pl.DataFrame, pend_df: pl.DataFrame,
+    quotas: Quotas | None, rule: LocalityRule, log: Callable[[str], None],
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    vcs = sorted({v for v in [*hold_df.get_column("vc").to_list(), *job_df.get_column("vc").to_list()] if v is not None})
+    vc_code = {v: i for i, v in enumerate(vcs)}
+    machine_ids = mach_df.get_column("machine_id").to_list()
+    machine_code = {m: i for i, m in enumerate(machine_ids)}
+    known = hold_df.filter(pl.col("gpus").is_not_null())
+    holdings = Holdings(
+        start=known.get_column("start_s").to_numpy().astype(float),
+        end=known.get_column("end_s").to_numpy().astype(float),
+        machine=np.array([machine_code.get(m, -1) if m is not None else -1 for m in known.get_column("machine_id").to_list()],
+                         dtype=np.int64),
+        vc=np.array([vc_code.get(v, -1) if v is not None else -1 for v in known.get_column("vc").to_list()], dtype=np.int64),
+        gpus=known.get_column("gpus").to_numpy().astype(float),
+    )
+    capacities = mach_df.get_column("gpus").to_numpy().astype(float)
+    wait_from = job_df.get_column("wait_from_s").to_numpy().astype(float)
+    wait_until = job_df.get_column("wait_until_s").to_numpy().astype(float)
+    gpus = job_df.get_column("gpus").to_numpy().astype(float)
+    job_vc = np.array([vc_code.get(v, -1) if v is not None else -1 for v in job_df.get_column("vc").to_list()], dtype=np.int64)
+    has_wait = np.isfinite(wait_from) & np.isfinite(wait_until) & (wait_until >= wait_from)
+    T = event_grid(holdings, wait_from[has_wait])
+    tl = build_timeline(T, holdings, capacities, None)
+    log(f"replay {source}: {len(T):,} event times, {tl.machines:,} machines, {tl.capacity:,.0f} GPUs")
+
+    weights = tl.durations()
+    weights[0] = 0.0  # the lead interval before the first event is no part of the trace
+    usage = {c: vc_usage(T, holdings, c) for c in range(len(vcs))}
+    quota = _quotas(vcs, usage, weights, quotas, holdings, job_vc, gpus, job_df)
+    idle_quota = None
+    if any(q is not None for q in quota.values()):
+        idle_quota = np.zeros(len(T))
+        for c, q in quota.items():
+            if q is not None:
+                idle_quota += np.maximum(q - usage[c], 0.0)
+
+    splittable = has_wait & np.isfinite(gpus) & (gpus > 0)
+    waits = WaitJobs(job_vc, gpus, wait_from, wait_until)
+    result = _split_classes(tl, waits, splittable, usage, quota, idle_quota, rule)
+    pending = _pending(source, pend_df, job_df, tl, waits, splittable, usage, quota, idle_quota, rule)
+
+    by_cause = result["seconds"]
+    frag_known = tl.placement_known
+    jobs_out = pl.DataFrame({
+        "source": job_df.get_column("source"),
+        "job_id": job_df.get_column("job_id"),
+        "started": job_df.get_column("started"),
+        "wait_s": pl.Series(np.where(has_wait, wait_until - wait_from, np.nan)).fill_nan(None),
+        "wait_fair_share_s": _col(by_cause[:, 0], splittable),
+        "wait_capacity_s": _col(by_cause[:, 1], splittable),
+        "wait_fragmentation_s": _col(by_cause[:, 2], splittable & frag_known),
+        "wait_other_s": _col(by_cause[:, 3], splittable),
+        "wait_retry_s": job_df.get_column("wait_retry_s"),
+        **{f"saved_relaxed_after_{t}min_s": _col(result["relax"][:, i], splittable & (gpus > RELAX_ABOVE_GPUS) & frag_known)
+           for i, t in enumerate(RELAX_AFTER_MIN)},
+        "saved_borrowing_s": _col(result["borrow"], splittable & (idle_quota is not None)),
+    })
+    return jobs_out, _cluster_row(source, tl, weights, rule, mach_df, hold_df), \
+        _quota_rows(source, vcs, quota, usage, weights, quotas), _timeline(source, tl), pending
+
+
+def _col(values: np.ndarray, mask: np.ndarray) -> pl.Series:
+    return pl.Series(np.where(mask, np.round(values, 3), np.nan)).fill_nan(None)
+
+
+def _quotas(
+    vcs: list[str], usage: dict[int, np.ndarray], weights: np.ndarray, quotas: Quotas | None,
+    holdings: Holdings, job_vc: np.ndarray, gpus: np.ndarray, job_df: pl.DataFrame,
+) -> dict[int, float | None]:
+    if quotas is not None:
+        return {c: quotas.gpus.get(v) for c, v in enumerate(vcs)}
+    started = job_df.get_column("started").to_numpy()
+    out: dict[int, float | None] = {}
+    for c in range(len(vcs)):
+        p = weighted_quantile(usage[c], weights, QUOTA_QUANTILE)
+        ran = gpus[(job_vc == c) & started & np.isfinite(gpus)]
+        largest = float(ran.max()) if ran.size else 0.0
+        out[c] = None if p is None else max(p, largest)
+    return out
+
+
+def _split_classes(
+    tl: Timeline, jobs: WaitJobs, splittable: np.ndarray, usage: dict[int, np.ndarray],
+    quota: dict[int, float | None], idle_quota: np.ndarray | None, rule: LocalityRule,
+) -> dict[str, np.ndarray]:
+    n_jobs = len(jobs.gpus)
+    seconds = np.zeros((n_jobs, len(CAUSES)))
+    relax = np.zeros((n_jobs, len(RELAX_AFTER_MIN)))
+    borrow = np.zeros(n_jobs)
+    rows = np.flatnonzero(splittable)
+    if not rows.size:
+        return {"seconds": seconds, "relax": relax, "borrow": borrow}
+    order = rows[np.lexsort((jobs.gpus[rows], jobs.vc[rows]))]
+    keys = np.stack([jobs.vc[order], jobs.gpus[order]], axis=1)
+    breaks = np.flatnonzero(np.any(keys[1:] != keys[:-1], axis=1)) + 1
+    for members in np.split(order, breaks):
+        vc, g = int(jobs.vc[members[0]]), float(jobs.gpus[members[0]])
+        a, b = jobs.wait_from[members], jobs.wait_until[members]
+        lo = int(tl.index(a).min())
+        hi = int(tl.index(b).max())
+        q = quota.get(vc) if vc >= 0 else None
+        elsewhere = None
+        if idle_quota is not None and q is not None:
+            elsewhere = idle_quota - np.maximum(q - usage[vc], 0.0)
+        state = split.class_state(tl, lo, hi, g, usage.get(vc) if q is not None else None, q, elsewhere, rule)
+        seconds[members] = split.seconds_by_cause(state, a, b)
+        if g > RELAX_ABOVE_GPUS and tl.placement_known:
+            fragmented = state.cause == split.FRAGMENTATION
+            for i, minutes in enumerate(RELAX_AFTER_MIN):
+                relax[members, i] = split.saved_by_first(state, fragmented, np.minimum(a + 60.0 * minutes, b), b)
+        if state.borrowable is not None:
+            borrow[members] = split.saved_by_first(state, state.borrowable, a, b)
+    return {"seconds": seconds, "relax": relax, "borrow": borrow}
+
+
+def _pending(
+    source: str, pend_df: pl.DataFrame, job_df: pl.DataFrame, tl: Timeline, jobs: WaitJobs, splittable: np.ndarray,
+    usage: dict[int, np.ndarray], quota: dict[int, float | None], idle_quota: np.ndarray | None, rule: LocalityRule,
+) -> pl.DataFrame:
+    """Per (scheduler's reason, replay's cause): snapshots and jobs."""
+    schema = {"source": pl.Utf8, "reason": pl.Utf8, "replay_cause": pl.Utf8, "snapshots": pl.Int64, "jobs": pl.Int64}
+    if pend_df.is_empty():
+        return pl.DataFrame(schema=schema)
+    index = job_df.select("job_id").with_row_index("row")
+    rows = pend_df.join(index, on="job_id", how="left")
+    row = rows.get_column("row").to_numpy()
+    t = rows.get_column("observed_s").to_numpy().astype(float)
+    label = np.full(len(rows), "not in the store", dtype=object)
+    in_store = ~rows.get_column("row").is_null().to_numpy()
+    r = np.where(in_store, row, 0).astype(np.int64)
+    can = in_store & splittable[r]
+    label[in_store & ~can] = "no split (GPUs or times unknown)"
+    waiting = can & (t >= jobs.wait_from[r]) & (t < jobs.wait_until[r])
+    label[can & ~waiting & (t < jobs.wait_from[r])] = "before its queue start"
+    label[can & ~waiting & (t >= jobs.wait_until[r])] = "after its start"
+    wait_rows = np.flatnonzero(waiting)
+    if wait_rows.size:
+        keys = np.stack([jobs.vc[r[wait_rows]], jobs.gpus[r[wait_rows]]], axis=1)
+        for key in np.unique(keys, axis=0):
+            sel = wait_rows[np.all(keys == key, axis=1)]
+            vc, g = int(key[0]), float(key[1])
+            lo, hi = int(tl.index(t[sel]).min()), int(tl.index(t[sel]).max())
+            q = quota.get(vc) if vc >= 0 else None
+            state = split.class_state(tl, lo, hi, g, usage.get(vc) if q is not None else None, q, None, rule)
+            causes = split.cause_at(state, t[sel])
+            label[sel] = np.array(CAUSES, dtype=object)[causes]
+            if not tl.placement_known:
+                label[sel[causes == split.OTHER]] = "other (fragmentation unknown)"
+    out = pl.DataFrame({"source": source, "reason": rows.get_column("reason"), "replay_cause": label.astype(str),
+                        "job_id": rows.get_column("job_id")})
+    return (out.group_by("source", "reason", "replay_cause")
+            .agg(pl.len().cast(pl.Int64).alias("snapshots"), pl.col("job_id").n_unique().cast(pl.Int64).alias("jobs"))
+            .sort("reason", "replay_cause"))
+
+
+def _cluster_row(source: str, tl: Timeline, weights: np.ndarray, rule: LocalityRule, mach_df: pl.DataFrame,
+                 hold_df: pl.DataFrame) -> pl.DataFrame:
+    span = float(weights.sum())
+    mean = (lambda v: float((v * weights).sum() / span) if span > 0 else None)
+    idle_any = float(weights[tl.idle_machines > 0].sum() / span * 100) if span > 0 and tl.placement_known else None
+    known = hold_df.filter(pl.col("gpus").is_not_null())
+    gpu_s = (known.get_column("end_s") - known.get_column("start_s")) * known.get_column("gpus")
+    placed_s = float(gpu_s.filter(known.get_column("machine_id").is_not_null()).sum() or 0.0)
+    total_s = float(gpu_s.sum() or 0.0)
+    return pl.DataFrame([{
+        "source": source,
+        "machines": tl.machines,
+        "capacity_gpus": tl.capacity,
+        "capacity_basis": tl.capacity_basis,
+        "largest_machine_gpus": tl.largest_machine if tl.placement_known else None,
+        "placement_known": tl.placement_known,
+        "placed_gpu_time_pct": placed_s / total_s * 100 if total_s > 0 else None,
+        "attempts_unknown_gpus": hold_df.filter(pl.col("gpus").is_null()).select("job_id", "attempt_no").unique().height,
+        "locality_rule": rule.describe(),
+        "mean_held_gpus": mean(tl.held),
+        "mean_load_pct": (mean(tl.held) or 0.0) / tl.capacity * 100 if tl.capacity > 0 and span > 0 else None,
+        "mean_free_gpus": mean(tl.free),
+        "mean_idle_machines": mean(tl.idle_machines) if tl.placement_known else None,
+        "time_with_idle_machine_pct": idle_any,
+        "listed_machines": int(mach_df.get_column("listed_gpus").is_not_null().sum()),
+    }])
+
+
+def _quota_rows(source: str, vcs: list[str], quota: dict[int, float | None], usage: dict[int, np.ndarray],
+                weights: np.ndarray, quotas: Quotas | None) -> pl.DataFrame:
+    span = float(weights.sum())
+    rows = [{
+        "source": source,
+        "vc": vc,
+        "quota_gpus": quota[c],
+        "origin": ("file" if quota[c] is not None else "not in the file") if quotas is not None else "inferred",
+        "peak_held_gpus": float(usage[c].max()) if usage[c].size else 0.0,
+        "mean_held_gpus": float((usage[c] * weights).sum() / span) if span > 0 else None,
+        "p95_held_gpus": weighted_quantile(usage[c], weights, QUOTA_QUANTILE),
+    } for c, vc in enumerate(vcs)]
+    schema = {"source": pl.Utf8, "vc": pl.Utf8, "quota_gpus": pl.Float64, "origin": pl.Utf8,
+              "peak_held_gpus": pl.Float64, "mean_held_gpus": pl.Float64, "p95_held_gpus": pl.Float64}
+    return pl.DataFrame(rows, schema=schema)
+
+
+def _timeline(source: str, tl: Timeline) -> pl.DataFrame:
+    """Time-weighted means per bin of at most TIMELINE_MAX_BINS bins over the trace."""
+    first, last = (tl.T[1], tl.T[-1]) if tl.n > 1 else (tl.T[0], tl.T[0])
+    span = last - first
+    schema = {"source": pl.Utf8, "bin_start": pl.Datetime("us"), "bin_s": pl.Int64, "free_gpus": pl.Float64,
+              "held_gpus": pl.Float64, "idle_machines": pl.Float64, "capacity_gpus": pl.Float64}
+    if span <= 0:
+        return pl.DataFrame(schema=schema)
+    width = next((w for w in _BIN_WIDTHS_S if span / w <= TIMELINE_MAX_BINS), _BIN_WIDTHS_S[-1])
+    edges = np.arange(np.floor(first / width) * width, last + width, width)
+    edges = np.clip(edges, first, last)
+    lengths = np.diff(edges)
+    keep = lengths > 0
+
+    def means(values: np.ndarray) -> np.ndarray:
+        total = integral_at(tl.T, values, edges)
+        return np.diff(total)[keep] / lengths[keep]
+
+    starts = edges[:-1][keep]
+    return pl.DataFrame({
+        "source": [source] * int(keep.sum()),
+        "bin_start": [datetime.fromtimestamp(float(s), UTC).replace(tzinfo=None) for s in starts],
+        "bin_s": np.full(int(keep.sum()), width, dtype=np.int64),
+        "free_gpus": means(tl.free),
+        "held_gpus": means(tl.held),
+        "idle_machines": means(tl.idle_machines) if tl.placement_known else np.full(int(keep.sum()), np.nan),
+        "capacity_gpus": np.full(int(keep.sum()), tl.capacity),
+    }, schema=schema).with_columns(pl.col("idle_machines").fill_nan(None))

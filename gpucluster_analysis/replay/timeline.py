@@ -1,0 +1,185 @@
+"""The replayed state of one cluster over time, as step functions on the event grid.
+
+Between two consecutive event times (an attempt starting or ending) nothing changes, so
+the state is kept once per interval [T[i], T[i+1]) of the sorted event times T (the last
+interval is open-ended; T[0] lies before every event and every wait). Each machine's held
+GPUs come from a sweep of its own starts and ends in time order, never from a join of
+overlapping windows, so a million short jobs on few machines cost what they are: 2 events
+each. Everything is numpy over intervals or events; nothing loops per second or per job.
+
+From the per-machine sweep come, per interval: the free GPUs in total, the fully idle
+machines and a histogram of free GPUs per machine, from which `top_free(k)` (the free
+GPUs of the k machines with the most free) answers the locality rule for any k.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+EPS = 1e-6  # GPU counts are compared with this slack (fractional shares add up in floating point)
+QUOTA_QUANTILE = 0.95  # inferred quota: this time-weighted quantile of the GPUs a VC held
+# Histograms of free GPUs per machine are kept for machines up to this size; a larger
+# "machine" (a listing error) makes per-machine placement meaningless and is reported.
+MAX_MACHINE_GPUS = 256
+
+
+@dataclass
+class Holdings:
+    """Started attempts' holdings, one row per (attempt, machine); machine -1: placement unknown."""
+
+    start: np.ndarray  # epoch seconds
+    end: np.ndarray
+    machine: np.ndarray  # index into the cluster's machines, or -1
+    vc: np.ndarray  # VC code, -1 for none
+    gpus: np.ndarray  # GPUs held there (float)
+
+
+@dataclass
+class Timeline:
+    """Step functions of one cluster's state on the grid T."""
+
+    T: np.ndarray
+    capacity: float  # GPUs of the cluster
+    capacity_basis: str  # listed/observed machines, or the peak held (placement unknown)
+    machines: int
+    largest_machine: int  # GPUs of the largest machine (0 when placement is unknown)
+    placement_known: bool  # per-machine state exists (some attempt names its machines)
+    held: np.ndarray  # GPUs held in total
+    free: np.ndarray  # free GPUs in total (per machine, clamped at 0, less holdings without a machine)
+    idle_machines: np.ndarray  # machines with nothing held
+    _at_least: np.ndarray | None = None  # [i, v-1]: machines with >= v free GPUs, v = 1..max machine size
+    _top: dict[int, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.T)
+
+    def index(self, t: np.ndarray) -> np.ndarray:
+        """Interval of each time: the last i with T[i] <= t (times before T[0] map to 0)."""
+        return np.maximum(np.searchsorted(self.T, t, side="right") - 1, 0)
+
+    def top_free(self, k: int) -> np.ndarray:
+        """Per interval, the free GPUs of the k machines with the most free (whole GPUs)."""
+        if k not in self._top:
+            if self._at_least is None:
+                self._top[k] = np.zeros(self.n)
+            else:
+                # sum of the k largest values = sum over v >= 1 of min(k, #machines with >= v)
+                self._top[k] = np.minimum(self._at_least, k).sum(axis=1, dtype=np.int64).astype(float)
+        return self._top[k]
+
+    def durations(self) -> np.ndarray:
+        """Length of each closed interval (the open last one gets 0)."""
+        return np.append(np.diff(self.T), 0.0)
+
+
+def event_grid(holdings: Holdings, waits_from: np.ndarray) -> np.ndarray:
+    """Sorted distinct event times, led by one time before every event and wait."""
+    times = np.concatenate([holdings.start, holdings.end])
+    lead = min(times.min() if times.size else np.inf, waits_from.min() if waits_from.size else np.inf)
+    lead = 0.0 if not np.isfinite(lead) else lead - 1.0
+    return np.unique(np.concatenate([[lead], times]))
+
+
+def build_timeline(T: np.ndarray, holdings: Holdings, capacities: np.ndarray, listed_total: float | None) -> Timeline:
+    """The cluster's state on the grid T from its holdings and machine capacities.
+
+    `capacities[m]`: GPUs of machine m. Without machines (placement unknown everywhere),
+    the cluster's size is `listed_total` (a node list) or else the most GPUs ever held at once.
+    """
+    n = len(T)
+    start_i = np.searchsorted(T, holdings.start)
+    end_i = np.searchsorted(T, holdings.end)
+    held = _step(n, start_i, end_i, holdings.gpus)
+    placed = holdings.machine >= 0
+    unplaced_held = _step(n, start_i[~placed], end_i[~placed], holdings.gpus[~placed])
+
+    if capacities.size and placed.any():
+        caps = capacities.astype(float)
+        free, idle, at_least = _machine_sweep(n, start_i[placed], end_i[placed], holdings.machine[placed],
+                                              holdings.gpus[placed], caps)
+        return Timeline(T, float(caps.sum()), "machines", len(caps), int(caps.max()), True, held,
+                        np.maximum(free - unplaced_held, 0.0), idle, at_least)
+    if capacities.size:
+        total, basis = float(capacities.sum()), "machines"
+    elif listed_total:
+        total, basis = float(listed_total), "machines"
+    else:
+        total, basis = float(held.max()) if n else 0.0, "peak held"
+    idle = np.full(n, float(len(capacities))) if capacities.size else np.full(n, np.nan)
+    return Timeline(T, total, basis, len(capacities), 0, False, held, np.maximum(total - held, 0.0), idle)
+
+
+def _step(n: int, start_i: np.ndarray, end_i: np.ndarray, amount: np.ndarray) -> np.ndarray:
+    """Per interval, the sum of `amount` over the rows with start_i <= i < end_i."""
+    delta = np.bincount(start_i, weights=amount, minlength=n + 1) - np.bincount(end_i, weights=amount, minlength=n + 1)
+    return np.round(np.cumsum(delta[:n]), 6)
+
+
+def _machine_sweep(
+    n: int, start_i: np.ndarray, end_i: np.ndarray, machine: np.ndarray, gpus: np.ndarray, caps: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Each machine's held GPUs swept in time order; per interval: free GPUs, idle machines,
+    and machines with at least v free GPUs (v = 1..largest machine)."""
+    m_count = len(caps)
+    # one row per (machine, event interval) with the net change of GPUs held there
+    key = np.concatenate([machine * n + start_i, machine * n + end_i])
+    delta = np.concatenate([gpus, -gpus])
+    keys, inverse = np.unique(key, return_inverse=True)
+    change = np.bincount(inverse, weights=delta)
+    m = keys // n
+    at = keys % n
+    running = np.cumsum(change)
+    group_first = np.r_[True, m[1:] != m[:-1]]
+    before_group = np.maximum.accumulate(np.where(group_first, np.arange(len(m)), 0))
+    offset = running[before_group] - change[before_group]
+    after = np.round(running - offset, 6)
+    before = np.round(after - change, 6)
+
+    free_after = np.clip(caps[m] - after, 0.0, None)
+    free_before = np.clip(caps[m] - before, 0.0, None)
+    free = caps.sum() + np.cumsum(np.bincount(at, weights=free_after - free_before, minlength=n))
+    went_busy = (before <= EPS) & (after > EPS)
+    went_idle = (before > EPS) & (after <= EPS)
+    idle = m_count + np.cumsum(np.bincount(at, weights=went_idle.astype(float) - went_busy.astype(float), minlength=n))
+
+    largest = int(caps.max())
+    if largest > MAX_MACHINE_GPUS or largest < 1:
+        return free, idle, None
+    width = largest + 1
+    whole_before = np.floor(free_before + EPS).astype(np.int64)
+    whole_after = np.floor(free_after + EPS).astype(np.int64)
+    hist_delta = np.zeros((n, width), dtype=np.int32)
+    np.add.at(hist_delta, (at, whole_before), -1)
+    np.add.at(hist_delta, (at, whole_after), 1)
+    hist = np.cumsum(hist_delta, axis=0, dtype=np.int32)
+    hist += np.bincount(np.floor(caps + EPS).astype(np.int64), minlength=width).astype(np.int32)
+    at_least = np.cumsum(hist[:, ::-1], axis=1, dtype=np.int32)[:, ::-1][:, 1:]  # columns v = 1..largest
+    return free, idle, np.ascontiguousarray(at_least)
+
+
+def vc_usage(T: np.ndarray, holdings: Holdings, vc: int) -> np.ndarray:
+    """GPUs the VC's attempts hold, per interval."""
+    rows = holdings.vc == vc
+    return _step(len(T), np.searchsorted(T, holdings.start[rows]), np.searchsorted(T, holdings.end[rows]),
+                 holdings.gpus[rows])
+
+
+def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float | None:
+    """The q-quantile of a step function's values, weighted by how long each lasted."""
+    keep = weights > 0
+    if not keep.any():
+        return None
+    order = np.argsort(values[keep], kind="stable")
+    v, w = values[keep][order], weights[keep][order]
+    cum = np.cumsum(w)
+    return float(v[np.searchsorted(cum, q * cum[-1] - 1e-9)])
+
+
+def integral_at(T: np.ndarray, values: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The integral of the step function `values` from T[0] to each x (x >= T[0])."""
+    cum = np.concatenate([[0.0], np.cumsum(values[:-1] * np.diff(T))])
+    i = np.maximum(np.searchsorted(T, x, side="right") - 1, 0)
+    return cum[i] + (x - T[i]) * values[i]

@@ -1,0 +1,48 @@
+-- replay_holdings: what each started attempt held, machine by machine, for the replay of
+-- queueing (gpucluster_analysis/replay). An attempt holds its GPUs for start <= t < end;
+-- one with a start and no end holds them until its source's last timestamp (temp table
+-- replay_bounds); one without a start holds nothing and is not listed.
+-- Where it held them, most precise first: the scheduler's (machine, GPU) list (one row per
+-- machine, gpus = GPUs listed there); the machines the source names (Slurm NodeList,
+-- attempt_hosts: gpus there where known, else the attempt's GPUs split evenly);
+-- else one row with machine_id NULL (Helios, Acme, Alibaba pods: the cluster's GPUs are
+-- held, but where is unknown).
+-- Needs the temp tables attempt_sizes and replay_bounds.
+-- Parameters: none.
+-- Output: source, job_id, attempt_no, vc, start_s, end_s (epoch seconds, DOUBLE),
+-- machine_id (NULL: placement unknown), gpus (DOUBLE; NULL: the attempt's size is unknown).
+WITH started AS (
+    SELECT s.source, s.job_id, s.attempt_no, s.gpus, s.start_at,
+           coalesce(s.end_at, b.last_at) AS end_at
+    FROM attempt_sizes s JOIN replay_bounds b USING (source)
+    WHERE s.start_at IS NOT NULL
+),
+listed AS (
+    SELECT source, job_id, attempt_no, machine_id, CAST(count(*) AS DOUBLE) AS gpus
+    FROM allocations GROUP BY source, job_id, attempt_no, machine_id
+),
+hosted AS (
+    SELECT source, job_id, attempt_no, machine_id, max(gpus) AS gpus,
+           count(*) OVER (PARTITION BY source, job_id, attempt_no) AS hosts
+    FROM attempt_hosts
+    WHERE (source, job_id, attempt_no) NOT IN (SELECT source, job_id, attempt_no FROM listed)
+    GROUP BY source, job_id, attempt_no, machine_id
+),
+placed AS (
+    SELECT st.source, st.job_id, st.attempt_no, st.start_at, st.end_at, l.machine_id, l.gpus
+    FROM started st JOIN listed l USING (source, job_id, attempt_no)
+    UNION ALL
+    SELECT st.source, st.job_id, st.attempt_no, st.start_at, st.end_at, h.machine_id,
+           coalesce(CAST(h.gpus AS DOUBLE), st.gpus / h.hosts)
+    FROM started st JOIN hosted h USING (source, job_id, attempt_no)
+    UNION ALL
+    SELECT st.source, st.job_id, st.attempt_no, st.start_at, st.end_at, NULL, st.gpus
+    FROM started st
+    WHERE (st.source, st.job_id, st.attempt_no) NOT IN (SELECT source, job_id, attempt_no FROM listed)
+      AND (st.source, st.job_id, st.attempt_no) NOT IN (SELECT source, job_id, attempt_no FROM hosted)
+)
+SELECT p.source, p.job_id, p.attempt_no, j.vc,
+       epoch(p.start_at) AS start_s, epoch(p.end_at) AS end_s, p.machine_id, p.gpus
+FROM placed p JOIN jobs j USING (source, job_id)
+WHERE p.end_at > p.start_at
+ORDER BY p.source, p.start_at, p.job_id, p.attempt_no, p.machine_id
