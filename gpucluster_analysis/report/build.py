@@ -26,7 +26,9 @@ from gpucluster_analysis import __version__
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import ReportError, StoreError
 from gpucluster_analysis.report import analysis, sections
-from gpucluster_analysis.report.sections import Figure, Paragraph, Section, Table
+from gpucluster_analysis.report.sections import failures, queueing
+from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Section, Table
+from gpucluster_analysis.report.sections.text import fmt_dur
 from gpucluster_analysis.report.tables import format_for_csv, jobs_table, prepare, prepare_report, run_query
 
 # The report's named queries; each result is written as <name>.csv.
@@ -117,7 +119,7 @@ def _check_store(con: duckdb.DuckDBPyConnection, db: Path) -> None:
 def _run_queries(con: duckdb.DuckDBPyConnection, log: Callable[[str], None]) -> dict[str, pl.DataFrame]:
     interval = run_query(con, "gpu_sample_interval", rows=INTERVAL_PROBE_ROWS)
     interval_s = interval.get_column("interval_s")[0] if interval.height else None
-    params = {"top_vcs": sections.TOP_VCS, "sample_interval_s": interval_s, "top_repeaters": sections.TOP_REPEATERS}
+    params = {"top_vcs": queueing.TOP_VCS, "sample_interval_s": interval_s, "top_repeaters": failures.TOP_REPEATERS}
     results = {"gpu_sample_interval": interval}
     for name in REPORT_QUERIES:
         if name not in results:
@@ -264,7 +266,7 @@ def _cell(col: str, value: object) -> tuple[str, bool]:
         return f"{value:,}", False
     if isinstance(value, float):
         if col.endswith("_s"):
-            return sections.fmt_dur(value), False
+            return fmt_dur(value), False
         if col == "p_value":
             return ("<0.001" if value < 0.001 else f"{value:.3f}"), False
         if abs(value) >= 100:

@@ -1,0 +1,31 @@
+"""The report's content: sections of prose, figures and tables, computed from query results.
+
+`compose(results, tests, store_name)` is pure: it takes the DataFrames of the named queries
+(by query name) and returns `Section`s whose sentences carry the numbers behind each figure.
+Rendering to HTML and writing files is `build.py`'s job.
+
+One module per section (overview, queueing, locality, failures, data_quality), each with a
+`section(r, ...)` function and its own constants; `blocks` holds the dataclasses a section is
+made of and `text` the formatting its sentences share.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from gpucluster_analysis.report import analysis as an
+from gpucluster_analysis.report.sections import data_quality, failures, locality, overview, queueing
+from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Section, Table
+
+__all__ = ["Figure", "Paragraph", "Section", "Table", "compose"]
+
+
+def compose(r: dict[str, pl.DataFrame], tests: list[an.TestResult], store_name: str) -> list[Section]:
+    """All sections of the report, in order. `r` maps query names to their results."""
+    return [
+        overview.section(r, store_name),
+        queueing.section(r),
+        locality.section(r, tests),
+        failures.section(r),
+        data_quality.section(r),
+    ]
