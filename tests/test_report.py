@@ -62,7 +62,8 @@ def test_writes_index_and_one_csv_per_table(sample_report: Written) -> None:
     out = sample_report.out_dir
     assert sample_report.html == out / "index.html" and sample_report.html.is_file()
     names = {p.name for p in sample_report.tables}
-    assert names == {"jobs.csv", "gpu_util_locality_tests.csv"} | {f"{q}.csv" for q in REPORT_QUERIES}
+    replay = {"quotas.csv", "wait_clusters.csv", "wait_timeline.csv", "pending_reasons_vs_replay.csv"}
+    assert names == {"jobs.csv", "gpu_util_locality_tests.csv"} | replay | {f"{q}.csv" for q in REPORT_QUERIES}
     assert all(p.is_file() and p.parent == out for p in sample_report.tables)
     # written through temporary names, none left behind
     assert not [p for p in out.iterdir() if p.name.startswith(".")]

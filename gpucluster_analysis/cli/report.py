@@ -15,12 +15,23 @@ from gpucluster_analysis.cli._output import guarded, stderr
 def report(
     db: DbOption = DEFAULT_DB,
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory for index.html and the CSV tables.", file_okay=False)] = Path("reports"),
+    quotas: Annotated[Path | None, typer.Option(
+        "--quotas", help="TOML file with a [quotas] table of vc = GPUs for the queueing replay; without it quotas are"
+        " inferred (each VC's time-weighted 95th percentile of GPUs held). An unlisted VC has no quota.",
+        dir_okay=False)] = None,
+    locality: Annotated[str, typer.Option(
+        "--locality", help="Locality rule of the queueing replay: default (g GPUs on at most ceil(g/m) machines, m the"
+        " largest machine), relaxed (any machines), or N (at most N machines).")] = "default",
 ) -> None:
     """Write the report: DIR/index.html (one offline file) and CSV tables such as jobs.csv.
 
-    Example: gca report --db philly.duckdb --out reports/philly
+    Example: gca report --db philly.duckdb --out reports/philly --quotas quotas.toml
     """
+    from gpucluster_analysis.replay.rules import load_quotas, parse_locality
     from gpucluster_analysis.report.build import build_report
 
-    written = build_report(db, out, log=lambda msg: stderr.print(f"gca: {msg}", markup=False))
+    rule = parse_locality(locality)
+    quota_file = load_quotas(quotas) if quotas is not None else None
+    written = build_report(db, out, log=lambda msg: stderr.print(f"gca: {msg}", markup=False),
+                           quotas=quota_file, locality=rule)
     stderr.print(f"gca: wrote {written.html} and {len(written.tables)} CSV tables in {written.out_dir}", markup=False)

@@ -74,8 +74,9 @@ def replay_store(
     unattributed = machines.filter(pl.col("source").is_null()).height
     clusters = pl.concat([p[1] for p in parts], how="vertical_relaxed") if parts else _empty_clusters()
     clusters = clusters.with_columns(pl.lit(unattributed).alias("machines_unattributed"))
+    clusters = clusters.with_columns(pl.lit(origin).alias("quotas_origin"))
     return Replay(
-        jobs=pl.concat([p[0] for p in parts], how="vertical_relaxed").sort("source", "job_id") if parts else pl.DataFrame(),
+        jobs=pl.concat([p[0] for p in parts], how="vertical_relaxed").sort("source", "job_id") if parts else _empty_jobs(),
         clusters=clusters,
         quotas=pl.concat([p[2] for p in parts], how="vertical_relaxed") if parts else pl.DataFrame(),
         timeline=pl.concat([p[3] for p in parts], how="vertical_relaxed") if parts else pl.DataFrame(),
@@ -94,6 +95,18 @@ def _prepare(con: duckdb.DuckDBPyConnection) -> None:
 
 def _empty_clusters() -> pl.DataFrame:
     return pl.DataFrame(schema={"source": pl.Utf8})
+
+
+JOB_COLUMNS = {
+    "source": pl.Utf8, "job_id": pl.Utf8, "started": pl.Boolean, "gpus": pl.Float64, "wait_s": pl.Float64,
+    "wait_fair_share_s": pl.Float64, "wait_capacity_s": pl.Float64, "wait_fragmentation_s": pl.Float64,
+    "wait_other_s": pl.Float64, "wait_retry_s": pl.Float64,
+    **{f"saved_relaxed_after_{t}min_s": pl.Float64 for t in RELAX_AFTER_MIN}, "saved_borrowing_s": pl.Float64,
+}
+
+
+def _empty_jobs() -> pl.DataFrame:
+    return pl.DataFrame(schema=JOB_COLUMNS)
 
 
 def _replay_source(
@@ -145,6 +158,7 @@ def _replay_source(
         "source": job_df.get_column("source"),
         "job_id": job_df.get_column("job_id"),
         "started": job_df.get_column("started"),
+        "gpus": job_df.get_column("gpus").cast(pl.Float64),
         "wait_s": pl.Series(np.where(has_wait, wait_until - wait_from, np.nan)).fill_nan(None),
         "wait_fair_share_s": _col(by_cause[:, 0], splittable),
         "wait_capacity_s": _col(by_cause[:, 1], splittable),
@@ -155,6 +169,7 @@ def _replay_source(
            for i, t in enumerate(RELAX_AFTER_MIN)},
         "saved_borrowing_s": _col(result["borrow"], splittable & (idle_quota is not None)),
     })
+    jobs_out = jobs_out.cast(JOB_COLUMNS)  # type: ignore[arg-type]
     return jobs_out, _cluster_row(source, tl, weights, rule, mach_df, hold_df), \
         _quota_rows(source, vcs, quota, usage, weights, quotas), _timeline(source, tl), pending
 

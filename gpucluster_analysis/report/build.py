@@ -29,6 +29,7 @@ from gpucluster_analysis.report import analysis, sections
 from gpucluster_analysis.report.sections import failures, queueing
 from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Section, Table
 from gpucluster_analysis.report.sections.text import fmt_dur
+from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas
 from gpucluster_analysis.report.tables import format_for_csv, jobs_table, prepare, prepare_report, run_query
 
 # The report's named queries; each result is written as <name>.csv.
@@ -36,6 +37,7 @@ REPORT_QUERIES = (
     "overview_totals", "sources_compared", "jobs_by_status", "jobs_by_size",
     "queue_delay_summary_by_size", "queue_delay_cdf_by_size", "queue_delay_by_vc", "queue_delay_cdf_by_vc",
     "queue_delay_by_servers", "retry_gap_by_order", "queue_basis",
+    "wait_causes_by_size", "wait_causes_by_vc", "wait_abandoned", "wait_what_ifs",
     "gpu_util_by_gpus_servers", "gpu_util_cdf_by_placement", "gpu_util_by_status", "gpu_util_cdf_by_status",
     "gpu_util_by_colocation", "host_util_cdf_by_activity",
     "failures_by_status", "job_attempts_by_status", "gpu_time_by_status_size", "run_time_cdf_by_status",
@@ -59,8 +61,17 @@ class Written:
     out_dir: Path
 
 
-def build_report(db: Path, out: Path, log: Callable[[str], None] = lambda _msg: None) -> Written:
+def build_report(
+    db: Path,
+    out: Path,
+    log: Callable[[str], None] = lambda _msg: None,
+    quotas: Quotas | None = None,
+    locality: LocalityRule = DEFAULT_LOCALITY,
+) -> Written:
     """Write `out/index.html` and the CSV tables (jobs.csv first) for the store at `db`.
+
+    The queueing replay runs under `quotas` (VC -> GPUs; inferred from the store when None)
+    and the `locality` rule.
 
     Raises StoreError when the store is missing or holds no jobs, ReportError when `out`
     cannot be written.
@@ -74,13 +85,15 @@ def build_report(db: Path, out: Path, log: Callable[[str], None] = lambda _msg: 
         # stdout is for data: no progress bars from long queries
         con.execute("SET enable_progress_bar = false")
         timed = _timed_tables(log)
-        with _step(log, "preparing: attempt windows, GPU-sample attribution, job tables"):
-            prepare(con, on_table=timed)
+        with _step(log, "preparing: attempt windows, GPU-sample attribution, queueing replay, job tables"):
+            replay = prepare(con, on_table=timed, quotas=quotas, locality=locality)
             prepare_report(con, on_table=timed)
         with _step(log, "jobs table"):
             jobs = format_for_csv(jobs_table(con))
         with _step(log, f"{len(REPORT_QUERIES)} report queries"):
             results = _run_queries(con, log)
+            results.update(quotas=replay.quotas, wait_clusters=replay.clusters, wait_timeline=replay.timeline,
+                           pending_reasons_vs_replay=replay.pending)
             per_job = run_query(con, "job_gpu_util_by_attributes")
     tests = analysis.locality_tests(per_job)
     results["gpu_util_locality_tests"] = analysis.tests_frame(tests)

@@ -330,3 +330,34 @@ def stacked_bars(
     fig.update_layout(barmode="stack")
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=xs)
     return _layout(fig, title, x_title, y_title)
+
+
+# Causes of waiting (gpucluster_analysis.replay), in their first-match order.
+CAUSE_COLORS = {"fair_share": "#9467bd", "capacity": "#d62728", "fragmentation": "#ff7f0e", "other": "#7f7f7f"}
+
+
+def time_lines(
+    df: pl.DataFrame,
+    x: str,
+    series: Sequence[tuple[str, str, str]],
+    title: str,
+    y_titles: tuple[str, str],
+    *,
+    group: str | None = None,
+) -> go.Figure:
+    """Lines over time (query wait_timeline): `series` holds (column, legend label, axis 'y' or 'y2');
+    with `group`, one line per group and series (e.g. per source)."""
+    fig = go.Figure()
+    groups = list(dict.fromkeys(df.get_column(group).to_list())) if group else [None]
+    for g in groups:
+        part = df if g is None else df.filter(pl.col(group) == g)
+        for col, label, axis in series:
+            values = part.get_column(col).to_list()
+            if all(v is None for v in values):
+                continue
+            name = label if g is None or len(groups) == 1 else f"{label} ({g})"
+            fig.add_scatter(x=part.get_column(x).to_list(), y=values, mode="lines", name=name, yaxis=axis,
+                            line=dict(shape="hv", width=1.5), hovertemplate=f"{name}: %{{y:,.1f}} at %{{x}}<extra></extra>")
+    fig.update_layout(yaxis2=dict(title=y_titles[1], overlaying="y", side="right", rangemode="tozero"))
+    fig.update_yaxes(rangemode="tozero", selector=dict(overlaying=None))
+    return _layout(fig, title, "time (UTC)", y_titles[0])

@@ -1,23 +1,31 @@
 """Tables computed from the store with the named queries in `sql/queries/`.
 
 `prepare(con)` builds the temp tables other queries join against (attempt
-windows, the one attributed pass over gpu_samples, per-job utilization);
+windows, the one attributed pass over gpu_samples, per-job utilization, the replay's
+per-job waits);
 `jobs_table(con)` returns the jobs.csv contract. `prepare_report(con)` adds the
 job-level tables the report's figure queries read (after `prepare`).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import duckdb
 import polars as pl
 
 from gpucluster_analysis.db.queries import create_temp_tables, run_query
+from gpucluster_analysis.replay import Replay, replay_store
+from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas
 
 # Temp tables built once per report, in this order; later queries refer to them by name.
 # attributed_util is the only query that joins gpu_samples row by row (one pass).
-PREPARED_TABLES = ("attempt_sizes", "attempt_attribution", "attempt_windows", "job_keys", "attributed_util", "job_gpu_util", "attempt_failures")
+# gpu_samples_by_machine and machine_capacity_snapshot give the replay its machines.
+PREPARED_TABLES = ("attempt_sizes", "attempt_attribution", "attempt_windows", "job_keys", "attributed_util", "job_gpu_util",
+                   "attempt_failures", "gpu_samples_by_machine", "machine_capacity_snapshot")
+# The replay's per-job waits (gpucluster_analysis.replay), as a temp table jobs.sql and the wait queries join.
+REPLAY_JOBS_TABLE = "replay_job_waits"
 
 # Built by prepare_report() after prepare(): (temp table, named query it holds).
 REPORT_TABLES = (
@@ -25,8 +33,6 @@ REPORT_TABLES = (
     ("job_machine_windows", "job_machine_windows"),
     ("job_colocation", "job_colocation"),
     ("job_facts", "job_facts"),
-    ("gpu_samples_by_machine", "gpu_samples_by_machine"),
-    ("machine_capacity_snapshot", "machine_capacity_snapshot"),
 )
 
 JOBS_COLUMNS = [
@@ -36,15 +42,34 @@ JOBS_COLUMNS = [
     # Beyond domain.md's contract (docs/jobs-csv.md): what the queueing delay was measured
     # from, and how the job's samples were found.
     "eligible_time", "queue_basis", "attribution",
+    # Why the job waited (the replay, docs/jobs-csv.md): its first wait split by cause, and its retry waits.
+    "wait_fair_share_s", "wait_capacity_s", "wait_fragmentation_s", "wait_other_s", "wait_retry_s",
 ]
 
 
-def prepare(con: duckdb.DuckDBPyConnection, on_table: Callable[[str, float], None] | None = None) -> None:
-    """Create the report's temp tables (idempotent within a connection).
+def prepare(
+    con: duckdb.DuckDBPyConnection,
+    on_table: Callable[[str, float], None] | None = None,
+    quotas: Quotas | None = None,
+    locality: LocalityRule = DEFAULT_LOCALITY,
+) -> Replay:
+    """Create the report's temp tables (idempotent within a connection) and replay the queueing.
 
-    `on_table(name, seconds)`, when given, hears how long each table took.
+    `on_table(name, seconds)`, when given, hears how long each table took. The replay runs
+    under `quotas` (else inferred) and `locality`; its per-job waits become the temp table
+    replay_job_waits, and the whole replay is returned for the report's Queueing section.
     """
     create_temp_tables(con, [(name, name) for name in PREPARED_TABLES], on_table)
+    started = time.perf_counter()
+    replay = replay_store(con, quotas, locality)
+    con.register("replay_jobs_frame", replay.jobs.to_arrow())
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {REPLAY_JOBS_TABLE} AS SELECT * FROM replay_jobs_frame")
+    finally:
+        con.unregister("replay_jobs_frame")
+    if on_table is not None:
+        on_table("replay (why jobs wait)", time.perf_counter() - started)
+    return replay
 
 
 def prepare_report(con: duckdb.DuckDBPyConnection, on_table: Callable[[str, float], None] | None = None) -> None:

@@ -1,10 +1,12 @@
-"""The Queueing section: queueing delay by job size, VC and servers spanned, and the waits between retries."""
+"""The Queueing section: why jobs waited (the replay's causes, `wait_causes`), then queueing delay by
+job size, VC and servers spanned, and the waits between retries."""
 
 from __future__ import annotations
 
 import polars as pl
 
 from gpucluster_analysis.report import figures as fg
+from gpucluster_analysis.report.sections import wait_causes
 from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Section, Table
 from gpucluster_analysis.report.sections.text import fmt_dur, fmt_int, gpus_label, index_by, join_list, plural, rows_of
 
@@ -13,6 +15,8 @@ TOP_VCS = 8  # VCs drawn in the by-VC figure, busiest first (also the queue_dela
 
 def section(r: dict[str, pl.DataFrame]) -> Section:
     s = Section("queueing", "Queueing")
+    for block in wait_causes.blocks(r):
+        s.add(block)
     basis = {row["queue_basis"]: int(row["jobs"]) for row in rows_of(r.get("queue_basis"))}
     if basis.get("eligible"):
         start = ("the moment a job became eligible to run (Slurm's Eligible: a job held or waiting on a dependency"
@@ -26,10 +30,8 @@ def section(r: dict[str, pl.DataFrame]) -> Section:
         "eligible" if basis.get("eligible") else "submit")
     s.add(Paragraph(
         f"Queueing delay here is the time from {start} to the first start of any of its attempts"
-        f" ({measured_from} -> first start, jobs.csv queue_delay_s; queue_basis says which start was used). It mixes the study's fair-share delay"
-        " (the VC is over its quota) and fragmentation delay (no free placement with the locality the gang needs);"
-        " telling them apart needs the VC quotas, which the logs do not hold. Waits between retries (attempt ends"
-        " -> next attempt starts) are not part of it and are shown separately below."
+        f" ({measured_from} -> first start, jobs.csv queue_delay_s; queue_basis says which start was used); its split by cause is above."
+        " Waits between retries (attempt ends -> next attempt starts) are not part of it and are shown separately below."
     ))
     summ = r["queue_delay_summary_by_size"]
     by_size = index_by(summ, "size_bucket") if not summ.is_empty() else {}
