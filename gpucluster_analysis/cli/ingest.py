@@ -73,8 +73,10 @@ def ingest(
     philly_machine_list.
 
     Slurm: slurm_sacct (sacct -P, -p or fixed-width output; --columns for a dump
-    without header) and slurm_scontrol (scontrol show job -d: GPU indices per job).
-    Their times are read in the machine's zone unless --tz says otherwise.
+    without header), slurm_scontrol (scontrol show job -d: GPU indices per job) and
+    slurm_squeue (squeue -h -t PD -o '%i|%r' snapshots under '# <ISO time>' lines:
+    pending reasons). Their times are read in the machine's zone unless --tz says
+    otherwise.
 
     GPU telemetry: nvsmi_csv (nvidia-smi --query-gpu --format=csv), nvsmi_dmon,
     nvsmi_xml (nvidia-smi -q -x), dcgm_prom (dcgm-exporter /metrics scrapes) and

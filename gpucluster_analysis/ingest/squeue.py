@@ -1,0 +1,79 @@
+"""Slurm `squeue` snapshots of why jobs are pending, as an admin logs them.
+
+`slurm_squeue` reads a log written by a cron job or a loop such as
+
+    while sleep 60; do date -u +'# %Y-%m-%dT%H:%M:%SZ'; squeue -h -t PD -o '%i|%r'; done >> squeue-pending.log
+
+a timestamp line (`# 2026-11-25T11:14:43Z`; an offset such as `+01:00`, or none: then
+`--tz`, default the machine's zone) followed by `<jobid>|<reason>` lines, repeated; an
+optional `JOBID|REASON` header (squeue without -h) is skipped. Each data line becomes
+`pending_reasons` rows at the time of the timestamp line above it, with job ids named as
+the sacct reader names them: `123`, array task `123_4`, a pending array line
+`123_[6-11%3]` one row per task (`123_6` ... `123_11`), het component `123+1` job `123`.
+
+DuckDB reads the lines whole and `sql/ingest/slurm_squeue.sql` does the rest (carrying the
+timestamp forward with a window, expanding arrays with generate_series), so every rejected
+line is stored with its exact line number. The rules are in docs/schema.md, "Reading Slurm".
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
+from gpucluster_analysis.ingest.files import first_lines
+from gpucluster_analysis.ingest.public_traces import MAX_LINE_BYTES, _TextScan
+from gpucluster_analysis.sqlfiles import run_script
+from gpucluster_analysis.timezones import install_zone, local_zone
+
+SOURCE = "slurm"
+# A byte no text line holds: DuckDB then reads each line as one field.
+_WHOLE_LINE = "\x01"
+
+# What the sniffer takes as squeue's snapshot log; the SQL script reads the same shapes.
+_STAMP = re.compile(r"^#\s*\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:[.,]\d+)?\s*(?:Z|[+-]\d{2}(?::?\d{2})?)?$")
+_DATA = re.compile(r"^\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?\s*\|\s*\S")
+_HEADER = re.compile(r"^JOBID\s*\|\s*REASON$", re.IGNORECASE)
+
+
+def _sniff(head: str) -> bool:
+    """A timestamp line first, then (past other `#` lines) a `<jobid>|<reason>` line or the
+    JOBID|REASON header; or nothing but timestamp lines (snapshots of an empty queue)."""
+    lines = [ln.strip() for ln in first_lines(head, 50) if ln.strip()]
+    if not lines or not _STAMP.match(lines[0]):
+        return False
+    rest = [ln for ln in lines[1:] if not ln.startswith("#")]
+    if not rest:
+        return len(lines) >= 2 and all(_STAMP.match(ln) for ln in lines)
+    return bool(_DATA.match(rest[0]) or _HEADER.match(rest[0]))
+
+
+def _count(ctx: LoadContext, table: str) -> int:
+    return int(ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchone()[0])
+
+
+def _load(ctx: LoadContext) -> LoadCounts:
+    scan = _TextScan(ctx.path)  # one streaming pass: refuses UTF-16, binary data and mixed line ends, with the line
+    encoding = scan.encoding()
+    # A last line without its line end was being written when the log was copied: `123|Resou`.
+    cut = scan.line_bytes > 0
+    zone = ctx.options.zone or local_zone()  # for timestamps without Z or an offset, as for sacct
+    install_zone(ctx.con, zone)
+    params = {"path": str(ctx.path), "file_id": ctx.file_id, "zone": zone, "delim": _WHOLE_LINE,
+              "encoding": encoding, "max_line_size": MAX_LINE_BYTES, "cut": cut}
+    run_script(ctx.con, "ingest", "slurm_squeue", params, on_statement=ctx.on_statement)
+    (zone_read,) = ctx.con.execute(
+        "SELECT count(*) > 0 FROM stage_squeue_stamp WHERE own_offset_s IS NULL AND problem IS NULL"
+    ).fetchone()
+    # Recorded with the file only when some timestamp was read in it (`date -u ...Z` needs none).
+    return LoadCounts(rows=_count(ctx, "pending_reasons"), rejects=_count(ctx, "rejects"),
+                      time_zone=zone if zone_read else None)
+
+
+FORMATS = [
+    FileFormat(
+        name="slurm_squeue", source=SOURCE,
+        description="Slurm pending reasons: `squeue -h -t PD -o '%i|%r'` snapshots, each under a `# <ISO time>` line",
+        file_names=("squeue", "squeue-pending"), sniff=_sniff, load=_load,
+    ),
+]
