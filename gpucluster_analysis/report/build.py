@@ -37,7 +37,7 @@ REPORT_QUERIES = (
     "overview_totals", "sources_compared", "jobs_by_status", "jobs_by_size",
     "queue_delay_summary_by_size", "queue_delay_cdf_by_size", "queue_delay_by_vc", "queue_delay_cdf_by_vc",
     "queue_delay_by_servers", "retry_gap_by_order", "queue_basis",
-    "wait_causes_by_size", "wait_causes_by_vc", "wait_abandoned", "wait_what_ifs",
+    "wait_causes_by_size", "wait_causes_by_vc", "wait_abandoned", "wait_what_ifs", "wait_unsplit",
     "gpu_util_by_gpus_servers", "gpu_util_cdf_by_placement", "gpu_util_by_status", "gpu_util_cdf_by_status",
     "gpu_util_by_colocation", "host_util_cdf_by_activity",
     "failures_by_status", "job_attempts_by_status", "gpu_time_by_status_size", "run_time_cdf_by_status",

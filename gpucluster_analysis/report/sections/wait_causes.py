@@ -49,7 +49,7 @@ def blocks(r: dict[str, pl.DataFrame]) -> list[Block]:
     out.append(Paragraph(
         f"Of the {fmt_int(gpu_hours)} GPU-hours that {fmt_int(jobs)} GPU jobs spent waiting for their first start,"
         f" {join_list(parts)}.", "finding"))
-    out.append(Paragraph(_method(clusters)))
+    out.append(Paragraph(_method(clusters) + _unsplit(r["wait_unsplit"])))
     out.extend(_by_size(by_size))
     out.extend(_by_vc(r["wait_causes_by_vc"]))
     out.extend(_abandoned(r["wait_abandoned"]))
@@ -84,6 +84,13 @@ def _method(clusters: list[dict]) -> str:
         text += (f" {fmt_int(clusters[0]['machines_unattributed'])} machines seen only in samples or an old machine list"
                  " could not be given to one of several sources and are left out.")
     return text
+
+
+def _unsplit(unsplit: pl.DataFrame) -> str:
+    if unsplit.is_empty():
+        return " Every job's wait was split."
+    parts = [f"{x['why']} {fmt_int(x['jobs'])}" for x in rows_of(unsplit)]
+    return f" Not split ({fmt_int(unsplit.get_column('jobs').sum())} jobs): {join_list(parts)}."
 
 
 def _by_size(by_size: pl.DataFrame) -> list[Block]:
