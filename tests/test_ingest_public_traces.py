@@ -141,7 +141,8 @@ def test_jobs_csv_values(store: Path) -> None:
         "1425511": ("passed", "2020-06-09T10:41:01Z", "2020-06-09T10:41:01Z", "2020-06-09T20:55:09Z", 1, 1, 1, 0, 36848, 36848),
         # 10:41:27 -> 10:50:00 = 513 s queued; 249 s x 16 GPUs = 3984
         "1425512": ("failed", "2020-06-09T10:41:27Z", "2020-06-09T10:50:00Z", "2020-06-09T10:54:09Z", 1, 16, 2, 513, 249, 3984),
-        "1425513": ("killed", "2020-06-09T10:41:28Z", None, None, 0, None, None, None, None, None),
+        # cancelled before it started: no attempt; num_gpus is its request, gpu_num 0
+        "1425513": ("killed", "2020-06-09T10:41:28Z", None, None, 0, 0, None, None, None, None),
         # 2 h x 8 GPUs = 57600
         "1425514": ("timeout", "2020-06-10T15:59:30Z", "2020-06-10T16:00:10Z", "2020-06-10T18:00:10Z", 1, 8, 1, 40, 7200, 57600),
         "1425519": ("running", "2020-09-27T04:00:00Z", "2020-09-27T04:00:30Z", None, 1, 4, 1, 30, None, None),
@@ -154,7 +155,8 @@ def test_jobs_csv_values(store: Path) -> None:
         "openb-pod-0017": ("passed", "1970-04-20T05:31:37Z", "1970-04-20T05:31:37Z", "1970-05-05T15:37:34Z", 1, 8, 1, 0, 1332357, 10658856),
         # 9973826 - 9679175 = 294651 s x 0.22 = 64823.22
         "openb-pod-0022": ("running", "1970-04-23T00:39:35Z", "1970-04-23T00:39:35Z", "1970-04-26T10:30:26Z", 1, 0.22, 1, 0, 294651, 64823.22),
-        "openb-pod-0008": ("pending", "1970-04-22T19:48:15Z", None, None, 0, None, None, None, None, None),
+        # pending, never scheduled: num_gpus is its request, num_gpu 0 (a CPU pod)
+        "openb-pod-0008": ("pending", "1970-04-22T19:48:15Z", None, None, 0, 0, None, None, None, None),
     }
     columns = ("status", "submit_time", "first_start_time", "end_time", "attempts", "num_gpus", "num_servers",
                "queue_delay_s", "run_time_s", "gpu_time_s")

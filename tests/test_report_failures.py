@@ -323,6 +323,10 @@ def size_bucket(num_gpus: str) -> str:
     if not num_gpus:
         return "unknown"
     n = float(num_gpus)
+    if n == 0:
+        return "0"  # CPU-only
+    if n < 1:
+        return "<1"  # a share of one GPU
     return "1" if n <= 1 else "2-4" if n <= 4 else "5-8" if n <= 8 else ">8"
 
 

@@ -85,7 +85,8 @@ def ingest(
     unless --tz says otherwise.
 
     Other public traces: helios (Helios cluster_log.csv), acme (AcmeTrace
-    trace_*.csv), alibaba_gpu2023 (Alibaba openb_pod_list_*.csv).
+    trace_*.csv), alibaba_gpu2023 (Alibaba openb_pod_list_*.csv),
+    alibaba_node_list (Alibaba openb_node_list_*.csv: the cluster's machines).
 
     Job logs (job_log; stdout/stderr) are recognized by their path:
     logs/<job_id>/attempt_<k>/stderr.log (the layout gca synth writes),

@@ -13,11 +13,15 @@
   (`openb_pod_list_*.csv`): `name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,
   qos,pod_phase,creation_time,deletion_time,scheduled_time`, times in seconds since
   the (undisclosed) trace start, fractional GPUs as gpu_milli.
+* `alibaba_node_list`: the same trace's node lists (`openb_node_list_*.csv`):
+  `sn,cpu_milli,memory_mib,gpu,model`, the cluster's machines (`machines`, source
+  `alibaba`), the capacity a replay of the pod list packs pods into.
 
-Each becomes `jobs` and one `attempts` row per job that ran, sized by
+Each job trace becomes `jobs` and one `attempts` row per job that ran, sized by
 `attempts.num_gpus` / `num_nodes` (the traces name no machines). Columns are found
 by header name, so extra or reordered columns are fine. DuckDB reads each line
-whole and the scripts (`sql/ingest/helios_acme_jobs.sql`, `alibaba_pods.sql`) split
+whole and the scripts (`sql/ingest/helios_acme_jobs.sql`, `alibaba_pods.sql`,
+`alibaba_nodes.sql`) split
 it, so every rejected row is stored with its exact line number. `duration`,
 `queue` and `gpu_time` are derived columns and are not read: gca derives them.
 """
@@ -52,6 +56,8 @@ _WHOLE_LINE = "\x01"
 _JOB_COLUMNS = ("job_id", "user", "vc", "gpu_num", "node_num", "state", "submit_time", "start_time", "end_time", "cluster")
 _JOB_REQUIRED = ("job_id", "state", "submit_time", "start_time", "end_time")
 _POD_COLUMNS = ("name", "num_gpu", "gpu_milli", "pod_phase", "creation_time", "scheduled_time", "deletion_time")
+_NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
+_NODE_REQUIRED = ("sn", "cpu_milli", "memory_mib", "gpu")  # model is empty for CPU nodes anyway
 
 
 def _header(head: str) -> list[str]:
@@ -78,6 +84,11 @@ def _sniff_acme(head: str) -> bool:
 def _sniff_alibaba(head: str) -> bool:
     names = _header(head)
     return all(n in names for n in ("name", "num_gpu", "gpu_milli", "pod_phase", "creation_time"))
+
+
+def _sniff_alibaba_nodes(head: str) -> bool:
+    names = _header(head)
+    return all(n in names for n in _NODE_REQUIRED)
 
 
 def _layout(ctx: LoadContext, wanted: tuple[str, ...], required: tuple[str, ...], what: str) -> dict[str, object]:
@@ -272,6 +283,15 @@ def _load_alibaba(ctx: LoadContext) -> LoadCounts:
                       time_zone=f"UTC, relative seconds from {epoch:%Y-%m-%dT%H:%M:%S}Z")
 
 
+def _load_alibaba_nodes(ctx: LoadContext) -> LoadCounts:
+    encoding = _encoding(ctx.path)
+    params = _layout(ctx, _NODE_COLUMNS, _NODE_REQUIRED, "an Alibaba cluster-trace-gpu-v2023 node list")
+    params.update(path=str(ctx.path), file_id=ctx.file_id, encoding=encoding, max_line_size=MAX_LINE_BYTES)
+    run_script(ctx.con, "ingest", "trace_macros", {})
+    run_script(ctx.con, "ingest", "alibaba_nodes", params, on_statement=ctx.on_statement)
+    return LoadCounts(rows=_count(ctx, "machines"), rejects=_count(ctx, "rejects"))
+
+
 FORMATS = [
     FileFormat(
         name="helios", source="helios",
@@ -287,5 +307,10 @@ FORMATS = [
         name="alibaba_gpu2023", source="alibaba",
         description="Alibaba cluster-trace-gpu-v2023 openb_pod_list: pods, fractional GPUs, relative times",
         file_names=("openb_pod_list",), sniff=_sniff_alibaba, load=_load_alibaba,
+    ),
+    FileFormat(
+        name="alibaba_node_list", source="alibaba",
+        description="Alibaba cluster-trace-gpu-v2023 openb_node_list: nodes, their CPUs, memory, GPUs and GPU model",
+        file_names=("openb_node_list",), sniff=_sniff_alibaba_nodes, load=_load_alibaba_nodes,
     ),
 ]

@@ -349,7 +349,8 @@ _STAGE_COLUMNS = [
     ("partition", pa.string()), ("state", pa.string()), ("source_status", pa.string()), ("status", pa.string()),
     ("cancelled_by", pa.string()), ("exit_code", pa.int32()), ("exit_signal", pa.int32()),
     ("submit_t", pa.string()), ("eligible_t", pa.string()), ("start_t", pa.string()), ("end_t", pa.string()),
-    ("time_limit_s", pa.int64()), ("gpus", pa.int64()), ("gpu_model", pa.string()), ("nnodes", pa.int32()),
+    ("time_limit_s", pa.int64()), ("gpus", pa.int64()), ("req_gpus", pa.int64()), ("gpu_model", pa.string()),
+    ("nnodes", pa.int32()),
     ("hosts", pa.int32()), ("cluster", pa.string()), ("text", pa.string()),
 ]
 _STAGE_SCHEMA = pa.schema(_STAGE_COLUMNS)
@@ -475,6 +476,7 @@ def _parse_fields(
     except ValueError:
         problems.append(f"unreadable Timelimit {_value(fields, cols.timelimit)!r}")
     tres = None
+    requested: dict[str, Tres] = {}
     for i, label, reader in ((cols.alloc_tres, "AllocTRES", parse_tres), (cols.req_tres, "ReqTRES", parse_tres),
                              (cols.alloc_gres, "AllocGRES", parse_gres), (cols.req_gres, "ReqGRES", parse_gres)):
         if i is None:
@@ -486,6 +488,7 @@ def _parse_fields(
             continue
         if found is None:
             continue
+        requested[label] = found
         if tres is None:
             tres = found
         elif tres.model is None and found.model is not None:
@@ -522,6 +525,11 @@ def _parse_fields(
     row["partition"] = _value(fields, cols.partition) or None
     if tres is not None:
         row["gpus"], row["gpu_model"], row["gpu_keyed"] = tres.gpus, tres.model, tres.keyed
+    # What the job asked for (jobs.requested_gpus, kept for a job that never ran): ReqTRES,
+    # else AllocTRES (old sacct: ReqGRES, else AllocGRES).
+    request = requested.get("ReqTRES") or requested.get("AllocTRES") or requested.get("ReqGRES") or requested.get("AllocGRES")
+    if request is not None:
+        row["req_gpus"] = request.gpus
     row["nnodes"] = int(nnodes_text) if nnodes_text else (tres.nodes if tres and tres.nodes else (len(hosts) or None))
     row["hosts"] = len(hosts)
     return row, hosts
@@ -724,7 +732,7 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
     if not gpus_accounted:
         # No row names a GPU: the site does not account GPUs in TRES (AccountingStorageTRES
         # without gres/gpu), so a TRES without one says nothing about GPUs. Unknown, not 0.
-        ctx.con.execute("UPDATE stage_sacct SET gpus = NULL").fetchall()
+        ctx.con.execute("UPDATE stage_sacct SET gpus = NULL, req_gpus = NULL").fetchall()
     if reader.layout is None:
         raise ParseError(f"{ctx.path}: no sacct header or data lines", hint="expected sacct output")
     run_script(ctx.con, "ingest", "slurm_sacct", {"file_id": ctx.file_id, "zone": zone}, on_statement=ctx.on_statement)

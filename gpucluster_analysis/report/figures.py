@@ -26,7 +26,8 @@ def status_rank(status: object) -> tuple[int, str]:
 
 
 PLACEMENT_COLORS = {"packed": "#1f77b4", "spread": "#d62728"}
-SIZE_ORDER = ["1", "2-4", "5-8", ">8", "unknown"]
+# job_keys.sql's size buckets in size_order: CPU-only, a fraction of a GPU, 1, ... GPUs
+SIZE_ORDER = ["0", "<1", "1", "2-4", "5-8", ">8", "unknown"]
 
 
 def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, height: int = HEIGHT) -> go.Figure:

@@ -81,20 +81,23 @@ SELECT p.*,
            WHEN 'pending' THEN 'pending'
            ELSE 'unknown'
        END AS status,
+       -- the GPUs the pod holds, or asks for while pending: num_gpu x gpu_milli/1000 (a shared GPU: < 1)
+       CASE WHEN num_gpu = 0 THEN 0.0 ELSE num_gpu * gpu_milli / 1000 END AS gpus,
        $epoch + to_seconds(created_s) AS submit_at,
        $epoch + to_seconds(scheduled_s) AS start_at,
        $epoch + to_seconds(deleted_s) AS end_at
 FROM stage_pod p
 WHERE p.line NOT IN (SELECT line FROM stage_pod_problem);
 
-INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id)
-SELECT 'alibaba', job_id, NULL, NULL, status, phase, submit_at, $file_id
+-- requested_gpus: what a pending pod waits for, as a scheduled one's attempt holds it.
+INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, requested_gpus, file_id)
+SELECT 'alibaba', job_id, NULL, NULL, status, phase, submit_at, gpus, $file_id
 FROM stage_pod_ok;
 
 -- A pod that was scheduled ran once, on one node, until it was deleted.
 INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, status, source_status,
                       num_gpus, num_nodes, file_id)
 SELECT 'alibaba', job_id, 0, 0, start_at, end_at, status, phase,
-       CASE WHEN num_gpu = 0 THEN 0.0 ELSE num_gpu * gpu_milli / 1000 END, 1, $file_id
+       gpus, 1, $file_id
 FROM stage_pod_ok
 WHERE start_at IS NOT NULL;

@@ -133,8 +133,9 @@ WHERE c.line NOT IN (SELECT line FROM stage_job_problem);
 
 DROP TABLE stage_job_checked;
 
-INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, cancelled_by, file_id)
-SELECT $source, job_id, user_name, vc, status, state, submit_at, nullif(canceller, ''), $file_id
+-- requested_gpus: gpu_num, also for a job that never started (its attempt holds the same count).
+INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, cancelled_by, requested_gpus, file_id)
+SELECT $source, job_id, user_name, vc, status, state, submit_at, nullif(canceller, ''), gpus, $file_id
 FROM stage_job_ok;
 
 -- One attempt per job that started: these traces keep one run per job. Slurm stamps

@@ -176,6 +176,7 @@ SELECT a.job_id, a.source_index,
     arg_min(a.exit_signal, coalesce(a.het_offset, 0)) AS exit_signal,
     arg_min(a.line, coalesce(a.het_offset, 0)) AS leader_line,
     sum(a.gpus)::DOUBLE AS num_gpus,
+    sum(a.req_gpus)::DOUBLE AS req_gpus,
     sum(a.nnodes)::INTEGER AS num_nodes
 FROM stage_sacct_alloc a
 LEFT JOIN stage_sacct_step_rank r ON r.alloc_line = a.line
@@ -185,11 +186,14 @@ CREATE OR REPLACE TEMP TABLE stage_sacct_attempt_no AS
 SELECT *, (row_number() OVER (PARTITION BY job_id ORDER BY start_at ASC NULLS LAST, source_index) - 1)::INTEGER AS attempt_no
 FROM stage_sacct_attempt;
 
+-- requested_gpus: the request (ReqTRES, else AllocTRES) of the job's last run, its het
+-- components summed, as the jobs row takes the rest of that run's leader row.
 INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id,
-                  job_name, partition, eligible_at, time_limit_s, gpu_model, exit_code, exit_signal, cancelled_by)
+                  job_name, partition, eligible_at, time_limit_s, gpu_model, exit_code, exit_signal, cancelled_by,
+                  requested_gpus)
 WITH last_attempt AS (
     SELECT job_id, arg_max(leader_line, attempt_no) AS line, arg_max(status, attempt_no) AS status,
-           arg_max(state, attempt_no) AS state
+           arg_max(state, attempt_no) AS state, arg_max(req_gpus, attempt_no) AS req_gpus
     FROM stage_sacct_attempt_no GROUP BY job_id
 ),
 per_job AS (
@@ -201,7 +205,8 @@ SELECT 'slurm', l.job_id, a.user_name, coalesce(a.account, a.partition),
        -- a job whose last run was requeued is waiting again
        CASE WHEN l.state IN ('REQUEUED', 'REQUEUE_FED', 'REQUEUE_HOLD', 'SPECIAL_EXIT') THEN 'pending' ELSE l.status END,
        a.source_status, p.submit_at, $file_id,
-       a.job_name, a.partition, p.eligible_at, a.time_limit_s, p.gpu_model, a.exit_code, a.exit_signal, a.cancelled_by
+       a.job_name, a.partition, p.eligible_at, a.time_limit_s, p.gpu_model, a.exit_code, a.exit_signal, a.cancelled_by,
+       l.req_gpus
 FROM last_attempt l
 JOIN stage_sacct_alloc a ON a.line = l.line
 JOIN per_job p ON p.job_id = l.job_id;

@@ -2,8 +2,8 @@
 -- report groups by: size bucket and placement (defined once, in the temp table job_keys)
 -- and server sharing (temp table job_colocation).
 -- Parameters: none.
--- Output: every jobs.csv column, plus size_bucket ('1', '2-4', '5-8', '>8', 'unknown'),
--- size_order (1..5, for sorting), placement ('packed' = 1 server, 'spread' = 2+ servers,
+-- Output: every jobs.csv column, plus size_bucket ('0', '<1', '1', '2-4', '5-8', '>8',
+-- 'unknown'; job_keys.sql), size_order (1..7, for sorting), placement ('packed' = 1 server, 'spread' = 2+ servers,
 -- NULL without an allocation), shares_server (NULL for jobs without a timed allocation),
 -- job_key (temp table job_keys).
 SELECT r.*,
