@@ -201,11 +201,11 @@ def _reasons(s: Section, r: dict[str, pl.DataFrame]) -> None:
         s.add(Figure(
             "fig-failure-by-size",
             fg.stacked_bars(lost, "size_bucket", "gpu_hours_lost", "category",
-                            "GPU time lost to failed attempts by job size and failure category", "GPUs per job",
+                            "GPU time lost to failed attempts by job size and failure category (all jobs)", "GPUs per job",
                             "GPU-hours lost",
                             x_order=[b for b in fg.SIZE_ORDER if b in set(lost.get_column("size_bucket").to_list())],
                             stack_order=list(fg.CATEGORY_COLORS), colors=fg.CATEGORY_COLORS),
-            f"By job size (GPUs of the job's first allocated attempt): {join_list(parts)}.",
+            f"By job size (all jobs; GPUs of the job's first allocated attempt): {join_list(parts)}.",
             "failure_by_size",
         ))
     s.add(Table("failure_by_size", by_size, "Failed attempts and GPU time lost per job size and root cause."))
@@ -278,11 +278,11 @@ def _scheduler_failures(s: Section, r: dict[str, pl.DataFrame]) -> None:
                 f" ({fmt_share(failed_h / total_h)}).")
         if worst and worst[0]["bucket_gpu_time_pct"] is not None:
             w = worst[0]
-            text += (f" The largest share within a size is {w['status']} in {w['size_bucket']}-GPU jobs:"
+            text += (f" The largest share within a size is {w['status']} in jobs of {gpus_label(w['size_bucket'])}:"
                      f" {fmt_pct(w['bucket_gpu_time_pct'])} of that size's GPU time.")
         s.add(Figure(
             "fig-gpu-time-by-status-size",
-            fg.stacked_status_bars(gs, "size_bucket", "gpu_hours", "GPU time by job size and final status",
+            fg.stacked_status_bars(gs, "size_bucket", "gpu_hours", "GPU time by job size and final status (all jobs)",
                                    "GPUs per job", "GPU-hours",
                                    x_order=[b for b in fg.SIZE_ORDER if b in set(gs.get_column("size_bucket").to_list())]),
             text,

@@ -64,13 +64,14 @@ def section(r: dict[str, pl.DataFrame], store_name: str) -> Section:
         "jobs_by_status",
     ))
     sz = r["jobs_by_size"]
-    parts = [f"{gpus_label(x['size_bucket'])}: {fmt_pct(x['jobs_pct'])} of jobs, {fmt_pct(x['gpu_time_pct'])} of GPU time"
+    parts = [f"{gpus_label(x['size_bucket'])}: {fmt_pct(x['jobs_pct'])} of all jobs, {fmt_pct(x['gpu_time_pct'])} of GPU time"
              for x in rows_of(sz)]
     s.add(Figure(
         "fig-jobs-by-size",
-        fg.share_bars(sz, "size_bucket", "Jobs and GPU time by job size (GPUs of the first allocated attempt)",
+        fg.share_bars(sz, "size_bucket", "Jobs and GPU time by job size (all jobs, CPU-only ones included; GPUs of the first allocated attempt,"
+                      " else the request)",
                       "GPUs per job"),
-        f"By size: {join_list(parts)}.",
+        f"By size (all jobs): {join_list(parts)}.",
         "jobs_by_size",
     ))
     return s

@@ -45,11 +45,11 @@ def section(r: dict[str, pl.DataFrame]) -> Section:
         s.add(Figure(
             "fig-queue-delay-cdf-by-size",
             fg.cdf_lines(r["queue_delay_cdf_by_size"], "size_bucket", "queue_delay_s",
-                         f"Queueing delay ({measured_from} -> first start) by job size", "queueing delay (log scale)",
+                         f"Queueing delay ({measured_from} -> first start) by job size (all jobs)", "queueing delay (log scale)",
                          order=[b for b in fg.SIZE_ORDER if b in by_size]),
             f"Over {fmt_int(overall['jobs_with_delay'])} jobs the median queueing delay was {fmt_dur(overall['p50_s'])}"
             f" (p90 {fmt_dur(overall['p90_s'])}, p99 {fmt_dur(overall['p99_s'])}, mean {fmt_dur(overall['mean_s'])})."
-            f" By size: {join_list(parts)}.",
+            f" By size (all jobs, CPU-only ones included): {join_list(parts)}.",
             "queue_delay_cdf_by_size",
         ))
         s.add(Table("queue_delay_summary_by_size", summ, "Queueing delay percentiles by job size (seconds in the CSV)."))

@@ -26,8 +26,9 @@ def plural(n: object, word: str, words: str | None = None) -> str:
 
 
 def gpus_label(bucket: object) -> str:
-    """'1 GPU', '2-4 GPUs', 'unknown GPUs' for a size bucket."""
-    return f"{bucket} GPU" if str(bucket) == "1" else f"{bucket} GPUs"
+    """'0 GPUs (CPU-only)', 'under 1 GPU', '1 GPU', '2-4 GPUs', 'unknown GPUs' for a size bucket."""
+    special = {"0": "0 GPUs (CPU-only)", "<1": "under 1 GPU (a shared GPU)", "1": "1 GPU"}
+    return special.get(str(bucket), f"{bucket} GPUs")
 
 
 def fmt_pct(x: object, digits: int = 1) -> str:
