@@ -129,3 +129,23 @@ def test_a_cut_gzip_file_is_one_line_naming_it(tmp_path: Path) -> None:
         assert result.exit_code == 2, result.output
         assert f"{path.name}: a damaged gzip file" in result.output
         assert "Traceback" not in result.output and "internal error" not in result.output
+
+
+def test_report_quotas_and_locality_errors_are_one_line(tmp_path: Path) -> None:
+    log = tmp_path / "cluster_job_log"
+    log.write_text(JOB_LOG)
+    db = tmp_path / "s.duckdb"
+    assert run("ingest", str(log), "--db", str(db)).exit_code == 0
+    bad = tmp_path / "quotas.toml"
+    bad.write_text('[quotas]\n"vc1" = "lots"\n')
+    assert_one_line_error(run("report", "--db", str(db), "--out", str(tmp_path / "r"), "--quotas", str(bad)),
+                          ExitCode.USAGE, "quotas.toml", "vc1")
+    assert_one_line_error(run("report", "--db", str(db), "--out", str(tmp_path / "r"), "--quotas", str(tmp_path / "none.toml")),
+                          ExitCode.USAGE, "none.toml", "no such quotas file")
+    assert_one_line_error(run("report", "--db", str(db), "--out", str(tmp_path / "r"), "--locality", "0"),
+                          ExitCode.USAGE, "--locality")
+    good = tmp_path / "good.toml"
+    good.write_text('[quotas]\n"vc1" = 16\n')
+    ok = run("report", "--db", str(db), "--out", str(tmp_path / "r"), "--quotas", str(good), "--locality", "relaxed")
+    assert ok.exit_code == 0, ok.output
+    assert "file " + str(good) in (tmp_path / "r" / "wait_clusters.csv").read_text()
