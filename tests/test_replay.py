@@ -15,6 +15,8 @@ Jobs:
   J5  a, an attempt with a start and no GPU count  -> no split
   J6  a, 2 GPUs asked, killed while pending: its only attempt has no start and ends at 50
   J7  b, 4 GPUs asked, still pending at the end, submit 190 -> waits until 260
+  J8  b, 2 GPUs on m2 (GPUs 6, 7) from 210, killed, its end lost (as Philly logs do)
+  J9  b, 2 GPUs on m2 (GPUs 6, 7) [230, 250), submit 225: so J8's GPUs were free by 230
 
 Free GPUs (m1, m2, m3) and VC a's holding, per interval:
   [0,60)    0 2 4 = 6    a 8   (0 0 4 = 4 in [30,40), J4; VC a 10)
@@ -24,7 +26,7 @@ Free GPUs (m1, m2, m3) and VC a's holding, per interval:
   [110,115) 4 2 4 = 10   a 4   (J1 again)
   [115,120) 8 2 4 = 14   a 0
   [120,200) 0 0 4 = 4          (J2)
-  [200,260) 0 3 4 = 7          (J3)
+  [200,260) 0 3 4 = 7          (J3; m2 1 free in [210,250): J8 then J9)
 Default locality: m = 8, so 13 and 16 GPUs may use 2 machines, 4 and 2 GPUs one.
 """
 
@@ -66,13 +68,16 @@ def _alloc(job_id: str, no: int, machine: str, gpus: int) -> list[str]:
 def build_store(path: Path) -> Path:
     jobs = [_job("B1", "a", "passed", 0), _job("B2", "b", "passed", 0), _job("J1", "a", "passed", 10),
             _job("J2", "b", "passed", 0), _job("J3", "b", "passed", 60), _job("J4", "a", "passed", None),
-            _job("J5", "a", "passed", 5), _job("J6", "a", "killed", 20), _job("J7", "b", "pending", 190)]
+            _job("J5", "a", "passed", 5), _job("J6", "a", "killed", 20), _job("J7", "b", "pending", 190),
+            _job("J8", "b", "killed", 205), _job("J9", "b", "passed", 225)]
     attempts = [_attempt("B1", 0, 0, 60), _attempt("B2", 0, 0, 120), _attempt("J1", 0, 70, 100),
                 _attempt("J1", 1, 110, 115), _attempt("J2", 0, 120, 200), _attempt("J3", 0, 200, 260),
-                _attempt("J4", 0, 30, 40), _attempt("J5", 0, 10, 20)]
+                _attempt("J4", 0, 30, 40), _attempt("J5", 0, 10, 20), _attempt("J8", 0, 210, None),
+                _attempt("J9", 0, 230, 250)]
     allocs = (_alloc("B1", 0, "m1", 8) + _alloc("B2", 0, "m2", 6) + _alloc("J1", 0, "m1", 4) + _alloc("J1", 1, "m1", 4)
               + _alloc("J2", 0, "m1", 8) + _alloc("J2", 0, "m2", 8) + _alloc("J3", 0, "m1", 8) + _alloc("J3", 0, "m2", 5)
-              + _alloc("J4", 0, "m2", 2))
+              + _alloc("J4", 0, "m2", 2)
+              + [f"('philly', '{j}', 0, 'm2', {g}, 1)" for j in ("J8", "J9") for g in (6, 7)])
     db = path / "replay.duckdb"
     with open_store(db) as con:
         con.execute("INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id) VALUES "
@@ -132,7 +137,7 @@ def test_each_cause_and_changes_within_one_wait(store: Path, quotas_file: Path) 
     # J6 never started, cancelled at 50: [20,50) with VC a at 8: fair share; no queueing delay
     assert minutes(w["J6"], *CAUSE_COLS) == (30, 0, 0, 0)
     assert w["J6"]["started"] is False and w["J6"]["wait_retry_s"] is None
-    # J7 pending until the store's last timestamp (260): [190,200) 4 free on m3, [200,260) 3 + 4: other
+    # J7 pending until the store's last timestamp (260): [190,200) 4 free on m3, then m3's 4: other
     assert minutes(w["J7"], *CAUSE_COLS) == (0, 0, 0, 70)
     assert w["J7"]["wait_s"] == 70 * MIN
 
@@ -166,7 +171,8 @@ def test_machine_seen_only_in_samples_counts(store: Path, quotas_file: Path) -> 
     # m3 is never used: a fully idle machine all the time
     assert c["time_with_idle_machine_pct"] == pytest.approx(100.0)
     # GPU-minutes held over [0, 260): B1 8x60 + B2 6x120 + J1 4x30 + 4x5 + J2 16x80 + J3 13x60 + J4 2x10
-    held = 8 * 60 + 6 * 120 + 4 * 30 + 4 * 5 + 16 * 80 + 13 * 60 + 2 * 10
+    # + J9 2x20 + J8 2x20: J8's lost end is taken as 230, when J9 got its GPUs, not the store's end (260)
+    held = 8 * 60 + 6 * 120 + 4 * 30 + 4 * 5 + 16 * 80 + 13 * 60 + 2 * 10 + 2 * 20 + 2 * 20
     assert c["mean_held_gpus"] == pytest.approx(held / 260)
     assert c["mean_load_pct"] == pytest.approx(held / 260 / 20 * 100)
 
@@ -188,7 +194,7 @@ def test_inferred_quotas(store: Path) -> None:
     q = {r["vc"]: r for r in rep.quotas.to_dicts()}
     # VC a holds 10 for 10 of the 260 minutes (J4), 8 for 50, 4 for 35, 0 for 165: the time-weighted p95 is 8
     assert q["a"]["quota_gpus"] == 8 and q["a"]["origin"] == "inferred"
-    # VC b holds 6 for 120 minutes, 16 for 80, 13 for 60: p95 16 (and its largest job is 16)
+    # VC b holds 6 for 120 minutes, 16 for 80, 13 for 20 and 15 for 40 (J3 + J8/J9): p95 16 (and its largest job is 16)
     assert q["b"]["quota_gpus"] == 16
     w = waits(rep)
     # now VC b is over 16 with J2 waiting (6 + 16) and J3 waiting (6 + 13, then 16 + 13)

@@ -1,7 +1,10 @@
 -- replay_holdings: what each started attempt held, machine by machine, for the replay of
 -- queueing (gpucluster_analysis/replay). An attempt holds its GPUs for start <= t < end;
 -- one with a start and no end holds them until its source's last timestamp (temp table
--- replay_bounds); one without a start holds nothing and is not listed.
+-- replay_bounds) or, GPU by GPU where the scheduler lists them, until the next attempt placed
+-- on that GPU starts, whichever is first (Philly logs lose the end of some killed jobs' last
+-- attempt: the GPUs were evidently free again when the scheduler gave them away); one
+-- without a start holds nothing and is not listed.
 -- Where it held them, most precise first: the scheduler's (machine, GPU) list (one row per
 -- machine, gpus = GPUs listed there); the machines the source names (Slurm NodeList,
 -- attempt_hosts: gpus there where known, else the attempt's GPUs split evenly);
@@ -17,9 +20,19 @@ WITH started AS (
     FROM attempt_sizes s JOIN replay_bounds b USING (source)
     WHERE s.start_at IS NOT NULL
 ),
+cells AS (
+    SELECT al.source, al.job_id, al.attempt_no, al.machine_id, st.start_at, st.end_at, a.end_at IS NULL AS open_end,
+           lead(st.start_at) OVER (PARTITION BY al.source, al.machine_id, al.gpu_index
+                                   ORDER BY st.start_at, al.source, al.job_id, al.attempt_no) AS next_start
+    FROM allocations al
+    JOIN started st USING (source, job_id, attempt_no)
+    JOIN attempts a USING (source, job_id, attempt_no)
+),
 listed AS (
-    SELECT source, job_id, attempt_no, machine_id, CAST(count(*) AS DOUBLE) AS gpus
-    FROM allocations GROUP BY source, job_id, attempt_no, machine_id
+    SELECT source, job_id, attempt_no, machine_id,
+           CASE WHEN open_end AND next_start < end_at THEN next_start ELSE end_at END AS end_at,
+           CAST(count(*) AS DOUBLE) AS gpus
+    FROM cells GROUP BY ALL
 ),
 hosted AS (
     SELECT source, job_id, attempt_no, machine_id, max(gpus) AS gpus,
@@ -29,7 +42,7 @@ hosted AS (
     GROUP BY source, job_id, attempt_no, machine_id
 ),
 placed AS (
-    SELECT st.source, st.job_id, st.attempt_no, st.start_at, st.end_at, l.machine_id, l.gpus
+    SELECT st.source, st.job_id, st.attempt_no, st.start_at, l.end_at, l.machine_id, l.gpus
     FROM started st JOIN listed l USING (source, job_id, attempt_no)
     UNION ALL
     SELECT st.source, st.job_id, st.attempt_no, st.start_at, st.end_at, h.machine_id,
@@ -45,4 +58,4 @@ SELECT p.source, p.job_id, p.attempt_no, j.vc,
        epoch(p.start_at) AS start_s, epoch(p.end_at) AS end_s, p.machine_id, p.gpus
 FROM placed p JOIN jobs j USING (source, job_id)
 WHERE p.end_at > p.start_at
-ORDER BY p.source, p.start_at, p.job_id, p.attempt_no, p.machine_id
+ORDER BY p.source, p.start_at, p.job_id, p.attempt_no, p.machine_id, p.end_at
