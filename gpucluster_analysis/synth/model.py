@@ -108,3 +108,4 @@ class RecordedAttempt:
 class JobOutcome:
     status: str  # "passed", "failed", "killed"
     attempts: list[RealAttempt] = field(default_factory=list)
+    killed_at: int | None = None  # when a kill ended the job (queued or running)

@@ -19,6 +19,11 @@ Rules, after the Philly study:
 
 Every event time passes through `Blackout.defer`, so nothing the job log
 records happens during a repeated fall-back hour's second occurrence.
+
+Given a `waits.StateLog`, `simulate` also records the cluster state after each
+instant's scheduling pass (free GPUs, quota left per VC, machines per free
+count), from which `waits.cause_columns` tells why each job waited. Recording
+draws nothing and changes no decision.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import numpy as np
 
 from gpucluster_analysis.synth.clock import Blackout
 from gpucluster_analysis.synth.model import GPUS_PER_MACHINE, Cluster, JobOutcome, JobSpec, RealAttempt
+from gpucluster_analysis.synth.waits import StateLog
 
 # Event kinds, in the order they are handled at one instant: free GPUs first,
 # then kills, so that a job cancelled at the instant it became ready never starts.
@@ -46,6 +52,7 @@ class _Machines:
         self.free = np.ones((machines, GPUS_PER_MACHINE), dtype=bool)
         self.count = np.full(machines, GPUS_PER_MACHINE, dtype=np.int64)
         self.total = machines * GPUS_PER_MACHINE
+        self.hist = [0] * GPUS_PER_MACHINE + [machines]  # hist[f]: machines with f free GPUs
         self.rng = rng
 
     def fits(self, size: int, relaxed: bool) -> bool:
@@ -88,7 +95,9 @@ class _Machines:
         for machine, gpus in alloc:
             assert self.free[machine, list(gpus)].all(), f"GPU double-booked on machine {machine}"
             self.free[machine, list(gpus)] = False
+            self.hist[self.count[machine]] -= 1
             self.count[machine] -= len(gpus)
+            self.hist[self.count[machine]] += 1
         self.total -= size
         return tuple(alloc)
 
@@ -96,7 +105,9 @@ class _Machines:
         for machine, gpus in alloc:
             assert not self.free[machine, list(gpus)].any(), f"GPU released twice on machine {machine}"
             self.free[machine, list(gpus)] = True
+            self.hist[self.count[machine]] -= 1
             self.count[machine] += len(gpus)
+            self.hist[self.count[machine]] += 1
             self.total += len(gpus)
 
 
@@ -106,6 +117,7 @@ def simulate(
     rng: np.random.Generator,
     blackout: Blackout,
     log: Callable[[str], None] = lambda _: None,
+    states: StateLog | None = None,
 ) -> list[JobOutcome]:
     n = len(jobs)
     machines = _Machines(cluster.machines, rng)
@@ -117,6 +129,10 @@ def simulate(
     killed = [False] * n
     outcomes = [JobOutcome(status="passed") for _ in range(n)]
     relax_at = [blackout.defer(j.submit + j.relax_wait) for j in jobs]
+    # Launch failures hold GPUs the job log does not show; the wait split needs their machines.
+    holding_launch: dict[int, RealAttempt] = {}
+    if states is not None:
+        states.begin(min((j.submit for j in jobs), default=0), machines.total, quota_left, machines.hist)
 
     events: list[tuple[int, int, int, int]] = []  # (time, kind, seq, job)
     seq = 0
@@ -146,6 +162,8 @@ def simulate(
         outcomes[j].attempts.append(attempt)
         current[j] = attempt
         state[j] = _RUNNING
+        if planned.outcome == "launch_fail":
+            holding_launch[j] = attempt
         heapq.heappush(events, (end, _FINISH, 0, j))
         if planned.outcome != "launch_fail" and not started[j]:
             started[j] = True
@@ -158,6 +176,7 @@ def simulate(
         machines.release(attempt.alloc)
         quota_left[jobs[j].vc] += jobs[j].gpus
         current[j] = None
+        holding_launch.pop(j, None)
         return attempt
 
     def schedule(now: int) -> None:
@@ -214,6 +233,7 @@ def simulate(
                 state[j] = _DONE
                 killed[j] = True
                 outcomes[j].status = "killed"
+                outcomes[j].killed_at = now
             elif kind == _READY:
                 if state[j] == _WAITING:
                     state[j] = _QUEUED
@@ -223,6 +243,10 @@ def simulate(
                         heapq.heappush(events, (relax_at[j], _RELAX, 0, j))
             # _RELAX only needs the scheduling pass below.
         schedule(now)
+        if states is not None:
+            states.record(now, machines.total, quota_left, machines.hist)
+            for j, attempt in holding_launch.items():
+                states.hold(j, tuple((m, int(machines.count[m]), len(g)) for m, g in attempt.alloc))
         processed += 1
         if processed % 200_000 == 0:
             log(f"simulated up to {processed:,} scheduling instants")

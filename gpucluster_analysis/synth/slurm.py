@@ -14,8 +14,10 @@ writes what a Slurm site keeps (docs/synth.md, "The Slurm view"):
 * `scontrol/<jobid>.txt`: `scontrol show job -d` snapshots of some running jobs, with
   the GPU indices per node (`GRES=gpu:v100:4(IDX:0-3)`);
 * `gpu/<host>.csv`: nvidia-smi query logs (slurm_telemetry.py);
+* `quotas.toml`: each VC's (Account's) GPU quota, the scheduler's hard cap;
 * `truth.json`: the jobs.csv every correct reader of these files must produce, from the
-  generator's own knowledge (never from the files, never from gca).
+  generator's own knowledge (never from the files, never from gca), plus why each job
+  waited (waits.py; its first wait here is [Eligible, first Start)).
 
 Events never fall in the second occurrence of a repeated fall-back hour (clock.py), so
 every naive time written reads back to the instant it records.
@@ -45,10 +47,12 @@ from gpucluster_analysis.synth.trace import (
     _check_arguments,
     prepare_output,
     simulate_window,
+    write_quotas,
 )
 from gpucluster_analysis.synth.truth import write_truth
+from gpucluster_analysis.synth.waits import StateLog, cause_columns, retry_wait
 
-SLURM_FILES = ("sacct.txt", "truth.json")
+SLURM_FILES = ("sacct.txt", "truth.json", "quotas.toml")
 SLURM_DIRS = ("logs", "scontrol", "gpu")
 SACCT_COLUMNS = ("JobID", "JobName", "User", "Account", "Partition", "State", "ExitCode", "Submit", "Eligible",
                  "Start", "End", "Elapsed", "Timelimit", "AllocTRES", "NodeList")
@@ -177,6 +181,7 @@ def _slurm_jobs(cluster: Cluster, specs: list[JobSpec], outcomes: list[JobOutcom
             started = [a.start for a in runs if a.outcome != "launch_fail"]
             base = started[0] if spec.kill_kind == "running" and started else spec.submit
             cancel_at = blackout.defer(base + spec.kill_delay)
+            assert cancel_at == outcome.killed_at, (spec.job_id, cancel_at, outcome.killed_at)
         longest = max((a.end - a.start for a in runs), default=0)
         jobs.append(SlurmJob(
             spec=spec, outcome=outcome, job_id=job_id, name=name, eligible=eligible,
@@ -397,11 +402,16 @@ def _evidence(job: SlurmJob, k: int, scontrol: set[str], logged: bool) -> str:
 
 
 def slurm_truth(jobs: list[SlurmJob], util_sum: np.ndarray, util_count: np.ndarray,
-                scontrol: set[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                scontrol: set[str], states: StateLog) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     iso = clock.iso_utc
     job_rows: list[dict[str, Any]] = []
     attempt_rows: list[dict[str, Any]] = []
-    for job in jobs:
+    # The first wait as sacct records it: [Eligible, first Start), or [Eligible, the cancel) for a job
+    # cancelled before any run. Every run (a launch failure too) has its Start, so none falls inside.
+    spans = [(job.eligible, job.runs[0].start) if job.runs else
+             (job.eligible, job.cancel_at) if job.cancel_at is not None else None for job in jobs]
+    causes = cause_columns(states, [job.spec for job in jobs], spans, [job.runs for job in jobs])
+    for job, waited in zip(jobs, causes, strict=True):
         spec, runs = job.spec, job.runs
         first_start = runs[0].start if runs else None
         # The row of a cancellation while pending has an End (Start = End, no node): it counts.
@@ -433,6 +443,8 @@ def slurm_truth(jobs: list[SlurmJob], util_sum: np.ndarray, util_count: np.ndarr
             "failure_category": REASON_CATEGORY[reason] if reason else None,
             "eligible_time": iso(job.eligible),
             "queue_basis": "eligible",
+            **waited,
+            "wait_retry_s": retry_wait([(r.start, r.end) for r in runs]) if runs else None,
         })
         for k, run in enumerate(runs):
             attempt_rows.append({
@@ -514,6 +526,7 @@ def generate_slurm_trace(
 
     lines = sacct_lines(slurm_jobs, zone_name)
     (out / "sacct.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_quotas(out / "quotas.toml", cluster)
     n_allocations = sum(len(j.runs) + (j.cancel_at is not None) for j in slurm_jobs)
     n_logs = write_job_logs(out, slurm_jobs, rng(_SLURM_LOGS), zone_name)
     shown = write_scontrol(out, slurm_jobs, rng(_SCONTROL), zone_name, blackout)
@@ -524,7 +537,7 @@ def generate_slurm_trace(
         out, hosts=[host_name(m) for m in range(machines)], t0=t0, span=span, interval_s=interval_s, runs=runs,
         n_jobs=jobs, seed=seed, stream=_GPU_LOGS, blackout=blackout, zone_name=zone_name, log=emit,
     )
-    job_rows, attempt_rows = slurm_truth(slurm_jobs, telemetry.util_sum, telemetry.util_count, shown)
+    job_rows, attempt_rows = slurm_truth(slurm_jobs, telemetry.util_sum, telemetry.util_count, shown, sim.states)
     generator = {
         "name": GENERATOR_NAME, "version": SYNTH_VERSION, "format": "slurm", "seed": seed, "jobs": jobs,
         "machines": machines, "days": days, "interval_s": interval_s, "start_local": start.strftime("%Y-%m-%d %H:%M:%S"),

@@ -28,6 +28,7 @@ from gpucluster_analysis.synth.record import record_attempts
 from gpucluster_analysis.synth.scheduler import simulate
 from gpucluster_analysis.synth.telemetry import Occupancy, write_telemetry
 from gpucluster_analysis.synth.truth import job_truth, write_truth
+from gpucluster_analysis.synth.waits import StateLog
 from gpucluster_analysis.synth.workload import draw_cluster, draw_jobs
 from gpucluster_analysis.synth.writers import job_log_records, write_failure_logs, write_job_log, write_machine_list
 
@@ -35,7 +36,8 @@ from gpucluster_analysis.synth.writers import job_log_records, write_failure_log
 SYNTH_VERSION = 1
 GENERATOR_NAME = "gca synth"
 
-OUTPUT_FILES = ("cluster_machine_list", "cluster_job_log", "cluster_gpu_util", "cluster_cpu_util", "cluster_mem_util", "truth.json")
+OUTPUT_FILES = ("cluster_machine_list", "cluster_job_log", "cluster_gpu_util", "cluster_cpu_util", "cluster_mem_util", "truth.json",
+                "quotas.toml")
 OUTPUT_DIRS = ("logs",)
 
 # Random streams, one per stage (the telemetry takes [seed, TELEMETRY, day]).
@@ -166,6 +168,7 @@ class Simulation:
     cluster: Cluster
     specs: list[JobSpec]
     outcomes: list[JobOutcome]
+    states: StateLog  # the cluster after each scheduling instant (waits.py)
 
     def rng(self, stream: int) -> np.random.Generator:
         return np.random.default_rng([self.seed, stream])
@@ -189,8 +192,16 @@ def simulate_window(jobs: int, machines: int, days: float, seed: int, start: dat
     blackout = clock.Blackout(tuple((h.second, h.end) for h in hours))
     cluster = draw_cluster(rng(_CLUSTER), machines, jobs)
     specs = draw_jobs(rng(_JOBS), cluster, jobs, t0, span, [h for h in hours if h.first >= t0 and h.second <= t0 + span], blackout)
-    outcomes: list[JobOutcome] = simulate(cluster, specs, rng(_SCHEDULER), blackout, emit)
-    return Simulation(seed, zone_name, t0, span, blackout, cluster, specs, outcomes)
+    states = StateLog()
+    outcomes: list[JobOutcome] = simulate(cluster, specs, rng(_SCHEDULER), blackout, emit, states)
+    return Simulation(seed, zone_name, t0, span, blackout, cluster, specs, outcomes, states)
+
+
+def write_quotas(path: Path, cluster: Cluster) -> None:
+    """quotas.toml: each VC's GPU quota (the scheduler's hard cap), in the shape `gca report --quotas` reads."""
+    lines = ["# GPU quota of each virtual cluster: the most GPUs its jobs may hold at once (gca synth).", "[quotas]"]
+    lines += [f"{json.dumps(name)} = {quota}" for name, quota in zip(cluster.vc_names, cluster.vc_quota, strict=True)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def generate_trace(
@@ -222,6 +233,7 @@ def generate_trace(
 
     machine_rng = rng(_MACHINES)
     write_machine_list(out / "cluster_machine_list", machines, machine_rng)
+    write_quotas(out / "quotas.toml", cluster)
     mem_total = machine_rng.choice(np.array([528_272_672, 264_136_336]), size=machines, p=[0.8, 0.2])
     write_job_log(out / "cluster_job_log", job_log_records(cluster, specs, outcomes, records, zone_name))
     n_logs = write_failure_logs(out, cluster, specs, records, rng(_LOGS))
@@ -231,7 +243,7 @@ def generate_trace(
         out, machines=machines, t0=t0, span=span, occupancy=_occupancy(specs, records), n_jobs=jobs,
         seed=seed, stream=_TELEMETRY, mem_total_kib=mem_total, log=emit, zone_name=zone_name,
     )
-    job_rows, attempt_rows = job_truth(cluster, specs, outcomes, records, telemetry.util_sum, telemetry.util_count)
+    job_rows, attempt_rows = job_truth(cluster, specs, outcomes, records, telemetry.util_sum, telemetry.util_count, sim.states)
     generator = {
         "name": GENERATOR_NAME, "version": SYNTH_VERSION, "seed": seed, "jobs": jobs, "machines": machines,
         "days": days, "start_local": start.strftime("%Y-%m-%d %H:%M:%S"),

@@ -17,6 +17,13 @@ never reads the files back and never runs gca. Rules, as domain.md states them:
   attempts with a start, an end and GPUs (start <= t < end); null / 0 if none;
 * failure_reason / failure_category: the last failed attempt's, for jobs whose
   final status is failed; null otherwise.
+
+After those columns come the wait columns (`WAIT_COLUMNS`, docs/synth.md), which
+no reader of the log alone can reproduce everywhere: the job's first wait as
+the log records it ([submit, first start), or [submit, the kill) for a job
+killed before any recorded start) split into seconds per cause
+(`waits.cause_columns`, from the simulator's state), and `wait_retry_s`, the
+gaps between consecutive attempts that have a start.
 """
 
 from __future__ import annotations
@@ -29,12 +36,15 @@ import numpy as np
 
 from gpucluster_analysis.synth.clock import iso_utc
 from gpucluster_analysis.synth.model import REASON_CATEGORY, Cluster, JobOutcome, JobSpec, RecordedAttempt
+from gpucluster_analysis.synth.waits import CAUSE_COLUMNS, StateLog, cause_columns, retry_wait
 
 JOBS_COLUMNS = (
     "job_id", "source", "user", "vc", "status", "submit_time", "first_start_time", "end_time",
     "attempts", "num_gpus", "num_servers", "queue_delay_s", "run_time_s", "gpu_time_s",
     "mean_gpu_util_pct", "util_samples", "failure_reason", "failure_category",
 )
+# After the jobs.csv columns: why the job waited (seconds per cause of its first wait) and its retry waits.
+WAIT_COLUMNS = (*CAUSE_COLUMNS, "wait_retry_s")
 
 
 def chronological(records: list[RecordedAttempt]) -> list[RecordedAttempt]:
@@ -53,11 +63,14 @@ def job_truth(
     records: list[list[RecordedAttempt]],
     util_sum: np.ndarray,
     util_count: np.ndarray,
+    states: StateLog,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(job rows, attempt rows) for truth.json."""
     jobs: list[dict[str, Any]] = []
     attempts: list[dict[str, Any]] = []
-    for spec, outcome, recs in zip(specs, outcomes, records, strict=True):
+    causes = cause_columns(states, specs, [_first_wait(s, o, r) for s, o, r in zip(specs, outcomes, records, strict=True)],
+                           [o.attempts for o in outcomes])
+    for spec, outcome, recs, waited in zip(specs, outcomes, records, causes, strict=True):
         ordered = chronological(recs)
         starts = [r.start for r in recs if r.start is not None]
         ends = [r.end for r in recs if r.end is not None]
@@ -87,6 +100,8 @@ def job_truth(
             "util_samples": count,
             "failure_reason": last_failure,
             "failure_category": REASON_CATEGORY[last_failure] if last_failure else None,
+            **waited,
+            "wait_retry_s": retry_wait([(r.start, r.end) for r in ordered if r.start is not None]) if starts else None,
         })
         position = {id(r): i for i, r in enumerate(ordered)}
         for r in recs:
@@ -105,9 +120,20 @@ def job_truth(
                 # What really happened, where the log hides it (a missing end, an unrecorded placement).
                 "real_start_time": iso_utc(r.real.start),
                 "real_end_time": iso_utc(r.real.end),
-                "real_allocation": _alloc_json(r.real.alloc) if r.real.occupies_gpus else [],
+                # A launch failure's: the GPUs it was placed on and held, idle, until it failed.
+                "real_allocation": _alloc_json(r.real.alloc),
             })
     return jobs, attempts
+
+
+def _first_wait(spec: JobSpec, outcome: JobOutcome, recs: list[RecordedAttempt]) -> tuple[int, int] | None:
+    """[submit, first recorded start), or [submit, kill) for a job killed before any recorded start."""
+    starts = [r.start for r in recs if r.start is not None]
+    if starts:
+        return spec.submit, min(starts)
+    if outcome.killed_at is not None:
+        return spec.submit, outcome.killed_at
+    return None
 
 
 def write_truth(path: Path, generator: dict[str, Any], zone_name: str, jobs: list[dict[str, Any]], attempts: list[dict[str, Any]]) -> None:
