@@ -10,7 +10,7 @@
 -- attempt_hosts: gpus there where known, else the attempt's GPUs split evenly);
 -- else one row with machine_id NULL (Helios, Acme, Alibaba pods: the cluster's GPUs are
 -- held, but where is unknown).
--- Needs the temp tables attempt_sizes and replay_bounds.
+-- Needs the temp tables attempt_sizes, attempt_attribution and replay_bounds.
 -- Parameters: none.
 -- Output: source, job_id, attempt_no, vc, start_s, end_s (epoch seconds, DOUBLE),
 -- machine_id (NULL: placement unknown), gpus (DOUBLE; NULL: the attempt's size is unknown).
@@ -34,12 +34,21 @@ listed AS (
            CAST(count(*) AS DOUBLE) AS gpus
     FROM cells GROUP BY ALL
 ),
+-- GPUs per host that scontrol -d (or a one-host job's CUDA_VISIBLE_DEVICES) names, where
+-- the accounting gives only the job's total (temp table attempt_attribution).
+bound_counts AS (
+    SELECT source, job_id, attempt_no, machine_id, count(DISTINCT gpu_index) AS gpus
+    FROM attempt_attribution
+    WHERE attribution IN ('scontrol', 'cuda_visible_devices') AND machine_id IS NOT NULL AND gpu_index IS NOT NULL
+    GROUP BY ALL
+),
 hosted AS (
-    SELECT source, job_id, attempt_no, machine_id, max(gpus) AS gpus,
-           count(*) OVER (PARTITION BY source, job_id, attempt_no) AS hosts
-    FROM attempt_hosts
-    WHERE (source, job_id, attempt_no) NOT IN (SELECT source, job_id, attempt_no FROM listed)
-    GROUP BY source, job_id, attempt_no, machine_id
+    SELECT h.source, h.job_id, h.attempt_no, h.machine_id, coalesce(max(h.gpus), max(b.gpus)) AS gpus,
+           count(*) OVER (PARTITION BY h.source, h.job_id, h.attempt_no) AS hosts
+    FROM attempt_hosts h
+    LEFT JOIN bound_counts b USING (source, job_id, attempt_no, machine_id)
+    WHERE (h.source, h.job_id, h.attempt_no) NOT IN (SELECT source, job_id, attempt_no FROM listed)
+    GROUP BY h.source, h.job_id, h.attempt_no, h.machine_id
 ),
 placed AS (
     SELECT st.source, st.job_id, st.attempt_no, st.start_at, l.end_at, l.machine_id, l.gpus
