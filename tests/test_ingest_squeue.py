@@ -325,3 +325,24 @@ def test_cli_ingests_a_directory_with_sacct_and_squeue(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["ingest", str(folder), "--db", str(tmp_path / "s.duckdb"), "--tz", "Europe/Zurich"])
     assert result.exit_code == 0, result.output
     assert rows(tmp_path / "s.duckdb", "SELECT count(*) FROM pending_reasons") == [(6,)]
+
+
+def test_pending_reasons_meet_the_replay(tmp_path: Path) -> None:
+    """End to end: sacct and squeue files ingested, the replay's cause at each snapshot beside
+    Slurm's reason. At 11:10Z nothing runs yet (the first start is 12:30 Zurich = 11:30Z), so
+    with VC ml's quota at 0 every pending second of every job is fair share (0 held + its
+    GPUs > 0), whatever Slurm said; without a quota the empty cluster leaves only 'other'."""
+    from gpucluster_analysis.db import open_store
+    from gpucluster_analysis.replay import Quotas
+    from gpucluster_analysis.report.tables import prepare
+
+    db = tmp_path / "s.duckdb"
+    ingest(db, write(tmp_path / "sacct.txt", SACCT), write(tmp_path / "squeue-pending.log", SQUEUE_OF_SACCT),
+           zone="Europe/Zurich")
+    with open_store(db, read_only=True) as con:
+        zero = prepare(con, quotas=Quotas({"ml": 0}, tmp_path / "q.toml")).pending
+        none = prepare(con, quotas=Quotas({}, tmp_path / "q.toml")).pending
+    assert {(r["reason"], r["replay_cause"]): (r["snapshots"], r["jobs"]) for r in zero.to_dicts()} == {
+        ("AssocGrpGRES", "fair_share"): (3, 3), ("Priority", "fair_share"): (1, 1), ("Resources", "fair_share"): (2, 2)}
+    assert {(r["reason"], r["replay_cause"]): r["snapshots"] for r in none.to_dicts()} == {
+        ("AssocGrpGRES", "other"): 3, ("Priority", "other"): 1, ("Resources", "other"): 2}
