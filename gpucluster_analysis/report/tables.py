@@ -30,6 +30,7 @@ REPLAY_JOBS_TABLE = "replay_job_waits"
 # Built by prepare_report() after prepare(): (temp table, named query it holds).
 REPORT_TABLES = (
     ("report_jobs", "jobs"),  # the jobs.csv rows, once, for the figure queries to join
+    ("wait_cause_seconds", "wait_cause_seconds"),  # the replay's split, one row per (job, cause)
     ("job_machine_windows", "job_machine_windows"),
     ("job_colocation", "job_colocation"),
     ("job_facts", "job_facts"),

@@ -11,7 +11,14 @@
 -- jobs_helped (saved > 0), wait_gpu_hours (their first waits), saved_gpu_hours, saved_pct,
 -- saved_hours (per-job waiting, not weighted by GPUs).
 WITH started AS (
-    SELECT *, wait_fair_share_s + wait_capacity_s + coalesce(wait_fragmentation_s, 0) + wait_other_s AS wait_total_s
+    -- exact decimals (the replay rounds to milliseconds), so the sums are the same bytes every run
+    SELECT CAST(gpus AS DECIMAL(18, 3)) AS gpus,
+           CAST(wait_fair_share_s + wait_capacity_s + coalesce(wait_fragmentation_s, 0) + wait_other_s
+                AS DECIMAL(18, 3)) AS wait_total_s,
+           CAST(saved_relaxed_after_0min_s AS DECIMAL(18, 3)) AS saved_relaxed_after_0min_s,
+           CAST(saved_relaxed_after_10min_s AS DECIMAL(18, 3)) AS saved_relaxed_after_10min_s,
+           CAST(saved_relaxed_after_60min_s AS DECIMAL(18, 3)) AS saved_relaxed_after_60min_s,
+           CAST(saved_borrowing_s AS DECIMAL(18, 3)) AS saved_borrowing_s
     FROM replay_job_waits WHERE started AND wait_other_s IS NOT NULL
 ),
 cases AS (
@@ -30,10 +37,10 @@ cases AS (
 SELECT what_if, what_if_order,
        count(*) AS jobs_considered,
        count(*) FILTER (WHERE saved_s > 0) AS jobs_helped,
-       sum(wait_total_s * gpus) / 3600.0 AS wait_gpu_hours,
-       sum(saved_s * gpus) / 3600.0 AS saved_gpu_hours,
-       100.0 * sum(saved_s * gpus) / nullif(sum(wait_total_s * gpus), 0) AS saved_pct,
-       sum(saved_s) / 3600.0 AS saved_hours
+       CAST(sum(wait_total_s * gpus) AS DOUBLE) / 3600.0 AS wait_gpu_hours,
+       CAST(sum(saved_s * gpus) AS DOUBLE) / 3600.0 AS saved_gpu_hours,
+       100.0 * CAST(sum(saved_s * gpus) AS DOUBLE) / nullif(CAST(sum(wait_total_s * gpus) AS DOUBLE), 0) AS saved_pct,
+       CAST(sum(saved_s) AS DOUBLE) / 3600.0 AS saved_hours
 FROM cases
 GROUP BY what_if, what_if_order
 ORDER BY what_if_order
