@@ -24,13 +24,15 @@ def test_version_1_store_is_upgraded_keeping_its_rows(tmp_path: Path) -> None:
     con.execute("INSERT INTO jobs VALUES ('philly', 'j1', 'u', 'v', 'passed', 'Pass', '2017-10-10 10:00:00', 1)")
     con.close()
     with open_store(db) as con:
-        assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(3,)]
+        assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(4,)]
         assert {"eligible_at", "job_name", "cancelled_by"} <= _columns(con, "jobs")
         assert {"num_gpus", "num_nodes", "status"} <= _columns(con, "attempts")
         assert con.execute("SELECT job_id, eligible_at FROM jobs").fetchall() == [("j1", None)]
         assert con.execute("SELECT count(*) FROM job_logs").fetchall() == [(0,)]
         assert con.execute("SELECT count(*) FROM pending_reasons").fetchall() == [(0,)]
         assert {"cpus", "memory_mib", "gpu_model", "source"} <= _columns(con, "machines")
+        assert {"sm_active", "tensor_active", "dram_active", "nvlink_rx_bytes"} <= _columns(con, "gpu_sample_details")
+        assert con.execute("SELECT count(*) FROM prometheus_chunks").fetchall() == [(0,)]
 
 
 def test_store_from_a_newer_gca_is_refused(tmp_path: Path) -> None:
