@@ -193,6 +193,9 @@ def expected_jobs(data: Path) -> dict[str, dict[str, object]]:
             "attribution": ("scheduler" if any(c for a, b, c in timed if a < b)
                             else "none" if any(a < b for a, b, _ in timed) else None),
             **waits[job["jobid"]],
+            # Philly has no DCGM profiling samples
+            "mean_sm_active_pct": None,
+            "mean_tensor_active_pct": None,
         }
     return expected
 

@@ -42,3 +42,18 @@ def test_store_from_a_newer_gca_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="schema version 99"):
         with open_store(db):
             pass
+
+
+def test_a_report_upgrades_a_store_from_an_older_gca(tmp_path: Path) -> None:
+    from gpucluster_analysis.db import upgrade_older_store
+
+    db = tmp_path / "v3.duckdb"
+    with open_store(db) as con:
+        con.execute("DROP TABLE prometheus_chunks")
+        con.execute("ALTER TABLE gpu_sample_details DROP COLUMN sm_active")
+        con.execute("UPDATE schema_version SET version = 3")
+    assert upgrade_older_store(db) is True
+    with open_store(db, read_only=True) as con:
+        assert "sm_active" in _columns(con, "gpu_sample_details")
+        assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(4,)]
+    assert upgrade_older_store(db) is False  # current: left alone

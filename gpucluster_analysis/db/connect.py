@@ -8,7 +8,7 @@ from pathlib import Path
 
 import duckdb
 
-from gpucluster_analysis.db.schema import apply_schema
+from gpucluster_analysis.db.schema import SCHEMA_VERSION, apply_schema
 from gpucluster_analysis.errors import StoreError
 
 
@@ -46,6 +46,30 @@ def open_store(path: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDB
         yield con
     finally:
         con.close()
+
+
+def upgrade_older_store(path: Path) -> bool:
+    """Bring a store written by an older gca to the current schema (every schema step only
+    adds tables and columns), so that a read-only reader finds what it queries. True when
+    it was upgraded; a store that is missing, not gca's, or current is left alone."""
+    path = Path(path)
+    if not path.exists():
+        return False
+    with open_store(path, read_only=True) as con:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        if "schema_version" not in tables:
+            return False
+        version = con.execute("SELECT max(version) FROM schema_version").fetchall()[0][0]
+    if version is None or version >= SCHEMA_VERSION:
+        return False
+    try:
+        with open_store(path):
+            pass
+    except StoreError as e:
+        raise StoreError(f"{path}: the store has schema version {version} and this gca needs {SCHEMA_VERSION};"
+                         f" upgrading it failed: {e.message}",
+                         hint="make the file writable once, or ingest into a new --db file") from e
+    return True
 
 
 def store_is_empty(con: duckdb.DuckDBPyConnection) -> bool:

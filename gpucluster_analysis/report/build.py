@@ -23,10 +23,10 @@ import duckdb
 import polars as pl
 
 from gpucluster_analysis import __version__
-from gpucluster_analysis.db import open_store
+from gpucluster_analysis.db import open_store, upgrade_older_store
 from gpucluster_analysis.errors import ReportError, StoreError
 from gpucluster_analysis.report import analysis, sections
-from gpucluster_analysis.report.sections import failures, queueing
+from gpucluster_analysis.report.sections import activity, failures, queueing
 from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Section, Table
 from gpucluster_analysis.report.sections.text import fmt_dur
 from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas
@@ -40,6 +40,8 @@ REPORT_QUERIES = (
     "wait_causes_by_size", "wait_causes_by_vc", "wait_abandoned", "wait_what_ifs", "wait_unsplit",
     "gpu_util_by_gpus_servers", "gpu_util_cdf_by_placement", "gpu_util_by_status", "gpu_util_cdf_by_status",
     "gpu_util_by_colocation", "host_util_cdf_by_activity",
+    "gpu_activity_summary", "gpu_activity_grid", "gpu_activity_busy_idle", "gpu_activity_by_placement",
+    "job_activity_by_attributes",
     "failures_by_status", "job_attempts_by_status", "gpu_time_by_status_size", "run_time_cdf_by_status",
     "gpu_time_by_run_time_status", "failure_summary", "failure_trials_by_status", "failure_categories",
     "failure_reasons", "failure_by_size", "failure_rtf_cdf", "failure_repetition", "failure_repeaters",
@@ -80,6 +82,8 @@ def build_report(
     if out.exists() and not out.is_dir():
         raise ReportError(f"{out}: exists and is not a directory", hint="pass --out a directory")
     started = time.perf_counter()
+    if upgrade_older_store(db):
+        log(f"upgraded {db} to the current schema (it came from an older gca)")
     with open_store(db, read_only=True) as con:
         _check_store(con, db)
         # stdout is for data: no progress bars from long queries
@@ -132,7 +136,9 @@ def _check_store(con: duckdb.DuckDBPyConnection, db: Path) -> None:
 def _run_queries(con: duckdb.DuckDBPyConnection, log: Callable[[str], None]) -> dict[str, pl.DataFrame]:
     interval = run_query(con, "gpu_sample_interval", rows=INTERVAL_PROBE_ROWS)
     interval_s = interval.get_column("interval_s")[0] if interval.height else None
-    params = {"top_vcs": queueing.TOP_VCS, "sample_interval_s": interval_s, "top_repeaters": failures.TOP_REPEATERS}
+    params = {"top_vcs": queueing.TOP_VCS, "sample_interval_s": interval_s, "top_repeaters": failures.TOP_REPEATERS,
+              "busy_util_pct": activity.BUSY_UTIL_PCT, "idle_sm_pct": activity.IDLE_SM_PCT,
+              "top_jobs": activity.TOP_BUSY_IDLE}
     results = {"gpu_sample_interval": interval}
     for name in REPORT_QUERIES:
         if name not in results:

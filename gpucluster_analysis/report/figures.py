@@ -362,3 +362,19 @@ def time_lines(
     fig.update_layout(yaxis2=dict(title=y_titles[1], overlaying="y", side="right", rangemode="tozero"))
     fig.update_yaxes(rangemode="tozero", selector=dict(overlaying=None))
     return _layout(fig, title, "time (UTC)", y_titles[0])
+
+
+def bin_heatmap(df: pl.DataFrame, x: str, y: str, z: str, title: str, x_title: str, y_title: str) -> go.Figure:
+    """Counts in a grid of 10-point bins 0..90 on both axes (query gpu_activity_grid)."""
+    bins = list(range(0, 100, 10))
+    cell = {(r[x], r[y]): r[z] for r in df.iter_rows(named=True)}
+    values = [[cell.get((bx, by)) for bx in bins] for by in bins]
+    labels = [f"{b}-{b + 10}" for b in bins]
+    fig = go.Figure(go.Heatmap(
+        x=labels, y=labels, z=values, text=[["" if v is None else f"{v:,}" for v in row] for row in values],
+        texttemplate="%{text}", colorscale="Blues", colorbar=dict(title=z),
+        hovertemplate=f"{x_title} %{{x}}, {y_title} %{{y}}: %{{z:,}} {z}<extra></extra>",
+    ))
+    fig.update_xaxes(type="category")
+    fig.update_yaxes(type="category")
+    return _layout(fig, title, x_title, y_title, height=520)

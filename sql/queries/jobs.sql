@@ -1,7 +1,9 @@
 -- jobs: one row per job, the jobs.csv contract (docs/domain.md, "Per-job table").
 -- Needs the temp tables attempt_sizes, job_keys, attempt_attribution, job_gpu_util,
 -- attempt_failures (failure_reason/category are its job_root_cause row's) and
--- replay_job_waits (the replay's split of each job's first wait by cause, and its retry waits).
+-- replay_job_waits (the replay's split of each job's first wait by cause, and its retry waits)
+-- and attributed_activity (DCGM profiling samples per job: mean_sm_active_pct and
+-- mean_tensor_active_pct are 100 x their means, empty where none was measured).
 -- Parameters: none. Times are naive UTC timestamps; the writer formats them as ISO 8601 Z.
 -- Attempt sizes come from the temp table attempt_sizes, num_gpus / num_servers from the
 -- temp table job_keys (defined there once). gpu_time_s is unknown (empty) when a timed
@@ -57,12 +59,15 @@ SELECT
     w.wait_capacity_s,
     w.wait_fragmentation_s,
     w.wait_other_s,
-    w.wait_retry_s
+    w.wait_retry_s,
+    100.0 * v.sm_sum / nullif(v.sm_samples, 0) AS mean_sm_active_pct,
+    100.0 * v.tensor_sum / nullif(v.tensor_samples, 0) AS mean_tensor_active_pct
 FROM jobs j
 LEFT JOIN per_job p USING (source, job_id)
 LEFT JOIN job_keys k USING (source, job_id)
 LEFT JOIN job_gpu_util u USING (source, job_id)
 LEFT JOIN attributed t USING (source, job_id)
 LEFT JOIN replay_job_waits w USING (source, job_id)
+LEFT JOIN attributed_activity v USING (source, job_id)
 LEFT JOIN attempt_failures f ON f.source = j.source AND f.job_id = j.job_id AND f.job_root_cause
 ORDER BY j.submit_at NULLS LAST, j.source, j.job_id

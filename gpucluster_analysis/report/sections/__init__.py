@@ -4,7 +4,7 @@
 (by query name) and returns `Section`s whose sentences carry the numbers behind each figure.
 Rendering to HTML and writing files is `build.py`'s job.
 
-One module per section (overview, queueing, locality, failures, data_quality), each with a
+One module per section (overview, queueing, locality, activity, failures, data_quality), each with a
 `section(r, ...)` function and its own constants; `blocks` holds the dataclasses a section is
 made of and `text` the formatting its sentences share.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 from gpucluster_analysis.report import analysis as an
-from gpucluster_analysis.report.sections import data_quality, failures, locality, overview, queueing
+from gpucluster_analysis.report.sections import activity, data_quality, failures, locality, overview, queueing
 from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Section, Table
 
 __all__ = ["Figure", "Paragraph", "Section", "Table", "compose"]
@@ -22,10 +22,12 @@ __all__ = ["Figure", "Paragraph", "Section", "Table", "compose"]
 
 def compose(r: dict[str, pl.DataFrame], tests: list[an.TestResult], store_name: str) -> list[Section]:
     """All sections of the report, in order. `r` maps query names to their results."""
-    return [
+    sections = [
         overview.section(r, store_name),
         queueing.section(r),
         locality.section(r, tests),
+        activity.section(r),  # only where DCGM profiling samples exist
         failures.section(r),
         data_quality.section(r),
     ]
+    return [s for s in sections if s is not None]
