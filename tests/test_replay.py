@@ -35,7 +35,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import polars as pl
 import pytest
 
 from gpucluster_analysis.db import open_store

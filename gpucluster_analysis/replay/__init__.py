@@ -26,7 +26,14 @@ from gpucluster_analysis.replay import split
 from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas, load_quotas, parse_locality
 from gpucluster_analysis.replay.split import CAUSES, RELAX_ABOVE_GPUS, RELAX_AFTER_MIN, WaitJobs
 from gpucluster_analysis.replay.timeline import (
-    QUOTA_QUANTILE, Holdings, Timeline, build_timeline, event_grid, integral_at, vc_usage, weighted_quantile,
+    QUOTA_QUANTILE,
+    Holdings,
+    Timeline,
+    build_timeline,
+    event_grid,
+    integral_at,
+    vc_usage,
+    weighted_quantile,
 )
 
 __all__ = ["CAUSES", "LocalityRule", "Quotas", "Replay", "load_quotas", "parse_locality", "replay_store"]
@@ -271,7 +278,10 @@ def _pending(
 def _cluster_row(source: str, tl: Timeline, weights: np.ndarray, rule: LocalityRule, mach_df: pl.DataFrame,
                  hold_df: pl.DataFrame) -> pl.DataFrame:
     span = float(weights.sum())
-    mean = (lambda v: float((v * weights).sum() / span) if span > 0 else None)
+
+    def mean(values: np.ndarray) -> float | None:  # time-weighted over the trace
+        return float((values * weights).sum() / span) if span > 0 else None
+
     idle_any = float(weights[tl.idle_machines > 0].sum() / span * 100) if span > 0 and tl.placement_known else None
     known = hold_df.filter(pl.col("gpus").is_not_null())
     gpu_s = (known.get_column("end_s") - known.get_column("start_s")) * known.get_column("gpus")
