@@ -358,7 +358,7 @@ def test_example_is_what_the_documented_command_writes(tmp_path: Path) -> None:
     out = tmp_path / "slurm"
     generate_slurm_trace(out, jobs=int(options.pop("--jobs")), machines=int(options.pop("--machines")),
                          days=float(options.pop("--days")), interval_s=int(options.pop("--interval")),
-                         seed=int(options.pop("--seed")))
+                         dcgm_interval_s=int(options.pop("--dcgm-interval")), seed=int(options.pop("--seed")))
     assert not options, f"unexpected options {options}"
 
     def files(folder: Path) -> dict[str, bytes]:
@@ -366,4 +366,5 @@ def test_example_is_what_the_documented_command_writes(tmp_path: Path) -> None:
 
     written = files(out)
     assert written == files(examples / "slurm")
-    assert sum(len(b) for b in written.values()) < 400_000, "the committed example should stay small"
+    assert sum(len(b) for b in written.values()) < 550_000, "the committed example should stay small"
+    assert sum(len(b) for name, b in written.items() if name.startswith("dcgm/")) < 250_000
