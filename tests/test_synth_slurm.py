@@ -90,6 +90,8 @@ def test_same_arguments_same_bytes(tmp_path: Path) -> None:
     (tmp_path / "c" / "notes.txt").write_text("mine")
     with pytest.raises(InputError, match="notes.txt"):
         generate_slurm_trace(tmp_path / "c", jobs=5, machines=1, days=0.1)
+    with pytest.raises(InputError, match="--dcgm-interval"):
+        generate_slurm_trace(tmp_path / "d", jobs=5, machines=1, days=0.1, dcgm_interval_s=0)
 
 
 def test_helpers() -> None:
@@ -170,6 +172,83 @@ def test_gpu_logs_hold_exactly_the_truths_samples(trace: Path, truth: dict) -> N
     assert checked > 100
 
 
+PROM_SAMPLE = re.compile(r'(DCGM_FI_PROF_\w+)\{gpu="(\d)",UUID="(GPU-[0-9a-f-]{36})",Hostname="(\w+)"\} (NaN|[01]\.\d{3}) (\d{13})')
+PROF_FIELDS = ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+               "DCGM_FI_PROF_DRAM_ACTIVE")
+
+
+def dcgm_samples(trace: Path) -> dict[tuple[str, int], dict[int, dict[str, int | None]]]:
+    """(host, GPU) -> epoch ms -> field -> value in thousandths (None for NaN), from dcgm/*.prom."""
+    uuids = {}
+    for path in (trace / "gpu").glob("*.csv"):
+        with path.open() as f:
+            for row in csv.reader(f, skipinitialspace=True):
+                if row[0] != "timestamp":
+                    uuids[(path.stem, int(row[1]))] = row[2]
+    samples: dict[tuple[str, int], dict[int, dict[str, int | None]]] = defaultdict(lambda: defaultdict(dict))
+    for path in sorted((trace / "dcgm").glob("*.prom")):
+        for line in path.read_text().splitlines():
+            if line.startswith("#"):
+                assert re.fullmatch(r"# (HELP|TYPE) DCGM_FI_PROF_\w+ .+", line), line
+                continue
+            match = PROM_SAMPLE.fullmatch(line)
+            assert match, line
+            name, gpu, uuid, host, value, stamp = match.groups()
+            assert name in PROF_FIELDS and host == path.stem and uuid == uuids[(host, int(gpu))]
+            fields = samples[(host, int(gpu))][int(stamp)]
+            assert name not in fields, line
+            fields[name] = None if value == "NaN" else round(float(value) * 1000)
+    return samples
+
+
+def test_dcgm_scrapes_hold_exactly_the_truths_profiling(trace: Path, truth: dict) -> None:  # type: ignore[type-arg]
+    samples = dcgm_samples(trace)
+    interval_ms = 1000 * truth["generator"]["dcgm_interval_s"]
+    assert sorted(samples) == [(f"gpu{m:03d}", g) for m in range(1, 7) for g in range(8)]
+    nan = 0
+    for series in samples.values():
+        stamps = sorted(series)
+        # one scrape per interval (the milliseconds vary per scrape), through the repeated hour too
+        assert all(abs(s - stamps[0] - k * interval_ms) < 1000 for k, s in enumerate(stamps))
+        for fields in series.values():
+            assert set(fields) == set(PROF_FIELDS)
+            gr, sm, tensor, dram = (fields[f] for f in PROF_FIELDS)
+            if sm is None:
+                assert gr is None and tensor is None and dram is None  # profiling paused: every field
+                nan += 1
+            else:
+                assert 0 <= tensor <= sm <= gr <= 1000 and 0 <= dram <= 1000  # type: ignore[operator]
+    assert nan
+    per_job: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for a in truth["attempts"]:
+        if a["start_time"] is None:
+            continue
+        start, end = (int(datetime.fromisoformat(a[k]).timestamp()) * 1000 for k in ("start_time", "end_time"))
+        for place in a["allocation"]:
+            for g in place["gpus"]:
+                for stamp, fields in samples[(place["machine"], g)].items():
+                    sm = fields["DCGM_FI_PROF_SM_ACTIVE"]
+                    if start <= stamp < end and sm is not None:
+                        per_job[a["job_id"]].append((sm, fields["DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"]))  # type: ignore[arg-type]
+    checked = 0
+    for job in truth["jobs"]:
+        values = per_job.get(job["job_id"], [])
+        n = len(values)
+        assert job["sm_samples"] == n, job["job_id"]
+        assert job["mean_sm_active_pct"] == (sum(v[0] for v in values) / (10 * n) if n else None), job["job_id"]
+        assert job["mean_tensor_active_pct"] == (sum(v[1] for v in values) / (10 * n) if n else None), job["job_id"]
+        checked += n > 0
+    assert checked > 100
+
+
+def test_some_jobs_look_busy_but_are_not(truth: dict) -> None:  # type: ignore[type-arg]
+    sampled = [j for j in truth["jobs"] if j["sm_samples"] and j["util_samples"]]
+    busy_idle = [j for j in sampled if j["mean_gpu_util_pct"] >= 80 and j["mean_sm_active_pct"] <= 20]
+    working = [j for j in sampled if j["mean_gpu_util_pct"] >= 50 and j["mean_sm_active_pct"] >= 0.5 * j["mean_gpu_util_pct"]]
+    assert busy_idle and len(working) > 5 * len(busy_idle), (len(busy_idle), len(working))
+    assert any(j["mean_tensor_active_pct"] == 0 for j in sampled) and any(j["mean_tensor_active_pct"] > 20 for j in sampled)
+
+
 def test_logs_and_scontrol_name_the_gpus_of_the_last_run(trace: Path, truth: dict) -> None:  # type: ignore[type-arg]
     last_run: dict[str, dict] = {}  # type: ignore[type-arg]
     for a in truth["attempts"]:
@@ -223,7 +302,7 @@ def gca_jobs(trace: Path, truth: dict, tmp_path_factory: pytest.TempPathFactory)
     with open_store(db) as con:
         reports = ingest_paths(con, [trace], IngestOptions(zone=truth["zone"]))
     formats = {r.format for r in reports}
-    assert {"slurm_sacct", "slurm_scontrol", "nvsmi_csv", "job_log"} <= formats, formats
+    assert {"slurm_sacct", "slurm_scontrol", "nvsmi_csv", "dcgm_prom", "job_log"} <= formats, formats
     assert [(r.path.name, r.status, r.rejects) for r in reports if r.status != "loaded" or r.rejects] == []
     with open_store(db, read_only=True) as con:
         prepare(con)
@@ -279,7 +358,7 @@ def test_example_is_what_the_documented_command_writes(tmp_path: Path) -> None:
     out = tmp_path / "slurm"
     generate_slurm_trace(out, jobs=int(options.pop("--jobs")), machines=int(options.pop("--machines")),
                          days=float(options.pop("--days")), interval_s=int(options.pop("--interval")),
-                         seed=int(options.pop("--seed")))
+                         dcgm_interval_s=int(options.pop("--dcgm-interval")), seed=int(options.pop("--seed")))
     assert not options, f"unexpected options {options}"
 
     def files(folder: Path) -> dict[str, bytes]:
@@ -287,4 +366,5 @@ def test_example_is_what_the_documented_command_writes(tmp_path: Path) -> None:
 
     written = files(out)
     assert written == files(examples / "slurm")
-    assert sum(len(b) for b in written.values()) < 400_000, "the committed example should stay small"
+    assert sum(len(b) for b in written.values()) < 550_000, "the committed example should stay small"
+    assert sum(len(b) for name, b in written.items() if name.startswith("dcgm/")) < 250_000

@@ -14,6 +14,7 @@ writes what a Slurm site keeps (docs/synth.md, "The Slurm view"):
 * `scontrol/<jobid>.txt`: `scontrol show job -d` snapshots of some running jobs, with
   the GPU indices per node (`GRES=gpu:v100:4(IDX:0-3)`);
 * `gpu/<host>.csv`: nvidia-smi query logs (slurm_telemetry.py);
+* `dcgm/<host>.prom`: dcgm-exporter scrapes of DCGM's profiling fields (slurm_dcgm.py);
 * `quotas.toml`: each VC's (Account's) GPU quota, the scheduler's hard cap;
 * `truth.json`: the jobs.csv every correct reader of these files must produce, from the
   generator's own knowledge (never from the files, never from gca), plus why each job
@@ -38,6 +39,7 @@ from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.synth import clock
 from gpucluster_analysis.synth.failure_logs import LogContext, render
 from gpucluster_analysis.synth.model import GPUS_PER_MACHINE, REASON_CATEGORY, Cluster, JobOutcome, JobSpec, RealAttempt
+from gpucluster_analysis.synth.slurm_dcgm import DcgmResult, write_dcgm_logs
 from gpucluster_analysis.synth.slurm_telemetry import Runs, write_gpu_logs
 from gpucluster_analysis.synth.trace import (
     GENERATOR_NAME,
@@ -53,7 +55,7 @@ from gpucluster_analysis.synth.truth import write_truth
 from gpucluster_analysis.synth.waits import StateLog, cause_columns, retry_wait
 
 SLURM_FILES = ("sacct.txt", "truth.json", "quotas.toml")
-SLURM_DIRS = ("logs", "scontrol", "gpu")
+SLURM_DIRS = ("logs", "scontrol", "gpu", "dcgm")
 SACCT_COLUMNS = ("JobID", "JobName", "User", "Account", "Partition", "State", "ExitCode", "Submit", "Eligible",
                  "Start", "End", "Elapsed", "Timelimit", "AllocTRES", "NodeList")
 FIRST_JOB_ID = 4_812_000
@@ -65,12 +67,14 @@ FIRST_UID = 20_000
 
 # Streams beyond trace.py's 1..8, so the shared simulation draws stay identical.
 _ARRAYS, _ELIGIBLE, _SLURM_LOGS, _SCONTROL, _GPU_LOGS, _LEVELS = range(21, 27)
+_DCGM_LOGS, _DCGM_JOBS = 27, 28  # the DCGM scrapes' own, so adding them changed no other draw
 
 ARRAY_LEADER_PROB = 0.1  # a job starts an array that later jobs of the same user and size join
 ARRAY_WINDOW_S = 4 * 3600
 ARRAY_MAX_TASKS = 4
 HELD_FRACTION = 0.1  # of jobs that waited: part of the wait was a dependency/hold (Eligible > Submit)
 SCONTROL_FRACTION = 0.15  # of single-run jobs that ran
+DCGM_INTERVAL_S = 300  # between dcgm-exporter scrapes, by default
 _JOB_NAMES = ("train_resnet50", "bert_pretrain", "llama_sft", "eval_ckpt", "seq2seq_mt", "vit_finetune", "ddp_bench")
 
 
@@ -129,10 +133,11 @@ class SlurmResult:
     allocation_rows: int  # runs, and cancellations while pending
     gpu_rows: int
     logs: int
+    dcgm_rows: int = 0
 
     def __str__(self) -> str:
         return (f"{self.out}: {self.jobs:,} Slurm jobs, {self.allocation_rows:,} allocation rows in sacct.txt, {self.logs:,} job logs, "
-                f"{self.gpu_rows:,} nvidia-smi rows, truth.json")
+                f"{self.gpu_rows:,} nvidia-smi rows, {self.dcgm_rows:,} DCGM samples, truth.json")
 
 
 def prepare_slurm_output(out: Path) -> None:
@@ -402,7 +407,7 @@ def _evidence(job: SlurmJob, k: int, scontrol: set[str], logged: bool) -> str:
 
 
 def slurm_truth(jobs: list[SlurmJob], util_sum: np.ndarray, util_count: np.ndarray,
-                scontrol: set[str], states: StateLog) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                scontrol: set[str], states: StateLog, dcgm: DcgmResult) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     iso = clock.iso_utc
     job_rows: list[dict[str, Any]] = []
     attempt_rows: list[dict[str, Any]] = []
@@ -420,6 +425,7 @@ def slurm_truth(jobs: list[SlurmJob], util_sum: np.ndarray, util_count: np.ndarr
         final_failed = job.outcome.status == "failed"
         reason = runs[-1].reason if final_failed else None
         count = int(util_count[spec.index])
+        sm_count = int(dcgm.count[spec.index])
         logged = bool(runs) and runs[-1].outcome != "launch_fail" and job.cancel_at is None
         job_rows.append({
             "job_id": job.job_id,
@@ -445,6 +451,11 @@ def slurm_truth(jobs: list[SlurmJob], util_sum: np.ndarray, util_count: np.ndarr
             "queue_basis": "eligible",
             **waited,
             "wait_retry_s": retry_wait([(r.start, r.end) for r in runs]) if runs else None,
+            # DCGM profiling, by mean_gpu_util_pct's rule: x 100 the mean of the SM_ACTIVE
+            # (PIPE_TENSOR_ACTIVE) values written; sums are exact thousandths
+            "mean_sm_active_pct": int(dcgm.sm_sum[spec.index]) / (10 * sm_count) if sm_count else None,
+            "mean_tensor_active_pct": int(dcgm.tensor_sum[spec.index]) / (10 * sm_count) if sm_count else None,
+            "sm_samples": sm_count,
         })
         for k, run in enumerate(runs):
             attempt_rows.append({
@@ -510,6 +521,7 @@ def generate_slurm_trace(
     days: float = 3.0,
     seed: int = 0,
     interval_s: int = 60,
+    dcgm_interval_s: int = DCGM_INTERVAL_S,
     log: Callable[[str], None] | None = None,
     start: datetime = clock.DEFAULT_START_LOCAL,
 ) -> SlurmResult:
@@ -518,6 +530,8 @@ def generate_slurm_trace(
     _check_arguments(jobs, machines, days, seed)
     if isinstance(interval_s, bool) or not isinstance(interval_s, int) or not 1 <= interval_s <= 3600:
         raise InputError(f"--interval must be a whole number of seconds between 1 and 3600, not {interval_s!r}")
+    if isinstance(dcgm_interval_s, bool) or not isinstance(dcgm_interval_s, int) or not 1 <= dcgm_interval_s <= 3600:
+        raise InputError(f"--dcgm-interval must be a whole number of seconds between 1 and 3600, not {dcgm_interval_s!r}")
     out = Path(out)
     prepare_slurm_output(out)
     sim = simulate_window(jobs, machines, days, seed, start, emit)
@@ -537,13 +551,19 @@ def generate_slurm_trace(
         out, hosts=[host_name(m) for m in range(machines)], t0=t0, span=span, interval_s=interval_s, runs=runs,
         n_jobs=jobs, seed=seed, stream=_GPU_LOGS, blackout=blackout, zone_name=zone_name, log=emit,
     )
-    job_rows, attempt_rows = slurm_truth(slurm_jobs, telemetry.util_sum, telemetry.util_count, shown, sim.states)
+    dcgm = write_dcgm_logs(
+        out, hosts=[host_name(m) for m in range(machines)], t0=t0, span=span, interval_s=dcgm_interval_s, runs=runs,
+        n_jobs=jobs, seed=seed, stream=_DCGM_LOGS, jobs_stream=_DCGM_JOBS, log=emit,
+    )
+    job_rows, attempt_rows = slurm_truth(slurm_jobs, telemetry.util_sum, telemetry.util_count, shown, sim.states, dcgm)
     generator = {
         "name": GENERATOR_NAME, "version": SYNTH_VERSION, "format": "slurm", "seed": seed, "jobs": jobs,
-        "machines": machines, "days": days, "interval_s": interval_s, "start_local": start.strftime("%Y-%m-%d %H:%M:%S"),
+        "machines": machines, "days": days, "interval_s": interval_s, "dcgm_interval_s": dcgm_interval_s,
+        "start_local": start.strftime("%Y-%m-%d %H:%M:%S"),
         "vcs": [{"vc": n, "quota_gpus": q} for n, q in zip(cluster.vc_names, cluster.vc_quota, strict=True)],
-        "telemetry": {"gpu_rows": telemetry.rows},
+        "telemetry": {"gpu_rows": telemetry.rows, "dcgm_rows": dcgm.rows},
         "truth_times": "sacct and nvidia-smi times are never in a repeated hour's second occurrence, so naive text read as the first occurrence is exact",
     }
     write_truth(out / "truth.json", generator, zone_name, job_rows, attempt_rows)
-    return SlurmResult(out=out, jobs=jobs, allocation_rows=n_allocations, gpu_rows=telemetry.rows, logs=n_logs)
+    return SlurmResult(out=out, jobs=jobs, allocation_rows=n_allocations, gpu_rows=telemetry.rows, logs=n_logs,
+                       dcgm_rows=dcgm.rows)

@@ -73,6 +73,22 @@ def gpu_uuid(seed: int, host: str, index: int) -> str:
     return f"GPU-{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
 
 
+def sample_owners(runs: Runs, pair_first: np.ndarray, pair_end: np.ndarray, c0: int, c1: int, gpus: int) -> np.ndarray:
+    """owner[k - c0, g]: the run that holds GPU g (machine * 8 + index) at sample k, for k in
+    [c0, c1); -1 where none does. pair_first/pair_end: per (run, GPU) pair of `runs`, the
+    first sample it holds and the one after its last (a difference array over (sample, GPU))."""
+    length = c1 - c0
+    sel = (pair_end > c0) & (pair_first < c1) & (pair_end > pair_first)
+    lo = np.clip(pair_first[sel], c0, c1) - c0
+    hi = np.clip(pair_end[sel], c0, c1) - c0
+    col = runs.gpu_global[sel]
+    ident = (runs.gpu_owner[sel] + 1).astype(np.int64)
+    diff = np.zeros((length + 1, gpus), dtype=np.int64)
+    np.add.at(diff, (lo, col), ident)
+    np.add.at(diff, (hi, col), -ident)
+    return np.cumsum(diff[:length], axis=0) - 1
+
+
 def write_gpu_logs(
     out: Path,
     *,
@@ -109,15 +125,7 @@ def write_gpu_logs(
             c1 = min(n_samples, c0 + per_chunk)
             length = c1 - c0
             rng = np.random.default_rng([seed, stream, chunk])
-            sel = (pair_end > c0) & (pair_first < c1) & (pair_end > pair_first)
-            lo = np.clip(pair_first[sel], c0, c1) - c0
-            hi = np.clip(pair_end[sel], c0, c1) - c0
-            col = runs.gpu_global[sel]
-            ident = (runs.gpu_owner[sel] + 1).astype(np.int64)
-            diff = np.zeros((length + 1, gpus), dtype=np.int64)
-            np.add.at(diff, (lo, col), ident)
-            np.add.at(diff, (hi, col), -ident)
-            owner = np.cumsum(diff[:length], axis=0) - 1
+            owner = sample_owners(runs, pair_first, pair_end, c0, c1, gpus)
             busy = owner >= 0
             own = np.where(busy, owner, 0)
             level = runs.level[own] + rng.standard_normal((length, gpus)) * runs.noise[own]
