@@ -1058,3 +1058,28 @@ def test_a_pasted_command_then_its_header_and_a_mixed_case_header(tmp_path: Path
     db = tmp_path / "s.duckdb"
     ok(ingest(db, log, zone="UTC")[0], 2, 0)
     assert samples(db, "node51") == [(t(2026, 7, 14, 8), 0, 12.0), (t(2026, 7, 14, 8, 0, 10), 0, 13.0)]
+
+
+@pytest.mark.parametrize("name", ["nvidia-smi-node01.csv", "node05-dmon.log", "node04.dmon.log", "real/a10-mutc-dt.dmon",
+                                  "real/deepspeech-pucvmet.dmon", "real/h100-590.csv", "real/aicloud-v100.csv"])
+def test_lines_read_in_small_chunks_store_what_whole_reads_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                name: str) -> None:
+    from gpucluster_analysis.ingest import nvsmi
+
+    source = DATA / name
+    cut = tmp_path / source.name
+    cut.write_bytes(source.read_bytes().rstrip(b"\n"))  # and a last line without its line end
+    options = {"zone": "UTC", "time": "2026-07-14T08:00:00Z", "interval_s": 1.0, "host": "n"}
+
+    def stored(db: Path) -> tuple:  # type: ignore[type-arg]
+        return (rows(db, "SELECT * EXCLUDE (file_id) FROM gpu_samples ORDER BY ALL"),
+                rows(db, "SELECT * EXCLUDE (file_id) FROM gpu_sample_details ORDER BY ALL"),
+                rows(db, "SELECT line, reason, text FROM rejects ORDER BY ALL"),
+                rows(db, "SELECT * EXCLUDE (file_id) FROM gpu_events ORDER BY ALL"))
+
+    whole = [ingest(tmp_path / "a.duckdb", f, **options)[0] for f in (source, cut)]  # type: ignore[arg-type]
+    monkeypatch.setattr(nvsmi, "CHUNK_BYTES", 37)  # chunk ends inside lines, several chunks per line
+    chunked = [ingest(tmp_path / "b.duckdb", f, **options)[0] for f in (source, cut)]  # type: ignore[arg-type]
+    assert [(r.status, r.rows, r.rejects) for r in chunked] == [(r.status, r.rows, r.rejects) for r in whole]
+    assert stored(tmp_path / "b.duckdb") == stored(tmp_path / "a.duckdb")
+    assert whole[0].rows > 0

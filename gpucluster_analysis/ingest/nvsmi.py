@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import duckdb
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
@@ -90,6 +92,14 @@ class Batches:
         self.count += 1
         if len(self.rows["line"]) >= BATCH_ROWS:
             self.flush()
+
+    def add_arrow(self, line: pa.Array, block: int, text: pa.Array) -> None:
+        """Many stage_lines rows at once, as Arrow arrays (no Python object per row)."""
+        self.flush()
+        batch = pa.table({"line": line, "block": pa.array(np.full(len(line), block, dtype=np.int32)),  # noqa: F841
+                          "text": text})
+        self.con.execute(f"INSERT INTO {self.table} SELECT * FROM batch")
+        self.count += len(line)
 
     def flush(self) -> None:
         if not self.rows["line"]:
@@ -265,6 +275,64 @@ def read_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
                          hint=f"copy it again, or keep what is readable: zcat {path.name} > {path.stem} and ingest that") from e
 
 
+CHUNK_BYTES = 8 << 20
+
+
+def read_chunks(path: Path) -> Iterator[tuple[int, pa.Array, bool]]:
+    """(number of the first line, the lines stripped as an Arrow string array, last line cut)
+    for each ~8 MiB of the file: read_lines' lines and checks, without a Python string per line."""
+    number, rest, started = 1, b"", False
+    try:
+        with open_binary(path) as f:
+            while True:
+                block = f.read(CHUNK_BYTES)
+                if not started and block:
+                    started = True
+                    if block.startswith((b"\xff\xfe", b"\xfe\xff")):
+                        raise ParseError(f"{path}:1: UTF-16 text (as Windows PowerShell saves command output)",
+                                         hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {path.name}")
+                    if block.startswith(b"\xef\xbb\xbf"):
+                        block = block[3:]
+                data = rest + block
+                if not data:
+                    return
+                end = data.rfind(b"\n") + 1 if block else len(data)
+                if not end:
+                    rest = data
+                    continue
+                text, rest = data[:end].decode("utf-8", errors="replace"), data[end:]
+                binary = _CONTROL.search(text)
+                if binary:  # the lines before it are read, then the file fails at it
+                    text = text[: text.rfind("\n", 0, binary.start()) + 1]
+                cut = bool(text) and not text.endswith("\n")
+                parts = pc.list_flatten(pc.split_pattern(pa.array([text]), "\n"))
+                if not cut:
+                    parts = parts.slice(0, len(parts) - 1)  # after the last line end
+                if len(parts):
+                    yield number, pc.utf8_trim_whitespace(parts), cut
+                number += len(parts)
+                if binary:
+                    raise ParseError(f"{path}:{number}: binary data, not the text nvidia-smi or dcgm-exporter prints",
+                                     hint="give gca the tool's text output (a .gz is read as such)")
+                if not block:
+                    return
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise ParseError(f"{path}:{number}: the compressed file is damaged or cut short ({e})",
+                         hint=f"copy it again, or keep what is readable: zcat {path.name} > {path.stem} and ingest that") from e
+
+
+def _plain_rows(texts: pa.Array, n_fields: int, *, dmon: bool) -> Any:
+    """Which lines are plainly rows of a block of n_fields fields (numpy booleans): ASCII, a
+    digit first and n_fields fields. Headers, commands, tool errors and blank lines never are."""
+    if dmon:
+        count = pc.add(pc.count_substring_regex(texts, r"\s+"), 1)
+    else:
+        count = pc.add(pc.count_substring(texts, ","), 1)
+    plain = pc.and_(pc.and_(pc.string_is_ascii(texts), pc.match_substring_regex(texts, "^[0-9]")),
+                    pc.equal(count, n_fields))
+    return plain.fill_null(False).to_numpy(zero_copy_only=False).copy()
+
+
 CUT_LINE = "the line has no line end: the log was cut off while being written"
 
 
@@ -419,16 +487,19 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
     cut_line = None
     command_interval: float | None = None
     units_next = False
-    for number, text, cut in read_lines(ctx.path):
+
+    def line_by_line(number: int, text: str, cut: bool) -> None:
+        """What any line that is not plainly a data row of the current block is."""
+        nonlocal current, header_text, orphans, first_orphan, cut_line, command_interval, units_next
         if not text:
-            continue
+            return
         if dmon:
             text = _unquote(text)
         if dmon and text.startswith("#"):
             tokens = text.lstrip("#").split()
             if units_next or (tokens and tokens[0] in ("Idx", "YYYYMMDD", "HH:MM:SS")):
                 units_next = False  # the unit line under a header
-                continue
+                return
             names = [t.lower() for t in tokens]
             if "pid" in names:
                 raise ParseError(f"{ctx.path}:{number}: this is nvidia-smi pmon output (per process)",
@@ -439,7 +510,7 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
                     current = _layout(names, DMON_FIELDS, len(layouts))
                     layouts.append(current)
                 units_next = True
-            continue
+            return
         units_next = False
         if not dmon and (command := query_command(text)) is not None:
             # the pasted command names the fields of the lines under it (a header line may follow)
@@ -447,28 +518,56 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
             current = _layout(command.keys, CSV_FIELDS, len(layouts), command=True)
             layouts.append(current)
             command_interval = command.interval_s or command_interval
-            continue
+            return
         if not dmon and text[0].isalpha() and text != header_text and (keys := _csv_header_keys(text)):
             header_text = text
             current = _layout(keys, CSV_FIELDS, len(layouts))
             layouts.append(current)
-            continue
+            return
         if not dmon and text == header_text:
-            continue
+            return
         n = len(text.split()) if dmon else text.count(",") + 1
         if (current is None or n != current["n_fields"]) and TOOL_ERROR.search(text):
             events.add(line=number, machine_id=host, kind="tool_error", detail=text)
-            continue
+            return
         if current is None and _not_data(text, dmon=dmon):
             lines.add(line=number, block=-1, text=text)  # a reject: no block has -1
-            continue
+            return
         if current is None:
             orphans += 1
             first_orphan = first_orphan or number
-            continue
+            return
         lines.add(line=number, block=current["block"], text=text)
         current["lines"] += 1
         cut_line = number if cut else None
+
+    # Lines come in chunks of Arrow strings. The rows of the current block (the field count
+    # of its header, a digit or blank first: no header, command, tool error or blank) go to
+    # DuckDB as they are, without a Python object each; every other line is looked at above.
+    for first, texts, cut_last in read_chunks(ctx.path):
+        size, pos = len(texts), 0
+        mask, mask_for = None, None
+        while pos < size:
+            if current is None:
+                line_by_line(first + pos, texts[pos].as_py(), cut_last and pos == size - 1)
+                pos += 1
+                continue
+            if mask_for != (current["block"], header_text):
+                mask = _plain_rows(texts, current["n_fields"], dmon=dmon)
+                if cut_last:
+                    mask[size - 1] = False  # a cut last line: looked at alone
+                mask_for = (current["block"], header_text)
+            assert mask is not None
+            plain = int(mask[pos:].argmin()) if not mask[pos:].all() else size - pos
+            if plain:
+                lines.add_arrow(pa.array(np.arange(first + pos, first + pos + plain, dtype=np.int64)),
+                                current["block"], texts.slice(pos, plain))
+                current["lines"] += plain
+                cut_line, units_next = None, False
+                pos += plain
+            if pos < size:
+                line_by_line(first + pos, texts[pos].as_py(), cut_last and pos == size - 1)
+                pos += 1
     lines.flush()
     events.flush()
     if orphans:
