@@ -24,7 +24,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from run import run_step  # noqa: E402  (benchmarks/ is not a package)
+from run import run_step
 
 # what the logs were queried with; nvidia-smi prints clocks.sm as clocks.current.sm in the header
 FIELDS = ("timestamp,index,uuid,pci.bus_id,utilization.gpu,utilization.memory,memory.used,memory.total,"

@@ -41,7 +41,12 @@ from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines, open_binary
 from gpucluster_analysis.sqlfiles import run_script
-from gpucluster_analysis.timezones import check_zone, install_zone, local_zone, to_utc_python
+from gpucluster_analysis.timezones import (
+    check_zone,
+    install_zone,
+    local_zone,
+    to_utc_python,
+)
 
 BATCH_ROWS = 50_000
 
