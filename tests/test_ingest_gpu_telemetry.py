@@ -926,3 +926,160 @@ def test_query_range_series_of_different_lengths(tmp_path: Path) -> None:
     assert samples(db, "n2") == [(t(2023, 11, 14, 22, 13, 20), 0, 10.0), (t(2023, 11, 14, 22, 13, 35), 0, 20.0),
                                  (t(2023, 11, 14, 22, 13, 50), 0, 30.0)]
     assert [(d[0], d[6]) for d in details(db, "n2")] == [(t(2023, 11, 14, 22, 13, 20), 100.5), (t(2023, 11, 14, 22, 13, 35), 200.25)]
+
+
+# ------------------------------------------------------------------ full --query-gpu captures, pasted commands (issue #9)
+
+
+def _query_rows(path: Path) -> list[dict[str, str]]:
+    """The data rows of a --query-gpu capture as {field: value}, read with the csv module alone:
+    a header is a row whose first cell is `timestamp` or `index` (the captures below), units
+    dropped from the names as nvidia-smi prints them (`memory.used [MiB]`)."""
+    out, names = [], None
+    with path.open(newline="") as f:
+        for row in csv.reader(f, skipinitialspace=True):
+            if row and row[0] in ("timestamp", "index"):
+                names = [name.split(" [")[0].lower() for name in row]
+            elif row and names and len(row) == len(names):
+                out.append(dict(zip(names, row, strict=True)))
+    return out
+
+
+def _number(text: str, unit: str) -> float | None:
+    return None if text.startswith("[") else float(text.removesuffix(unit).strip())
+
+
+@pytest.mark.parametrize(
+    ("name", "driver", "fields"),
+    [
+        ("h100-590.csv", "590.48.01", 212),        # Linux, H100 SXM, MIG off
+        ("h100-mig-590.csv", "590.48.01", 212),    # Linux, H100 in MIG mode: utilization [N/A]
+        ("l40s-595.csv", "595.80", 202),           # Linux, L40S
+        ("win-rtx2080s-591.csv", "591.86", 210),   # Windows (WDDM), GeForce RTX 2080 SUPER
+    ],
+)
+def test_real_full_query_gpu_captures_ingest(tmp_path: Path, name: str, driver: str, fields: int) -> None:
+    path = REAL / name
+    header = path.read_text().splitlines()[0]
+    # what was refused before: ~200 fields, mixed-case names and fields gca does not know
+    assert header.count(",") + 1 == fields
+    assert "pci.baseClass" in header or "vgpu_driver_capability.heterogenous_multivGPU" in header
+    expected = _query_rows(path)
+    assert len(expected) == 2 and {r["driver_version"] for r in expected} == {driver}
+    db = tmp_path / "s.duckdb"
+    # nvidia-smi's timestamp is local time: read in --tz (UTC here, so it is stored as printed)
+    ok(ingest(db, path, zone="UTC")[0], 2, 0)
+    host = name.removesuffix(".csv")
+    assert samples(db, host) == [
+        (datetime.strptime(r["timestamp"], "%Y/%m/%d %H:%M:%S.%f"), int(r["index"]), _number(r["utilization.gpu"], "%"))
+        for r in expected]
+    assert [(d[4], d[6]) for d in details(db, host)] == [
+        (_number(r["memory.used"], "MiB"), round(_number(r["power.draw"], "W"), 2)) for r in expected]  # type: ignore[arg-type]
+    assert rows(db, "SELECT pci_bus_id, model FROM gpu_devices") == [
+        (expected[0]["pci.bus_id"].lower()[-12:], expected[0]["name"])]
+
+
+def test_real_mig_capture_has_no_utilization_and_the_values_it_has(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    ok(ingest(db, REAL / "h100-mig-590.csv", zone="UTC")[0], 2, 0)
+    # MIG mode: utilization.gpu [N/A] (NULL, never 0); 59 and 11125 MiB of 81559, 71.15 and 433.78 W
+    assert [s[2] for s in samples(db, "h100-mig-590")] == [None, None]
+    assert [(d[4], d[5], d[6]) for d in details(db, "h100-mig-590")] == [(59.0, 81559.0, 71.15), (11125.0, 81559.0, 433.78)]
+
+
+def test_real_2020_log_after_a_prompt_line(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    # `Singularity> cat util.csv` above the header: a counted reject; Europe/Copenhagen is UTC+1
+    # in November, so 13:48:11.412 is 12:48:11.412 UTC; one row every 5 s (-l 5)
+    ok(ingest(db, REAL / "aicloud-v100.csv", zone="Europe/Copenhagen")[0], 4, 1)
+    assert rejects(db, "aicloud-v100.csv") == [(1, "not the tool's output: a shell prompt or a note before the first header")]
+    assert samples(db, "aicloud-v100") == [
+        (t(2020, 11, 12, 12, 48, 11, 412000), 0, 99.0), (t(2020, 11, 12, 12, 48, 16, 415000), 0, 99.0),
+        (t(2020, 11, 12, 12, 48, 21, 417000), 0, 99.0), (t(2020, 11, 12, 12, 48, 26, 419000), 0, 98.0)]
+    assert {(d[4], d[5]) for d in details(db, "aicloud-v100")} == {(30994.0, 32480.0)}
+
+
+def test_real_command_line_above_its_header_and_a_capture_without_times(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    path = REAL / "smc57-rtx2060.csv"
+    # driver 460: no timestamp queried, so the capture is refused with the one line naming what to pass
+    (refused,) = ingest(db, path, zone="UTC")
+    assert refused.status == "failed" and refused.message == (
+        f"{path}: a --query-gpu log without timestamp has no times (pass --time (when the first sample was taken) "
+        "and --interval (seconds between samples))")
+    ok(ingest(db, path, zone="UTC", time="2022-04-18T12:00:00Z")[0], 1, 0)
+    # the command asked for gpu_name,gpu_bus_id; the header printed name, pci.bus_id: the header wins.
+    # No index: GPU 0 by PCI order; 20 %, 682 of 5934 MiB, 36 C
+    assert samples(db, "smc57-rtx2060") == [(t(2022, 4, 18, 12), 0, 20.0)]
+    assert details(db, "smc57-rtx2060") == [(t(2022, 4, 18, 12), 0, None, 8.0, 682.0, 5934.0, None, 36.0, None, None, None)]
+    assert rows(db, "SELECT pci_bus_id, model FROM gpu_devices") == [("0000:09:00.0", "GeForce RTX 2060")]
+
+
+def test_real_noheader_paste_takes_its_fields_from_the_command(tmp_path: Path) -> None:
+    path = REAL / "i3pystatus-776-cmd.csv"
+    (report,) = ingest(tmp_path / "s.duckdb", path, host="laptop", time="2020-04-02T10:00:00Z")
+    # recognized without --format or --columns; the fields are read, and they name no GPU
+    assert report.format == "nvsmi_csv" and report.status == "failed"
+    assert report.message.startswith(f"{path}: the field list has no GPU index, uuid or pci.bus_id")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "$ nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader,nounits -l 5",
+        "user@gpu01:~$ nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader --loop=5",
+        "PS C:\\> nvidia-smi.exe --query-gpu=\"index,utilization.gpu,memory.used\" --format=csv,noheader -l 5",
+        "> nvidia-smi -lms 5000 --query-gpu index,utilization.gpu,memory.used --format csv,noheader,nounits > gpu.csv &",
+    ],
+)
+def test_a_pasted_command_names_the_fields_and_its_loop_the_interval(tmp_path: Path, command: str) -> None:
+    log = tmp_path / "node50.csv"
+    nounits = "nounits" in command
+    rows_ = [(0, 35, 1200), (1, 0, 4), (0, 40, 1300), (1, 0, 4)]
+    log.write_text(command + "\n" + "".join(
+        f"{i}, {u}, {m}\n" if nounits else f"{i}, {u} %, {m} MiB\n" for i, u, m in rows_))
+    db = tmp_path / "s.duckdb"
+    # no timestamp: --time gives the first sample; -l 5 / --loop=5 / -lms 5000 the 5 s between samples
+    ok(ingest(db, log, time="2026-07-14T08:00:00Z")[0], 4, 0)
+    assert samples(db, "node50") == [(t(2026, 7, 14, 8), 0, 35.0), (t(2026, 7, 14, 8), 1, 0.0),
+                                     (t(2026, 7, 14, 8, 0, 5), 0, 40.0), (t(2026, 7, 14, 8, 0, 5), 1, 0.0)]
+    assert [d[4] for d in details(db, "node50")] == [1200.0, 4.0, 1300.0, 4.0]
+
+
+def test_a_pasted_command_then_its_header_and_a_mixed_case_header(tmp_path: Path) -> None:
+    log = tmp_path / "node51.csv"
+    # the header that follows the command wins; mixed-case names and unknown fields are skipped
+    log.write_text("[root@node51 ~]# nvidia-smi --query-gpu=timestamp,pci.baseClass,index,encoder.stats.sessionCount,"
+                   "utilization.gpu --format=csv\n"
+                   "timestamp, pci.baseClass, index, encoder.stats.sessionCount, utilization.gpu [%]\n"
+                   "2026/07/14 08:00:00.000, 0x3, 0, 0, 12 %\n"
+                   "TIMESTAMP, INDEX, UTILIZATION.GPU [%]\n"  # any case
+                   "2026/07/14 08:00:10.000, 0, 13 %\n")
+    db = tmp_path / "s.duckdb"
+    ok(ingest(db, log, zone="UTC")[0], 2, 0)
+    assert samples(db, "node51") == [(t(2026, 7, 14, 8), 0, 12.0), (t(2026, 7, 14, 8, 0, 10), 0, 13.0)]
+
+
+@pytest.mark.parametrize("name", ["nvidia-smi-node01.csv", "node05-dmon.log", "node04.dmon.log", "real/a10-mutc-dt.dmon",
+                                  "real/deepspeech-pucvmet.dmon", "real/h100-590.csv", "real/aicloud-v100.csv"])
+def test_lines_read_in_small_chunks_store_what_whole_reads_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                name: str) -> None:
+    from gpucluster_analysis.ingest import nvsmi
+
+    source = DATA / name
+    cut = tmp_path / source.name
+    cut.write_bytes(source.read_bytes().rstrip(b"\n"))  # and a last line without its line end
+    options = {"zone": "UTC", "time": "2026-07-14T08:00:00Z", "interval_s": 1.0, "host": "n"}
+
+    def stored(db: Path) -> tuple:  # type: ignore[type-arg]
+        return (rows(db, "SELECT * EXCLUDE (file_id) FROM gpu_samples ORDER BY ALL"),
+                rows(db, "SELECT * EXCLUDE (file_id) FROM gpu_sample_details ORDER BY ALL"),
+                rows(db, "SELECT line, reason, text FROM rejects ORDER BY ALL"),
+                rows(db, "SELECT * EXCLUDE (file_id) FROM gpu_events ORDER BY ALL"))
+
+    whole = [ingest(tmp_path / "a.duckdb", f, **options)[0] for f in (source, cut)]  # type: ignore[arg-type]
+    monkeypatch.setattr(nvsmi, "CHUNK_BYTES", 37)  # chunk ends inside lines, several chunks per line
+    chunked = [ingest(tmp_path / "b.duckdb", f, **options)[0] for f in (source, cut)]  # type: ignore[arg-type]
+    assert [(r.status, r.rows, r.rejects) for r in chunked] == [(r.status, r.rows, r.rejects) for r in whole]
+    assert stored(tmp_path / "b.duckdb") == stored(tmp_path / "a.duckdb")
+    assert whole[0].rows > 0

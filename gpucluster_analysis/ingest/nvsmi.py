@@ -30,16 +30,23 @@ import zlib
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines, open_binary
 from gpucluster_analysis.sqlfiles import run_script
-from gpucluster_analysis.timezones import check_zone, install_zone, local_zone, to_utc_python
+from gpucluster_analysis.timezones import (
+    check_zone,
+    install_zone,
+    local_zone,
+    to_utc_python,
+)
 
 BATCH_ROWS = 50_000
 
@@ -90,6 +97,14 @@ class Batches:
         self.count += 1
         if len(self.rows["line"]) >= BATCH_ROWS:
             self.flush()
+
+    def add_arrow(self, line: pa.Array, block: int, text: pa.Array) -> None:
+        """Many stage_lines rows at once, as Arrow arrays (no Python object per row)."""
+        self.flush()
+        batch = pa.table({"line": line, "block": pa.array(np.full(len(line), block, dtype=np.int32)),  # noqa: F841
+                          "text": text})
+        self.con.execute(f"INSERT INTO {self.table} SELECT * FROM batch")
+        self.count += len(line)
 
     def flush(self) -> None:
         if not self.rows["line"]:
@@ -265,6 +280,64 @@ def read_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
                          hint=f"copy it again, or keep what is readable: zcat {path.name} > {path.stem} and ingest that") from e
 
 
+CHUNK_BYTES = 8 << 20
+
+
+def read_chunks(path: Path) -> Iterator[tuple[int, pa.Array, bool]]:
+    """(number of the first line, the lines stripped as an Arrow string array, last line cut)
+    for each ~8 MiB of the file: read_lines' lines and checks, without a Python string per line."""
+    number, rest, started = 1, b"", False
+    try:
+        with open_binary(path) as f:
+            while True:
+                block = f.read(CHUNK_BYTES)
+                if not started and block:
+                    started = True
+                    if block.startswith((b"\xff\xfe", b"\xfe\xff")):
+                        raise ParseError(f"{path}:1: UTF-16 text (as Windows PowerShell saves command output)",
+                                         hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {path.name}")
+                    if block.startswith(b"\xef\xbb\xbf"):
+                        block = block[3:]
+                data = rest + block
+                if not data:
+                    return
+                end = data.rfind(b"\n") + 1 if block else len(data)
+                if not end:
+                    rest = data
+                    continue
+                text, rest = data[:end].decode("utf-8", errors="replace"), data[end:]
+                binary = _CONTROL.search(text)
+                if binary:  # the lines before it are read, then the file fails at it
+                    text = text[: text.rfind("\n", 0, binary.start()) + 1]
+                cut = bool(text) and not text.endswith("\n")
+                parts = pc.list_flatten(pc.split_pattern(pa.array([text]), "\n"))
+                if not cut:
+                    parts = parts.slice(0, len(parts) - 1)  # after the last line end
+                if len(parts):
+                    yield number, pc.utf8_trim_whitespace(parts), cut
+                number += len(parts)
+                if binary:
+                    raise ParseError(f"{path}:{number}: binary data, not the text nvidia-smi or dcgm-exporter prints",
+                                     hint="give gca the tool's text output (a .gz is read as such)")
+                if not block:
+                    return
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise ParseError(f"{path}:{number}: the compressed file is damaged or cut short ({e})",
+                         hint=f"copy it again, or keep what is readable: zcat {path.name} > {path.stem} and ingest that") from e
+
+
+def _plain_rows(texts: pa.Array, n_fields: int, *, dmon: bool) -> Any:
+    """Which lines are plainly rows of a block of n_fields fields (numpy booleans): ASCII, a
+    digit first and n_fields fields. Headers, commands, tool errors and blank lines never are."""
+    if dmon:
+        count = pc.add(pc.count_substring_regex(texts, r"\s+"), 1)
+    else:
+        count = pc.add(pc.count_substring(texts, ","), 1)
+    plain = pc.and_(pc.and_(pc.string_is_ascii(texts), pc.match_substring_regex(texts, "^[0-9]")),
+                    pc.equal(count, n_fields))
+    return plain.fill_null(False).to_numpy(zero_copy_only=False).copy()
+
+
 CUT_LINE = "the line has no line end: the log was cut off while being written"
 
 
@@ -306,20 +379,26 @@ _REASON_FIELD = re.compile(r"clocks_(?:throttle|event)_reasons\.(\w+)")
 _REASON_ALIASES = {"display_clocks_setting": "display_clock_setting", "sw_thermal": "sw_thermal_slowdown",
                    "hw_thermal": "hw_thermal_slowdown", "hw_power_brake": "hw_power_brake_slowdown"}
 
+# A query field name as nvidia-smi prints it: dotted identifiers in lower or mixed case
+# (`pci.baseClass`, `vgpu_driver_capability.heterogenous_multivGPU`); compared lower-cased.
 _CSV_KEY = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*")
 _CSV_UNIT = re.compile(r"\s*\[[^\]]*\]$")
 
 
 def csv_key(field: str) -> str:
-    """`memory.used [MiB]` -> `memory.used`."""
+    """`memory.used [MiB]` -> `memory.used`; `pci.baseClass` -> `pci.baseclass`."""
     return _CSV_UNIT.sub("", field.strip()).strip().lower()
 
 
 def _csv_header_keys(text: str) -> list[str] | None:
-    """The keys of a --query-gpu header line, or None if the line is not one."""
+    """The keys of a --query-gpu header line, or None if the line is not one.
+
+    Any line of field names is a header, known to gca or not (the ~200 fields exporters
+    log): the fields gca stores are taken wherever they stand, the others ignored.
+    """
     fields = [f.strip() for f in text.split(",")]
     keys = [csv_key(f) for f in fields]
-    if not all(_CSV_KEY.fullmatch(k) and (f == k or _CSV_UNIT.search(f)) for f, k in zip(fields, keys, strict=True)):
+    if not all(_CSV_KEY.fullmatch(k) and (f.lower() == k or _CSV_UNIT.search(f)) for f, k in zip(fields, keys, strict=True)):
         return None
     # nvidia-smi's measures are dotted (utilization.gpu, memory.used): that tells its header from
     # other lower-case CSV headers (Helios, Alibaba) that share plain names such as `name`
@@ -328,8 +407,47 @@ def _csv_header_keys(text: str) -> list[str] | None:
     return keys
 
 
-def _layout(keys: list[str], fields: dict[str, tuple[str, ...]], block: int) -> dict[str, Any]:
-    row: dict[str, Any] = {"block": block, "n_fields": len(keys)}
+class QueryCommand(NamedTuple):
+    """A pasted `nvidia-smi --query-gpu=... --format=csv,...` command line."""
+
+    keys: list[str]
+    noheader: bool
+    interval_s: float | None  # -l N / --loop=N (seconds), -lms N / --loop-ms=N
+
+
+# A shell prompt before the command (`$ `, `user@host:~$ `, `PS C:\> `, `> `) is whatever
+# stands before `nvidia-smi`; a pipe, redirection or `&` ends its arguments.
+_COMMAND = re.compile(r"(?:^|[\s/\\>$#%])nvidia-smi(?:\.exe)?\s+(?P<args>.*)$", re.IGNORECASE)
+_COMMAND_END = re.compile(r"\s(?:\||>>?|2>|&|;)")
+
+
+def query_command(text: str) -> QueryCommand | None:
+    """The fields, noheader flag and loop interval of a pasted --query-gpu command line, or None."""
+    if "nvidia-smi" not in text.lower() or "--query-gpu" not in text:
+        return None
+    match = _COMMAND.search(text)
+    if match is None:
+        return None
+    args = _COMMAND_END.split(" " + match.group("args"), maxsplit=1)[0]
+    tokens = [t.strip("\"'") for t in re.split(r"\s+|=", args.strip()) if t.strip("\"'")]
+    values: dict[str, str] = {}
+    for i, token in enumerate(tokens):
+        if token in ("--query-gpu", "--format", "-l", "--loop", "-lms", "--loop-ms") and i + 1 < len(tokens):
+            values.setdefault(token, tokens[i + 1])
+    fields = [f.strip() for f in values.get("--query-gpu", "").split(",") if f.strip()]
+    if not fields or not all(_CSV_KEY.fullmatch(f.lower()) for f in fields):
+        return None
+    interval = None
+    for option, scale in (("-l", 1.0), ("--loop", 1.0), ("-lms", 0.001), ("--loop-ms", 0.001)):
+        number = values.get(option, "")
+        if re.fullmatch(r"\d+(\.\d+)?", number) and float(number) > 0:
+            interval = float(number) * scale
+    formats = [f.strip().lower() for f in values.get("--format", "").split(",")]
+    return QueryCommand([csv_key(f) for f in fields], "noheader" in formats, interval)
+
+
+def _layout(keys: list[str], fields: dict[str, tuple[str, ...]], block: int, *, command: bool = False) -> dict[str, Any]:
+    row: dict[str, Any] = {"block": block, "n_fields": len(keys), "lines": 0, "command": command}
     for column in _POSITIONS:
         row[column] = next((keys.index(k) + 1 for k in fields.get(column, ()) if k in keys), None)
     reasons = [(i + 1, m.group(1)) for i, k in enumerate(keys)
@@ -372,17 +490,21 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
         layouts.append(current)
     orphans, first_orphan = 0, 0
     cut_line = None
+    command_interval: float | None = None
     units_next = False
-    for number, text, cut in read_lines(ctx.path):
+
+    def line_by_line(number: int, text: str, cut: bool) -> None:
+        """What any line that is not plainly a data row of the current block is."""
+        nonlocal current, header_text, orphans, first_orphan, cut_line, command_interval, units_next
         if not text:
-            continue
+            return
         if dmon:
             text = _unquote(text)
         if dmon and text.startswith("#"):
             tokens = text.lstrip("#").split()
             if units_next or (tokens and tokens[0] in ("Idx", "YYYYMMDD", "HH:MM:SS")):
                 units_next = False  # the unit line under a header
-                continue
+                return
             names = [t.lower() for t in tokens]
             if "pid" in names:
                 raise ParseError(f"{ctx.path}:{number}: this is nvidia-smi pmon output (per process)",
@@ -393,28 +515,64 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
                     current = _layout(names, DMON_FIELDS, len(layouts))
                     layouts.append(current)
                 units_next = True
-            continue
+            return
         units_next = False
-        if not dmon and "a" <= text[0] <= "z" and text != header_text and (keys := _csv_header_keys(text)):
+        if not dmon and (command := query_command(text)) is not None:
+            # the pasted command names the fields of the lines under it (a header line may follow)
+            header_text = None
+            current = _layout(command.keys, CSV_FIELDS, len(layouts), command=True)
+            layouts.append(current)
+            command_interval = command.interval_s or command_interval
+            return
+        if not dmon and text[0].isalpha() and text != header_text and (keys := _csv_header_keys(text)):
             header_text = text
             current = _layout(keys, CSV_FIELDS, len(layouts))
             layouts.append(current)
-            continue
+            return
         if not dmon and text == header_text:
-            continue
+            return
         n = len(text.split()) if dmon else text.count(",") + 1
         if (current is None or n != current["n_fields"]) and TOOL_ERROR.search(text):
             events.add(line=number, machine_id=host, kind="tool_error", detail=text)
-            continue
+            return
         if current is None and _not_data(text, dmon=dmon):
             lines.add(line=number, block=-1, text=text)  # a reject: no block has -1
-            continue
+            return
         if current is None:
             orphans += 1
             first_orphan = first_orphan or number
-            continue
+            return
         lines.add(line=number, block=current["block"], text=text)
+        current["lines"] += 1
         cut_line = number if cut else None
+
+    # Lines come in chunks of Arrow strings. The rows of the current block (the field count
+    # of its header, a digit or blank first: no header, command, tool error or blank) go to
+    # DuckDB as they are, without a Python object each; every other line is looked at above.
+    for first, texts, cut_last in read_chunks(ctx.path):
+        size, pos = len(texts), 0
+        mask, mask_for = None, None
+        while pos < size:
+            if current is None:
+                line_by_line(first + pos, texts[pos].as_py(), cut_last and pos == size - 1)
+                pos += 1
+                continue
+            if mask_for != (current["block"], header_text):
+                mask = _plain_rows(texts, current["n_fields"], dmon=dmon)
+                if cut_last:
+                    mask[size - 1] = False  # a cut last line: looked at alone
+                mask_for = (current["block"], header_text)
+            assert mask is not None
+            plain = int(mask[pos:].argmin()) if not mask[pos:].all() else size - pos
+            if plain:
+                lines.add_arrow(pa.array(np.arange(first + pos, first + pos + plain, dtype=np.int64)),
+                                current["block"], texts.slice(pos, plain))
+                current["lines"] += plain
+                cut_line, units_next = None, False
+                pos += plain
+            if pos < size:
+                line_by_line(first + pos, texts[pos].as_py(), cut_last and pos == size - 1)
+                pos += 1
     lines.flush()
     events.flush()
     if orphans:
@@ -429,6 +587,8 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
             return _store_lines(ctx, host, zone, None, dmon=dmon, pci_order=False, no_data=True)
         raise ParseError(f"{ctx.path}: no {'dmon' if dmon else 'nvidia-smi --query-gpu'} header and no data",
                          hint="is this the right file? --format forces a format")
+    # a pasted command whose header line followed it: the header names the fields
+    layouts = [r for r in layouts if r["lines"] or not r["command"]] or layouts
     _check_layouts(ctx, layouts, dmon=dmon)
     _stage_blocks(ctx, layouts)
     timeless = all(r["p_time"] is None for r in layouts)
@@ -436,10 +596,13 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
     if timeless:
         start = _timeless_start(ctx, "dmon without -o DT" if dmon else "a --query-gpu log without timestamp")
     pci_order = all(r["p_index"] is None for r in layouts)
-    return _store_lines(ctx, host, zone, start, dmon=dmon, pci_order=pci_order, cut_line=cut_line)
+    return _store_lines(ctx, host, zone, start, dmon=dmon, pci_order=pci_order, cut_line=cut_line,
+                        interval_s=ctx.options.interval_s or command_interval)
 
 
-_PROMPT = re.compile(r"^[$>~#%]|nvidia-smi|dcgm", re.IGNORECASE)
+# A pasted shell prompt (`$ `, `user@host:~$ `, `(base) user@host:~$ `, `Singularity> `, `PS C:\> `)
+# or a line naming the tools: never a data row (a row's first field ends in a comma).
+_PROMPT = re.compile(r"^[$>~#%]|^(?:\(\S+\)\s+)?[^\s,]*[$>#%](?:\s|$)|nvidia-smi|dcgm", re.IGNORECASE)
 
 
 def _not_data(text: str, *, dmon: bool) -> bool:
@@ -482,11 +645,11 @@ def _timeless_start(ctx: LoadContext, what: str) -> datetime:
 
 
 def _store_lines(ctx: LoadContext, host: str, zone: str, start: datetime | None, *, dmon: bool, pci_order: bool,
-                 no_data: bool = False, cut_line: int | None = None) -> LoadCounts:
+                 no_data: bool = False, cut_line: int | None = None, interval_s: float | None = None) -> LoadCounts:
     if no_data:
         ctx.con.execute(f"CREATE OR REPLACE TEMP TABLE stage_raw AS SELECT * FROM ({_empty_raw()}) WHERE false")
     else:
-        if start is not None and ctx.options.interval_s is None:
+        if start is not None and interval_s is None:
             repeated = ctx.con.execute(
                 "SELECT count(*) FROM stage_lines l JOIN stage_blocks b USING (block) "
                 "GROUP BY CASE WHEN ? THEN regexp_split_to_array(trim(text), '\\s+') ELSE string_split(text, ',') END"
@@ -496,7 +659,7 @@ def _store_lines(ctx: LoadContext, host: str, zone: str, start: datetime | None,
                 raise InputError(f"{ctx.path}: the log has several samples per GPU and no times",
                                  hint="pass --interval (seconds between samples, e.g. dmon's -d) with --time")
         run_script(ctx.con, "ingest", "nvsmi_lines",
-                   {"host": host, "whitespace": dmon, "start": start, "interval": ctx.options.interval_s,
+                   {"host": host, "whitespace": dmon, "start": start, "interval": interval_s,
                     "cut_line": cut_line, "cut_reason": CUT_LINE})
     return store_staged(ctx, zone, pci_order=pci_order)
 
@@ -529,6 +692,8 @@ def _sniff_csv(head: str) -> bool:
     texts = [line.strip() for line in first_lines(head, 5) if line.strip()]
     if texts and all(_ONLY_FAILURE.search(text) for text in texts):
         return True
+    if any(query_command(text) for text in texts):
+        return True  # a pasted `nvidia-smi --query-gpu=... --format=csv` names the fields below it
     while texts[:1] and len(texts) > 1 and _PROMPT.search(texts[0]) and _csv_header_keys(texts[0]) is None:
         texts = texts[1:]  # a pasted shell prompt above the output
     if not texts:
