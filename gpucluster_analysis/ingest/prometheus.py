@@ -240,7 +240,7 @@ def pull(
     if not todo:
         return report
     run_script(con, "ingest", "macros", {})
-    size = min(max_points, FIRST_CHUNK_POINTS)
+    size, most_series = min(max_points, FIRST_CHUNK_POINTS), 0
     for a, b in todo:
         k = a
         while k <= b:
@@ -256,8 +256,9 @@ def pull(
             report.chunks.append(chunk)
             listener.chunk_stored(chunk, end - k + 1)
             k = end + 1
-            # size the next chunk by the series this one had (+25% for series that start later)
-            fit = max_response_points * 4 // (5 * chunk.series) if chunk.series else max_points
+            # size the next chunk by the most series a chunk had so far (+25% for series that start later)
+            most_series = max(most_series, chunk.series)
+            fit = max_response_points * 4 // (5 * most_series) if most_series else max_points
             size = max(1, min(max_points, fit))
     return report
 
@@ -395,7 +396,9 @@ def _fetch(source: PrometheusSource, url: str, shown: str, target: Path, timeout
 def _http_error(e: urllib.error.HTTPError, shown: str) -> GcaError:
     try:
         body = e.read(_SMALL_BODY)
-    except (OSError, http.client.HTTPException):
+        if e.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+    except (OSError, EOFError, http.client.HTTPException):
         body = b""
     detail = ""
     try:
