@@ -30,7 +30,12 @@ from gpucluster_analysis.cli import app
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import ExitCode, InputError, ServerError
 from gpucluster_analysis.ingest import prometheus
-from gpucluster_analysis.ingest.prometheus import PrometheusSource, parse_source, parse_step, pull
+from gpucluster_analysis.ingest.prometheus import (
+    PrometheusSource,
+    parse_source,
+    parse_step,
+    pull,
+)
 from tests.store_helpers import jobs_csv, rows
 
 PROMETHEUS = Path("/usr/bin/prometheus")
@@ -333,7 +338,7 @@ def one_error_line(result) -> str:  # type: ignore[no-untyped-def]
 
 
 class _NotPrometheus(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         body = b"<html><body>Grafana</body></html>"
         self.send_response(200)
         self.send_header("Content-Type", "text/html")

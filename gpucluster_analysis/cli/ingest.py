@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from gpucluster_analysis.cli._options import DEFAULT_DB, DbOption
 from gpucluster_analysis.cli._output import guarded, stderr
 from gpucluster_analysis.errors import ExitCode, GcaError
+
+if TYPE_CHECKING:  # heavy: imported inside the command
+    import duckdb
+
+    from gpucluster_analysis.ingest.prometheus import PullPlan
 
 # Files smaller than this finish before a progress bar would be worth drawing.
 _PROGRESS_MIN_BYTES = 32 << 20
@@ -127,12 +132,12 @@ def ingest(
     from gpucluster_analysis.db import open_store
     from gpucluster_analysis.ingest import IngestOptions, ingest_paths
     from gpucluster_analysis.ingest.load import logs_without_jobs
-    from gpucluster_analysis.ingest.prometheus import looks_like_url
+    from gpucluster_analysis.ingest.prometheus import looks_like_url, plan_pulls
     from gpucluster_analysis.timezones import check_zone
 
     urls = [p for p in paths if looks_like_url(p)]
     files = [Path(p) for p in paths if not looks_like_url(p)]
-    pulls = _pulls(urls, since=since, until=until, step=step, match=match, headers=header or [])
+    pulls = plan_pulls(urls, since=since, until=until, step=step, match=match, headers=header or [])
     if tz:
         check_zone(tz)
     if log_pattern:
@@ -178,50 +183,19 @@ def ingest(
         raise typer.Exit(code=int(max(r.error.exit_code if isinstance(r.error, GcaError) else ExitCode.DATA for r in failed)))
 
 
-def _pulls(urls: list[str], *, since: str | None, until: str | None, step: str | None, match: str | None,
-           headers: list[str]) -> list[dict[str, object]]:
-    """The Prometheus pulls asked for, checked before anything is read or stored."""
-    from gpucluster_analysis.errors import InputError
-    from gpucluster_analysis.ingest.prometheus import DEFAULT_STEP, parse_instant, parse_source, parse_step
-
-    if not urls:
-        given = [name for name, value in (("--since", since), ("--until", until), ("--step", step), ("--match", match),
-                                          ("--header", headers)) if value]
-        if given:
-            raise InputError(f"{given[0]} is for pulls from Prometheus", hint="name a server: prometheus+http://HOST:9090")
-        return []
-    sources = [parse_source(url, headers) for url in urls]
-    if since is None:
-        raise InputError(f"{sources[0].server}: a pull from Prometheus needs --since",
-                         hint="e.g. --since 2024-05-01 --until 2024-05-08 (UTC)")
-    since_ms = parse_instant(since, "--since")
-    until_ms = parse_instant(until, "--until") if until else None
-    step_ms = parse_step(step or DEFAULT_STEP)
-    if until_ms is not None and until_ms <= since_ms:
-        raise InputError(f"--until {until} is not after --since {since}", hint="give a range that moves forward in time")
-    if match is not None:
-        import re
-
-        try:
-            re.compile(match)
-        except re.error as e:
-            raise InputError(f"--match {match!r}: not a regular expression ({e})", hint="e.g. --match 'DCGM_FI_.*'") from e
-    return [{"source": s, "since_ms": since_ms, "until_ms": until_ms, "step_ms": step_ms, "match": match} for s in sources]
-
-
-def _pull(con: object, pull: dict[str, object]) -> None:
+def _pull(con: duckdb.DuckDBPyConnection, pull: PullPlan) -> None:
     import time as clock
 
     from gpucluster_analysis.errors import GcaError
     from gpucluster_analysis.ingest.prometheus import iso
     from gpucluster_analysis.ingest.prometheus import pull as pull_from
 
-    listener = _PullProgress(pull["source"].server)  # type: ignore[attr-defined]
-    until_ms = pull["until_ms"] if pull["until_ms"] is not None else int(clock.time() * 1000)
+    listener = _PullProgress(pull.source.server)
+    until_ms = pull.until_ms if pull.until_ms is not None else int(clock.time() * 1000)
     with listener:
         try:
-            report = pull_from(con, pull["source"], since_ms=pull["since_ms"], until_ms=until_ms,  # type: ignore[arg-type]
-                               step_ms=pull["step_ms"], match=pull["match"], listener=listener)  # type: ignore[arg-type]
+            report = pull_from(con, pull.source, since_ms=pull.since_ms, until_ms=until_ms,
+                               step_ms=pull.step_ms, match=pull.match, listener=listener)
         except KeyboardInterrupt:
             listener.stop()
             if listener.stored:

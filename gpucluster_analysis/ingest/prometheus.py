@@ -24,7 +24,6 @@ import hashlib
 import http.client
 import json
 import re
-import shutil
 import socket
 import ssl
 import tempfile
@@ -148,6 +147,43 @@ def default_match() -> str:
 def query_for(match: str) -> str:
     escaped = match.replace("\\", "\\\\").replace('"', '\\"')
     return f'{{__name__=~"{escaped}"}}'
+
+
+@dataclass(frozen=True)
+class PullPlan:
+    """One pull asked for on the command line, checked before anything is read or stored."""
+
+    source: PrometheusSource
+    since_ms: int
+    until_ms: int | None  # None: now, when the pull starts
+    step_ms: int
+    match: str | None  # None: the DCGM metrics gca reads
+
+
+def plan_pulls(urls: list[str], *, since: str | None, until: str | None, step: str | None, match: str | None,
+               headers: list[str]) -> list[PullPlan]:
+    """The pulls from the URLs with the pull options; InputError for a bad URL or option, or an option without a URL."""
+    if not urls:
+        given = [name for name, value in (("--since", since), ("--until", until), ("--step", step), ("--match", match),
+                                          ("--header", headers)) if value]
+        if given:
+            raise InputError(f"{given[0]} is for pulls from Prometheus", hint="name a server: prometheus+http://HOST:9090")
+        return []
+    sources = [parse_source(url, headers) for url in urls]
+    if since is None:
+        raise InputError(f"{sources[0].server}: a pull from Prometheus needs --since",
+                         hint="e.g. --since 2024-05-01 --until 2024-05-08 (UTC)")
+    since_ms = parse_instant(since, "--since")
+    until_ms = parse_instant(until, "--until") if until else None
+    step_ms = parse_step(step or DEFAULT_STEP)
+    if until_ms is not None and until_ms <= since_ms:
+        raise InputError(f"--until {until} is not after --since {since}", hint="give a range that moves forward in time")
+    if match is not None:
+        try:  # Python's syntax is close to Prometheus' (RE2); the server's answer tells the rest
+            re.compile(match)
+        except re.error as e:
+            raise InputError(f"--match {match!r}: not a regular expression ({e})", hint="e.g. --match 'DCGM_FI_.*'") from e
+    return [PullPlan(source, since_ms, until_ms, step_ms, match) for source in sources]
 
 
 @dataclass(frozen=True)
@@ -327,13 +363,14 @@ def _pull_chunk(
         body = Path(scratch) / "metrics.json"  # a name that gives the loader neither a host nor a metric
         size, digest = _fetch(source, url, shown, body, timeout_s)
         empty = _check_body(body, size, shown)
+        # what ingested_files calls the chunk: the request, readable, never a header
+        request = f"{source.server}/api/v1/query_range?query={query}&start={iso(start_ms)}&end={iso(end_ms)}&step={params['step']}"
         con.execute("BEGIN TRANSACTION")
         try:
             (file_id,) = con.execute(
                 "INSERT INTO ingested_files SELECT coalesce(max(file_id), 0) + 1, ?, ?, ?, ?, 'UTC', 0, 0, 0, ?"
                 " FROM ingested_files RETURNING file_id",
-                [f"{source.server}/api/v1/query_range?query={query}&start={iso(start_ms)}&end={iso(end_ms)}"
-                 f"&step={params['step']}", size, digest, FORMAT, _naive_utc(int(time.time() * 1000))],
+                [request, size, digest, FORMAT, _naive_utc(int(time.time() * 1000))],
             ).fetchall()[0]
             if empty:
                 counts, series, samples = LoadCounts(rows=0, rejects=0), 0, 0
@@ -375,7 +412,7 @@ def _fetch(source: PrometheusSource, url: str, shown: str, target: Path, timeout
     request = urllib.request.Request(url, headers={"Accept": "application/json", "Accept-Encoding": "gzip",
                                                    "User-Agent": f"gca/{__version__}", **dict(source.headers)})
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310 (the scheme is http(s), checked)
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
             stream = gzip.GzipFile(fileobj=response) if response.headers.get("Content-Encoding") == "gzip" else response
             digest = hashlib.sha256()
             size = 0
