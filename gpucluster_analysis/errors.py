@@ -72,3 +72,9 @@ class StrictRejectsError(GcaError):
     """--strict was given and rows were rejected."""
 
     exit_code = ExitCode.PARTIAL
+
+
+class ServerError(GcaError):
+    """A server gca pulls from (Prometheus) failed, did not answer, or answered what gca cannot read."""
+
+    exit_code = ExitCode.DATA

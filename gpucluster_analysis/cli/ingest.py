@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from gpucluster_analysis.cli._options import DEFAULT_DB, DbOption
 from gpucluster_analysis.cli._output import guarded, stderr
 from gpucluster_analysis.errors import ExitCode, GcaError
+
+if TYPE_CHECKING:  # heavy: imported inside the command
+    import duckdb
+
+    from gpucluster_analysis.ingest.prometheus import PullPlan
 
 # Files smaller than this finish before a progress bar would be worth drawing.
 _PROGRESS_MIN_BYTES = 32 << 20
@@ -21,7 +26,9 @@ _GROUPED_FORMATS = ("job_log",)
 
 @guarded
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Files or directories (walked) to ingest.", show_default=False)],
+    paths: Annotated[list[str], typer.Argument(
+        help="Files or directories (walked) to ingest, or a Prometheus server to pull from: prometheus+http://HOST:9090.",
+        show_default=False)],
     db: DbOption = DEFAULT_DB,
     format_name: Annotated[
         str | None,
@@ -63,6 +70,28 @@ def ingest(
         typer.Option("--epoch", help="When the relative seconds of an Alibaba pod list count from: ISO 8601, UTC unless Z/offset "
                      "(default 1970-01-01T00:00:00Z, so durations are exact and dates mean nothing)."),
     ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="Prometheus pull: the first sample time, ISO 8601 (UTC unless Z/offset) or epoch seconds."),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option("--until", help="Prometheus pull: pull sample times before this one (default: now)."),
+    ] = None,
+    step: Annotated[
+        str | None,
+        typer.Option("--step", help="Prometheus pull: seconds between sample times, e.g. 30s, 1m, 15 (default 30s)."),
+    ] = None,
+    match: Annotated[
+        str | None,
+        typer.Option("--match", help="Prometheus pull: a regular expression for the metric names to pull, e.g. 'DCGM_FI_.*' "
+                     "(default: the DCGM metrics gca reads)."),
+    ] = None,
+    header: Annotated[
+        list[str] | None,
+        typer.Option("--header", help="Prometheus pull: an HTTP header to send, 'Name: value' (e.g. 'Authorization: Bearer TOKEN'); "
+                     "repeatable; never stored or shown."),
+    ] = None,
 ) -> None:
     """Read raw cluster logs into the store.
 
@@ -93,13 +122,22 @@ def ingest(
     slurm-<jobid>.out, or --log-pattern; each is classified into a failure
     reason as it is stored.
 
+    Prometheus: prometheus+http://HOST:9090 (or prometheus+https://) pulls the
+    DCGM metrics gca reads from a live server's query_range API, --since to
+    --until at --step, in chunks; a pull that stopped resumes when run again, and
+    a range pulled before is not pulled twice.
+
     Example: gca ingest ../philly-traces/trace-data/ --db philly.duckdb
     """
     from gpucluster_analysis.db import open_store
     from gpucluster_analysis.ingest import IngestOptions, ingest_paths
     from gpucluster_analysis.ingest.load import logs_without_jobs
+    from gpucluster_analysis.ingest.prometheus import looks_like_url, plan_pulls
     from gpucluster_analysis.timezones import check_zone
 
+    urls = [p for p in paths if looks_like_url(p)]
+    files = [Path(p) for p in paths if not looks_like_url(p)]
+    pulls = plan_pulls(urls, since=since, until=until, step=step, match=match, headers=header or [])
     if tz:
         check_zone(tz)
     if log_pattern:
@@ -123,21 +161,100 @@ def ingest(
                             columns=tuple(c for c in columns.split(",") if c.strip()) if columns else None,
                             host=host, time=time, interval_s=interval, epoch=epoch)
     listener = _RichListener()
-    with open_store(db) as con, listener:
-        reports = ingest_paths(con, paths, options, format_name=format_name, listener=listener)
-        orphans, examples = logs_without_jobs(con)
-    _print_summary(reports, db)
-    if orphans:
-        stderr.print(
-            f"gca: warning: job logs name {orphans:,} jobs that are not in the store (e.g. {', '.join(examples)}); "
-            "ingest their scheduler log, or check --log-pattern",
-            markup=False,
-        )
+    reports = []
+    with open_store(db) as con:
+        if files:
+            with listener:
+                reports = ingest_paths(con, files, options, format_name=format_name, listener=listener)
+            orphans, examples = logs_without_jobs(con)
+            _print_summary(reports, db)
+            if orphans:
+                stderr.print(
+                    f"gca: warning: job logs name {orphans:,} jobs that are not in the store (e.g. {', '.join(examples)}); "
+                    "ingest their scheduler log, or check --log-pattern",
+                    markup=False,
+                )
+        for pull in pulls:
+            _pull(con, pull)
     failed = [r for r in reports if r.status == "failed"]
     if failed:
         for r in failed:
             stderr.print(f"gca: error: {r.message}", markup=False)
         raise typer.Exit(code=int(max(r.error.exit_code if isinstance(r.error, GcaError) else ExitCode.DATA for r in failed)))
+
+
+def _pull(con: duckdb.DuckDBPyConnection, pull: PullPlan) -> None:
+    import time as clock
+
+    from gpucluster_analysis.errors import GcaError
+    from gpucluster_analysis.ingest.prometheus import iso
+    from gpucluster_analysis.ingest.prometheus import pull as pull_from
+
+    listener = _PullProgress(pull.source.server)
+    until_ms = pull.until_ms if pull.until_ms is not None else int(clock.time() * 1000)
+    with listener:
+        try:
+            report = pull_from(con, pull.source, since_ms=pull.since_ms, until_ms=until_ms,
+                               step_ms=pull.step_ms, match=pull.match, listener=listener)
+        except KeyboardInterrupt:
+            listener.stop()
+            if listener.stored:
+                stderr.print(f"gca: {listener.server}: kept the {listener.stored:,} chunks stored up to {iso(listener.last_ms)};"
+                             " run the same command again to resume", markup=False)
+            raise
+        except GcaError:
+            listener.stop()
+            raise
+    for start, end, chunks in report.covered:
+        stderr.print(f"gca: {report.server}: {iso(start)} to {iso(end)} was pulled before ({chunks:,} chunk{'s' if chunks > 1 else ''}); skipped",
+                     markup=False)
+    if not report.chunks:
+        stderr.print(f"gca: {report.server}: nothing new to pull", markup=False)
+        return
+    rejects = f", {report.rejects:,} rejected (see the rejects table)" if report.rejects else ""
+    stderr.print(
+        f"gca: {report.server}: stored {len(report.chunks):,} chunk{'s' if len(report.chunks) > 1 else ''} from {iso(report.chunks[0].start_ms)} to "
+        f"{iso(report.chunks[-1].end_ms)}: {sum(c.samples for c in report.chunks):,} values of "
+        f"{max(c.series for c in report.chunks):,} series, {report.rows:,} GPU samples{rejects}",
+        markup=False,
+    )
+
+
+class _PullProgress:
+    """A progress bar on stderr over the sample times a pull has to fetch."""
+
+    def __init__(self, server: str) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.server = server
+        self.stored = 0
+        self.last_ms = 0
+        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                                  TimeElapsedColumn(), console=stderr, transient=True)
+        self._task = None
+
+    def __enter__(self) -> _PullProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._progress.stop()
+
+    def covered(self, start_ms: int, end_ms: int, chunks: int) -> None: ...
+
+    def planned(self, points: int) -> None:
+        if points and stderr.is_terminal:  # a log or a capture gets the summary line only
+            self._progress.start()
+            self._task = self._progress.add_task(f"pulling from {self.server}", total=points)
+
+    def chunk_stored(self, chunk: object, points: int) -> None:
+        self.stored += 1
+        self.last_ms = chunk.end_ms  # type: ignore[attr-defined]
+        if self._task is not None:
+            self._progress.advance(self._task, points)
 
 
 class _RichListener:

@@ -279,6 +279,11 @@ def _load_query_range(ctx: LoadContext) -> LoadCounts:
     return _store(ctx)
 
 
+
+def load_query_range(ctx: LoadContext) -> LoadCounts:
+    """Store the Prometheus API response at ctx.path as `dcgm_query_range` does (the live pull's chunks)."""
+    return _load_query_range(ctx)
+
 def _store(ctx: LoadContext) -> LoadCounts:
     con = ctx.con
     if ctx.options.host:
