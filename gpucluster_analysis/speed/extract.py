@@ -76,10 +76,20 @@ def default_patterns() -> tuple[SpeedPattern, ...]:
     return tuple(load_patterns())
 
 
+@dataclass(frozen=True)
+class _Plan:
+    trigger: re.Pattern[bytes]  # any prefilter literal, over lower-cased bytes
+    owners: tuple[tuple[str, tuple[int, ...]], ...]  # literal -> indices of the patterns it lets through
+
+
 @lru_cache(maxsize=8)
-def _trigger(patterns: tuple[SpeedPattern, ...]) -> re.Pattern[bytes]:
-    literals = sorted({lit for p in patterns for lit in p.prefilter})
-    return re.compile(_trie_pattern(literals).encode("utf-8"))
+def _plan(patterns: tuple[SpeedPattern, ...]) -> _Plan:
+    owners: dict[str, list[int]] = {}
+    for i, p in enumerate(patterns):
+        for lit in p.prefilter:
+            owners.setdefault(lit, []).append(i)
+    trigger = re.compile(_trie_pattern(sorted(owners)).encode("utf-8"))
+    return _Plan(trigger, tuple((lit, tuple(ids)) for lit, ids in sorted(owners.items())))
 
 
 def _candidate_lines(data: bytes, trigger: re.Pattern[bytes]) -> Iterator[tuple[int, bytes]]:
@@ -118,30 +128,43 @@ _Hit = tuple[int, str, int, float, str, float]  # position, family, elapsed s, r
 
 def _line_hits(pattern: SpeedPattern, line: str) -> list[_Hit]:
     """The samples `pattern` reads from one physical line (\\r pieces included), in order.
-    A bar pattern keeps only the last state of each bar family on the line."""
-    groups = pattern.regex.groupindex
-    has_unit = "unit" in groups
-    hits: list[_Hit] = []
-    for m in pattern.regex.finditer(line):
-        text = m.group("value")
-        if text is None:
+    A bar pattern keeps only the last state of each bar family on the line: its pieces are
+    read from the end, and a piece that starts with the description and holds the
+    "/total " of a bar already read later on the line is skipped unmatched."""
+    has_unit = "unit" in pattern.regex.groupindex
+    if pattern.kind != "bar":
+        hits: list[_Hit] = []
+        for m in pattern.regex.finditer(line):
+            raw = float(m.group("value").replace(",", ""))
+            unit = m.group("unit") if has_unit else None
+            value = pattern.to_canonical(raw, unit)
+            if value is not None:
+                hits.append((m.start(), "", 0, raw, unit or pattern.unit, value))
+        return hits
+    last: dict[str, _Hit] = {}
+    seen: set[tuple[str, str]] = set()
+    match = pattern.regex.match
+    pos = len(line)
+    for piece in reversed(line.split("\r")):
+        pos -= len(piece) + 1
+        # an earlier state of a bar already read: same description, same "/total "
+        if any(piece.startswith(desc) and f"/{total} " in piece for desc, total in seen):
             continue
-        raw = float(text.replace(",", ""))
+        m = match(piece)
+        if m is None:
+            continue
+        key = (m.group("desc"), m.group("total"))
+        if key in seen:
+            continue
+        seen.add(key)
+        raw = float(m.group("value"))
         unit = m.group("unit") if has_unit else None
         value = pattern.to_canonical(raw, unit)
-        if value is None:
+        family = _family(*key)
+        if value is None or family in last:
             continue
-        if pattern.kind == "bar":
-            hits.append((m.start(), _family(m.group("desc"), m.group("total")), _seconds(m.group("elapsed")),
-                         raw, unit or pattern.unit, value))
-        else:
-            hits.append((m.start(), "", 0, raw, unit or pattern.unit, value))
-    if pattern.kind == "bar" and len(hits) > 1:
-        last: dict[str, _Hit] = {}
-        for hit in hits:
-            last[hit[1]] = hit
-        hits = sorted(last.values())
-    return hits
+        last[family] = (pos + 1, family, _seconds(m.group("elapsed")), raw, unit or pattern.unit, value)
+    return sorted(last.values())
 
 
 def line_values(pattern: SpeedPattern, line: str) -> list[float]:
@@ -211,13 +234,14 @@ def extract_speed_bytes(data: bytes, patterns: tuple[SpeedPattern, ...] | None =
         data = data.replace(b"#015", b"\r")
     steps: dict[int, list[SpeedSample]] = {}
     bars: dict[int, list[tuple[str, int, SpeedSample]]] = {}
-    for number, raw_line in _candidate_lines(data, _trigger(patterns)):
+    plan = _plan(patterns)
+    for number, raw_line in _candidate_lines(data, plan.trigger):
         line = raw_line.decode("utf-8", "replace")
         low = line.lower()
         line_number = None if tail_from_line is not None and number >= tail_from_line else number
-        for i, pattern in enumerate(patterns):
-            if not any(lit in low for lit in pattern.prefilter):
-                continue
+        to_try = {i for lit, ids in plan.owners if lit in low for i in ids}
+        for i in sorted(to_try):
+            pattern = patterns[i]
             for _, family, elapsed, raw, unit, value in _line_hits(pattern, line):
                 sample = SpeedSample(line_number, value, raw, unit)
                 if pattern.kind == "bar":
