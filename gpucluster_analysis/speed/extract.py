@@ -2,13 +2,15 @@
 
 How a log is read: one regex of every pattern's prefilter literals, factored into a trie
 (the classifier's), scans the lower-cased bytes; only the lines it hits are decoded, and
-on each only the patterns one of whose literals the line holds are run (`finditer` over
-the whole physical line, so a tqdm bar redrawn 10,000 times with \\r costs one C-level
-scan). `#015` (syslog's escaped carriage return) counts as \\r.
+on each only the patterns one of whose literals the line holds are run: `finditer` over
+the physical line for step and run-average patterns; for bar patterns `match` at the
+start of each \\r piece, last piece first, skipping earlier states of a bar already read.
+`#015` (syslog's escaped carriage return) counts as \\r.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import statistics
 from collections.abc import Iterator
@@ -282,6 +284,4 @@ def read_speed(path: Path | str, patterns: tuple[SpeedPattern, ...] | None = Non
 
 
 def _with(summary: SpeedSummary, *, truncated: bool, bytes_read: int) -> SpeedSummary:
-    from dataclasses import replace
-
-    return replace(summary, truncated=truncated, bytes_read=bytes_read)
+    return dataclasses.replace(summary, truncated=truncated, bytes_read=bytes_read)
