@@ -1,0 +1,287 @@
+"""Find the training speed a job log prints and summarize it (contract: speed/__init__.py).
+
+How a log is read: one regex of every pattern's prefilter literals, factored into a trie
+(the classifier's), scans the lower-cased bytes; only the lines it hits are decoded, and
+on each only the patterns one of whose literals the line holds are run: `finditer` over
+the physical line for step and run-average patterns; for bar patterns `match` at the
+start of each \\r piece, last piece first, skipping earlier states of a bar already read.
+`#015` (syslog's escaped carriage return) counts as \\r.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import statistics
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+# The classifier's bounded reader and its literal trie, reused as they are (classify/ is
+# another engineer's: nothing there is changed for speed extraction).
+from gpucluster_analysis.classify.engine import HEAD_BYTES, TAIL_BYTES, _read_parts, _trie_pattern
+from gpucluster_analysis.classify.noise import normalize_line
+from gpucluster_analysis.speed.patterns import SpeedPattern, load_patterns
+
+__all__ = [
+    "SLOW_START_FRACTION", "WARMUP_FRACTION", "SpeedSample", "SpeedSummary", "default_patterns",
+    "extract_speed", "extract_speed_bytes", "line_values", "read_speed", "summarize", "warmup_count",
+]
+
+WARMUP_FRACTION = 0.10  # the first ceil(10%) of the samples (at least one, when there are 3 or more)
+SLOW_START_FRACTION = 0.5  # then every sample before the first reaching half the median of the rest
+
+
+@dataclass(frozen=True)
+class SpeedSample:
+    line_number: int | None  # None: in the tail of a file cut by read_speed (lines in between not counted)
+    value: float  # in the summary's canonical metric and unit (higher is faster)
+    raw: float  # the number as printed
+    raw_unit: str  # the unit as printed (the pattern's, or the matched one: it/s, s/it, ms, ...)
+
+
+@dataclass(frozen=True)
+class SpeedSummary:
+    """The speed of one log: the winning pattern's samples and their statistics over the
+    steady part of the run (the samples after `warmup_dropped`)."""
+
+    metric: str  # tflops_per_gpu, mfu_pct, tokens_per_s, samples_per_s or iterations_per_s
+    unit: str  # TFLOP/s/GPU, %, tokens/s, samples/s, it/s
+    pattern_id: str
+    framework: str
+    per_gpu: bool  # the value is per GPU (else for the whole job)
+    kind: str  # step, bar or run_average (see patterns.toml)
+    median: float
+    p25: float
+    p75: float
+    iqr: float  # p75 - p25 (quartiles by linear interpolation, statistics.quantiles "inclusive")
+    mad: float  # median absolute deviation from the median (unscaled)
+    samples_seen: int  # len(samples)
+    samples_used: int  # samples the statistics are over
+    warmup_dropped: int  # leading samples left out as warm-up
+    samples: tuple[SpeedSample, ...]  # every sample of the winning pattern, in log order
+    # (pattern id, metric, samples) of every pattern that matched, winner first
+    candidates: tuple[tuple[str, str, int], ...] = ()
+    truncated: bool = False  # read_speed read only a head and a tail of the file
+    bytes_read: int | None = None  # by read_speed
+
+    @property
+    def steady(self) -> tuple[SpeedSample, ...]:
+        """The samples the statistics are over."""
+        return self.samples[self.warmup_dropped:]
+
+
+@lru_cache(maxsize=1)
+def default_patterns() -> tuple[SpeedPattern, ...]:
+    """The shipped patterns (loaded and validated once)."""
+    return tuple(load_patterns())
+
+
+@dataclass(frozen=True)
+class _Plan:
+    trigger: re.Pattern[bytes]  # any prefilter literal, over lower-cased bytes
+    owners: tuple[tuple[str, tuple[int, ...]], ...]  # literal -> indices of the patterns it lets through
+
+
+@lru_cache(maxsize=8)
+def _plan(patterns: tuple[SpeedPattern, ...]) -> _Plan:
+    owners: dict[str, list[int]] = {}
+    for i, p in enumerate(patterns):
+        for lit in p.prefilter:
+            owners.setdefault(lit, []).append(i)
+    trigger = re.compile(_trie_pattern(sorted(owners)).encode("utf-8"))
+    return _Plan(trigger, tuple((lit, tuple(ids)) for lit, ids in sorted(owners.items())))
+
+
+def _candidate_lines(data: bytes, trigger: re.Pattern[bytes]) -> Iterator[tuple[int, bytes]]:
+    """(line number, raw line) of every line holding a prefilter literal, in order."""
+    lower = data.lower()
+    number, counted_to, pos = 1, 0, 0
+    search = trigger.search
+    while (m := search(lower, pos)) is not None:
+        start = data.rfind(b"\n", 0, m.start()) + 1
+        end = data.find(b"\n", m.end())
+        if end < 0:
+            end = len(data)
+        number += data.count(b"\n", counted_to, start)
+        counted_to = start
+        yield number, data[start:end]
+        pos = end + 1
+
+
+def _seconds(clock: str) -> int:
+    """tqdm / rich elapsed time ("05:59", "1:02:03") in seconds."""
+    total = 0
+    for part in clock.split(":"):
+        total = total * 60 + int(part)
+    return total
+
+
+@lru_cache(maxsize=4096)
+def _family(desc: str, total: str) -> str:
+    """A bar's family: its description without rank/host/time prefixes and with digits
+    masked ("Epoch 3:" -> "Epoch #:"), and its total."""
+    return re.sub(r"\d+", "#", normalize_line(desc)).strip() + "/" + total
+
+
+_Hit = tuple[int, str, int, float, str, float]  # position, family, elapsed s, raw, printed unit, canonical value
+
+
+def _line_hits(pattern: SpeedPattern, line: str) -> list[_Hit]:
+    """The samples `pattern` reads from one physical line (\\r pieces included), in order.
+    A bar pattern keeps only the last state of each bar family on the line: its pieces are
+    read from the end, and a piece that starts with the description and holds the
+    "/total " of a bar already read later on the line is skipped unmatched."""
+    has_unit = "unit" in pattern.regex.groupindex
+    if pattern.kind != "bar":
+        hits: list[_Hit] = []
+        for m in pattern.regex.finditer(line):
+            raw = float(m.group("value").replace(",", ""))
+            unit = m.group("unit") if has_unit else None
+            value = pattern.to_canonical(raw, unit)
+            if value is not None:
+                hits.append((m.start(), "", 0, raw, unit or pattern.unit, value))
+        return hits
+    last: dict[str, _Hit] = {}
+    seen: set[tuple[str, str]] = set()
+    match = pattern.regex.match
+    pos = len(line)
+    for piece in reversed(line.split("\r")):
+        pos -= len(piece) + 1
+        # an earlier state of a bar already read: same description, same "/total "
+        if any(piece.startswith(desc) and f"/{total} " in piece for desc, total in seen):
+            continue
+        m = match(piece)
+        if m is None:
+            continue
+        key = (m.group("desc"), m.group("total"))
+        if key in seen:
+            continue
+        seen.add(key)
+        raw = float(m.group("value"))
+        unit = m.group("unit") if has_unit else None
+        value = pattern.to_canonical(raw, unit)
+        family = _family(*key)
+        if value is None or family in last:
+            continue
+        last[family] = (pos + 1, family, _seconds(m.group("elapsed")), raw, unit or pattern.unit, value)
+    return sorted(last.values())
+
+
+def line_values(pattern: SpeedPattern, line: str) -> list[float]:
+    """The canonical values `pattern` reads from one log line, as the extractor would
+    (used to check the examples of patterns.toml)."""
+    return [hit[5] for hit in _line_hits(pattern, line.replace("#015", "\r"))]
+
+
+def _bar_family(hits: list[tuple[str, int, SpeedSample]]) -> str:
+    """The family the job spent the most time in: per family, the sum of elapsed-time
+    increases between its samples, a decrease starting a new bar."""
+    spent: dict[str, int] = {}
+    count: dict[str, int] = {}
+    prev: dict[str, int] = {}
+    for family, elapsed, _ in hits:
+        before = prev.get(family, 0)
+        spent[family] = spent.get(family, 0) + (elapsed - before if elapsed >= before else elapsed)
+        prev[family] = elapsed
+        count[family] = count.get(family, 0) + 1
+    order = list(spent)  # first seen first: the tie-break of last resort
+    return max(order, key=lambda f: (spent[f], count[f], -order.index(f)))
+
+
+def warmup_count(values: list[float]) -> int:
+    """How many leading samples are warm-up: with 3 or more samples, the first ceil(10%)
+    (at least one), then every sample before the first one that reaches half the median
+    of the remaining samples (compilation, autotuning, a cold data cache)."""
+    n = len(values)
+    if n < 3:
+        return 0
+    k = max(1, -(-n // 10))
+    rest = values[k:]
+    threshold = SLOW_START_FRACTION * statistics.median(rest)
+    j = 0
+    while j < len(rest) - 1 and rest[j] < threshold:
+        j += 1
+    return k + j
+
+
+def summarize(pattern: SpeedPattern, samples: list[SpeedSample], candidates: tuple[tuple[str, str, int], ...] = ()) -> SpeedSummary:
+    """Statistics of one pattern's samples (at least one) over the run without warm-up.
+    A run average (HF Trainer's final train_samples_per_second) already spans the whole
+    run: nothing is dropped from it."""
+    values = [s.value for s in samples]
+    dropped = 0 if pattern.kind == "run_average" else warmup_count(values)
+    kept = values[dropped:]
+    median = statistics.median(kept)
+    if len(kept) >= 2:
+        p25, _, p75 = statistics.quantiles(kept, n=4, method="inclusive")
+    else:
+        p25 = p75 = kept[0]
+    mad = statistics.median(abs(v - median) for v in kept)
+    return SpeedSummary(
+        metric=pattern.metric, unit=pattern.canonical_unit, pattern_id=pattern.id, framework=pattern.framework,
+        per_gpu=pattern.per_gpu, kind=pattern.kind, median=median, p25=p25, p75=p75, iqr=p75 - p25, mad=mad,
+        samples_seen=len(samples), samples_used=len(kept), warmup_dropped=dropped, samples=tuple(samples),
+        candidates=candidates,
+    )
+
+
+def extract_speed_bytes(data: bytes, patterns: tuple[SpeedPattern, ...] | None = None, *,
+                        tail_from_line: int | None = None) -> SpeedSummary | None:
+    """`extract_speed` for undecoded bytes: only the lines holding a prefilter literal are
+    decoded (UTF-8, errors replaced)."""
+    patterns = default_patterns() if patterns is None else tuple(patterns)
+    if b"#015" in data:  # syslog and CloudWatch write carriage returns as #015
+        data = data.replace(b"#015", b"\r")
+    steps: dict[int, list[SpeedSample]] = {}
+    bars: dict[int, list[tuple[str, int, SpeedSample]]] = {}
+    plan = _plan(patterns)
+    for number, raw_line in _candidate_lines(data, plan.trigger):
+        line = raw_line.decode("utf-8", "replace")
+        low = line.lower()
+        line_number = None if tail_from_line is not None and number >= tail_from_line else number
+        to_try = {i for lit, ids in plan.owners if lit in low for i in ids}
+        for i in sorted(to_try):
+            pattern = patterns[i]
+            for _, family, elapsed, raw, unit, value in _line_hits(pattern, line):
+                sample = SpeedSample(line_number, value, raw, unit)
+                if pattern.kind == "bar":
+                    bars.setdefault(i, []).append((family, elapsed, sample))
+                else:
+                    steps.setdefault(i, []).append(sample)
+    for i, hits in bars.items():
+        family = _bar_family(hits)
+        steps[i] = [sample for f, _, sample in hits if f == family]
+    if not steps:
+        return None
+    ranked = sorted(steps, key=lambda i: (-patterns[i].priority, i))
+    candidates = tuple((patterns[i].id, patterns[i].metric, len(steps[i])) for i in ranked)
+    win = ranked[0]
+    return summarize(patterns[win], steps[win], candidates)
+
+
+def extract_speed(text: str, patterns: tuple[SpeedPattern, ...] | None = None, *,
+                  tail_from_line: int | None = None) -> SpeedSummary | None:
+    """The training speed a log's text prints, or None when it prints none.
+
+    `tail_from_line`: when `text` is a head and a tail joined at a cut, the first line of
+    the tail; samples from there on get no line number.
+    """
+    return extract_speed_bytes(text.encode("utf-8", "surrogatepass"), patterns, tail_from_line=tail_from_line)
+
+
+def read_speed(path: Path | str, patterns: tuple[SpeedPattern, ...] | None = None) -> SpeedSummary | None:
+    """The training speed of one log file, reading at most its first HEAD_BYTES (1 MiB) and
+    last TAIL_BYTES (4 MiB), as the failure classifier does; samples in the tail of a cut
+    file have no line number."""
+    first, last, size = _read_parts(Path(path), HEAD_BYTES, TAIL_BYTES)
+    if last is None:
+        summary = extract_speed_bytes(first, patterns)
+        return None if summary is None else _with(summary, truncated=False, bytes_read=size)
+    summary = extract_speed_bytes(first + b"\n" + last, patterns, tail_from_line=first.count(b"\n") + 2)
+    return None if summary is None else _with(summary, truncated=True, bytes_read=len(first) + len(last))
+
+
+def _with(summary: SpeedSummary, *, truncated: bool, bytes_read: int) -> SpeedSummary:
+    return dataclasses.replace(summary, truncated=truncated, bytes_read=bytes_read)

@@ -1,0 +1,225 @@
+"""Speed patterns: load and strictly validate patterns.toml.
+
+A pattern turns one kind of log line into a speed in a canonical metric where higher
+is faster (see the header of patterns.toml for every key). The loader rejects unknown
+keys, duplicate ids, regexes that do not compile or lack the groups their kind needs, a
+priority outside its metric's band, examples that do not give their value, lines the
+prefilter would hide, and counter-examples that give a sample; each error names the
+file and the pattern id.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from gpucluster_analysis.errors import RulesError
+
+SHIPPED = "patterns.toml"
+
+# canonical metric -> (unit it is reported in, priority band = priority // 100)
+METRICS: dict[str, tuple[str, int]] = {
+    "tflops_per_gpu": ("TFLOP/s/GPU", 5),
+    "mfu_pct": ("%", 4),
+    "tokens_per_s": ("tokens/s", 3),
+    "samples_per_s": ("samples/s", 2),
+    "iterations_per_s": ("it/s", 1),
+}
+CONVERSIONS = {
+    "as_is": lambda v: v,
+    "reciprocal": lambda v: 1.0 / v,
+    "per_ms": lambda v: 1000.0 / v,
+    "per_us": lambda v: 1_000_000.0 / v,
+}
+KINDS = ("step", "bar", "run_average")
+
+_KEYS = {"id", "framework", "metric", "unit", "per_gpu", "kind", "priority", "regex", "prefilter", "example"}
+_OPTIONAL = {"convert", "convert_by_unit", "description", "counter_example"}
+_ID = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Example:
+    line: str
+    value: float | None  # None for a counter-example
+    source: str
+
+
+# eq=False: a pattern is equal only to itself and hashes by identity, so caching on a
+# tuple of patterns costs nothing per log (hashing every field cost ~40% of a small log).
+@dataclass(frozen=True, eq=False)
+class SpeedPattern:
+    id: str
+    framework: str
+    metric: str
+    unit: str  # as printed
+    per_gpu: bool
+    kind: str
+    priority: int
+    regex_text: str
+    prefilter: tuple[str, ...]
+    convert: str | None = None  # when the regex has no `unit` group
+    convert_by_unit: tuple[tuple[str, str], ...] = ()  # printed unit -> conversion
+    description: str = ""
+    examples: tuple[Example, ...] = ()
+    counter_examples: tuple[Example, ...] = ()
+    regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "regex", re.compile(self.regex_text))
+
+    @property
+    def canonical_unit(self) -> str:
+        return METRICS[self.metric][0]
+
+    def to_canonical(self, raw: float, printed_unit: str | None) -> float | None:
+        """The printed value in the canonical metric; None when it is not a usable speed
+        (zero, negative, infinite, or a unit the pattern does not know)."""
+        name = self.convert if printed_unit is None else dict(self.convert_by_unit).get(printed_unit)
+        if name is None or not raw > 0 or not math.isfinite(raw):
+            return None
+        return CONVERSIONS[name](raw)
+
+
+def shipped_path() -> Path:
+    """The patterns file that ships inside the package."""
+    return Path(str(resources.files("gpucluster_analysis.speed").joinpath(SHIPPED)))
+
+
+def load_patterns(path: Path | None = None) -> list[SpeedPattern]:
+    """The shipped patterns (or those of `path`), validated, in file order."""
+    path = Path(path) if path is not None else shipped_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise RulesError(f"{path}: cannot read speed patterns: {e.strerror or e}", "check the path") from None
+    return parse_patterns(text, str(path))
+
+
+def parse_patterns(text: str, source: str) -> list[SpeedPattern]:
+    """Parse and validate one patterns file; `source` names it in error messages."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise RulesError(f"{source}: not valid TOML: {e}", "fix the syntax; regexes go in '...' literal strings") from None
+    if set(data) - {"pattern"}:
+        raise RulesError(f"{source}: unknown top-level key(s) {sorted(set(data) - {'pattern'})}", "only [[pattern]] tables are allowed")
+    tables = data.get("pattern", [])
+    if not isinstance(tables, list):
+        raise RulesError(f"{source}: 'pattern' must be an array of tables", "write each one as [[pattern]]")
+    out: list[SpeedPattern] = []
+    seen: set[str] = set()
+    for n, table in enumerate(tables, 1):
+        pattern = _pattern(table, n, source)
+        if pattern.id in seen:
+            raise RulesError(f"{source}: pattern {pattern.id!r}: duplicate id", "ids must be unique")
+        seen.add(pattern.id)
+        out.append(pattern)
+    return out
+
+
+def _pattern(table: object, n: int, source: str) -> SpeedPattern:
+    if not isinstance(table, dict):
+        raise RulesError(f"{source}: pattern #{n} is not a table")
+    pid = table.get("id")
+    where = f"{source}: pattern {pid!r}" if isinstance(pid, str) else f"{source}: pattern #{n}"
+    unknown = set(table) - _KEYS - _OPTIONAL
+    if unknown:
+        raise RulesError(f"{where}: unknown key(s) {sorted(unknown)}", f"allowed keys: {', '.join(sorted(_KEYS | _OPTIONAL))}")
+    missing = _KEYS - set(table)
+    if missing:
+        raise RulesError(f"{where}: missing key(s) {sorted(missing)}")
+    for key in ("id", "framework", "metric", "unit", "kind", "regex"):
+        if not isinstance(table[key], str) or not table[key]:
+            raise RulesError(f"{where}: {key} must be a non-empty string")
+    if not _ID.match(table["id"]):
+        raise RulesError(f"{where}: id must be snake_case")
+    if table["metric"] not in METRICS:
+        raise RulesError(f"{where}: unknown metric {table['metric']!r}", f"use one of {', '.join(METRICS)}")
+    if table["kind"] not in KINDS:
+        raise RulesError(f"{where}: unknown kind {table['kind']!r}", f"use one of {', '.join(KINDS)}")
+    if not isinstance(table["per_gpu"], bool):
+        raise RulesError(f"{where}: per_gpu must be true or false")
+    priority = table["priority"]
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        raise RulesError(f"{where}: priority must be an integer")
+    band = METRICS[table["metric"]][1]
+    if priority // 100 != band:
+        raise RulesError(f"{where}: priority {priority} is outside the {table['metric']} band {band}00-{band}99",
+                         "the hundreds digit says the metric: 5 tflops, 4 mfu, 3 tokens, 2 samples, 1 iterations")
+    try:
+        regex = re.compile(table["regex"])
+    except re.error as e:
+        raise RulesError(f"{where}: regex does not compile: {e}") from None
+    groups = set(regex.groupindex)
+    if "value" not in groups:
+        raise RulesError(f"{where}: regex has no (?P<value>...) group")
+    if table["kind"] == "bar" and not {"desc", "total", "elapsed"} <= groups:
+        raise RulesError(f"{where}: a bar pattern's regex needs the groups desc, total and elapsed")
+    convert, by_unit = table.get("convert"), table.get("convert_by_unit")
+    if "unit" in groups:
+        if convert is not None or not isinstance(by_unit, dict) or not by_unit:
+            raise RulesError(f"{where}: a regex with a unit group takes convert_by_unit (printed unit -> conversion), not convert")
+        if any(v not in CONVERSIONS for v in by_unit.values()):
+            raise RulesError(f"{where}: convert_by_unit values must be one of {', '.join(CONVERSIONS)}")
+    elif convert not in CONVERSIONS or by_unit is not None:
+        raise RulesError(f"{where}: convert must be one of {', '.join(CONVERSIONS)}", "convert_by_unit needs a (?P<unit>...) group")
+    prefilter = table["prefilter"]
+    if not isinstance(prefilter, list) or not prefilter or not all(isinstance(x, str) and x for x in prefilter):
+        raise RulesError(f"{where}: prefilter must be a non-empty list of non-empty strings")
+    if any(x != x.lower() for x in prefilter):
+        raise RulesError(f"{where}: prefilter literals must be lower case")
+    description = table.get("description", "")
+    if not isinstance(description, str):
+        raise RulesError(f"{where}: description must be a string")
+    examples = _examples(table["example"], where, "example", with_value=True)
+    counters = _examples(table.get("counter_example", []), where, "counter_example", with_value=False)
+    if not examples:
+        raise RulesError(f"{where}: needs at least one [[pattern.example]]")
+    pattern = SpeedPattern(
+        id=table["id"], framework=table["framework"], metric=table["metric"], unit=table["unit"],
+        per_gpu=table["per_gpu"], kind=table["kind"], priority=priority, regex_text=table["regex"],
+        prefilter=tuple(prefilter), convert=convert,
+        convert_by_unit=tuple(sorted(by_unit.items())) if by_unit else (),
+        description=description, examples=examples, counter_examples=counters,
+    )
+    _check_examples(pattern, where)
+    return pattern
+
+
+def _examples(value: object, where: str, key: str, *, with_value: bool) -> tuple[Example, ...]:
+    if not isinstance(value, list):
+        raise RulesError(f"{where}: {key} must be an array of tables ([[pattern.{key}]])")
+    out = []
+    allowed = {"line", "value", "source"} if with_value else {"line", "source"}
+    for i, ex in enumerate(value, 1):
+        if not isinstance(ex, dict) or set(ex) != allowed:
+            raise RulesError(f"{where}: {key} {i} must have exactly the keys {sorted(allowed)}")
+        if not isinstance(ex["line"], str) or not isinstance(ex["source"], str) or not ex["source"]:
+            raise RulesError(f"{where}: {key} {i}: line and source must be strings")
+        number = ex.get("value")
+        if with_value and (not isinstance(number, (int, float)) or isinstance(number, bool)):
+            raise RulesError(f"{where}: {key} {i}: value must be a number")
+        out.append(Example(ex["line"], float(number) if with_value else None, ex["source"]))  # type: ignore[arg-type]
+    return tuple(out)
+
+
+def _check_examples(pattern: SpeedPattern, where: str) -> None:
+    from gpucluster_analysis.speed.extract import line_values  # the engine's own reading of a line
+
+    for i, ex in enumerate(pattern.examples, 1):
+        if not any(lit in ex.line.lower() for lit in pattern.prefilter):
+            raise RulesError(f"{where}: example {i} holds none of the prefilter literals {list(pattern.prefilter)}",
+                             "every line the regex can match must contain one of them")
+        got = line_values(pattern, ex.line)
+        if len(got) != 1 or not math.isclose(got[0], ex.value, rel_tol=1e-6):  # type: ignore[arg-type]  # values written to 7-8 digits
+            raise RulesError(f"{where}: example {i} gives {got}, expected [{ex.value}]: {ex.line[:80]!r}",
+                             "fix the regex, the conversion or the expected value")
+    for i, ex in enumerate(pattern.counter_examples, 1):
+        got = line_values(pattern, ex.line)
+        if got:
+            raise RulesError(f"{where}: counter-example {i} gives {got}: {ex.line[:80]!r}", "fix the regex or the counter-example")
