@@ -63,7 +63,8 @@ def test_writes_index_and_one_csv_per_table(sample_report: Written) -> None:
     assert sample_report.html == out / "index.html" and sample_report.html.is_file()
     names = {p.name for p in sample_report.tables}
     replay = {"quotas.csv", "wait_clusters.csv", "wait_timeline.csv", "pending_reasons_vs_replay.csv"}
-    assert names == {"jobs.csv", "gpu_util_locality_tests.csv"} | replay | {f"{q}.csv" for q in REPORT_QUERIES}
+    speed = {"speed_summary.csv", "machine_speed.csv", "gpu_speed.csv", "speed_locality.csv", "slow_machine_telemetry.csv"}
+    assert names == {"jobs.csv", "gpu_util_locality_tests.csv"} | replay | speed | {f"{q}.csv" for q in REPORT_QUERIES}
     assert all(p.is_file() and p.parent == out for p in sample_report.tables)
     # written through temporary names, none left behind
     assert not [p for p in out.iterdir() if p.name.startswith(".")]

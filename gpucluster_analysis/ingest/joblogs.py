@@ -31,6 +31,7 @@ from gpucluster_analysis.classify.engine import HEAD_BYTES, TAIL_BYTES
 from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.ingest.base import FileFormat, IngestOptions
 from gpucluster_analysis.ingest.files import open_binary
+from gpucluster_analysis.speed import extract_speed_bytes
 
 _STREAMS = {"stdout": "stdout", "out": "stdout", "stderr": "stderr", "err": "stderr", "combined": "combined", "log": "combined", "output": "combined"}
 
@@ -149,6 +150,20 @@ def cuda_visible_indices(data: bytes) -> list[int]:
     return sorted(found)
 
 
+def _speed_columns(data: bytes, tail_from_line: int | None) -> dict[str, object]:
+    """The job_logs speed_* columns of the training speed the log prints (all None when it prints none)."""
+    speed = extract_speed_bytes(data, tail_from_line=tail_from_line)
+    if speed is None:
+        return dict.fromkeys(SPEED_COLUMNS)
+    return {"speed_metric": speed.metric, "speed_unit": speed.unit, "speed_pattern": speed.pattern_id,
+            "speed_per_gpu": speed.per_gpu, "speed_median": speed.median, "speed_p25": speed.p25,
+            "speed_p75": speed.p75, "speed_samples": speed.samples_used, "speed_samples_seen": speed.samples_seen}
+
+
+SPEED_COLUMNS = ("speed_metric", "speed_unit", "speed_pattern", "speed_per_gpu", "speed_median", "speed_p25",
+                 "speed_p75", "speed_samples", "speed_samples_seen")
+
+
 def parse(path: Path, options: IngestOptions) -> dict[str, list[dict[str, object]]]:
     """The rows one log file contributes (without file_id), by table; no database I/O."""
     place = place_log(path, options)
@@ -172,6 +187,7 @@ def parse(path: Path, options: IngestOptions) -> dict[str, list[dict[str, object
         "line_number": result.line_number, "line": (result.line or "")[:1000] or None,
         "other_signatures": [m.signature_id for m in result.matched[1:]],
         "bytes_read": len(head) + len(tail or b""), "truncated": tail is not None,
+        **_speed_columns(data, None if tail is None else head.count(b"\n") + 2),
     }
     bindings = [
         {"source": None, "job_id": place.job_id, "attempt_ref": place.attempt_ref, "machine_id": None,

@@ -25,12 +25,19 @@ import polars as pl
 from gpucluster_analysis import __version__
 from gpucluster_analysis.db import open_store, upgrade_older_store
 from gpucluster_analysis.errors import ReportError, StoreError
+from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas
 from gpucluster_analysis.report import analysis, sections
 from gpucluster_analysis.report.sections import activity, failures, queueing
 from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Section, Table
 from gpucluster_analysis.report.sections.text import fmt_dur
-from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas
-from gpucluster_analysis.report.tables import format_for_csv, jobs_table, prepare, prepare_report, run_query
+from gpucluster_analysis.report.tables import (
+    format_for_csv,
+    jobs_table,
+    prepare,
+    prepare_report,
+    run_query,
+)
+from gpucluster_analysis.speed import variability
 
 # The report's named queries; each result is written as <name>.csv.
 REPORT_QUERIES = (
@@ -98,6 +105,7 @@ def build_report(
             results = _run_queries(con, log)
             results.update(quotas=replay.quotas, wait_clusters=replay.clusters, wait_timeline=replay.timeline,
                            pending_reasons_vs_replay=replay.pending)
+            results.update(_speed_results(con))
             per_job = run_query(con, "job_gpu_util_by_attributes")
     tests = analysis.locality_tests(per_job)
     results["gpu_util_locality_tests"] = analysis.tests_frame(tests)
@@ -147,6 +155,32 @@ def _run_queries(con: duckdb.DuckDBPyConnection, log: Callable[[str], None]) -> 
             if (seconds := time.perf_counter() - started) >= 1.0:
                 log(f"  {name}: {seconds:.1f} s")
     return results
+
+
+def _speed_results(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
+    """Training speed by machine and GPU relative to the same families elsewhere, and locality's cost in speed."""
+    attempts = con.sql("SELECT * FROM attempt_speeds ORDER BY source, job_id, attempt_no").pl()
+    placed = run_query(con, "attempt_machines")
+    ratios = variability.attempt_ratios(attempts, placed)
+    machines = variability.relative_speed(ratios, ["machine_id"])
+    by_gpu = ratios.join(placed.filter(pl.col("gpu_index").is_not_null()),
+                         on=["source", "job_id", "attempt_no", "machine_id"])
+    gpus = variability.relative_speed(by_gpu, ["machine_id", "gpu_index"])
+    loc = variability.locality_cost(attempts)
+    health = run_query(con, "machine_telemetry_health")
+    flagged = health.join(machines.select("machine_id", "flag"), on="machine_id", how="inner")
+    telemetry = (flagged.group_by("flag").agg(
+        pl.len().alias("machines"), pl.col("detail_samples").sum(), pl.col("throttled_pct").mean(),
+        pl.col("mean_sm_clock_mhz").mean(), pl.col("mean_temp_c").mean()).sort("flag")
+        if not flagged.is_empty() else flagged)
+    summary = pl.DataFrame([{
+        "attempts": attempts.height, "jobs": attempts.select("source", "job_id").n_unique() if attempts.height else 0,
+        "families": attempts.get_column("family").n_unique() if attempts.height else 0,
+        "machines": machines.height, "slow_machines": machines.filter(pl.col("flag") == "slow").height,
+        "locality_families": loc.families, "locality_median_ratio": loc.median_ratio, "locality_p_value": loc.p_value,
+    }], schema_overrides={"locality_median_ratio": pl.Float64, "locality_p_value": pl.Float64})
+    return {"speed_summary": summary, "machine_speed": machines.select(list(variability.MACHINE_COLUMNS)),
+            "gpu_speed": gpus, "speed_locality": loc.per_family, "slow_machine_telemetry": telemetry}
 
 
 # ---------------------------------------------------------------- files

@@ -378,3 +378,26 @@ def bin_heatmap(df: pl.DataFrame, x: str, y: str, z: str, title: str, x_title: s
     fig.update_xaxes(type="category")
     fig.update_yaxes(type="category")
     return _layout(fig, title, x_title, y_title, height=520)
+
+
+def interval_points(
+    df: pl.DataFrame, x: str, y: str, low: str, high: str, color: str, title: str, x_title: str, y_title: str
+) -> go.Figure:
+    """One point per row with its interval as an error bar, coloured by `color` (query machine_speed)."""
+    fig = go.Figure()
+    names = [str(v) for v in df.get_column(x).to_list()]
+    colors = {"slow": "#d62728", "fast": "#2ca02c", "ok": "#1f77b4"}
+    for key in dict.fromkeys(df.get_column(color).to_list()):
+        part = df.filter(pl.col(color) == key)
+        ys = part.get_column(y).to_list()
+        fig.add_scatter(
+            x=[str(v) for v in part.get_column(x).to_list()], y=ys, mode="markers", name=str(key),
+            marker=dict(color=colors.get(str(key))),
+            error_y=dict(type="data", symmetric=False,
+                         array=[h - v for h, v in zip(part.get_column(high).to_list(), ys, strict=True)],
+                         arrayminus=[v - lo for lo, v in zip(part.get_column(low).to_list(), ys, strict=True)]),
+            hovertemplate=f"%{{x}}: %{{y:.3f}} ({key})<extra></extra>",
+        )
+    fig.add_hline(y=1.0, line_dash="dot", line_color="#888")
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=names)
+    return _layout(fig, title, x_title, y_title)

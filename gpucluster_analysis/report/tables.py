@@ -23,7 +23,8 @@ from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quo
 # attributed_util is the only query that joins gpu_samples row by row (one pass).
 # gpu_samples_by_machine and machine_capacity_snapshot give the replay its machines.
 PREPARED_TABLES = ("attempt_sizes", "attempt_attribution", "attempt_windows", "job_keys", "attributed_util", "job_gpu_util",
-                   "attributed_activity", "attempt_failures", "gpu_samples_by_machine", "machine_capacity_snapshot")
+                   "attributed_activity", "attempt_failures", "attempt_speeds", "gpu_samples_by_machine",
+                   "machine_capacity_snapshot")
 # The replay's per-job waits (gpucluster_analysis.replay), as a temp table jobs.sql and the wait queries join.
 REPLAY_JOBS_TABLE = "replay_job_waits"
 
@@ -47,6 +48,8 @@ JOBS_COLUMNS = [
     "wait_fair_share_s", "wait_capacity_s", "wait_fragmentation_s", "wait_other_s", "wait_retry_s",
     # How much of its GPUs really worked (DCGM profiling), beside mean_gpu_util_pct.
     "mean_sm_active_pct", "mean_tensor_active_pct",
+    # The training speed its logs print (its last attempt that printed one; docs/jobs-csv.md).
+    "speed_metric", "speed_median", "speed_unit",
 ]
 
 

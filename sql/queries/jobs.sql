@@ -3,7 +3,8 @@
 -- attempt_failures (failure_reason/category are its job_root_cause row's) and
 -- replay_job_waits (the replay's split of each job's first wait by cause, and its retry waits)
 -- and attributed_activity (DCGM profiling samples per job: mean_sm_active_pct and
--- mean_tensor_active_pct are 100 x their means, empty where none was measured).
+-- mean_tensor_active_pct are 100 x their means, empty where none was measured) and
+-- attempt_speeds (speed_*: the training speed of the job's last attempt that printed one).
 -- Parameters: none. Times are naive UTC timestamps; the writer formats them as ISO 8601 Z.
 -- Attempt sizes come from the temp table attempt_sizes, num_gpus / num_servers from the
 -- temp table job_keys (defined there once). gpu_time_s is unknown (empty) when a timed
@@ -61,7 +62,10 @@ SELECT
     w.wait_other_s,
     w.wait_retry_s,
     100.0 * v.sm_sum / nullif(v.sm_samples, 0) AS mean_sm_active_pct,
-    100.0 * v.tensor_sum / nullif(v.tensor_samples, 0) AS mean_tensor_active_pct
+    100.0 * v.tensor_sum / nullif(v.tensor_samples, 0) AS mean_tensor_active_pct,
+    sp.speed_metric,
+    sp.speed_median,
+    sp.speed_unit
 FROM jobs j
 LEFT JOIN per_job p USING (source, job_id)
 LEFT JOIN job_keys k USING (source, job_id)
@@ -69,5 +73,6 @@ LEFT JOIN job_gpu_util u USING (source, job_id)
 LEFT JOIN attributed t USING (source, job_id)
 LEFT JOIN replay_job_waits w USING (source, job_id)
 LEFT JOIN attributed_activity v USING (source, job_id)
+LEFT JOIN attempt_speeds sp ON sp.source = j.source AND sp.job_id = j.job_id AND sp.is_last_with_speed
 LEFT JOIN attempt_failures f ON f.source = j.source AND f.job_id = j.job_id AND f.job_root_cause
 ORDER BY j.submit_at NULLS LAST, j.source, j.job_id

@@ -4,7 +4,7 @@
 (by query name) and returns `Section`s whose sentences carry the numbers behind each figure.
 Rendering to HTML and writing files is `build.py`'s job.
 
-One module per section (overview, queueing, locality, activity, failures, data_quality), each with a
+One module per section (overview, queueing, locality, activity, speed, failures, data_quality), each with a
 `section(r, ...)` function and its own constants; `blocks` holds the dataclasses a section is
 made of and `text` the formatting its sentences share.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 from gpucluster_analysis.report import analysis as an
-from gpucluster_analysis.report.sections import activity, data_quality, failures, locality, overview, queueing
+from gpucluster_analysis.report.sections import activity, data_quality, failures, locality, overview, queueing, speed
 from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Section, Table
 
 __all__ = ["Figure", "Paragraph", "Section", "Table", "compose"]
@@ -27,6 +27,7 @@ def compose(r: dict[str, pl.DataFrame], tests: list[an.TestResult], store_name: 
         queueing.section(r),
         locality.section(r, tests),
         activity.section(r),  # only where DCGM profiling samples exist
+        speed.section(r),  # only where job logs print their training speed
         failures.section(r),
         data_quality.section(r),
     ]
