@@ -45,6 +45,23 @@ def details(db: Path, machine: str) -> list[tuple]:  # type: ignore[type-arg]
     )
 
 
+def profile(db: Path, machine: str) -> list[tuple]:  # type: ignore[type-arg]
+    """DCGM's profiling fields of each detail row, ratios rounded to 6 places (stored as REAL)."""
+    return rows(
+        db,
+        "SELECT gpu_index, gpu_instance_id, round(CAST(sm_active AS DOUBLE), 6), round(CAST(sm_occupancy AS DOUBLE), 6), round(CAST(tensor_active AS DOUBLE), 6),"
+        " round(CAST(fp64_active AS DOUBLE), 6), round(CAST(fp32_active AS DOUBLE), 6), round(CAST(fp16_active AS DOUBLE), 6), round(CAST(dram_active AS DOUBLE), 6),"
+        " pcie_rx_bytes, pcie_tx_bytes, nvlink_tx_bytes, nvlink_rx_bytes"
+        " FROM gpu_sample_details WHERE machine_id = ? ORDER BY sample_at, gpu_index, gpu_instance_id NULLS FIRST",
+        machine,
+    )
+
+
+def workloads(db: Path) -> list[tuple]:  # type: ignore[type-arg]
+    return rows(db, "SELECT machine_id, gpu_index, gpu_instance_id, first_at, last_at, pod, namespace, container, hpc_job"
+                    " FROM gpu_workload_labels ORDER BY ALL")
+
+
 def rejects(db: Path, name: str) -> list[tuple]:  # type: ignore[type-arg]
     return rows(db, "SELECT r.line, r.reason FROM rejects r JOIN ingested_files f USING (file_id) "
                     "WHERE f.path LIKE ? ORDER BY r.line NULLS LAST, r.reason", f"%/{name}")
@@ -625,9 +642,13 @@ def test_real_dcgm_scrapes_of_several_versions(tmp_path: Path) -> None:
     ok(ingest(db, REAL / "gsrh100-074-mig.prom", time="2024-05-21T10:00:00Z")[0], 3, 0)
     assert [(d[1], d[2], d[9]) for d in details(db, "gsrh100-074")] == [(0, 7, 0.0), (0, 8, 0.0), (0, 9, 0.0)]
     assert samples(db, "gsrh100-074") == []
-    # no Hostname label: the host is --host; gpu 0 has only metrics gca does not store
-    ok(ingest(db, REAL / "gmt-189.prom", host="t4", time="2024-05-21T10:00:00Z")[0], 1, 0)
-    assert details(db, "t4") == [(at, 1, None, None, None, None, 167.36, 56.0, 1380.0, None, None)]
+    # no Hostname label: the host is --host; gpu 0 has only profiling fields (DRAM, PCIe RX):
+    # their details, and no utilization sample
+    ok(ingest(db, REAL / "gmt-189.prom", host="t4", time="2024-05-21T10:00:00Z")[0], 2, 0)
+    assert details(db, "t4") == [(at, 0, None, None, None, None, None, None, None, None, None),
+                                 (at, 1, None, None, None, None, 167.36, 56.0, 1380.0, None, None)]
+    assert [p[:2] + p[8:10] for p in profile(db, "t4")] == [(0, None, 0.0, 0.0), (1, None, None, None)]
+    assert samples(db, "t4") == [(at, 1, None)]  # GPU 1: a sample without utilization, as before
     # the first exporter's names (dcgm_gpu_utilization, lower-case uuid)
     ok(ingest(db, REAL / "prometheus-dcgm-readme.prom", host="old", time="2024-05-21T10:00:00Z")[0], 1, 0)
     assert samples(db, "old") == [(at, 0, 0.0)]
@@ -1083,3 +1104,80 @@ def test_lines_read_in_small_chunks_store_what_whole_reads_store(tmp_path: Path,
     assert [(r.status, r.rows, r.rejects) for r in chunked] == [(r.status, r.rows, r.rejects) for r in whole]
     assert stored(tmp_path / "b.duckdb") == stored(tmp_path / "a.duckdb")
     assert whole[0].rows > 0
+
+
+# ------------------------------------------------------------------ DCGM profiling fields
+
+
+def test_real_scrape_with_profiling_fields_and_a_pod(tmp_path: Path) -> None:
+    # dcgm-exporter 4.x (driver 580) under the GPU operator: GPU_UTIL 0 while a kernel is
+    # launched now and then (graphics engine 0.47 %), the pod the GPU serves on every series
+    db = tmp_path / "s.duckdb"
+    at = t(2025, 11, 4, 12)
+    ok(ingest(db, REAL / "rtx4000ada-k8s-580.prom", time="2025-11-04T12:00:00Z")[0], 1, 0)
+    host = "lke529760-766837-0a634ab30000"
+    assert samples(db, host) == [(at, 0, 0.0)]
+    # FB total = used 1 + free 20015 + reserved 457
+    assert details(db, host) == [(at, 0, None, None, 1.0, 20473.0, None, None, None, 0.0, None)]
+    assert profile(db, host) == [(0, None, None, None, 0.0, None, None, None, 0.003074, 45987793.0, 78398480.0, None, None)]
+    assert rows(db, "SELECT round(CAST(gr_engine_active AS DOUBLE), 6) FROM gpu_sample_details") == [(0.004656,)]
+    assert workloads(db) == [(host, 0, None, at, at, "cuda-75454ffb9f-8ljq7", "default", "cuda", None)]
+
+
+PROFILING_ONLY = """\
+# time: 2026-07-14T06:00:00Z
+DCGM_FI_PROF_SM_ACTIVE{gpu="0",UUID="GPU-a",Hostname="n1",exported_pod="train-0",exported_namespace="ml",pod="dcgm-exporter-x7"} 0.412
+DCGM_FI_PROF_SM_OCCUPANCY{gpu="0",UUID="GPU-a",Hostname="n1",exported_pod="train-0",exported_namespace="ml",pod="dcgm-exporter-x7"} 0.25
+DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{gpu="0",UUID="GPU-a",Hostname="n1",exported_pod="train-0",exported_namespace="ml",pod="dcgm-exporter-x7"} 0.2
+DCGM_FI_PROF_PIPE_FP64_ACTIVE{gpu="0",UUID="GPU-a",Hostname="n1",exported_pod="train-0",exported_namespace="ml",pod="dcgm-exporter-x7"} 0
+DCGM_FI_PROF_PIPE_FP32_ACTIVE{gpu="0",UUID="GPU-a",Hostname="n1",exported_pod="train-0",exported_namespace="ml",pod="dcgm-exporter-x7"} 0.05
+DCGM_FI_PROF_PIPE_FP16_ACTIVE{gpu="0",UUID="GPU-a",Hostname="n1",exported_pod="train-0",exported_namespace="ml",pod="dcgm-exporter-x7"} 0.125
+DCGM_FI_PROF_DRAM_ACTIVE{gpu="0",UUID="GPU-a",Hostname="n1",exported_pod="train-0",exported_namespace="ml",pod="dcgm-exporter-x7"} 0.5
+DCGM_FI_PROF_NVLINK_TX_BYTES{gpu="0",UUID="GPU-a",Hostname="n1",exported_pod="train-0",exported_namespace="ml",pod="dcgm-exporter-x7"} 123456789
+DCGM_FI_PROF_NVLINK_RX_BYTES{gpu="0",UUID="GPU-a",Hostname="n1",exported_pod="train-0",exported_namespace="ml",pod="dcgm-exporter-x7"} 1e9
+DCGM_FI_PROF_SM_ACTIVE{gpu="1",UUID="GPU-b",Hostname="n1",pod="dcgm-exporter-x7",namespace="gpu-operator"} NaN
+DCGM_FI_PROF_SM_ACTIVE{gpu="2",UUID="GPU-c",GPU_I_ID="3",Hostname="n1",hpc_job="4242"} 0.75
+DCGM_FI_PROF_SM_ACTIVE{gpu="2",UUID="GPU-c",GPU_I_ID="5",Hostname="n1",hpc_job="4243"} 1.2
+DCGM_FI_PROF_PCIE_TX_BYTES{gpu="3",UUID="GPU-d",Hostname="n1"} -5
+# time: 2026-07-14T06:00:30Z
+DCGM_FI_PROF_SM_ACTIVE{gpu="0",UUID="GPU-a",Hostname="n1",exported_pod="train-0",exported_namespace="ml",pod="dcgm-exporter-x7"} 0.5
+DCGM_FI_PROF_SM_ACTIVE{gpu="2",UUID="GPU-c",GPU_I_ID="3",Hostname="n1",hpc_job="4242"} 0.7
+"""
+
+
+def test_profiling_only_scrape_stores_every_field_and_the_workloads(tmp_path: Path) -> None:
+    scrape = tmp_path / "n1.prom"
+    scrape.write_text(PROFILING_ONLY)
+    db = tmp_path / "s.duckdb"
+    # 4 stored rows: GPU 0 twice, MIG instance 3 twice; GPU 1 (NaN) has no value to store
+    ok(ingest(db, scrape)[0], 5, 2)
+    assert rejects(db, "n1.prom") == [(13, "SM activity outside 0-1: 1.2"), (14, "negative PCIe or NVLink traffic")]
+    assert samples(db, "n1") == []  # profiling only: no utilization samples
+    assert profile(db, "n1") == [
+        (0, None, 0.412, 0.25, 0.2, 0.0, 0.05, 0.125, 0.5, None, None, 123456789.0, 1e9),
+        (2, 3, 0.75, None, None, None, None, None, None, None, None, None, None),
+        (0, None, 0.5, None, None, None, None, None, None, None, None, None, None),
+        (2, 3, 0.7, None, None, None, None, None, None, None, None, None, None),
+    ]
+    first, last = t(2026, 7, 14, 6), t(2026, 7, 14, 6, 0, 30)
+    # the workload pod, never the exporter's own (exported_pod wins; GPU 1 names no workload)
+    assert workloads(db) == [
+        ("n1", 0, None, first, last, "train-0", "ml", None, None),
+        ("n1", 2, 3, first, last, None, None, None, "4242"),
+        ("n1", 2, 5, first, first, None, None, None, "4243"),
+    ]
+
+
+def test_query_range_export_of_profiling_fields(tmp_path: Path) -> None:
+    export = tmp_path / "prof.json"
+    export.write_text(json.dumps({"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"__name__": "DCGM_FI_PROF_SM_ACTIVE", "gpu": "0", "Hostname": "n2", "pod": "job-a", "namespace": "x"},
+         "values": [[1700000000, "0.25"], [1700000060, "0.75"]]},
+        {"metric": {"__name__": "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gpu": "0", "Hostname": "n2", "pod": "job-a", "namespace": "x"},
+         "values": [[1700000000, "0.125"], [1700000060, "NaN"]]},
+    ]}}))
+    db = tmp_path / "s.duckdb"
+    ok(ingest(db, export)[0], 2, 0)
+    assert [p[:5] for p in profile(db, "n2")] == [(0, None, 0.25, None, 0.125), (0, None, 0.75, None, None)]
+    assert samples(db, "n2") == []
+    assert workloads(db) == [("n2", 0, None, t(2023, 11, 14, 22, 13, 20), t(2023, 11, 14, 22, 14, 20), "job-a", "x", None, None)]

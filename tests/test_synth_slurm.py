@@ -290,6 +290,9 @@ COMPARED = ("job_id", "source", "user", "vc", "status", "submit_time", "first_st
 # Elsewhere gca can only attribute node-level: a requeued job's earlier runs are not in
 # slurm-<jobid>.out (Slurm truncates it on requeue), and a log prints one host's indices.
 UTIL = ("mean_gpu_util_pct", "util_samples")
+# DCGM's profiling means, compared on the same jobs: stored as REAL (float32), so within a
+# millionth, where the truth's are exact sums of the values written.
+PROFILING = ("mean_sm_active_pct", "mean_tensor_active_pct")
 
 
 @pytest.fixture(scope="module")
@@ -309,11 +312,11 @@ def gca_jobs(trace: Path, truth: dict, tmp_path_factory: pytest.TempPathFactory)
         return {r["job_id"]: r for r in format_for_csv(jobs_table(con)).to_dicts()}
 
 
-def _same(got: object, want: object) -> bool:
+def _same(got: object, want: object, *, rel_tol: float = 1e-9, abs_tol: float = 1e-9) -> bool:
     if want is None or got is None:
         return got == want
     if isinstance(want, float) or isinstance(got, float):
-        return math.isclose(float(got), float(want), rel_tol=1e-9, abs_tol=1e-9)  # type: ignore[arg-type]
+        return math.isclose(float(got), float(want), rel_tol=rel_tol, abs_tol=abs_tol)  # type: ignore[arg-type]
     return got == want
 
 
@@ -330,11 +333,16 @@ def test_gca_jobs_csv_matches_truth(gca_jobs: dict, truth: dict) -> None:  # typ
         got = gca_jobs[want["job_id"]]
         columns = COMPARED + (UTIL if want["job_id"] in exact else ())
         mismatches += [(want["job_id"], c, want[c], got[c]) for c in columns if not _same(got[c], want[c])]
+        if want["job_id"] in exact:
+            mismatches += [(want["job_id"], c, want[c], got[c]) for c in PROFILING
+                           if not _same(got[c], want[c], rel_tol=1e-6, abs_tol=1e-6)]
     assert mismatches == []
     # guards against a vacuous pass: most jobs have their utilization compared, and it is there
     with_util = [j for j in truth["jobs"] if j["job_id"] in exact and j["util_samples"]]
     assert len(with_util) > 0.75 * len(truth["jobs"])
     assert {j["failure_reason"] for j in truth["jobs"]} > {None}
+    with_sm = [j for j in truth["jobs"] if j["job_id"] in exact and j["mean_sm_active_pct"] is not None]
+    assert len(with_sm) > 0.5 * len(truth["jobs"]) and any(j["mean_tensor_active_pct"] for j in with_sm)
 
 
 def test_gca_does_not_claim_exact_attribution_without_evidence(gca_jobs: dict, truth: dict) -> None:  # type: ignore[type-arg]

@@ -20,7 +20,11 @@ The host is `--host` (which must not merge several hosts), else the `kubernetes_
 label (Prometheus' Kubernetes discovery), else `Hostname`, else `instance` without its
 port, else the file name. MIG series (GPU_I_ID) are rows of
 their own in gpu_sample_details; DCGM_FI_PROF_GR_ENGINE_ACTIVE (0-1) is stored as
-gr_engine_active, never as util_pct (DCGM_FI_DEV_GPU_UTIL, 0-100). DCGM_FI_DEV_XID_ERRORS
+gr_engine_active, never as util_pct (DCGM_FI_DEV_GPU_UTIL, 0-100), and the other
+profiling fields (SM_ACTIVE, SM_OCCUPANCY, PIPE_TENSOR/FP64/FP32/FP16_ACTIVE, DRAM_ACTIVE,
+PCIE/NVLINK_TX/RX_BYTES) beside it; a scrape of profiling fields only stores details and
+no utilization samples. The workload labels dcgm-exporter puts on a GPU's series (pod,
+namespace, container, hpc_job) become gpu_workload_labels. DCGM_FI_DEV_XID_ERRORS
 becomes gpu_events (kind xid) where its value first appears or changes.
 """
 
@@ -61,15 +65,29 @@ METRICS: dict[str, str] = {
     "dcgm_fi_dev_gpu_temp": "temp", "dcgm_gpu_temp": "temp",
     "dcgm_fi_dev_sm_clock": "sm_clock", "dcgm_sm_clock": "sm_clock",
     "dcgm_fi_prof_gr_engine_active": "gr_engine",
+    "dcgm_fi_prof_sm_active": "sm_active", "dcgm_fi_prof_sm_occupancy": "sm_occupancy",
+    "dcgm_fi_prof_pipe_tensor_active": "tensor_active", "dcgm_fi_prof_pipe_fp64_active": "fp64_active",
+    "dcgm_fi_prof_pipe_fp32_active": "fp32_active", "dcgm_fi_prof_pipe_fp16_active": "fp16_active",
+    "dcgm_fi_prof_dram_active": "dram_active",
+    "dcgm_fi_prof_pcie_tx_bytes": "pcie_tx_bytes", "dcgm_fi_prof_pcie_rx_bytes": "pcie_rx_bytes",
+    "dcgm_fi_prof_nvlink_tx_bytes": "nvlink_tx_bytes", "dcgm_fi_prof_nvlink_rx_bytes": "nvlink_rx_bytes",
     "dcgm_fi_dev_clock_throttle_reasons": "throttle", "dcgm_fi_dev_clocks_event_reasons": "throttle",
     "dcgm_fi_dev_xid_errors": "xid", "dcgm_xid_errors": "xid",
 }
 # Lower-case label -> stage column; the first of several present wins (Hostname over instance).
-LABELS = {"gpu": "gpu_text", "uuid": "uuid", "pci_bus_id": "pci_text", "modelname": "model", "gpu_i_id": "instance_text"}
+LABELS = {"gpu": "gpu_text", "uuid": "uuid", "pci_bus_id": "pci_text", "modelname": "model", "gpu_i_id": "instance_text",
+          # The workload dcgm-exporter's Kubernetes pod mapping and Slurm job mapping put on a
+          # GPU's series. Where Prometheus scraped the exporter without honor_labels, `pod` is
+          # the exporter's own pod and the workload's moved to `exported_pod`; 1.x said pod_name.
+          "exported_pod": "pod", "pod": "pod", "pod_name": "pod",
+          "exported_namespace": "namespace", "namespace": "namespace", "pod_namespace": "namespace",
+          "exported_container": "container", "container": "container", "container_name": "container",
+          "hpc_job": "hpc_job"}
 
 _TEXT = pa.string()
 _STAGE = {"line": pa.int64(), "text": _TEXT, "host": _TEXT, "gpu_text": _TEXT, "instance_text": _TEXT, "uuid": _TEXT,
-          "pci_text": _TEXT, "model": _TEXT, "measure": _TEXT, "value_text": _TEXT, "utc_at": pa.timestamp("us"),
+          "pci_text": _TEXT, "model": _TEXT, "pod": _TEXT, "namespace": _TEXT, "container": _TEXT,
+          "hpc_job": _TEXT, "measure": _TEXT, "value_text": _TEXT, "utc_at": pa.timestamp("us"),
           "problem": _TEXT}
 
 _NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
@@ -212,13 +230,15 @@ def _load_prom(ctx: LoadContext) -> LoadCounts:
                 f"{ctx.path}:{number}: the scrape has no time (Prometheus text carries none)",
                 hint="pass --time, put '# time: <ISO 8601>' above each scrape, or a stamp in the file name",
             )
-        row = {column: (labels.get(label) or None) for label, column in LABELS.items()}
+        row: dict[str, str | None] = {}
+        for label, column in LABELS.items():
+            row[column] = row.get(column) or labels.get(label) or None
         stage.add(line=number, text=text[:500], host=_label_host(labels), measure=measure, value_text=value,
                   utc_at=when, **row)
         samples += 1
     stage.flush()
     if not samples and not stage.count:
-        raise ParseError(f"{ctx.path}: no DCGM metric gca reads", hint="expected DCGM_FI_DEV_GPU_UTIL and friends")
+        raise ParseError(f"{ctx.path}: no DCGM metric gca reads", hint="expected DCGM_FI_DEV_GPU_UTIL, DCGM_FI_PROF_SM_ACTIVE and friends")
     return _store(ctx)
 
 
@@ -302,7 +322,11 @@ def _store(ctx: LoadContext) -> LoadCounts:
                              hint="pass --host NAME, or name the file after its host (e.g. node01.prom)")
     run_script(con, "ingest", "nvsmi_macros", {})
     run_script(con, "ingest", "dcgm_pivot", {})
-    return store_staged(ctx, "UTC")
+    counts = store_staged(ctx, "UTC")
+    con.execute("INSERT INTO gpu_workload_labels (machine_id, gpu_index, gpu_instance_id, first_at, last_at, pod, namespace,"
+                " container, hpc_job, file_id) SELECT machine_id, gpu_index, gpu_instance_id, first_at, last_at, pod,"
+                " namespace, container, hpc_job, ? FROM stage_workload_labels WHERE gpu_index IS NOT NULL", [ctx.file_id])
+    return counts
 
 
 def _sniff_prom(head: str) -> bool:

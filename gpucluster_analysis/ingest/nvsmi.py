@@ -234,11 +234,18 @@ def bounded_memory(load: Callable[[LoadContext], LoadCounts]) -> Callable[[LoadC
     return run
 
 
+PROFILE_TEXT_COLUMNS = ("sm_active_text", "sm_occupancy_text", "tensor_active_text", "fp64_active_text",
+                        "fp32_active_text", "fp16_active_text", "dram_active_text", "pcie_tx_text", "pcie_rx_text",
+                        "nvlink_tx_text", "nvlink_rx_text")
+
+
 def store_staged(ctx: LoadContext, zone: str | None, *, pci_order: bool = False) -> LoadCounts:
     """Check and store stage_raw and stage_gpu_events (sql/ingest/nvsmi_store.sql)."""
     zone = zone or "UTC"
     check_zone(zone)
     install_zone(ctx.con, zone)
+    for column in PROFILE_TEXT_COLUMNS:  # readers without DCGM's profiling fields leave them out
+        ctx.con.execute(f"ALTER TABLE stage_raw ADD COLUMN IF NOT EXISTS {column} VARCHAR")
     run_script(ctx.con, "ingest", "nvsmi_macros", {})
     run_script(ctx.con, "ingest", "nvsmi_store", {"file_id": ctx.file_id, "zone": zone, "pci_order": pci_order},
                on_statement=ctx.on_statement)

@@ -1,9 +1,12 @@
 -- DCGM series values -> stage_raw (one row per GPU or MIG instance per sample time) and Xid events.
 -- Shared by dcgm_prom (Prometheus text scrapes) and dcgm_query_range (Prometheus API exports).
 -- Input: stage_dcgm(line, text, host, gpu_text, instance_text, uuid, pci_text, model, measure,
--- value_text, utc_at, problem): one row per series value; measure is what the metric measures
--- (util, mem_util, mem_used, mem_free, mem_reserved, mem_total, power, temp, sm_clock, gr_engine,
--- throttle, xid); problem: a line the reader could not parse (kept as its own reject).
+-- pod, namespace, container, hpc_job, value_text, utc_at, problem): one row per series value;
+-- measure is what the metric measures (util, mem_util, mem_used, mem_free, mem_reserved,
+-- mem_total, power, temp, sm_clock, gr_engine, throttle, xid, and the profiling fields
+-- sm_active, sm_occupancy, tensor_active, fp64_active, fp32_active, fp16_active, dram_active,
+-- pcie_tx_bytes, pcie_rx_bytes, nvlink_tx_bytes, nvlink_rx_bytes); problem: a line the reader
+-- could not parse (kept as its own reject).
 -- Needs the macros of nvsmi_macros.sql. A MIG instance (GPU_I_ID) is its own row, never merged
 -- into its parent's; DCGM_FI_PROF_GR_ENGINE_ACTIVE (0-1) stays apart from DCGM_FI_DEV_GPU_UTIL (0-100).
 
@@ -42,7 +45,18 @@ keyed AS (
            any_value(v) FILTER (WHERE measure = 'temp') AS temp_text,
            any_value(v) FILTER (WHERE measure = 'sm_clock') AS sm_clock_text,
            any_value(v) FILTER (WHERE measure = 'gr_engine') AS gr_engine_text,
-           any_value(v) FILTER (WHERE measure = 'throttle') AS throttle_mask_text
+           any_value(v) FILTER (WHERE measure = 'throttle') AS throttle_mask_text,
+           any_value(v) FILTER (WHERE measure = 'sm_active') AS sm_active_text,
+           any_value(v) FILTER (WHERE measure = 'sm_occupancy') AS sm_occupancy_text,
+           any_value(v) FILTER (WHERE measure = 'tensor_active') AS tensor_active_text,
+           any_value(v) FILTER (WHERE measure = 'fp64_active') AS fp64_active_text,
+           any_value(v) FILTER (WHERE measure = 'fp32_active') AS fp32_active_text,
+           any_value(v) FILTER (WHERE measure = 'fp16_active') AS fp16_active_text,
+           any_value(v) FILTER (WHERE measure = 'dram_active') AS dram_active_text,
+           any_value(v) FILTER (WHERE measure = 'pcie_tx_bytes') AS pcie_tx_text,
+           any_value(v) FILTER (WHERE measure = 'pcie_rx_bytes') AS pcie_rx_text,
+           any_value(v) FILTER (WHERE measure = 'nvlink_tx_bytes') AS nvlink_tx_text,
+           any_value(v) FILTER (WHERE measure = 'nvlink_rx_bytes') AS nvlink_rx_text
     FROM good
     GROUP BY host, gpu_text, instance_text, utc_at
 )
@@ -55,13 +69,15 @@ SELECT k.line,
            AS mem_total_text,
        power_text, temp_text, sm_clock_text, gr_engine_text, throttle_mask_text,
        CAST(NULL AS VARCHAR) AS throttle_text,
+       sm_active_text, sm_occupancy_text, tensor_active_text, fp64_active_text, fp32_active_text, fp16_active_text,
+       dram_active_text, pcie_tx_text, pcie_rx_text, nvlink_tx_text, nvlink_rx_text,
        'several values at one time (duplicate series?) for ' || c.conflict AS problem
 FROM keyed k LEFT JOIN conflicts c
     ON c.host IS NOT DISTINCT FROM k.host AND c.gpu_text IS NOT DISTINCT FROM k.gpu_text
    AND c.instance_text IS NOT DISTINCT FROM k.instance_text AND c.utc_at = k.utc_at
 UNION ALL
 SELECT line, text, host, NULL, utc_at, NULL, gpu_text, instance_text, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       NULL, NULL, NULL, NULL, NULL, NULL, problem
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, problem
 FROM stage_dcgm WHERE problem IS NOT NULL;
 
 -- DCGM_FI_DEV_XID_ERRORS holds the last Xid a GPU raised, repeated in every scrape: an
@@ -75,3 +91,20 @@ FROM (
     FROM stage_dcgm WHERE problem IS NULL AND measure = 'xid'
 )
 WHERE isfinite(x) AND x <> 0 AND x IS DISTINCT FROM previous;
+
+-- Which workload each GPU served, as the series' labels say: one row per GPU (or MIG
+-- instance) and label set, with its first and last sample. A `pod` that is dcgm-exporter's
+-- own (Prometheus put the exporter pod's labels on a GPU no pod held) names no workload.
+CREATE OR REPLACE TEMP TABLE stage_workload_labels AS
+SELECT host AS machine_id, TRY_CAST(gpu_text AS SMALLINT) AS gpu_index, TRY_CAST(instance_text AS SMALLINT) AS gpu_instance_id,
+       min(utc_at) AS first_at, max(utc_at) AS last_at, pod, namespace, container, hpc_job
+FROM (
+    SELECT host, gpu_text, instance_text, utc_at, hpc_job,
+           CASE WHEN NOT exporter THEN nullif(pod, '') END AS pod,
+           CASE WHEN NOT exporter THEN nullif(namespace, '') END AS namespace,
+           CASE WHEN NOT exporter THEN nullif(container, '') END AS container
+    FROM (SELECT *, coalesce(contains(lower(pod), 'dcgm-exporter'), false) AS exporter FROM stage_dcgm
+          WHERE problem IS NULL AND (pod IS NOT NULL OR hpc_job IS NOT NULL))
+)
+WHERE (pod IS NOT NULL OR nullif(hpc_job, '') IS NOT NULL) AND utc_at IS NOT NULL AND host IS NOT NULL
+GROUP BY ALL;
