@@ -6,7 +6,10 @@
   relabelled lower-case scrapes (`dcgm_fi_prof_gr_engine_active`, `uuid`) and the old
   exporter's names (`dcgm_gpu_utilization`, `dcgm_gpu_temp`) read alike. Lines that are
   not DCGM samples (shell prompts, other exporters' metrics) are ignored; a DCGM line
-  that does not parse is a reject.
+  that does not parse is a reject. Plain sample lines (no escapes or braces in the labels:
+  nearly every line a real exporter writes) never become Python strings: DuckDB splits
+  them (sql/ingest/dcgm_plain.sql) and each distinct series is parsed once; other lines
+  go through `parse_sample` one by one.
   The scrape's time, first found of: a timestamp on the sample line (Prometheus' own,
   epoch milliseconds); the last `# time: T` comment above it (ISO 8601 or epoch seconds,
   e.g. written by `echo "# time: $(date -Is)"` before each curl); `--time`; a stamp in
@@ -35,7 +38,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
@@ -46,7 +51,7 @@ from gpucluster_analysis.ingest.nvsmi import (
     bounded_memory,
     host_from_name,
     parse_time_option,
-    read_lines,
+    read_chunks,
     site_zone,
     start_time,
     store_staged,
@@ -183,63 +188,134 @@ def _label_host(labels: dict[str, str]) -> str | None:
     return re.sub(r":\d+$", "", instance) if instance else None
 
 
+# The plain sample line, ~all of a scrape: `NAME{labels without escapes or braces} VALUE [TIMESTAMP]`.
+# Such lines never become Python strings: DuckDB splits them, and each distinct series
+# (`NAME{labels}`, a few hundred per node) is parsed once.
+_PLAIN_SAMPLE = r"^[A-Za-z_:][A-Za-z0-9_:]*\{[^{}\\]*\}\s+\S+(?:\s+-?\d+)?$"
+_DCGM_START = r"^(?i:dcgm)"
+_TIME_LINE = r"^#\s*(?i:time|timestamp)\s*:"
+
+
 def _load_prom(ctx: LoadContext) -> LoadCounts:
     zone = site_zone(ctx)
     stage = Batches(ctx.con, "stage_dcgm", _STAGE)
+    plain = ctx.con
+    plain.execute("CREATE OR REPLACE TEMP TABLE stage_prom_plain (line BIGINT, text VARCHAR)")
+    plain.execute("CREATE OR REPLACE TEMP TABLE stage_prom_times (line BIGINT, utc_at TIMESTAMP)")
+    times = Batches(ctx.con, "stage_prom_times", {"line": pa.int64(), "utc_at": pa.timestamp("us")})
     fallback = start_time(ctx) or time_from_name(ctx.path, zone)
-    scrape_time = None
+    scrape_time: datetime | None = None
     samples = 0
-    for number, text, cut in read_lines(ctx.path):
-        if not text:
-            continue
-        if text.startswith("#"):
-            comment = _TIME_COMMENT.fullmatch(text)
-            if comment and not cut:  # a cut last line has no sample after it to time
-                try:
-                    scrape_time = parse_time_option(comment.group(1), zone)
-                except InputError as e:
-                    raise ParseError(f"{ctx.path}:{number}: unreadable scrape time {comment.group(1)!r}",
-                                     hint="write ISO 8601 or epoch seconds after '# time:'") from e
-            continue
-        name = metric_name(text)
-        if not name or not name.lower().startswith("dcgm"):
-            continue  # shell prompts, other exporters' metrics
-        measure = METRICS.get(name.lower())
-        if measure is None:
-            continue  # a DCGM field gca does not store
-        if cut:
-            stage.add(line=number, text=text[:500], problem=CUT_LINE)
-            continue
-        try:
-            _, raw_labels, value, stamp = parse_sample(text)
-        except ValueError as e:
-            stage.add(line=number, text=text[:500], problem=f"unreadable DCGM sample: {e}")
-            continue
-        labels = {k.lower(): v for k, v in raw_labels.items()}
-        if stamp and abs(int(stamp)) < _EPOCH_MS_2001:
-            # Prometheus timestamps are epoch milliseconds; 1700000000 would be 1970-01-20
-            stage.add(line=number, text=text[:500], problem=f"sample timestamp {stamp} is not in epoch milliseconds")
-            continue
-        try:
-            when = datetime.fromtimestamp(int(stamp) / 1000, UTC).replace(tzinfo=None) if stamp else scrape_time or fallback
-        except (OverflowError, OSError, ValueError):
-            stage.add(line=number, text=text[:500], problem=f"unreadable sample timestamp {stamp}")
-            continue
-        if when is None:
-            raise InputError(
-                f"{ctx.path}:{number}: the scrape has no time (Prometheus text carries none)",
-                hint="pass --time, put '# time: <ISO 8601>' above each scrape, or a stamp in the file name",
-            )
-        row: dict[str, str | None] = {}
-        for label, column in LABELS.items():
-            row[column] = row.get(column) or labels.get(label) or None
-        stage.add(line=number, text=text[:500], host=_label_host(labels), measure=measure, value_text=value,
-                  utc_at=when, **row)
-        samples += 1
+    for first, texts, cut in read_chunks(ctx.path):
+        numbers = np.arange(first, first + len(texts), dtype=np.int64)
+        dcgm = pc.fill_null(pc.match_substring_regex(texts, _DCGM_START), False)
+        fast = pc.and_(dcgm, pc.fill_null(pc.match_substring_regex(texts, _PLAIN_SAMPLE), False))
+        if cut:  # the cut last line is rejected line by line
+            fast = pc.and_(fast, pa.array(np.arange(len(texts)) < len(texts) - 1))
+        fast_mask = fast.to_numpy(zero_copy_only=False)
+        if fast_mask.any():
+            batch = pa.table({"line": pa.array(numbers[fast_mask]), "text": texts.filter(fast)})  # noqa: F841 (read by DuckDB)
+            plain.execute("INSERT INTO stage_prom_plain SELECT * FROM batch")
+        # the rest line by line: scrape times, promtool dumps, DCGM lines of another shape
+        slow = pc.and_(pc.invert(fast), pc.or_(
+            dcgm, pc.or_(pc.fill_null(pc.match_substring_regex(texts, _TIME_LINE), False),
+                         pc.fill_null(pc.starts_with(texts, "{"), False))))
+        for index in np.flatnonzero(slow.to_numpy(zero_copy_only=False)):
+            number, text = int(numbers[index]), texts[int(index)].as_py()
+            is_cut = cut and index == len(texts) - 1
+            if text.startswith("#"):
+                comment = _TIME_COMMENT.fullmatch(text)
+                if comment and not is_cut:  # a cut last line has no sample after it to time
+                    try:
+                        scrape_time = parse_time_option(comment.group(1), zone)
+                    except InputError as e:
+                        raise ParseError(f"{ctx.path}:{number}: unreadable scrape time {comment.group(1)!r}",
+                                         hint="write ISO 8601 or epoch seconds after '# time:'") from e
+                    times.add(line=number, utc_at=scrape_time)
+                continue
+            samples += _stage_line(stage, number, text, is_cut, scrape_time or fallback)
     stage.flush()
+    times.flush()
+    samples += _stage_plain(ctx)
+    untimed = ctx.con.execute(  # both paths: the first sample without a time
+        "SELECT min(line) FROM stage_dcgm WHERE utc_at IS NULL AND problem IS NULL").fetchall()[0][0]
+    if untimed is not None:
+        raise InputError(
+            f"{ctx.path}:{untimed}: the scrape has no time (Prometheus text carries none)",
+            hint="pass --time, put '# time: <ISO 8601>' above each scrape, or a stamp in the file name",
+        )
     if not samples and not stage.count:
         raise ParseError(f"{ctx.path}: no DCGM metric gca reads", hint="expected DCGM_FI_DEV_GPU_UTIL, DCGM_FI_PROF_SM_ACTIVE and friends")
     return _store(ctx)
+
+
+def _stage_line(stage: Batches, number: int, text: str, cut: bool, when: datetime | None) -> int:
+    """Stage one sample line the plain path did not take; 1 if it is a sample gca stores."""
+    name = metric_name(text)
+    if not name or not name.lower().startswith("dcgm"):
+        return 0  # shell prompts, other exporters' metrics
+    measure = METRICS.get(name.lower())
+    if measure is None:
+        return 0  # a DCGM field gca does not store
+    if cut:
+        stage.add(line=number, text=text[:500], problem=CUT_LINE)
+        return 0
+    try:
+        _, raw_labels, value, stamp = parse_sample(text)
+    except ValueError as e:
+        stage.add(line=number, text=text[:500], problem=f"unreadable DCGM sample: {e}")
+        return 0
+    if stamp and abs(int(stamp)) < _EPOCH_MS_2001:
+        # Prometheus timestamps are epoch milliseconds; 1700000000 would be 1970-01-20
+        stage.add(line=number, text=text[:500], problem=f"sample timestamp {stamp} is not in epoch milliseconds")
+        return 0
+    if stamp:
+        try:
+            when = datetime.fromtimestamp(int(stamp) / 1000, UTC).replace(tzinfo=None)
+        except (OverflowError, OSError, ValueError):
+            stage.add(line=number, text=text[:500], problem=f"unreadable sample timestamp {stamp}")
+            return 0
+    stage.add(line=number, text=text[:500], measure=measure, value_text=value, utc_at=when,
+              **_series_columns({k.lower(): v for k, v in raw_labels.items()}))
+    return 1
+
+
+def _series_columns(labels: dict[str, str]) -> dict[str, str | None]:
+    """The stage columns a series' labels (lower-case names) give."""
+    row: dict[str, str | None] = {"host": _label_host(labels)}
+    for label, column in LABELS.items():
+        row[column] = row.get(column) or labels.get(label) or None
+    return row
+
+
+def _stage_plain(ctx: LoadContext) -> int:
+    """Stage the plain sample lines (stage_prom_plain) in SQL; the number of samples of stored metrics."""
+    con = ctx.con
+    # a plain line's series ends at its only `}` (the plain shape has no braces in labels)
+    series = [row[0] for row in con.execute(
+        "SELECT DISTINCT left(text, strpos(text, '}')) FROM stage_prom_plain").fetchall()]
+    columns = ["series", "measure", "problem", "host", *dict.fromkeys(LABELS.values())]
+    rows: dict[str, list[str | None]] = {c: [] for c in columns}
+    for text in series:
+        name = metric_name(text) or ""
+        measure = METRICS.get(name.lower())
+        if measure is None:
+            continue  # a DCGM field gca does not store
+        try:
+            _, raw_labels, _, _ = parse_sample(text + " 0")
+            values = {"measure": measure, "problem": None, **_series_columns({k.lower(): v for k, v in raw_labels.items()})}
+        except ValueError as e:
+            values = {"measure": measure, "problem": f"unreadable DCGM sample: {e}"}
+        values["series"] = text
+        for column in columns:
+            rows[column].append(values.get(column))
+    info = pa.table({c: pa.array(v, type=pa.string()) for c, v in rows.items()})  # noqa: F841 (read by DuckDB)
+    con.execute("CREATE OR REPLACE TEMP TABLE stage_prom_series AS SELECT * FROM info")
+    before = con.execute("SELECT count(*) FROM stage_dcgm WHERE problem IS NULL").fetchall()[0][0]
+    run_script(con, "ingest", "dcgm_plain", {"fallback": start_time(ctx) or time_from_name(ctx.path, site_zone(ctx)),
+                                             "epoch_ms_2001": _EPOCH_MS_2001})
+    con.execute("DROP TABLE stage_prom_plain")
+    return int(con.execute("SELECT count(*) FROM stage_dcgm WHERE problem IS NULL").fetchall()[0][0] - before)
 
 
 # A Prometheus API response is one JSON value, which DuckDB reads whole.

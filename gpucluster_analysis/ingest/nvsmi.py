@@ -257,6 +257,7 @@ def store_staged(ctx: LoadContext, zone: str | None, *, pci_order: bool = False)
 
 # Never in the tools' text output (tabs indent nvidia-smi's XML; CR ends Windows lines).
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROL_BYTES = bytes([*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
 
 
 def read_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
@@ -312,8 +313,10 @@ def read_chunks(path: Path) -> Iterator[tuple[int, pa.Array, bool]]:
                 if not end:
                     rest = data
                     continue
-                text, rest = data[:end].decode("utf-8", errors="replace"), data[end:]
-                binary = _CONTROL.search(text)
+                raw, rest = data[:end], data[end:]
+                text = raw.decode("utf-8", errors="replace")
+                # deleting the control bytes and comparing lengths is ~4x faster than a regex search
+                binary = _CONTROL.search(text) if len(raw.translate(None, _CONTROL_BYTES)) != len(raw) else None
                 if binary:  # the lines before it are read, then the file fails at it
                     text = text[: text.rfind("\n", 0, binary.start()) + 1]
                 cut = bool(text) and not text.endswith("\n")
