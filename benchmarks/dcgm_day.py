@@ -7,7 +7,10 @@ writes it), with the exporter's `# HELP`/`# TYPE` lines and its usual labels. Fi
 device fields of telemetry_day.py's nvidia-smi query (GPU_UTIL, MEM_COPY_UTIL, FB_USED,
 FB_FREE, POWER_USAGE, GPU_TEMP, SM_CLOCK) and three profiling fields (SM_ACTIVE,
 PIPE_TENSOR_ACTIVE, DRAM_ACTIVE): 80 samples per scrape, 691,200 per node, 86.4M in all.
-The ingest runs as its own process. Issue #9's target: at most 60 s on the 2-core machine.
+With --json, each node's day is instead the `/api/v1/query_range` answer a Prometheus
+pull of the same series gives (`dcgm_query_range`, what `gca ingest prometheus+http://...`
+stores chunk by chunk). The ingest runs as its own process. Issue #9's target: at most 60 s
+on the 2-core machine.
 
     python benchmarks/dcgm_day.py                     # generate, ingest, report, clean up
     python benchmarks/dcgm_day.py --nodes 4 --keep    # a smaller day; keep files and store
@@ -75,6 +78,30 @@ def write_node(path: Path, node: int, scrapes: int, interval_s: int, gpus: int, 
             f.write("".join(out))
 
 
+def write_node_json(path: Path, node: int, scrapes: int, interval_s: int, gpus: int, start_epoch: int) -> None:
+    """The same day as one query_range matrix: a series per field and GPU, a point per scrape."""
+    import json
+
+    text = path.with_suffix(".prom")
+    write_node(text, node, scrapes, interval_s, gpus, start_epoch)
+    series: dict[str, dict] = {}  # type: ignore[type-arg]
+    when = 0
+    with text.open() as f:
+        for line in f:
+            if line.startswith("# time: "):
+                when = int(line[8:])
+            elif not line.startswith("#"):
+                key, value = line.rsplit(" ", 1)
+                if key not in series:
+                    name, labels = key[:-1].split("{", 1)
+                    metric = {"__name__": name, **dict(part.split("=", 1) for part in labels.split('",'))}
+                    metric = {k: v.strip('"') for k, v in metric.items()}
+                    series[key] = {"metric": metric, "values": []}
+                series[key]["values"].append([when, value.strip()])
+    text.unlink()
+    path.write_text(json.dumps({"status": "success", "data": {"resultType": "matrix", "result": list(series.values())}}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=125)
@@ -83,6 +110,7 @@ def main() -> None:
     parser.add_argument("--hours", type=float, default=24)
     parser.add_argument("--work", type=Path, default=HERE / "data" / "dcgm", help="scratch directory (git-ignored)")
     parser.add_argument("--keep", action="store_true", help="keep the generated scrapes and the store")
+    parser.add_argument("--json", action="store_true", help="Prometheus query_range answers instead of scrapes")
     parser.add_argument("--reuse", action="store_true", help="ingest scrapes already in --work/scrapes (no generation)")
     args = parser.parse_args()
 
@@ -93,7 +121,10 @@ def main() -> None:
         scrapes_dir.mkdir(parents=True)
         t = time.perf_counter()
         for node in range(args.nodes):
-            write_node(scrapes_dir / f"gpu-node{node:03d}.prom", node, scrapes, args.interval, args.gpus, 1784016000)
+            if args.json:
+                write_node_json(scrapes_dir / f"gpu-node{node:03d}.json", node, scrapes, args.interval, args.gpus, 1784016000)
+            else:
+                write_node(scrapes_dir / f"gpu-node{node:03d}.prom", node, scrapes, args.interval, args.gpus, 1784016000)
         print(f"generated {args.nodes} files in {time.perf_counter() - t:.1f} s", file=sys.stderr)
     for stale in (db, db.with_name(db.name + ".wal")):
         stale.unlink(missing_ok=True)

@@ -10,11 +10,49 @@
 -- Needs the macros of nvsmi_macros.sql. A MIG instance (GPU_I_ID) is its own row, never merged
 -- into its parent's; DCGM_FI_PROF_GR_ENGINE_ACTIVE (0-1) stays apart from DCGM_FI_DEV_GPU_UTIL (0-100).
 
-CREATE OR REPLACE TEMP TABLE stage_raw AS
+CREATE OR REPLACE TEMP TABLE stage_keyed AS
 WITH good AS (
     -- Prometheus NaN is "no value", as nvidia-smi's N/A
     SELECT *, CASE WHEN lower(trim(value_text)) = 'nan' THEN 'N/A' ELSE value_text END AS v
     FROM stage_dcgm WHERE problem IS NULL AND measure <> 'xid'
+)
+SELECT min(line) AS line, host, gpu_text, instance_text, utc_at,
+       -- a measure twice, or two UUIDs: maybe a conflict (checked below, for these rows only)
+       count(*) > count(DISTINCT measure) OR count(DISTINCT uuid) > 1 AS suspect,
+       any_value(uuid) AS uuid, any_value(pci_text) AS pci_text, any_value(model) AS model,
+       any_value(v) FILTER (WHERE measure = 'util') AS util_text,
+       any_value(v) FILTER (WHERE measure = 'mem_util') AS mem_util_text,
+       any_value(v) FILTER (WHERE measure = 'mem_used') AS mem_used_text,
+       any_value(v) FILTER (WHERE measure = 'mem_free') AS mem_free_text,
+       any_value(v) FILTER (WHERE measure = 'mem_reserved') AS mem_reserved_text,
+       any_value(v) FILTER (WHERE measure = 'mem_total') AS mem_total_text,
+       any_value(v) FILTER (WHERE measure = 'power') AS power_text,
+       any_value(v) FILTER (WHERE measure = 'temp') AS temp_text,
+       any_value(v) FILTER (WHERE measure = 'sm_clock') AS sm_clock_text,
+       any_value(v) FILTER (WHERE measure = 'gr_engine') AS gr_engine_text,
+       any_value(v) FILTER (WHERE measure = 'throttle') AS throttle_mask_text,
+       any_value(v) FILTER (WHERE measure = 'sm_active') AS sm_active_text,
+       any_value(v) FILTER (WHERE measure = 'sm_occupancy') AS sm_occupancy_text,
+       any_value(v) FILTER (WHERE measure = 'tensor_active') AS tensor_active_text,
+       any_value(v) FILTER (WHERE measure = 'fp64_active') AS fp64_active_text,
+       any_value(v) FILTER (WHERE measure = 'fp32_active') AS fp32_active_text,
+       any_value(v) FILTER (WHERE measure = 'fp16_active') AS fp16_active_text,
+       any_value(v) FILTER (WHERE measure = 'dram_active') AS dram_active_text,
+       any_value(v) FILTER (WHERE measure = 'pcie_tx_bytes') AS pcie_tx_text,
+       any_value(v) FILTER (WHERE measure = 'pcie_rx_bytes') AS pcie_rx_text,
+       any_value(v) FILTER (WHERE measure = 'nvlink_tx_bytes') AS nvlink_tx_text,
+       any_value(v) FILTER (WHERE measure = 'nvlink_rx_bytes') AS nvlink_rx_text
+FROM good
+GROUP BY host, gpu_text, instance_text, utc_at;
+
+CREATE OR REPLACE TEMP TABLE stage_raw AS
+WITH good AS (
+    SELECT d.*, CASE WHEN lower(trim(d.value_text)) = 'nan' THEN 'N/A' ELSE d.value_text END AS v
+    FROM stage_dcgm d
+    SEMI JOIN (SELECT host, gpu_text, instance_text, utc_at FROM stage_keyed WHERE suspect) s
+        ON s.host IS NOT DISTINCT FROM d.host AND s.gpu_text IS NOT DISTINCT FROM d.gpu_text
+       AND s.instance_text IS NOT DISTINCT FROM d.instance_text AND s.utc_at = d.utc_at
+    WHERE d.problem IS NULL AND d.measure <> 'xid'
 ),
 -- Two values of one measure for one GPU at one time (a series scraped twice, two exporters
 -- naming the same host, two GPUs claiming one index): which is right cannot be told, so
@@ -32,34 +70,7 @@ conflicts AS (
     )
     GROUP BY host, gpu_text, instance_text, utc_at
 ),
-keyed AS (
-    SELECT min(line) AS line, host, gpu_text, instance_text, utc_at,
-           any_value(uuid) AS uuid, any_value(pci_text) AS pci_text, any_value(model) AS model,
-           any_value(v) FILTER (WHERE measure = 'util') AS util_text,
-           any_value(v) FILTER (WHERE measure = 'mem_util') AS mem_util_text,
-           any_value(v) FILTER (WHERE measure = 'mem_used') AS mem_used_text,
-           any_value(v) FILTER (WHERE measure = 'mem_free') AS mem_free_text,
-           any_value(v) FILTER (WHERE measure = 'mem_reserved') AS mem_reserved_text,
-           any_value(v) FILTER (WHERE measure = 'mem_total') AS mem_total_text,
-           any_value(v) FILTER (WHERE measure = 'power') AS power_text,
-           any_value(v) FILTER (WHERE measure = 'temp') AS temp_text,
-           any_value(v) FILTER (WHERE measure = 'sm_clock') AS sm_clock_text,
-           any_value(v) FILTER (WHERE measure = 'gr_engine') AS gr_engine_text,
-           any_value(v) FILTER (WHERE measure = 'throttle') AS throttle_mask_text,
-           any_value(v) FILTER (WHERE measure = 'sm_active') AS sm_active_text,
-           any_value(v) FILTER (WHERE measure = 'sm_occupancy') AS sm_occupancy_text,
-           any_value(v) FILTER (WHERE measure = 'tensor_active') AS tensor_active_text,
-           any_value(v) FILTER (WHERE measure = 'fp64_active') AS fp64_active_text,
-           any_value(v) FILTER (WHERE measure = 'fp32_active') AS fp32_active_text,
-           any_value(v) FILTER (WHERE measure = 'fp16_active') AS fp16_active_text,
-           any_value(v) FILTER (WHERE measure = 'dram_active') AS dram_active_text,
-           any_value(v) FILTER (WHERE measure = 'pcie_tx_bytes') AS pcie_tx_text,
-           any_value(v) FILTER (WHERE measure = 'pcie_rx_bytes') AS pcie_rx_text,
-           any_value(v) FILTER (WHERE measure = 'nvlink_tx_bytes') AS nvlink_tx_text,
-           any_value(v) FILTER (WHERE measure = 'nvlink_rx_bytes') AS nvlink_rx_text
-    FROM good
-    GROUP BY host, gpu_text, instance_text, utc_at
-)
+keyed AS (SELECT * FROM stage_keyed)
 SELECT k.line,
        concat_ws(' ', k.host, 'gpu ' || k.gpu_text, 'GPU_I_ID ' || k.instance_text, strftime(k.utc_at, '%Y-%m-%dT%H:%M:%SZ')) AS text,
        k.host AS machine_id, CAST(NULL AS TIMESTAMP) AS local_at, k.utc_at, CAST(NULL AS VARCHAR) AS time_text,
@@ -79,6 +90,8 @@ UNION ALL
 SELECT line, text, host, NULL, utc_at, NULL, gpu_text, instance_text, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, problem
 FROM stage_dcgm WHERE problem IS NOT NULL;
+
+DROP TABLE stage_keyed;
 
 -- DCGM_FI_DEV_XID_ERRORS holds the last Xid a GPU raised, repeated in every scrape: an
 -- event where a series first shows a non-zero value or the value changes.

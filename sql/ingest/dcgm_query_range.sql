@@ -17,8 +17,9 @@ FROM (
     FROM stage_query_response
 );
 
-CREATE OR REPLACE TEMP TABLE stage_dcgm AS
-SELECT CAST(NULL AS BIGINT) AS line,
+-- The labels are read once per series (a series has thousands of points).
+CREATE OR REPLACE TEMP TABLE stage_dcgm_series_labels AS
+SELECT series_no, measure, points,
        left(CAST(m AS VARCHAR), 300) AS text,
        coalesce(dcgm_label(m, 'kubernetes_node'), dcgm_label(m, 'hostname'),
                 regexp_replace(dcgm_label(m, 'instance'), ':[0-9]+$', '')) AS host,
@@ -31,12 +32,16 @@ SELECT CAST(NULL AS BIGINT) AS line,
        coalesce(dcgm_label(m, 'exported_pod'), dcgm_label(m, 'pod'), dcgm_label(m, 'pod_name')) AS pod,
        coalesce(dcgm_label(m, 'exported_namespace'), dcgm_label(m, 'namespace'), dcgm_label(m, 'pod_namespace')) AS namespace,
        coalesce(dcgm_label(m, 'exported_container'), dcgm_label(m, 'container'), dcgm_label(m, 'container_name')) AS container,
-       dcgm_label(m, 'hpc_job') AS hpc_job,
-       measure,
+       dcgm_label(m, 'hpc_job') AS hpc_job
+FROM stage_dcgm_series WHERE measure IS NOT NULL;
+
+CREATE OR REPLACE TEMP TABLE stage_dcgm AS
+SELECT CAST(NULL AS BIGINT) AS line, text, host, gpu_text, instance_text, uuid, pci_text, model, pod, namespace, container,
+       hpc_job, measure,
        json_extract_string(p, '$[1]') AS value_text,
        make_timestamp(TRY_CAST(round(TRY_CAST(json_extract(p, '$[0]') AS DOUBLE) * 1000000) AS BIGINT)) AS utc_at,
        CASE WHEN json_type(p) <> 'ARRAY' OR json_array_length(p) <> 2
                 THEN 'a point is [time, "value"], not ' || left(CAST(p AS VARCHAR), 100)
             WHEN TRY_CAST(round(TRY_CAST(json_extract(p, '$[0]') AS DOUBLE) * 1000000) AS BIGINT) IS NULL
             THEN 'unreadable sample time ' || coalesce(CAST(json_extract(p, '$[0]') AS VARCHAR), 'null') END AS problem
-FROM (SELECT series_no, m, measure, unnest(points) AS p FROM stage_dcgm_series WHERE measure IS NOT NULL);
+FROM (SELECT *, unnest(points) AS p FROM stage_dcgm_series_labels);
