@@ -7,6 +7,7 @@ in CI (CI=true) a missing browser is a failure.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -30,11 +31,29 @@ def _unavailable(reason: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def report(sample_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Written:
-    return build_report(sample_store, tmp_path_factory.mktemp("browser") / "out")
+def slurm_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A synthetic Slurm site: sacct, scontrol, nvidia-smi and DCGM profiling, so the report
+    also draws the GPU activity section's figures."""
+    from gpucluster_analysis.db import open_store
+    from gpucluster_analysis.ingest import IngestOptions, ingest_paths
+    from gpucluster_analysis.synth.slurm import generate_slurm_trace
+
+    root = tmp_path_factory.mktemp("slurm_browser")
+    generate_slurm_trace(root / "trace", jobs=120, machines=6, days=1.0, seed=5, interval_s=300)
+    zone = json.loads((root / "trace" / "truth.json").read_text())["zone"]
+    db = root / "s.duckdb"
+    with open_store(db) as con:
+        ingest_paths(con, [root / "trace"], IngestOptions(zone=zone))
+    return db
 
 
-def test_report_renders_offline_without_errors(report: Written) -> None:
+@pytest.fixture(scope="module", params=["philly_sample", "synthetic_slurm"])
+def report(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Written:
+    store = request.getfixturevalue("sample_store" if request.param == "philly_sample" else "slurm_store")
+    return build_report(store, tmp_path_factory.mktemp("browser") / "out")
+
+
+def test_report_renders_offline_without_errors(report: Written, request: pytest.FixtureRequest) -> None:
     if not CHROMIUM.exists():
         _unavailable(f"{CHROMIUM} is not installed")
     try:
@@ -44,6 +63,8 @@ def test_report_renders_offline_without_errors(report: Written) -> None:
 
     expected = len(re.findall(r"Plotly\.newPlot\(", report.html.read_text()))
     assert expected >= 12
+    if request.node.callspec.params["report"] == "synthetic_slurm":  # it has the GPU activity figures
+        assert 'id="fig-activity-grid"' in report.html.read_text()
     errors: list[str] = []
     outside: list[str] = []
 
