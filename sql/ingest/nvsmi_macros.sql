@@ -17,11 +17,15 @@ CREATE OR REPLACE TEMP MACRO gpu_missing(v) AS (
 -- store a wrong number. Only units that need no conversion are listed (dmon's MB are
 -- MiB). A bare number first (the common case, and `nounits`); missing spellings are
 -- never numbers; DuckDB would read `1_000` as 1000, nvidia-smi never prints it.
+-- A value with a blank is split before any cast: a failed cast costs more than the split
+-- (this macro runs on every value of billions of samples).
 CREATE OR REPLACE TEMP MACRO gpu_number(v, units) AS (
-    CASE WHEN NOT contains(v, '_') THEN coalesce(
-        TRY_CAST(v AS DOUBLE),
-        CASE WHEN len(string_split(trim(v), ' ')) = 2 AND list_contains(units, string_split(trim(v), ' ')[2])
-             THEN TRY_CAST(string_split(trim(v), ' ')[1] AS DOUBLE) END) END
+    CASE WHEN contains(v, '_') THEN NULL
+         WHEN NOT contains(v, ' ') THEN TRY_CAST(v AS DOUBLE)
+         WHEN split_part(trim(v), ' ', 3) = '' AND list_contains(units, split_part(trim(v), ' ', 2))
+             THEN TRY_CAST(split_part(trim(v), ' ', 1) AS DOUBLE)
+         ELSE TRY_CAST(v AS DOUBLE)  -- a bare number with blanks around it
+    END
 );
 
 -- PCI bus ids in the form that joins nvidia-smi and DCGM: lower case, last 12

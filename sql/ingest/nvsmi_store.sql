@@ -65,12 +65,21 @@ numbers AS (
            gpu_number(power_text, ['W']) AS power_w, gpu_number(temp_text, ['C']) AS temp_c,
            gpu_number(sm_clock_text, ['MHz']) AS sm_clock_mhz, gpu_number(gr_engine_text, []) AS gr_engine_active,
            gpu_mask(throttle_mask_text) AS throttle_mask,
-           gpu_number(sm_active_text, []) AS sm_active, gpu_number(sm_occupancy_text, []) AS sm_occupancy,
-           gpu_number(tensor_active_text, []) AS tensor_active, gpu_number(fp64_active_text, []) AS fp64_active,
-           gpu_number(fp32_active_text, []) AS fp32_active, gpu_number(fp16_active_text, []) AS fp16_active,
-           gpu_number(dram_active_text, []) AS dram_active,
-           gpu_number(pcie_tx_text, []) AS pcie_tx_bytes, gpu_number(pcie_rx_text, []) AS pcie_rx_bytes,
-           gpu_number(nvlink_tx_text, []) AS nvlink_tx_bytes, gpu_number(nvlink_rx_text, []) AS nvlink_rx_bytes,
+           -- DCGM's profiling fields, parsed only where a row has any (nvidia-smi's never do)
+           coalesce(sm_active_text, sm_occupancy_text, tensor_active_text, fp64_active_text, fp32_active_text,
+                    fp16_active_text, dram_active_text, pcie_tx_text, pcie_rx_text, nvlink_tx_text, nvlink_rx_text)
+               IS NOT NULL AS profile_text,
+           CASE WHEN profile_text THEN gpu_number(sm_active_text, []) END AS sm_active,
+           CASE WHEN profile_text THEN gpu_number(sm_occupancy_text, []) END AS sm_occupancy,
+           CASE WHEN profile_text THEN gpu_number(tensor_active_text, []) END AS tensor_active,
+           CASE WHEN profile_text THEN gpu_number(fp64_active_text, []) END AS fp64_active,
+           CASE WHEN profile_text THEN gpu_number(fp32_active_text, []) END AS fp32_active,
+           CASE WHEN profile_text THEN gpu_number(fp16_active_text, []) END AS fp16_active,
+           CASE WHEN profile_text THEN gpu_number(dram_active_text, []) END AS dram_active,
+           CASE WHEN profile_text THEN gpu_number(pcie_tx_text, []) END AS pcie_tx_bytes,
+           CASE WHEN profile_text THEN gpu_number(pcie_rx_text, []) END AS pcie_rx_bytes,
+           CASE WHEN profile_text THEN gpu_number(nvlink_tx_text, []) END AS nvlink_tx_bytes,
+           CASE WHEN profile_text THEN gpu_number(nvlink_rx_text, []) END AS nvlink_rx_bytes,
            TRY_CAST(trim(index_text) AS SMALLINT) AS gpu_index,
            TRY_CAST(trim(instance_text) AS SMALLINT) AS gpu_instance_id
     FROM timed
@@ -88,13 +97,44 @@ typed AS (
            coalesce(sm_active, sm_occupancy, tensor_active, fp64_active, fp32_active, fp16_active, dram_active,
                     pcie_tx_bytes, pcie_rx_bytes, nvlink_tx_bytes, nvlink_rx_bytes) IS NOT NULL AS has_profile,
            -- a row of profiling fields only (NaN ones too: profiling paused), no utilization field
-           util_text IS NULL AND coalesce(sm_active_text, sm_occupancy_text, tensor_active_text, fp64_active_text,
-               fp32_active_text, fp16_active_text, dram_active_text, pcie_tx_text, pcie_rx_text, nvlink_tx_text,
-               nvlink_rx_text) IS NOT NULL AS profile_only,
+           util_text IS NULL AND profile_text AS profile_only,
            -- NVML's answer for a GPU that fell off the bus (Xid 79): its values are missing, and
            -- the loss itself is an event
            CASE WHEN contains(text, '[GPU is lost]') THEN '[GPU is lost]'
                 WHEN contains(text, '[GPU requires reset]') THEN '[GPU requires reset]' END AS gpu_lost,
+           -- DCGM's profiling fields: activities are ratios 0-1, traffic bytes per second
+           CASE WHEN profile_text THEN CASE
+                   WHEN NOT isfinite(coalesce(sm_active, 0)) OR sm_active IS NULL AND NOT gpu_missing(sm_active_text)
+                       THEN 'unreadable SM activity ' || sm_active_text
+                   WHEN NOT isfinite(coalesce(sm_occupancy, 0)) OR sm_occupancy IS NULL AND NOT gpu_missing(sm_occupancy_text)
+                       THEN 'unreadable SM occupancy ' || sm_occupancy_text
+                   WHEN NOT isfinite(coalesce(tensor_active, 0)) OR tensor_active IS NULL AND NOT gpu_missing(tensor_active_text)
+                       THEN 'unreadable tensor pipe activity ' || tensor_active_text
+                   WHEN NOT isfinite(coalesce(fp64_active, 0)) OR fp64_active IS NULL AND NOT gpu_missing(fp64_active_text)
+                       THEN 'unreadable FP64 pipe activity ' || fp64_active_text
+                   WHEN NOT isfinite(coalesce(fp32_active, 0)) OR fp32_active IS NULL AND NOT gpu_missing(fp32_active_text)
+                       THEN 'unreadable FP32 pipe activity ' || fp32_active_text
+                   WHEN NOT isfinite(coalesce(fp16_active, 0)) OR fp16_active IS NULL AND NOT gpu_missing(fp16_active_text)
+                       THEN 'unreadable FP16 pipe activity ' || fp16_active_text
+                   WHEN NOT isfinite(coalesce(dram_active, 0)) OR dram_active IS NULL AND NOT gpu_missing(dram_active_text)
+                       THEN 'unreadable DRAM activity ' || dram_active_text
+                   WHEN NOT isfinite(coalesce(pcie_tx_bytes, 0)) OR pcie_tx_bytes IS NULL AND NOT gpu_missing(pcie_tx_text)
+                       THEN 'unreadable PCIe TX bytes ' || pcie_tx_text
+                   WHEN NOT isfinite(coalesce(pcie_rx_bytes, 0)) OR pcie_rx_bytes IS NULL AND NOT gpu_missing(pcie_rx_text)
+                       THEN 'unreadable PCIe RX bytes ' || pcie_rx_text
+                   WHEN NOT isfinite(coalesce(nvlink_tx_bytes, 0)) OR nvlink_tx_bytes IS NULL AND NOT gpu_missing(nvlink_tx_text)
+                       THEN 'unreadable NVLink TX bytes ' || nvlink_tx_text
+                   WHEN NOT isfinite(coalesce(nvlink_rx_bytes, 0)) OR nvlink_rx_bytes IS NULL AND NOT gpu_missing(nvlink_rx_text)
+                       THEN 'unreadable NVLink RX bytes ' || nvlink_rx_text
+                   WHEN NOT sm_active BETWEEN 0 AND 1 THEN 'SM activity outside 0-1: ' || sm_active_text
+                   WHEN NOT sm_occupancy BETWEEN 0 AND 1 THEN 'SM occupancy outside 0-1: ' || sm_occupancy_text
+                   WHEN NOT tensor_active BETWEEN 0 AND 1 THEN 'tensor pipe activity outside 0-1: ' || tensor_active_text
+                   WHEN NOT fp64_active BETWEEN 0 AND 1 THEN 'FP64 pipe activity outside 0-1: ' || fp64_active_text
+                   WHEN NOT fp32_active BETWEEN 0 AND 1 THEN 'FP32 pipe activity outside 0-1: ' || fp32_active_text
+                   WHEN NOT fp16_active BETWEEN 0 AND 1 THEN 'FP16 pipe activity outside 0-1: ' || fp16_active_text
+                   WHEN NOT dram_active BETWEEN 0 AND 1 THEN 'DRAM activity outside 0-1: ' || dram_active_text
+                   WHEN least(pcie_tx_bytes, pcie_rx_bytes, nvlink_tx_bytes, nvlink_rx_bytes) < 0 THEN 'negative PCIe or NVLink traffic'
+           END END AS profile_problem,
            CASE
                WHEN problem IS NOT NULL THEN problem
                WHEN nullif(trim(machine_id), '') IS NULL THEN 'no host for this row'
@@ -123,41 +163,11 @@ typed AS (
                    THEN 'unreadable graphics engine activity ' || gr_engine_text
                WHEN throttle_mask IS NULL AND NOT gpu_missing(throttle_mask_text)
                    THEN 'unreadable clock throttle reasons ' || throttle_mask_text
-               -- DCGM's profiling fields: activities are ratios 0-1, traffic bytes per second
-               WHEN NOT isfinite(coalesce(sm_active, 0)) OR sm_active IS NULL AND NOT gpu_missing(sm_active_text)
-                   THEN 'unreadable SM activity ' || sm_active_text
-               WHEN NOT isfinite(coalesce(sm_occupancy, 0)) OR sm_occupancy IS NULL AND NOT gpu_missing(sm_occupancy_text)
-                   THEN 'unreadable SM occupancy ' || sm_occupancy_text
-               WHEN NOT isfinite(coalesce(tensor_active, 0)) OR tensor_active IS NULL AND NOT gpu_missing(tensor_active_text)
-                   THEN 'unreadable tensor pipe activity ' || tensor_active_text
-               WHEN NOT isfinite(coalesce(fp64_active, 0)) OR fp64_active IS NULL AND NOT gpu_missing(fp64_active_text)
-                   THEN 'unreadable FP64 pipe activity ' || fp64_active_text
-               WHEN NOT isfinite(coalesce(fp32_active, 0)) OR fp32_active IS NULL AND NOT gpu_missing(fp32_active_text)
-                   THEN 'unreadable FP32 pipe activity ' || fp32_active_text
-               WHEN NOT isfinite(coalesce(fp16_active, 0)) OR fp16_active IS NULL AND NOT gpu_missing(fp16_active_text)
-                   THEN 'unreadable FP16 pipe activity ' || fp16_active_text
-               WHEN NOT isfinite(coalesce(dram_active, 0)) OR dram_active IS NULL AND NOT gpu_missing(dram_active_text)
-                   THEN 'unreadable DRAM activity ' || dram_active_text
-               WHEN NOT isfinite(coalesce(pcie_tx_bytes, 0)) OR pcie_tx_bytes IS NULL AND NOT gpu_missing(pcie_tx_text)
-                   THEN 'unreadable PCIe TX bytes ' || pcie_tx_text
-               WHEN NOT isfinite(coalesce(pcie_rx_bytes, 0)) OR pcie_rx_bytes IS NULL AND NOT gpu_missing(pcie_rx_text)
-                   THEN 'unreadable PCIe RX bytes ' || pcie_rx_text
-               WHEN NOT isfinite(coalesce(nvlink_tx_bytes, 0)) OR nvlink_tx_bytes IS NULL AND NOT gpu_missing(nvlink_tx_text)
-                   THEN 'unreadable NVLink TX bytes ' || nvlink_tx_text
-               WHEN NOT isfinite(coalesce(nvlink_rx_bytes, 0)) OR nvlink_rx_bytes IS NULL AND NOT gpu_missing(nvlink_rx_text)
-                   THEN 'unreadable NVLink RX bytes ' || nvlink_rx_text
                WHEN NOT util_pct BETWEEN 0 AND 100 THEN 'GPU utilization outside 0-100: ' || util_text
                WHEN NOT mem_util_pct BETWEEN 0 AND 100 THEN 'memory utilization outside 0-100: ' || mem_util_text
                WHEN NOT gr_engine_active BETWEEN 0 AND 1 THEN 'graphics engine activity outside 0-1: ' || gr_engine_text
                WHEN least(mem_used_mib, mem_total_mib, power_w, sm_clock_mhz) < 0 THEN 'negative memory, power or clock'
-               WHEN NOT sm_active BETWEEN 0 AND 1 THEN 'SM activity outside 0-1: ' || sm_active_text
-               WHEN NOT sm_occupancy BETWEEN 0 AND 1 THEN 'SM occupancy outside 0-1: ' || sm_occupancy_text
-               WHEN NOT tensor_active BETWEEN 0 AND 1 THEN 'tensor pipe activity outside 0-1: ' || tensor_active_text
-               WHEN NOT fp64_active BETWEEN 0 AND 1 THEN 'FP64 pipe activity outside 0-1: ' || fp64_active_text
-               WHEN NOT fp32_active BETWEEN 0 AND 1 THEN 'FP32 pipe activity outside 0-1: ' || fp32_active_text
-               WHEN NOT fp16_active BETWEEN 0 AND 1 THEN 'FP16 pipe activity outside 0-1: ' || fp16_active_text
-               WHEN NOT dram_active BETWEEN 0 AND 1 THEN 'DRAM activity outside 0-1: ' || dram_active_text
-               WHEN least(pcie_tx_bytes, pcie_rx_bytes, nvlink_tx_bytes, nvlink_rx_bytes) < 0 THEN 'negative PCIe or NVLink traffic'
+               WHEN profile_problem IS NOT NULL THEN profile_problem
            END AS problem
     FROM numbers
 )
