@@ -457,7 +457,7 @@ def test_synthetic_killed_job_whose_attempt_failed(tmp_path: Path) -> None:
 
 @pytest.mark.browser
 def test_failure_figures_render_in_a_browser(with_logs: Written) -> None:
-    from tests.test_report_browser import test_report_renders_offline_without_errors as renders
+    from tests.test_report_browser import assert_renders_offline as renders
 
     assert len(re.findall(r"Plotly\.newPlot\(", with_logs.html.read_text())) >= 12
     renders(with_logs)

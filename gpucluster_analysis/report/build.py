@@ -186,9 +186,19 @@ def _speed_results(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
 # ---------------------------------------------------------------- files
 
 
+# Floats are written with this many significant digits: enough for any measure gca reports,
+# few enough that the last bits of a float computed in another order never show.
+CSV_SIGNIFICANT_DIGITS = 12
+
+
 def csv_text(df: pl.DataFrame) -> str:
-    """CSV with ISO 8601 Z times, plain decimals at full precision (never 1e-05), empty missing values."""
-    return format_for_csv(df).write_csv(float_scientific=False, null_value="")
+    """CSV with ISO 8601 Z times, plain decimals (never 1e-05) rounded to
+    CSV_SIGNIFICANT_DIGITS significant digits, empty missing values."""
+    df = format_for_csv(df)
+    floats = [c for c, t in df.schema.items() if t.is_float()]
+    if floats:
+        df = df.with_columns(pl.col(c).round_sig_figs(CSV_SIGNIFICANT_DIGITS) for c in floats)
+    return df.write_csv(float_scientific=False, null_value="")
 
 
 def _write_outputs(out: Path, jobs: pl.DataFrame, results: dict[str, pl.DataFrame], page: str) -> list[Path]:

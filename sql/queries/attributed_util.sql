@@ -3,8 +3,9 @@
 -- (machine, GPU), windows from the temp table attempt_windows) is counted twice in one
 -- aggregation (GROUPING SETS): into its job's count and sum (rows with job_key set), and
 -- into a 1-percent histogram of its job's cohort (status, size bucket, placement; temp
--- table job_keys) (rows with cohort and util_bin set). Sums are exact, so means are never
--- binned; per-sample distributions by any cohort attribute are sums of the cohort rows,
+-- table job_keys) (rows with cohort and util_bin set). Sums are exact (in billionths of a
+-- percent, as integers: a float sum's digits would depend on the order parallel threads add
+-- in, and the same store must give the same bytes), so means are never binned; per-sample distributions by any cohort attribute are sums of the cohort rows,
 -- and no per-sample row ever leaves DuckDB.
 -- Speed (hundreds of millions of samples): samples are matched through hour buckets so the
 -- join stays an equi-join (each window listed once per hour it touches, each sample once);
@@ -31,7 +32,8 @@ grouped AS (
     SELECT w.job_key, w.cohort,
            TRY_CAST(floor(s.util_pct) AS INTEGER) AS raw_bin,
            count(*) AS samples,
-           sum(s.util_pct) AS util_sum
+           sum(CAST(round(s.util_pct * 1000000000) AS BIGINT)) FILTER (WHERE abs(s.util_pct) < 1e9) AS util_nano,
+           sum(s.util_pct) FILTER (WHERE NOT abs(s.util_pct) < 1e9) AS util_rest  -- NaN, inf
     FROM gpu_samples s
     JOIN window_hours w
       ON s.machine_id = w.machine_id AND s.gpu_index = w.gpu_index
@@ -40,11 +42,14 @@ grouped AS (
     GROUP BY GROUPING SETS ((w.job_key), (w.cohort, raw_bin))
 )
 SELECT job_key, NULL::INTEGER AS cohort, NULL::SMALLINT AS util_bin,
-       CAST(samples AS BIGINT) AS samples, util_sum
+       CAST(samples AS BIGINT) AS samples, coalesce(util_nano / 1e9, 0) + coalesce(util_rest, 0) AS util_sum
 FROM grouped WHERE job_key IS NOT NULL
 UNION ALL
-SELECT NULL, cohort,
-       CAST(CASE WHEN raw_bin IS NULL THEN 100 ELSE least(greatest(raw_bin, 0), 100) END AS SMALLINT),
-       CAST(sum(samples) AS BIGINT), sum(util_sum)
-FROM grouped WHERE job_key IS NULL
-GROUP BY ALL
+SELECT NULL, cohort, util_bin, samples, coalesce(util_nano / 1e9, 0) + coalesce(util_rest, 0)
+FROM (
+    SELECT cohort,
+           CAST(CASE WHEN raw_bin IS NULL THEN 100 ELSE least(greatest(raw_bin, 0), 100) END AS SMALLINT) AS util_bin,
+           CAST(sum(samples) AS BIGINT) AS samples, sum(util_nano) AS util_nano, sum(util_rest) AS util_rest
+    FROM grouped WHERE job_key IS NULL
+    GROUP BY ALL
+)

@@ -1,0 +1,52 @@
+"""The same store and options give the same report bytes (issue #11, part 1).
+
+Run on the real philly-5910 extract: its 554,803 GPU samples span several of DuckDB's
+row groups, so the aggregations run on both threads and a float sum's last digits would
+depend on the order the threads add in (they did, before sums became exact integers and
+CSV floats were rounded at the writer).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from gpucluster_analysis.db import open_store
+from gpucluster_analysis.ingest import IngestOptions, ingest_paths
+from gpucluster_analysis.report.build import CSV_SIGNIFICANT_DIGITS, build_report, csv_text
+from tests.conftest import PHILLY_5910, require
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    data = require(PHILLY_5910)
+    db = tmp_path_factory.mktemp("determinism") / "s.duckdb"
+    with open_store(db) as con:
+        ingest_paths(con, sorted(p for p in data.iterdir() if p.name.startswith("cluster_")), IngestOptions())
+    with open_store(db, read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM gpu_samples").fetchall()[0][0] > 4 * 122_880  # several row groups
+    return db
+
+
+def test_two_reports_of_one_store_are_byte_identical(store: Path, tmp_path: Path) -> None:
+    first, second = build_report(store, tmp_path / "a"), build_report(store, tmp_path / "b")
+    names = sorted(p.name for p in first.tables)
+    assert names == sorted(p.name for p in second.tables) and "jobs.csv" in names
+    differing = [n for n in names if (tmp_path / "a" / n).read_bytes() != (tmp_path / "b" / n).read_bytes()]
+    assert differing == []
+    assert first.html.read_bytes() == second.html.read_bytes()
+
+
+def test_csv_floats_are_rounded_at_the_writer() -> None:
+    # two sums of the same numbers in another order (issue #11's example), and values that
+    # need all their digits or none
+    df = pl.DataFrame({"a": [64.47291666664998, 64.47291666665, 1 / 3, 123456.5, 0.0, None],
+                       "n": [1, 2, 3, 4, 5, 6]})
+    lines = csv_text(df).splitlines()
+    assert lines[0] == "a,n"
+    assert lines[1].split(",")[0] == lines[2].split(",")[0] == "64.4729166666"
+    assert lines[3] == "0.333333333333,3"
+    assert lines[4] == "123456.5,4" and lines[5] == "0,5" and lines[6] == ",6"
+    assert CSV_SIGNIFICANT_DIGITS == len("333333333333")
