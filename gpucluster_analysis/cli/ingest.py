@@ -59,11 +59,11 @@ def ingest(
     ] = None,
     time: Annotated[
         str | None,
-        typer.Option("--time", help="When a timeless DCGM scrape was taken, or a dmon/--query-gpu log without times started: ISO 8601 (site zone unless Z/offset) or epoch seconds."),
+        typer.Option("--time", help="When a timeless DCGM scrape was taken, or a dmon/dcgmi dmon/--query-gpu log without times started: ISO 8601 (site zone unless Z/offset) or epoch seconds."),
     ] = None,
     interval: Annotated[
         float | None,
-        typer.Option("--interval", help="Seconds between the samples of a dmon or --query-gpu log without times (dmon -d, nvidia-smi -l).", min=0.001),
+        typer.Option("--interval", help="Seconds between the samples of a dmon, dcgmi dmon or --query-gpu log without times (dmon -d, dcgmi dmon -d / 1000, nvidia-smi -l).", min=0.001),
     ] = None,
     epoch: Annotated[
         str | None,
@@ -108,10 +108,11 @@ def ingest(
     otherwise.
 
     GPU telemetry: nvsmi_csv (nvidia-smi --query-gpu --format=csv), nvsmi_dmon,
-    nvsmi_xml (nvidia-smi -q -x), dcgm_prom (dcgm-exporter /metrics scrapes) and
-    dcgm_query_range (Prometheus API JSON). The host is --host or the file name
-    (node01.csv, nvidia-smi-node01.log); nvidia-smi times are in the machine's zone
-    unless --tz says otherwise.
+    nvsmi_xml (nvidia-smi -q -x), dcgm_prom (dcgm-exporter /metrics scrapes),
+    dcgm_query_range (Prometheus API JSON) and dcgmi_dmon (dcgmi dmon -e ... text:
+    --time, and --interval unless the dcgmi dmon command line is pasted above it). The host
+    is --host or the file name (node01.csv, nvidia-smi-node01.log); nvidia-smi times
+    are in the machine's zone unless --tz says otherwise.
 
     Other public traces: helios (Helios cluster_log.csv), acme (AcmeTrace
     trace_*.csv), alibaba_gpu2023 (Alibaba openb_pod_list_*.csv),

@@ -114,10 +114,10 @@ class Batches:
         self.rows = {c: [] for c in self.columns}
 
 
-_TOOL_NAMES = r"nvidia[-_]?smi|nvsmi|dmon|dcgm(?:[-_]exporter)?|gpus?|metrics|telemetry|query"
+_TOOL_NAMES = r"nvidia[-_]?smi|nvsmi|dmon|dcgmi|dcgm(?:[-_]exporter)?|gpus?|metrics|telemetry|query"
 # Not stripped from the front: many GPU nodes are named gpu-<...> (gpu-st-ml-1, AWS ParallelCluster).
-_LEADING_TOOL_NAMES = r"nvidia[-_]?smi|nvsmi|dmon|dcgm(?:[-_]exporter)?|metrics|telemetry|query"
-_GENERIC_NAMES = {"nvidia-smi", "nvidia_smi", "nvidiasmi", "nvsmi", "dmon", "dcgm", "dcgm-exporter", "dcgm_exporter",
+_LEADING_TOOL_NAMES = r"nvidia[-_]?smi|nvsmi|dmon|dcgmi|dcgm(?:[-_]exporter)?|metrics|telemetry|query"
+_GENERIC_NAMES = {"nvidia-smi", "nvidia_smi", "nvidiasmi", "nvsmi", "dmon", "dcgm", "dcgmi", "dcgm-exporter", "dcgm_exporter",
                   "gpu", "gpus", "metrics", "telemetry", "query", "log", "logs", "output", "out", "data", "scrape",
                   "snapshot", "smi", "nvidia", "stdout", "result", "results", "export", "query_range"}
 _STAMP = r"\d{4}-?\d{2}-?\d{2}(?:[T_-]?\d{2}:?\d{2}(?::?\d{2})?Z?)?|\d{10}"
