@@ -29,7 +29,9 @@ from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import ExitCode, InputError
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
 from gpucluster_analysis.report.tables import format_for_csv, jobs_table, prepare
+from gpucluster_analysis.speed import read_speed
 from gpucluster_analysis.synth import generate_trace
+from gpucluster_analysis.synth.training_speed import FORMATS, TRAINED_REASONS
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
@@ -45,6 +47,9 @@ UNCLASSIFIED = {"failure_reason", "failure_category"}
 # truth.json's wait columns (why each job waited) are not jobs.csv columns: checked by the replay tests
 # (and against the simulator's own state in tests/test_synth_waits.py).
 WAIT_COLUMNS = ("wait_fair_share_s", "wait_capacity_s", "wait_fragmentation_s", "wait_other_s", "wait_retry_s")
+# jobs.csv's speed columns, last in truth.json's rows. They are compared with gca's like every other
+# column (mismatches_with_gca): metric and unit exactly, the median to a relative 1e-9 (`same`).
+SPEED_COLUMNS = ("speed_metric", "speed_median", "speed_unit")
 
 
 def files_of(root: Path) -> dict[str, bytes]:
@@ -300,7 +305,7 @@ def test_truth_follows_from_the_written_files(trace: Path, job_log: list[dict[st
     expected = recomputed_truth(trace, job_log)
     assert [j["job_id"] for j in truth["jobs"]] == list(expected)
     for row in truth["jobs"]:
-        assert list(row) == [*expected[row["job_id"]], "failure_reason", "failure_category", *WAIT_COLUMNS]
+        assert list(row) == [*expected[row["job_id"]], "failure_reason", "failure_category", *WAIT_COLUMNS, *SPEED_COLUMNS]
         for column, value in expected[row["job_id"]].items():
             assert same(value, row[column]), (row["job_id"], column, value, row[column])
         failed = row["status"] == "failed"
@@ -313,6 +318,41 @@ def test_truth_follows_from_the_written_files(trace: Path, job_log: list[dict[st
 def test_truth_matches_gca_jobs_csv(truth: dict[str, Any], gca_jobs: dict[str, dict[str, Any]]) -> None:
     mismatches = mismatches_with_gca(truth["jobs"], gca_jobs)
     assert not mismatches, mismatches[:10]
+    assert any(row["speed_median"] is not None for row in truth["jobs"]), "the speed columns are compared on some job"
+
+
+# --- training speed -------------------------------------------------------------------
+
+
+def test_failure_logs_print_the_speed_truth_says(trace: Path, truth: dict[str, Any]) -> None:
+    """Each failed attempt's stdout prints the speed its truth row gives, as gca's extractor
+    reads it (median after the warm-up, exactly); stderr prints none; attempts that failed
+    before training (import and key errors, launch failures) print none."""
+    logged = [a for a in truth["attempts"] if a["log_dir"]]
+    for a in logged:
+        got = read_speed(trace / a["log_dir"] / "stdout.log")
+        assert read_speed(trace / a["log_dir"] / "stderr.log") is None, a["log_dir"]
+        want = a["speed"]
+        assert (want is not None) == (a["failure_reason"] in TRAINED_REASONS), a["log_dir"]
+        if want is None:
+            assert got is None, a["log_dir"]
+        else:
+            assert got is not None and (got.metric, got.median, got.unit) == (want["metric"], want["median"], want["unit"])
+            assert got.samples_seen == want["samples"] and got.warmup_dropped == 1, a["log_dir"]
+    assert sum(a["speed"] is not None for a in logged) > 10
+    assert {a["speed"]["format"] for a in logged if a["speed"]} >= set(FORMATS) - {"hf_trainer"}
+
+
+def test_truth_names_the_slow_machines_and_each_attempts_factor(truth: dict[str, Any]) -> None:
+    slow = {m["machine"]: m["factor"] for m in truth["generator"]["slow_machines"]}
+    assert len(slow) == 1 and all(0.70 <= f <= 0.85 for f in slow.values())  # 6 machines: one slow
+    speeds = [a for a in truth["attempts"] if a["speed"]]
+    for a in speeds:
+        machines = [p["machine"] for p in a["real_allocation"]]
+        # a gang runs at the pace of its slowest machine; its speed is the family's base x that, +- noise
+        assert a["speed"]["factor"] == min(slow.get(m, 1.0) for m in machines)
+        assert 0.9 < a["speed"]["median"] / (a["speed"]["base"] * a["speed"]["factor"]) < 1.1
+    assert any(a["speed"]["factor"] < 1 for a in speeds) and any(a["speed"]["factor"] == 1 for a in speeds)
 
 
 def test_example_truth_matches_gca_jobs_csv(tmp_path: Path) -> None:

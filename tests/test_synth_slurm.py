@@ -278,20 +278,52 @@ def test_logs_and_scontrol_name_the_gpus_of_the_last_run(trace: Path, truth: dic
         assert all(m == host and g == idx for m, g, host, idx in expected)
 
 
+def test_logs_print_the_speed_truth_says(trace: Path, truth: dict) -> None:  # type: ignore[type-arg]
+    """Each slurm-<jobid>.out prints the speed of the job's last run that truth.json gives, as
+    gca's extractor reads it (metric, median after the warm-up, unit: exactly)."""
+    from gpucluster_analysis.speed import read_speed
+    from gpucluster_analysis.synth.training_speed import FORMATS, TRAINED_REASONS
+
+    run_speed = {a["job_id"]: a["speed"] for a in truth["attempts"] if a["log"]}
+    slow = {m["machine"]: m["factor"] for m in truth["generator"]["slow_machines"]}
+    assert len(slow) == 1  # 6 machines: one slow
+    formats = set()
+    for job in truth["jobs"]:
+        path = trace / "logs" / f"slurm-{job['job_id']}.out"
+        got = read_speed(path) if path.exists() else None
+        assert ((got.metric, got.median, got.unit) if got else (None, None, None)) == (
+            job["speed_metric"], job["speed_median"], job["speed_unit"]), job["job_id"]
+        if job["job_id"] in run_speed:
+            want = run_speed[job["job_id"]]
+            assert (want is None) == (job["speed_median"] is None)
+            if want is not None:
+                formats.add(want["format"])
+                assert want["median"] == job["speed_median"]
+    assert formats == set(FORMATS)
+    for a in truth["attempts"]:
+        if a["speed"]:
+            assert a["outcome"] in ("pass", "killed") or a["failure_reason"] in TRAINED_REASONS
+            assert a["speed"]["factor"] == min(slow.get(p["machine"], 1.0) for p in a["allocation"])
+            assert 0.9 < a["speed"]["median"] / (a["speed"]["base"] * a["speed"]["factor"]) < 1.1
+    # the HF Trainer's run average when the run completed, its bar's it/s (or s/it) when it did not
+    assert {j["speed_metric"] for j in truth["jobs"]} == {None, "iterations_per_s", "samples_per_s"}
+
+
 # --- end to end: gca ingest + jobs.csv against truth.json ------------------------------
 
 # jobs.csv columns compared on every job. Not compared: `attribution` (how gca found the
 # samples; the truth records the evidence per run as attempts[].gpu_evidence instead).
+# The speed columns: metric and unit exactly, the median to a relative 1e-9 (`_same`).
 COMPARED = ("job_id", "source", "user", "vc", "status", "submit_time", "first_start_time", "end_time", "attempts",
             "num_gpus", "num_servers", "queue_delay_s", "run_time_s", "gpu_time_s", "failure_reason",
-            "failure_category", "eligible_time", "queue_basis")
+            "failure_category", "eligible_time", "queue_basis", "speed_metric", "speed_median", "speed_unit")
 # Compared where every run's GPUs can be known from the files (scontrol -d, the log's
 # CUDA_VISIBLE_DEVICES when all hosts of the run have the same indices, or whole nodes).
 # Elsewhere gca can only attribute node-level: a requeued job's earlier runs are not in
 # slurm-<jobid>.out (Slurm truncates it on requeue), and a log prints one host's indices.
 UTIL = ("mean_gpu_util_pct", "util_samples")
-# DCGM's profiling means, compared on the same jobs: stored as REAL (float32), so within a
-# millionth, where the truth's are exact sums of the values written.
+# DCGM's profiling means, compared on the same jobs. Stored as REAL (float32), but summed
+# as integer billionths (attributed_activity.sql), which gives back the three decimals written.
 PROFILING = ("mean_sm_active_pct", "mean_tensor_active_pct")
 
 
@@ -334,8 +366,7 @@ def test_gca_jobs_csv_matches_truth(gca_jobs: dict, truth: dict) -> None:  # typ
         columns = COMPARED + (UTIL if want["job_id"] in exact else ())
         mismatches += [(want["job_id"], c, want[c], got[c]) for c in columns if not _same(got[c], want[c])]
         if want["job_id"] in exact:
-            mismatches += [(want["job_id"], c, want[c], got[c]) for c in PROFILING
-                           if not _same(got[c], want[c], rel_tol=1e-6, abs_tol=1e-6)]
+            mismatches += [(want["job_id"], c, want[c], got[c]) for c in PROFILING if not _same(got[c], want[c])]
     assert mismatches == []
     # guards against a vacuous pass: most jobs have their utilization compared, and it is there
     with_util = [j for j in truth["jobs"] if j["job_id"] in exact and j["util_samples"]]
@@ -343,6 +374,7 @@ def test_gca_jobs_csv_matches_truth(gca_jobs: dict, truth: dict) -> None:  # typ
     assert {j["failure_reason"] for j in truth["jobs"]} > {None}
     with_sm = [j for j in truth["jobs"] if j["job_id"] in exact and j["mean_sm_active_pct"] is not None]
     assert len(with_sm) > 0.5 * len(truth["jobs"]) and any(j["mean_tensor_active_pct"] for j in with_sm)
+    assert len([j for j in truth["jobs"] if j["speed_median"] is not None]) > 0.75 * len(truth["jobs"])
 
 
 def test_gca_does_not_claim_exact_attribution_without_evidence(gca_jobs: dict, truth: dict) -> None:  # type: ignore[type-arg]

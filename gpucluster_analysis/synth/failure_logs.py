@@ -7,7 +7,9 @@ the noise a classifier must survive (input-formats.md section 1): progress
 bars redrawn with carriage returns and glued to the next line, `[rankN]:`
 prefixes from several ranks, chained exceptions whose first traceback is the
 root cause, launcher summaries (torchrun's ChildFailedError, mpirun) and
-NCCL timeouts that are only a consequence. Deterministic given the Generator.
+NCCL timeouts that are only a consequence. A failure that strikes once training
+runs first prints the attempt's training speed (`LogContext.speed`, rendered by
+training_speed.py). Deterministic given the Generator.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+from gpucluster_analysis.synth.training_speed import AttemptSpeed
+from gpucluster_analysis.synth.training_speed import render as render_speed
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,7 @@ class LogContext:
     hosts: tuple[str, ...]  # machine ids, e.g. ("m12", "m40")
     user: str
     elapsed_s: int  # seconds from start to the failure
+    speed: AttemptSpeed | None = None  # the training speed it prints before failing (reasons in TRAINED_REASONS)
 
 
 def _pick(rng: np.random.Generator, options: list[str] | tuple[str, ...]) -> str:
@@ -51,20 +57,11 @@ def _preamble(ctx: LogContext, rng: np.random.Generator) -> list[str]:
     return lines
 
 
-def _progress(rng: np.random.Generator, steps: int, glue_last: bool = True) -> str:
-    """A tqdm bar redrawn with \\r; the last redraw has no newline, so the next line glues to it."""
-    total = int(rng.choice([500, 1000, 2502, 5005]))
-    epoch = int(rng.integers(0, 30))
-    done = 0
-    frames = []
-    for _ in range(steps):
-        done = min(total, done + int(rng.integers(1, max(2, total // 12))))
-        pct = 100 * done // total
-        bar = "█" * (pct // 10) + " " * (10 - pct // 10)
-        loss = float(rng.uniform(0.2, 7.0))
-        frames.append(f"Epoch {epoch}: {pct:3d}%|{bar}| {done}/{total} [{done // 60:02d}:{done % 60:02d}<{(total - done) // 60:02d}:{(total - done) % 60:02d}, {float(rng.uniform(1, 9)):.2f}it/s, loss={loss:.3f}]")
-    text = "\r".join(frames)
-    return text if glue_last else text + "\n"
+def _training(ctx: LogContext, rng: np.random.Generator, glue_last: bool = True) -> str:
+    """The training output before the failure: the speed lines of the attempt's format
+    (training_speed.render); a progress bar's last redraw has no newline, so the next line
+    glues to it. Empty when the attempt prints no speed."""
+    return "" if ctx.speed is None else render_speed(ctx.speed, rng, glue_last)
 
 
 def _traceback(rng: np.random.Generator, final_frames: list[tuple[str, str]], script: str | None = None) -> list[str]:
@@ -117,7 +114,7 @@ def _gib(rng: np.random.Generator, lo: float, hi: float) -> str:
 
 
 def _cuda_oom(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
-    out = "\n".join(_preamble(ctx, rng)) + "\n" + _progress(rng, int(rng.integers(3, 9)))
+    out = "\n".join(_preamble(ctx, rng)) + "\n" + _training(ctx, rng)
     gpu = int(rng.integers(0, 8))
     if rng.random() < 0.25:
         err = _traceback(rng, [('/usr/local/lib/python3.6/dist-packages/tensorflow/python/client/session.py", line 1350, in _do_call', "raise type(e)(node_def, op, message)")])
@@ -151,7 +148,7 @@ def _cuda_oom(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
 
 
 def _host_oom(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
-    out = "\n".join(_preamble(ctx, rng)) + "\n" + _progress(rng, int(rng.integers(4, 12)), glue_last=False)
+    out = "\n".join(_preamble(ctx, rng)) + "\n" + _training(ctx, rng, glue_last=False)
     variant = int(rng.integers(0, 3))
     pid = int(rng.integers(1000, 99999))
     if variant == 0:
@@ -201,7 +198,7 @@ def _key_error(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
 
 
 def _file_not_found(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
-    out = "\n".join(_preamble(ctx, rng)) + "\n" + _progress(rng, int(rng.integers(2, 6)))
+    out = "\n".join(_preamble(ctx, rng)) + "\n" + _training(ctx, rng)
     path = _pick(rng, (
         f"/hdfs/{ctx.user}/data/imagenet/val_map.txt",
         f"/hdfs/{ctx.user}/data/wmt16/train.de-en.bin",
@@ -223,6 +220,8 @@ def _file_not_found(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str
 
 def _nan_loss(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
     lines = _preamble(ctx, rng)
+    if training := _training(ctx, rng, glue_last=False):
+        lines.append(training.removesuffix("\n"))
     step = int(rng.integers(1000, 90000))
     for i in range(int(rng.integers(3, 7))):
         lines.append(f"| epoch {int(rng.integers(1, 40)):03d} | step {step + 100 * i} | loss {float(rng.uniform(2, 9)):.3f} | lr {float(rng.uniform(1e-5, 1e-3)):.2e}")
@@ -246,7 +245,7 @@ def _nan_loss(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
 
 
 def _nccl_error(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
-    out = "\n".join(_preamble(ctx, rng)) + "\n" + _progress(rng, int(rng.integers(4, 10)), glue_last=False)
+    out = "\n".join(_preamble(ctx, rng)) + "\n" + _training(ctx, rng, glue_last=False)
     seq = int(rng.integers(1000, 900000))
     ranks = sorted({int(r) for r in rng.integers(0, max(2, ctx.gpus), size=min(3, max(2, ctx.gpus)))})
     err: list[str] = []
@@ -269,7 +268,7 @@ def _nccl_error(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
 
 
 def _gpu_hw(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
-    out = "\n".join(_preamble(ctx, rng)) + "\n" + _progress(rng, int(rng.integers(4, 10)), glue_last=False)
+    out = "\n".join(_preamble(ctx, rng)) + "\n" + _training(ctx, rng, glue_last=False)
     bus = _pick(rng, ("3b", "5e", "86", "af", "d8", "1a", "1c", "88"))
     pid = int(rng.integers(1000, 99999))
     variant = int(rng.integers(0, 3))
@@ -304,7 +303,7 @@ def _gpu_hw(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
 
 
 def _mpi_failure(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
-    out = "\n".join(_preamble(ctx, rng)) + "\n" + _progress(rng, int(rng.integers(4, 10)), glue_last=False)
+    out = "\n".join(_preamble(ctx, rng)) + "\n" + _training(ctx, rng, glue_last=False)
     rank = int(rng.integers(0, max(2, ctx.gpus)))
     host = ctx.hosts[-1] if ctx.hosts else "localhost"
     variant = int(rng.integers(0, 2))

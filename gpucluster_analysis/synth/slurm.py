@@ -9,8 +9,9 @@ writes what a Slurm site keeps (docs/synth.md, "The Slurm view"):
   repeats its JobID; some jobs are array tasks (`4812345_2`); jobs cancelled while
   pending have `None assigned`; times are naive local time in the trace's zone;
 * `logs/slurm-<jobid>.out`: the output of each job's last run (Slurm truncates the file
-  when it requeues a job): CUDA_VISIBLE_DEVICES printed at the start, the failure text
-  of a failed run, slurmstepd's lines for cancellations and OOM kills;
+  when it requeues a job): CUDA_VISIBLE_DEVICES printed at the start, its training speed
+  (training_speed.py; not for a run that failed before training), the failure text of a
+  failed run, slurmstepd's lines for cancellations and OOM kills;
 * `scontrol/<jobid>.txt`: `scontrol show job -d` snapshots of some running jobs, with
   the GPU indices per node (`GRES=gpu:v100:4(IDX:0-3)`);
 * `gpu/<host>.csv`: nvidia-smi query logs (slurm_telemetry.py);
@@ -45,13 +46,25 @@ from gpucluster_analysis.synth.trace import (
     GENERATOR_NAME,
     OUTPUT_DIRS,
     OUTPUT_FILES,
+    SLOW_MACHINES_STREAM,
+    SPEED_RULE,
     SYNTH_VERSION,
     _check_arguments,
     prepare_output,
     simulate_window,
+    slow_machines_truth,
     write_quotas,
 )
-from gpucluster_analysis.synth.truth import write_truth
+from gpucluster_analysis.synth.training_speed import (
+    TRAINED_REASONS,
+    AttemptSpeed,
+    draw_families,
+    draw_slow_machines,
+    plan_attempt,
+    slowest_factor,
+)
+from gpucluster_analysis.synth.training_speed import render as render_speed
+from gpucluster_analysis.synth.truth import speed_columns, write_truth
 from gpucluster_analysis.synth.waits import StateLog, cause_columns, retry_wait
 
 SLURM_FILES = ("sacct.txt", "truth.json", "quotas.toml")
@@ -68,6 +81,7 @@ FIRST_UID = 20_000
 # Streams beyond trace.py's 1..8, so the shared simulation draws stay identical.
 _ARRAYS, _ELIGIBLE, _SLURM_LOGS, _SCONTROL, _GPU_LOGS, _LEVELS = range(21, 27)
 _DCGM_LOGS, _DCGM_JOBS = 27, 28  # the DCGM scrapes' own, so adding them changed no other draw
+_SPEED_FAMILIES, _SPEEDS = 29, 30  # training speed (the slow machines come from trace.py's stream: the same machines)
 
 ARRAY_LEADER_PROB = 0.1  # a job starts an array that later jobs of the same user and size join
 ARRAY_WINDOW_S = 4 * 3600
@@ -280,13 +294,41 @@ def _visible(run: RealAttempt) -> str:
     return ",".join(str(g) for g in run.alloc[0][1])
 
 
-def write_job_logs(out: Path, jobs: list[SlurmJob], rng: np.random.Generator, zone_name: str) -> int:
-    """slurm-<jobid>.out for the last run of every job that ran; returns how many."""
+def _has_log(job: SlurmJob) -> bool:
+    """Whether slurm-<jobid>.out is written: the job ran, and its last placement started the batch script."""
+    return bool(job.runs) and job.runs[-1].outcome != "launch_fail"
+
+
+def plan_speeds(jobs: list[SlurmJob], machines: int, seed: int) -> tuple[dict[int, float], dict[int, AttemptSpeed]]:
+    """The slow machines (trace.py's draw: the same as the Philly view's), and the training speed
+    each job's log prints, by job index: the last run's, when it completed, was cancelled, or
+    failed once training ran. A family is a user's jobs of one name and size."""
+    slow = draw_slow_machines(machines, np.random.default_rng([seed, SLOW_MACHINES_STREAM]))
+    families = draw_families({(j.spec.user, _JOB_NAMES.index(j.name), j.spec.gpus) for j in jobs},
+                             np.random.default_rng([seed, _SPEED_FAMILIES]))
+    rng = np.random.default_rng([seed, _SPEEDS])
+    speeds = {}
+    for job in jobs:
+        if not _has_log(job):
+            continue
+        run = job.runs[-1]
+        if run.outcome in ("pass", "killed") or run.reason in TRAINED_REASONS:
+            family = families[(job.spec.user, _JOB_NAMES.index(job.name), job.spec.gpus)]
+            factor = slowest_factor([m for m, _ in run.alloc], slow)
+            speeds[job.spec.index] = plan_attempt(family, factor, run.end - run.start, run.outcome == "pass", rng)
+    return slow, speeds
+
+
+def write_job_logs(out: Path, jobs: list[SlurmJob], rng: np.random.Generator, zone_name: str,
+                   speeds: dict[int, AttemptSpeed] | None = None) -> int:
+    """slurm-<jobid>.out for the last run of every job that ran; returns how many. `speeds`: the
+    training speed the run prints, by job index (none where missing)."""
+    speeds = speeds or {}
     folder = out / "logs"
     folder.mkdir(parents=True, exist_ok=True)
     written = 0
     for job in jobs:
-        if not job.runs or job.runs[-1].outcome == "launch_fail":
+        if not _has_log(job):
             continue  # never ran, or its last placement never started the batch script
         run = job.runs[-1]
         host = host_name(run.alloc[0][0])
@@ -297,10 +339,13 @@ def write_job_logs(out: Path, jobs: list[SlurmJob], rng: np.random.Generator, zo
         ]
         text = "\n".join(lines) + "\n"
         stamp = _local(run.end, zone_name)
+        speed = speeds.get(job.spec.index)
+        if speed is not None and run.outcome != "fail":
+            text += render_speed(speed, rng)
         if run.outcome == "fail" and run.reason is not None:
             ctx = LogContext(job_id=job.job_id, attempt=len(job.runs) - 1, gpus=job.spec.gpus,
                              hosts=tuple(host_name(m) for m, _ in run.alloc), user=job.user,
-                             elapsed_s=run.end - run.start)
+                             elapsed_s=run.end - run.start, speed=speed)
             stdout, stderr = render(run.reason, ctx, rng)
             text += stdout + stderr
             if run.reason == "host_oom":
@@ -406,8 +451,9 @@ def _evidence(job: SlurmJob, k: int, scontrol: set[str], logged: bool) -> str:
     return "node_level"
 
 
-def slurm_truth(jobs: list[SlurmJob], util_sum: np.ndarray, util_count: np.ndarray,
-                scontrol: set[str], states: StateLog, dcgm: DcgmResult) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def slurm_truth(jobs: list[SlurmJob], util_sum: np.ndarray, util_count: np.ndarray, scontrol: set[str], states: StateLog,
+                dcgm: DcgmResult, speeds: dict[int, AttemptSpeed] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    speeds = speeds or {}
     iso = clock.iso_utc
     job_rows: list[dict[str, Any]] = []
     attempt_rows: list[dict[str, Any]] = []
@@ -456,6 +502,8 @@ def slurm_truth(jobs: list[SlurmJob], util_sum: np.ndarray, util_count: np.ndarr
             "mean_sm_active_pct": int(dcgm.sm_sum[spec.index]) / (10 * sm_count) if sm_count else None,
             "mean_tensor_active_pct": int(dcgm.tensor_sum[spec.index]) / (10 * sm_count) if sm_count else None,
             "sm_samples": sm_count,
+            # the training speed slurm-<jobid>.out prints (its last run's), as gca must read it
+            **speed_columns(speeds.get(spec.index)),
         })
         for k, run in enumerate(runs):
             attempt_rows.append({
@@ -468,12 +516,13 @@ def slurm_truth(jobs: list[SlurmJob], util_sum: np.ndarray, util_count: np.ndarr
                 "failure_reason": run.reason if run.outcome in ("fail", "launch_fail") else None,
                 "gpu_evidence": _evidence(job, k, scontrol, logged and k == len(runs) - 1),
                 "log": f"logs/slurm-{job.job_id}.out" if logged and k == len(runs) - 1 else None,
+                "speed": speed.truth() if k == len(runs) - 1 and (speed := speeds.get(spec.index)) else None,
             })
         if job.cancel_at is not None:
             attempt_rows.append({
                 "job_id": job.job_id, "source_index": len(runs), "start_time": None, "end_time": None,
                 "allocation": [], "outcome": "cancelled_pending", "failure_reason": None,
-                "gpu_evidence": None, "log": None, "cancelled_at": iso(job.cancel_at),
+                "gpu_evidence": None, "log": None, "speed": None, "cancelled_at": iso(job.cancel_at),
             })
     return job_rows, attempt_rows
 
@@ -542,7 +591,8 @@ def generate_slurm_trace(
     (out / "sacct.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     write_quotas(out / "quotas.toml", cluster)
     n_allocations = sum(len(j.runs) + (j.cancel_at is not None) for j in slurm_jobs)
-    n_logs = write_job_logs(out, slurm_jobs, rng(_SLURM_LOGS), zone_name)
+    slow, speeds = plan_speeds(slurm_jobs, machines, seed)
+    n_logs = write_job_logs(out, slurm_jobs, rng(_SLURM_LOGS), zone_name, speeds)
     shown = write_scontrol(out, slurm_jobs, rng(_SCONTROL), zone_name, blackout)
     emit(f"wrote sacct.txt ({len(lines) - 1:,} rows), {n_logs:,} job logs, {len(shown):,} scontrol snapshots; writing nvidia-smi logs")
 
@@ -555,13 +605,15 @@ def generate_slurm_trace(
         out, hosts=[host_name(m) for m in range(machines)], t0=t0, span=span, interval_s=dcgm_interval_s, runs=runs,
         n_jobs=jobs, seed=seed, stream=_DCGM_LOGS, jobs_stream=_DCGM_JOBS, log=emit,
     )
-    job_rows, attempt_rows = slurm_truth(slurm_jobs, telemetry.util_sum, telemetry.util_count, shown, sim.states, dcgm)
+    job_rows, attempt_rows = slurm_truth(slurm_jobs, telemetry.util_sum, telemetry.util_count, shown, sim.states, dcgm, speeds)
     generator = {
         "name": GENERATOR_NAME, "version": SYNTH_VERSION, "format": "slurm", "seed": seed, "jobs": jobs,
         "machines": machines, "days": days, "interval_s": interval_s, "dcgm_interval_s": dcgm_interval_s,
         "start_local": start.strftime("%Y-%m-%d %H:%M:%S"),
         "vcs": [{"vc": n, "quota_gpus": q} for n, q in zip(cluster.vc_names, cluster.vc_quota, strict=True)],
         "telemetry": {"gpu_rows": telemetry.rows, "dcgm_rows": dcgm.rows},
+        "slow_machines": slow_machines_truth(slow, host_name),
+        "speed_rule": SPEED_RULE,
         "truth_times": "sacct and nvidia-smi times are never in a repeated hour's second occurrence, so naive text read as the first occurrence is exact",
     }
     write_truth(out / "truth.json", generator, zone_name, job_rows, attempt_rows)

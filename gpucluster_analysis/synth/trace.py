@@ -27,13 +27,22 @@ from gpucluster_analysis.synth.model import GPUS_PER_MACHINE, Cluster, JobOutcom
 from gpucluster_analysis.synth.record import record_attempts
 from gpucluster_analysis.synth.scheduler import simulate
 from gpucluster_analysis.synth.telemetry import Occupancy, write_telemetry
+from gpucluster_analysis.synth.training_speed import (
+    TRAINED_REASONS,
+    AttemptSpeed,
+    draw_families,
+    draw_slow_machines,
+    plan_attempt,
+    slowest_factor,
+)
 from gpucluster_analysis.synth.truth import job_truth, write_truth
 from gpucluster_analysis.synth.waits import StateLog
 from gpucluster_analysis.synth.workload import draw_cluster, draw_jobs
 from gpucluster_analysis.synth.writers import job_log_records, write_failure_logs, write_job_log, write_machine_list
 
 # Bump when the same arguments start producing different files.
-SYNTH_VERSION = 1
+# 2: failure logs print the training speed; a few machines are slow (training_speed.py).
+SYNTH_VERSION = 2
 GENERATOR_NAME = "gca synth"
 
 OUTPUT_FILES = ("cluster_machine_list", "cluster_job_log", "cluster_gpu_util", "cluster_cpu_util", "cluster_mem_util", "truth.json",
@@ -42,6 +51,8 @@ OUTPUT_DIRS = ("logs",)
 
 # Random streams, one per stage (the telemetry takes [seed, TELEMETRY, day]).
 _CLUSTER, _JOBS, _SCHEDULER, _RECORD, _MACHINES, _TELEMETRY, _LOGS, _HOSTS = range(1, 9)
+# Training speed: the slow machines (both views draw the same), the families, each attempt's values.
+SLOW_MACHINES_STREAM, _FAMILIES, _SPEEDS = 9, 10, 11
 
 # Utilization of one job on one server, scaled down when it spans more servers
 # (network instead of NVLink/PCIe) and, more mildly, with more GPUs to synchronize.
@@ -197,6 +208,33 @@ def simulate_window(jobs: int, machines: int, days: float, seed: int, start: dat
     return Simulation(seed, zone_name, t0, span, blackout, cluster, specs, outcomes, states)
 
 
+SPEED_RULE = ("an attempt prints its family's base speed x the smallest factor among the machines it ran on"
+              " (1.0 unless slow_machines lists it) x noise; a family is one user's jobs of one size (Philly),"
+              " or of one name and size (Slurm)")
+
+
+def slow_machines_truth(slow: dict[int, float], name: Callable[[int], str]) -> list[dict[str, object]]:
+    """truth.json's list of the slow machines, by machine number: name and speed factor."""
+    return [{"machine": name(m), "factor": f} for m, f in sorted(slow.items())]
+
+
+def _plan_speeds(sim: Simulation, records: list[list[RecordedAttempt]]) -> tuple[dict[int, float], dict[tuple[int, int], AttemptSpeed]]:
+    """The slow machines, and the speed each failed attempt that trained prints, by (job index,
+    position in its attempts list). A family here is a user's jobs of one size (Philly has no job names)."""
+    slow = draw_slow_machines(sim.cluster.machines, sim.rng(SLOW_MACHINES_STREAM))
+    families = draw_families({(s.user, s.gpus) for s in sim.specs}, sim.rng(_FAMILIES))
+    rng = sim.rng(_SPEEDS)
+    speeds = {}
+    for spec, recs in zip(sim.specs, records, strict=True):
+        for r in recs:
+            a = r.real
+            if a.outcome == "fail" and a.reason in TRAINED_REASONS:
+                factor = slowest_factor([m for m, _ in a.alloc], slow)
+                speeds[(spec.index, r.source_index)] = plan_attempt(families[(spec.user, spec.gpus)], factor, a.end - a.start,
+                                                                    False, rng)
+    return slow, speeds
+
+
 def write_quotas(path: Path, cluster: Cluster) -> None:
     """quotas.toml: each VC's GPU quota (the scheduler's hard cap), in the shape `gca report --quotas` reads."""
     lines = ["# GPU quota of each virtual cluster: the most GPUs its jobs may hold at once (gca synth).", "[quotas]"]
@@ -236,19 +274,23 @@ def generate_trace(
     write_quotas(out / "quotas.toml", cluster)
     mem_total = machine_rng.choice(np.array([528_272_672, 264_136_336]), size=machines, p=[0.8, 0.2])
     write_job_log(out / "cluster_job_log", job_log_records(cluster, specs, outcomes, records, zone_name))
-    n_logs = write_failure_logs(out, cluster, specs, records, rng(_LOGS))
+    slow, speeds = _plan_speeds(sim, records)
+    n_logs = write_failure_logs(out, cluster, specs, records, rng(_LOGS), speeds)
     emit(f"wrote logs of {n_logs:,} failed attempts; writing telemetry")
 
     telemetry = write_telemetry(
         out, machines=machines, t0=t0, span=span, occupancy=_occupancy(specs, records), n_jobs=jobs,
         seed=seed, stream=_TELEMETRY, mem_total_kib=mem_total, log=emit, zone_name=zone_name,
     )
-    job_rows, attempt_rows = job_truth(cluster, specs, outcomes, records, telemetry.util_sum, telemetry.util_count, sim.states)
+    job_rows, attempt_rows = job_truth(cluster, specs, outcomes, records, telemetry.util_sum, telemetry.util_count, sim.states,
+                                       speeds)
     generator = {
         "name": GENERATOR_NAME, "version": SYNTH_VERSION, "seed": seed, "jobs": jobs, "machines": machines,
         "days": days, "start_local": start.strftime("%Y-%m-%d %H:%M:%S"),
         "vcs": [{"vc": n, "quota_gpus": q} for n, q in zip(cluster.vc_names, cluster.vc_quota, strict=True)],
         "telemetry": {"gpu_rows": telemetry.gpu_rows, "cpu_rows": telemetry.cpu_rows, "mem_rows": telemetry.mem_rows},
+        "slow_machines": slow_machines_truth(slow, lambda m: f"m{m}"),
+        "speed_rule": SPEED_RULE,
         "truth_times": "job-log times are never in a repeated hour's second occurrence, so naive text read as the first occurrence is exact",
     }
     write_truth(out / "truth.json", generator, zone_name, job_rows, attempt_rows)

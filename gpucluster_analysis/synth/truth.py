@@ -23,7 +23,9 @@ no reader of the log alone can reproduce everywhere: the job's first wait as
 the log records it ([submit, first start), or [submit, the kill) for a job
 killed before any recorded start) split into seconds per cause
 (`waits.cause_columns`, from the simulator's state), and `wait_retry_s`, the
-gaps between consecutive attempts that have a start.
+gaps between consecutive attempts that have a start. Last come jobs.csv's speed
+columns (`SPEED_COLUMNS`): the speed the log of the job's last attempt that printed
+one says, as gca's extractor must read it (training_speed.py).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import numpy as np
 
 from gpucluster_analysis.synth.clock import iso_utc
 from gpucluster_analysis.synth.model import REASON_CATEGORY, Cluster, JobOutcome, JobSpec, RecordedAttempt
+from gpucluster_analysis.synth.training_speed import AttemptSpeed
 from gpucluster_analysis.synth.waits import CAUSE_COLUMNS, StateLog, cause_columns, retry_wait
 
 JOBS_COLUMNS = (
@@ -45,6 +48,8 @@ JOBS_COLUMNS = (
 )
 # After the jobs.csv columns: why the job waited (seconds per cause of its first wait) and its retry waits.
 WAIT_COLUMNS = (*CAUSE_COLUMNS, "wait_retry_s")
+# Then the training speed its logs print (jobs.csv's last three columns).
+SPEED_COLUMNS = ("speed_metric", "speed_median", "speed_unit")
 
 
 def chronological(records: list[RecordedAttempt]) -> list[RecordedAttempt]:
@@ -64,8 +69,11 @@ def job_truth(
     util_sum: np.ndarray,
     util_count: np.ndarray,
     states: StateLog,
+    speeds: dict[tuple[int, int], AttemptSpeed] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(job rows, attempt rows) for truth.json."""
+    """(job rows, attempt rows) for truth.json; `speeds`: what each attempt's log prints about its
+    training speed, by (job index, source_index)."""
+    speeds = speeds or {}
     jobs: list[dict[str, Any]] = []
     attempts: list[dict[str, Any]] = []
     causes = cause_columns(states, specs, [_first_wait(s, o, r) for s, o, r in zip(specs, outcomes, records, strict=True)],
@@ -81,6 +89,7 @@ def job_truth(
         failed = [r for r in ordered if r.real.outcome in ("fail", "launch_fail")]
         last_failure = failed[-1].real.reason if outcome.status == "failed" and failed else None
         count = int(util_count[spec.index])
+        printed = [speeds[(spec.index, r.source_index)] for r in ordered if (spec.index, r.source_index) in speeds]
         jobs.append({
             "job_id": spec.job_id,
             "source": "philly",
@@ -102,6 +111,7 @@ def job_truth(
             "failure_category": REASON_CATEGORY[last_failure] if last_failure else None,
             **waited,
             "wait_retry_s": retry_wait([(r.start, r.end) for r in ordered if r.start is not None]) if starts else None,
+            **speed_columns(printed[-1] if printed else None),
         })
         position = {id(r): i for i, r in enumerate(ordered)}
         for r in recs:
@@ -122,8 +132,18 @@ def job_truth(
                 "real_end_time": iso_utc(r.real.end),
                 # A launch failure's: the GPUs it was placed on and held, idle, until it failed.
                 "real_allocation": _alloc_json(r.real.alloc),
+                # What its log prints about its training speed (training_speed.py), null if nothing.
+                "speed": speed.truth() if (speed := speeds.get((spec.index, r.source_index))) else None,
             })
     return jobs, attempts
+
+
+def speed_columns(speed: AttemptSpeed | None) -> dict[str, Any]:
+    """jobs.csv's speed_metric, speed_median, speed_unit: those of the job's last attempt (by start)
+    whose log prints a speed; null without one."""
+    if speed is None:
+        return dict.fromkeys(SPEED_COLUMNS)
+    return {"speed_metric": speed.metric, "speed_median": speed.median, "speed_unit": speed.unit}
 
 
 def _first_wait(spec: JobSpec, outcome: JobOutcome, recs: list[RecordedAttempt]) -> tuple[int, int] | None:

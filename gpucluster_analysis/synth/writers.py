@@ -8,7 +8,8 @@ Contract (formats as in data/philly-sample/README.md):
 * `cluster_job_log`: one JSON array, indent 4, keys in upstream order; times
   are naive America/Los_Angeles text, a missing one is the string "None";
 * `logs/<jobid>/attempt_<k>/{stdout,stderr}.log` for every failed attempt,
-  `k` being its 0-based position in that job's `attempts` list.
+  `k` being its 0-based position in that job's `attempts` list; an attempt that
+  failed once training ran prints its training speed first (training_speed.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 from gpucluster_analysis.synth.clock import ZONE_NAME, naive_local
 from gpucluster_analysis.synth.failure_logs import LogContext, render
 from gpucluster_analysis.synth.model import GPUS_PER_MACHINE, Cluster, JobOutcome, JobSpec, RecordedAttempt
+from gpucluster_analysis.synth.training_speed import AttemptSpeed
 
 WRONG_COUNT_FRACTION = 0.05
 _STATUS_TEXT = {"passed": "Pass", "failed": "Failed", "killed": "Killed"}
@@ -82,8 +84,13 @@ def write_failure_logs(
     specs: list[JobSpec],
     records: list[list[RecordedAttempt]],
     rng: np.random.Generator,
+    speeds: dict[tuple[int, int], AttemptSpeed] | None = None,
 ) -> int:
-    """Write stdout/stderr of every failed attempt; return how many attempts got logs."""
+    """Write stdout/stderr of every failed attempt; return how many attempts got logs.
+
+    `speeds`: the training speed an attempt prints before failing, by (job index, position
+    in the job's attempts list); attempts without one print none."""
+    speeds = speeds or {}
     written = 0
     for spec, recs in zip(specs, records, strict=True):
         for r in recs:
@@ -96,6 +103,7 @@ def write_failure_logs(
                 hosts=tuple(f"m{m}" for m, _ in r.real.alloc),
                 user=cluster.user_names[spec.user],
                 elapsed_s=r.real.end - r.real.start,
+                speed=speeds.get((spec.index, r.source_index)),
             )
             stdout, stderr = render(r.real.reason, ctx, rng)
             folder = out / "logs" / spec.job_id / f"attempt_{r.source_index}"

@@ -8,8 +8,9 @@
 -- Needs the temp tables attempt_windows and job_keys.
 -- Parameters: none.
 -- Output: source, job_id, sm_samples, sm_sum, tensor_samples, tensor_sum (one row per job
--- with at least one such sample). Sums are exact (integer billionths, as attributed_util's),
--- so the same store gives the same digits whatever order parallel threads add in.
+-- with at least one such sample). Sums are exact, as attributed_util's, in integer
+-- millionths: the values are REAL (about 7 significant digits) and DCGM prints at most 6
+-- decimals, so rounding to a millionth gives back the value printed.
 WITH profiled AS (
     SELECT sample_at, machine_id, gpu_index, sm_active, tensor_active
     FROM gpu_sample_details
@@ -28,9 +29,9 @@ window_hours AS (
 )
 SELECT w.source, w.job_id,
        count(p.sm_active) AS sm_samples,
-       coalesce(sum(CAST(round(p.sm_active * 1000000000) AS BIGINT)) / 1e9, 0) AS sm_sum,
+       coalesce(sum(CAST(round(p.sm_active * 1000000) AS BIGINT)) / 1e6, 0) AS sm_sum,
        count(p.tensor_active) AS tensor_samples,
-       coalesce(sum(CAST(round(p.tensor_active * 1000000000) AS BIGINT)) / 1e9, 0) AS tensor_sum
+       coalesce(sum(CAST(round(p.tensor_active * 1000000) AS BIGINT)) / 1e6, 0) AS tensor_sum
 FROM profiled p
 JOIN window_hours w
   ON p.machine_id = w.machine_id AND p.gpu_index = w.gpu_index
