@@ -45,10 +45,13 @@ def section(r: dict[str, pl.DataFrame]) -> Section | None:
         f" {var.MIN_JOBS} jobs ran there; speed classes (after PAL): A at least 0.97, B 0.90-0.97, C below 0.90."
         " jobs.csv has each job's speed_metric, speed_median and speed_unit; machine_speed.csv and gpu_speed.csv"
         " every machine and GPU."))
-    if not machines.is_empty():
+    if judged.is_empty():
+        s.add(Paragraph(f"No machine ran {var.MIN_JOBS} or more jobs with a speed: no machine can be judged yet,"
+                        " so there is no figure (machine_speed.csv lists what there is)."))
+    else:
         s.add(Figure(
             "fig-machine-speed",
-            fg.interval_points(machines.filter(pl.col("jobs") >= var.MIN_JOBS).head(60), "machine_id", "relative_speed",
+            fg.interval_points(judged.head(60), "machine_id", "relative_speed",
                                "ci_low", "ci_high", "flag",
                                f"Relative speed of the slowest machines (at least {var.MIN_JOBS} jobs), 95% intervals",
                                "machine", "speed relative to the same families elsewhere"),
