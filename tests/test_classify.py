@@ -1,4 +1,4 @@
-"""Failure classification: signatures, precedence on realistic logs, the synthetic truth, the CLI."""
+"""Failure classification: signatures, failure evidence, precedence on realistic logs, benign logs, the synthetic truth, the CLI."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from gpucluster_analysis.classify import CATEGORIES, classify_file, classify_text, load_signatures
 from gpucluster_analysis.classify.engine import HEAD_BYTES, TAIL_BYTES, classify_bytes, iter_lines, normalize_line, read_bounded
-from gpucluster_analysis.classify.rules import parse_signatures
+from gpucluster_analysis.classify.rules import CAUSE, DERIVED_REASONS, EVIDENCE_KINDS, parse_signatures
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.errors import ExitCode, RulesError
 from tests.conftest import REPO
@@ -19,6 +19,7 @@ from tests.conftest import REPO
 SIGNATURES = load_signatures()
 CASES = REPO / "tests" / "data" / "classify"
 REAL = CASES / "real"
+BENIGN = CASES / "benign"
 SYNTH = REPO / "examples" / "synthetic"
 runner = CliRunner()
 
@@ -40,8 +41,12 @@ def test_signature_does_not_match_its_counter_examples(sid: str, line: str) -> N
 
 
 def test_every_taxonomy_reason_has_a_signature() -> None:
-    covered = {s.reason for s in SIGNATURES}
-    assert set(CATEGORIES) - {"unknown"} <= covered
+    covered = {s.reason for s in SIGNATURES if s.kind == CAUSE}
+    assert set(CATEGORIES) - set(DERIVED_REASONS) <= covered
+
+
+def test_every_evidence_kind_is_used() -> None:
+    assert {s.kind for s in SIGNATURES if s.kind != CAUSE} == set(EVIDENCE_KINDS)
 
 
 def test_ids_are_unique() -> None:
@@ -85,7 +90,7 @@ def test_real_log(case: str) -> None:
 def test_real_set_is_broad_and_sourced() -> None:
     expected = {p.stem: p.read_text().strip() for p in REAL.glob("*.expected")}
     assert len(expected) >= 60
-    assert set(expected.values()) >= set(CATEGORIES) - {"unknown"}  # every reason has a real case
+    assert set(expected.values()) >= set(CATEGORIES) - set(DERIVED_REASONS)  # every reason has a real case
     assert all((REAL / f"{stem}.log").exists() for stem in expected)
     sources = (REAL / "SOURCES.md").read_text()
     assert all(f"| `{stem}` | {reason} | http" in sources for stem, reason in expected.items())
@@ -95,11 +100,13 @@ def test_prefilters_never_hide_a_match() -> None:
     """Every real and precedence log classifies the same with the literal prefilters
     dropped (each signature then tried on every line)."""
     unfiltered = [dataclasses.replace(s, prefilter=()) for s in SIGNATURES]
-    for exp in [*CASES.glob("*.expected"), *REAL.glob("*.expected")]:
-        data = exp.with_suffix(".log").read_bytes()
+    for log in [*(e.with_suffix(".log") for e in [*CASES.glob("*.expected"), *REAL.glob("*.expected")]),
+                *BENIGN.glob("*.log")]:
+        data = log.read_bytes()
         fast, slow = classify_bytes(data, SIGNATURES), classify_bytes(data, unfiltered)
         assert [(m.signature_id, m.line_number, m.line) for m in fast.matched] == \
-            [(m.signature_id, m.line_number, m.line) for m in slow.matched], exp.stem
+            [(m.signature_id, m.line_number, m.line) for m in slow.matched], log.stem
+        assert (fast.reason, fast.evidence) == (slow.reason, slow.evidence), log.stem
 
 
 def _synthetic_attempts() -> list[dict]:  # type: ignore[type-arg]
@@ -148,9 +155,10 @@ def test_first_traceback_of_a_chain_wins() -> None:
     assert [m.signature_id for m in result.matched] == ["py_index_error", "py_key_error"]  # generic RuntimeError-style matches yield to the typed ones
 
 
-def test_unknown_when_nothing_matches() -> None:
-    result = classify_text("all good\n", SIGNATURES)
-    assert (result.reason, result.category, result.signature_id, result.matched) == ("unknown", "unknown", None, [])
+def test_none_when_the_log_shows_no_failure() -> None:
+    result = classify_text("all good\nstep 10 loss 2.1\nsrun: error: node1: task 0: Exited with exit code 0\n", SIGNATURES)
+    assert (result.reason, result.category, result.signature_id, result.matched) == ("none", "none", None, [])
+    assert result.explain() == ["no failure evidence counts: none (the log shows no failure; a warning is not a cause)"]
 
 
 def test_progress_bar_glued_to_traceback_and_duplicated_ranks() -> None:
@@ -210,8 +218,8 @@ def test_huge_log_reads_only_head_and_tail(tmp_path: Path) -> None:
     p = tmp_path / "huge.log"
     _huge_log(p, b"", b"ModuleNotFoundError: No module named 'x'\n", b"")
     result = classify_file(p, SIGNATURES)
-    # the middle is never read
-    assert (result.reason, result.truncated, result.bytes_read) == ("unknown", True, HEAD_BYTES + TAIL_BYTES)
+    # the middle is never read, and the head and tail show no failure
+    assert (result.reason, result.truncated, result.bytes_read) == ("none", True, HEAD_BYTES + TAIL_BYTES)
 
 
 def test_huge_log_tail_match_has_no_line_number(tmp_path: Path) -> None:
@@ -354,7 +362,7 @@ def test_cli_plain_output() -> None:
     assert result.exit_code == 0, result.output
     rows = [line.split("\t") for line in result.stdout.splitlines()]
     assert rows[0] == [str(log), "key_error", "user", "py_key_error", "5"]
-    assert rows[1][1:] == ["unknown", "unknown", "-", "-"]
+    assert rows[1][1:] == ["none", "none", "-", "-"]
 
 
 def test_cli_json_and_explain() -> None:
@@ -384,3 +392,157 @@ def test_cli_bad_signatures_file(tmp_path: Path) -> None:
     errors = [line for line in result.stderr.splitlines() if line.startswith("gca: error:")]
     assert len(errors) == 1 and "Traceback" not in result.output
     assert "bad.toml" in errors[0] and "'my_sig'" in errors[0] and "pattern does not compile" in errors[0]
+
+
+# --- benign logs: a warning is not a root cause (sources in tests/data/classify/benign/SOURCES.md) ---
+
+def _benign_cases() -> list[str]:
+    return sorted(p.stem for p in BENIGN.glob("*.log"))
+
+
+@pytest.mark.parametrize("case", _benign_cases())
+def test_benign_log_has_no_failure_reason(case: str) -> None:
+    result = classify_file(BENIGN / f"{case}.log", SIGNATURES)
+    assert (result.reason, result.category) == ("none", "none"), "\n".join(result.explain())
+
+
+def test_benign_set_is_broad_and_sourced() -> None:
+    cases = _benign_cases()
+    assert len(cases) >= 100
+    sources = (BENIGN / "SOURCES.md").read_text()
+    assert all(f"| `{case}` |" in sources for case in cases)
+    assert all(line.rstrip().endswith(" |") and "| http" in line
+               for line in sources.splitlines() if line.startswith("| `"))
+
+
+# --- none, unknown, and what does not count ----------------------------------------
+
+TRACEBACK = 'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "line_number", "evidence"),
+    [
+        (TRACEBACK + "train.Diverged: step 400\n", 1, "python_traceback"),
+        ("epoch 1\nProcess finished with exit code 2\n", 2, "nonzero_exit"),
+        ("epoch 1\nterminate called without an active exception\n", 2, "fatal_signal"),
+        ("Job failed after 3 retries\n", 1, "run_failed"),
+    ],
+)
+def test_unknown_when_a_failure_has_no_name(text: str, line_number: int, evidence: str) -> None:
+    result = classify_text(text, SIGNATURES)
+    assert (result.reason, result.category, result.signature_id, result.line_number) == ("unknown", "unknown", None, line_number)
+    explained = result.explain()
+    assert explained[0].startswith(f"{evidence} (failure evidence, line {line_number}): ")
+    assert explained[-1] == "no signature names this failure: unknown"
+
+
+def test_a_bare_nccl_warn_is_a_note_not_an_nccl_error() -> None:
+    # issue 10: a healthy run that printed this answered nccl_error through nccl_watchdog_timeout
+    note = "node1:42:42 [0] NCCL INFO Using network Socket\nnode1:42:42 [0] NCCL WARN NET/IB : No device found.\nstep 1 loss 2.0\n"
+    result = classify_text(note, SIGNATURES)
+    assert (result.reason, [e.evidence_id for e in result.evidence]) == ("none", ["nccl_transport_fallback"])
+    assert "a routine note, not a failure" in result.explain()[0]
+    broken = "n1:2683:2826 [0] misc/ibvwrap.cc:268 NCCL WARN Call to ibv_create_cq failed\n"
+    assert classify_text(note + broken, SIGNATURES).reason == "nccl_error"
+
+
+def test_success_discounts_what_came_before_it() -> None:
+    setup = "srun: error: node2: task 0: Exited with exit code 1\nls: cannot access '/pkl_coco': No such file or directory\n"
+    done = ':::MLLOG {"key": "run_stop", "value": null, "metadata": {"status": "success"}}\n'
+    result = classify_text(setup + "epoch 3\n" + done, SIGNATURES)
+    assert result.reason == "none"
+    lines = result.explain()
+    assert lines[0].startswith("mlperf_run_stop_success (success, line 4): ")
+    assert any(line.startswith("srun_task_failed (does not count, line 1): before the success at line 4") for line in lines)
+    # a failure after the success still counts
+    assert classify_text(setup + done + "Segmentation fault (core dumped)\n", SIGNATURES).reason == "segfault"
+
+
+def test_preemption_then_resume_is_not_a_cause() -> None:
+    preempted = "slurmstepd: error: *** JOB 42 ON gpu07 CANCELLED AT 2024-03-01T12:00:00 DUE TO PREEMPTION ***\n"
+    resumed = "Restoring states from the checkpoint path at /ckpt/last.ckpt\nEpoch 4: 10%\n"
+    assert classify_text(preempted, SIGNATURES).reason == "preempted"
+    assert classify_text(preempted + resumed, SIGNATURES).reason == "none"
+
+
+def test_batch_size_finder_out_of_memory_is_not_a_cause() -> None:
+    probe = ("Batch size 256 failed, trying batch size 128\nRuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+             "Finished batch size finder, will continue with full run using batch size 128\n")
+    assert classify_text(probe, SIGNATURES).reason == "none"
+    assert classify_text(probe + "torch.OutOfMemoryError: CUDA out of memory.\n", SIGNATURES).reason == "cuda_oom"
+
+
+def test_handled_traceback_does_not_count() -> None:
+    caught = ("Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f71>\n" + TRACEBACK +
+              "AssertionError: can only test a child process\n")
+    result = classify_text("Epoch 5/15\n" + caught + "Epoch 6/15\n", SIGNATURES)
+    assert result.reason == "none"
+    assert any("in a traceback the program caught (exception_ignored, line 2)" in line for line in result.explain())
+    finalizer = ('Traceback (most recent call last):\n  File "/usr/lib/python3.10/multiprocessing/util.py", line 300, in _run_finalizers\n'
+                 "FileNotFoundError: [Errno 2] No such file or directory\n")
+    assert classify_text(finalizer, SIGNATURES).reason == "none"
+    # the same traceback without the header is the cause; a header does not reach a traceback far below it
+    assert classify_text(TRACEBACK + "AssertionError: can only test a child process\n", SIGNATURES).reason == "assertion_error"
+    far = "Exception ignored in: <function f>\n" + "step\n" * 5 + TRACEBACK + "AssertionError: x\n"
+    assert classify_text(far, SIGNATURES).reason == "assertion_error"
+    # a handled traceback does not hide the next one
+    assert classify_text(caught + TRACEBACK + "KeyError: 'labels'\n", SIGNATURES).reason == "key_error"
+
+
+def test_warning_names_its_reason_only_beside_a_failure() -> None:
+    fallback = ("W tensorflow/core/common_runtime/gpu/gpu_device.cc:1850] Cannot dlopen some GPU libraries. Please make sure the"
+                " missing libraries mentioned above are installed properly if you would like to use GPU.\n")
+    result = classify_text(fallback + "Epoch 1/10\n", SIGNATURES)
+    assert result.reason == "none"
+    assert any(line.startswith("gpu_library_warning (does not count, line 1): a warning, and nothing else") for line in result.explain())
+    assert classify_text(fallback + "Process finished with exit code 1\n", SIGNATURES).reason == "cuda_driver"
+
+
+EVIDENCE = """
+[[evidence]]
+id = "my_evidence"
+kind = "failure"
+pattern = 'frobnication aborted'
+examples = ["frobnication aborted"]
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        (EVIDENCE.replace('kind = "failure"', 'kind = "doom"'), "unknown kind 'doom'"),
+        (EVIDENCE.replace('examples = ["frobnication aborted"]', 'examples = ["nothing"]'), "pattern does not match example 1"),
+        (EVIDENCE.replace('kind = "failure"\n', ''), "missing key(s) ['kind']"),
+        (EVIDENCE.replace('kind = "failure"', 'kind = "failure"\npriority = 3'), "unknown key(s) ['priority']"),
+        (EVIDENCE + GOOD.replace('id = "my_sig"', 'id = "my_evidence"'), "duplicate id"),
+        (GOOD.replace("priority = 999", "priority = 999\nwarning = 1"), "warning must be true or false"),
+        (GOOD.replace('reason = "value_error"', 'reason = "none"'), "unknown reason 'none'"),
+    ],
+)
+def test_broken_evidence_is_a_one_line_error(text: str, fragment: str) -> None:
+    with pytest.raises(RulesError) as err:
+        parse_signatures(text, "my.toml")
+    assert fragment in str(err.value) and "my.toml" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_user_evidence_is_used(tmp_path: Path) -> None:
+    extra = tmp_path / "site.toml"
+    extra.write_text(EVIDENCE)
+    assert classify_text("frobnication aborted\n", SIGNATURES).reason == "none"
+    assert classify_text("frobnication aborted\n", load_signatures([extra])).reason == "unknown"
+
+
+def test_cli_explains_none_and_unknown(tmp_path: Path) -> None:
+    unknown = tmp_path / "unknown.log"
+    unknown.write_text("step 1\nProcess finished with exit code 3\n")
+    result = runner.invoke(app, ["classify", "--explain", str(CASES / "nothing.log"), str(unknown)], catch_exceptions=False)
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0].split("\t")[1:] == ["none", "none", "-", "-"]
+    assert lines[1] == "  no failure evidence counts: none (the log shows no failure; a warning is not a cause)"
+    assert lines[2].split("\t")[1:] == ["unknown", "unknown", "-", "2"]
+    assert lines[3].startswith("  nonzero_exit (failure evidence, line 2): ")
+    obj = json.loads(runner.invoke(app, ["classify", "--json", "--explain", str(unknown)]).stdout)
+    assert (obj["reason"], obj["line_number"], obj["evidence"][0]["id"]) == ("unknown", 2, "nonzero_exit")
+    assert obj["explain"][-1] == "no signature names this failure: unknown"

@@ -91,7 +91,7 @@ def test_synth_layout_classifies_every_file_and_keeps_identical_logs_of_differen
     got = rows(db, "SELECT job_id, attempt_ref, stream, reason, category, line_number FROM job_logs ORDER BY ALL")
     assert got == [
         ("job_a", 0, "stderr", "cuda_oom", "framework", 3),
-        ("job_a", 0, "stdout", "unknown", "unknown", None),
+        ("job_a", 0, "stdout", "none", "none", None),  # training output shows no failure
         ("job_b", 0, "stderr", "import_error", "user", 3),
         ("job_b", 1, "stderr", "cuda_oom", "framework", 3),
     ]

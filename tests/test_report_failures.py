@@ -250,7 +250,7 @@ def test_summary_counts_and_unclassified_share(with_logs: Written) -> None:
     for q in (50, 90, 95):
         assert num(s[f"rtf_p{q}_s"]) == pytest.approx(np.percentile(rtf, q))
     page = with_logs.html.read_text()
-    assert "unclassified: 46.2% (1 with a log in which no signature matched, 5 without any log)" in page
+    assert "unclassified: 46.2% (1 with a log that shows a failure no signature names, 5 without any log)" in page
 
 
 def test_reasons_trials_jobs_gpu_time_and_percentiles(with_logs: Written) -> None:
@@ -461,3 +461,34 @@ def test_failure_figures_render_in_a_browser(with_logs: Written) -> None:
 
     assert len(re.findall(r"Plotly\.newPlot\(", with_logs.html.read_text())) >= 12
     renders(with_logs)
+
+
+def test_a_log_that_shows_no_failure_is_no_cause_in_the_log(tmp_path: Path) -> None:
+    # issue 10: J3's failed attempt gets a log that shows no failure (reason none); J4's a0 has
+    # an unknown stderr beside a none stdout, and unknown (failure evidence) wins; killed K3's
+    # log that shows no failure does not make its attempt a failed one.
+    extra = """
+    INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id) VALUES
+      ('philly', 'K3', 'u6', 'vc1', 'killed', 'Killed', '2017-10-10 09:00:00', 1);
+    INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id) VALUES
+      ('philly', 'K3', 0, 0, '2017-10-10 16:00:00', '2017-10-10 16:10:00', 1);
+    INSERT INTO job_logs (job_id, attempt_ref, stream, layout, reason, category, signature_id, priority,
+                          line_number, file_id) VALUES
+      ('J3', 0, 'stderr', 'synth', 'none', 'none', NULL, NULL, NULL, 3),
+      ('J4', 0, 'stdout', 'synth', 'none', 'none', NULL, NULL, NULL, 3),
+      ('K3', 0, 'stderr', 'synth', 'none', 'none', NULL, NULL, NULL, 3)
+    """
+    written = build_report(_store(tmp_path / "n.duckdb", HANDMADE, LOGS, extra), tmp_path / "out")
+    jobs = by(written, "jobs", "source", "job_id")
+    assert (jobs[("philly", "J3")]["failure_reason"], jobs[("philly", "J3")]["failure_category"]) == ("none", "none")
+    assert jobs[("philly", "J4")]["failure_reason"] == "unknown"
+    assert jobs[("philly", "K3")]["failure_reason"] == ""
+    reasons = {r["reason"]: r for r in read(written, "failure_reasons")}
+    assert (reasons["no cause in the log"]["category"], reasons["no cause in the log"]["trials"]) == ("no cause in the log", "1")
+    assert "none" not in reasons
+    categories = [c["category"] for c in read(written, "failure_categories")]
+    assert categories == ["infrastructure", "framework", "user", "unknown", "no cause in the log", "no log"]
+    s = read(written, "failure_summary")[0]
+    assert (s["classified_trials"], s["unknown_trials"], s["no_cause_trials"], s["no_log_trials"]) == ("7", "1", "1", "4")
+    assert num(s["unclassified_pct"]) == pytest.approx(100 * 6 / 13)
+    assert "1 with a log that shows no failure at all (no cause in the log)," in written.html.read_text()

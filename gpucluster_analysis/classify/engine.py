@@ -1,5 +1,14 @@
 """Classify a job log: find the lines worth looking at, strip their noise, match the
-signatures, pick the root cause.
+signatures and the failure evidence, pick the root cause, or say that there is none.
+
+Outcome: a named reason when a signature counts; `unknown` when no signature counts but
+failure evidence does (a traceback, a non-zero exit, a fatal signal); `none` when the log
+shows no failure at all (a warning is not a cause). What does not count: anything before
+the last `success` evidence (the run finished, or recovered: a resume, a batch size that
+fits), the lines of a traceback that `handled` evidence marks as caught (`Exception ignored
+in:`, multiprocessing finalizers), lines that are `note` evidence (NCCL falling back to
+another transport, TensorRT libraries missing), and a signature marked `warning` in a log
+where nothing else counts.
 
 Precedence: a signature's priority // 100 is its band (higher band wins); inside a
 band a match from an earlier traceback of a chained exception wins (the cause, not
@@ -23,16 +32,16 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass, field
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from gpucluster_analysis.classify.noise import is_blank, normalize_line
-from gpucluster_analysis.classify.rules import CATEGORIES, Signature
+from gpucluster_analysis.classify.rules import CATEGORIES, CAUSE, Signature
 
 __all__ = [
-    "HEAD_BYTES", "TAIL_BYTES", "Classification", "Match", "classify_bytes", "classify_file", "classify_text",
+    "HEAD_BYTES", "TAIL_BYTES", "Classification", "Evidence", "Match", "classify_bytes", "classify_file", "classify_text",
     "iter_lines", "normalize_line", "read_bounded",
 ]
 
@@ -44,6 +53,11 @@ _CHAIN = re.compile(
     r"|The above exception was the direct cause of the following exception:)"
 )
 _CHAIN_LITERALS = ("during handling of the above exception", "the above exception was the direct cause")
+# Where a Python traceback starts (its lines end at the exception line, a match of a `{EXC}` signature).
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
+_TRACEBACK_LITERAL = "traceback (most recent call last)"
+# A `handled` header ("Exception ignored in: ...") covers a traceback starting at most this many lines later.
+HANDLED_REACH = 3
 GENERIC_REASON = "python_exception"
 
 
@@ -61,6 +75,16 @@ class Match:
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """A line that an [[evidence]] entry matched, or a signature match that does not count (`why`)."""
+    evidence_id: str
+    kind: str  # an EVIDENCE_KINDS key, or "discounted" for a signature match that does not count
+    line_number: int | None
+    line: str
+    why: str = ""
+
+
+@dataclass(frozen=True)
 class Classification:
     reason: str
     category: str
@@ -70,19 +94,35 @@ class Classification:
     matched: list[Match] = field(default_factory=list)
     truncated: bool = False  # only a head and a tail of the file were read
     bytes_read: int | None = None  # by classify_file; None for classify_text
+    # the failure evidence that counts, then the lines that made something not count
+    evidence: list[Evidence] = field(default_factory=list)
 
     def explain(self) -> list[str]:
-        """Every matching signature in precedence order, and why the first one won."""
-        if not self.matched:
-            return ["no signature matched: unknown"]
+        """Every matching signature in precedence order and why the first one won; for `unknown`
+        and `none`, the failure evidence or its absence; then what did not count, and why."""
         out = []
-        win = self.matched[0]
-        for i, m in enumerate(self.matched):
-            tag = "winner" if i == 0 else _why(win, m)
-            where = "tail of a cut file" if m.line_number is None else f"line {m.line_number}"
-            out.append(f"{m.signature_id} ({m.reason}, priority {m.priority}, {where}, "
-                       f"traceback {m.chain}): {tag}: {m.line}")
+        if self.matched:
+            win = self.matched[0]
+            for i, m in enumerate(self.matched):
+                tag = "winner" if i == 0 else _why(win, m)
+                out.append(f"{m.signature_id} ({m.reason}, priority {m.priority}, {_where(m.line_number)}, "
+                           f"traceback {m.chain}): {tag}: {m.line}")
+        failures = [e for e in self.evidence if e.kind == "failure"]
+        if self.reason == "unknown":
+            out += [f"{e.evidence_id} (failure evidence, {_where(e.line_number)}): {e.line}" for e in failures]
+            out.append("no signature names this failure: unknown")
+        out += [f"{e.evidence_id} ({_KIND_WORDS.get(e.kind, e.kind)}, {_where(e.line_number)}): {e.why}: {e.line}"
+                for e in self.evidence if e.kind != "failure"]
+        if self.reason == "none":
+            out.append("no failure evidence counts: none (the log shows no failure; a warning is not a cause)")
         return out
+
+
+_KIND_WORDS = {"discounted": "does not count", "success": "success", "handled": "handled traceback", "note": "note"}
+
+
+def _where(line_number: int | None) -> str:
+    return "tail of a cut file" if line_number is None else f"line {line_number}"
 
 
 def _why(win: Match, m: Match) -> str:
@@ -128,7 +168,7 @@ def _trie_pattern(words: list[str]) -> str:
 
 @lru_cache(maxsize=16)
 def _plan(signatures: tuple[Signature, ...]) -> _Plan:
-    literals: set[str] = set(_CHAIN_LITERALS)
+    literals: set[str] = set(_CHAIN_LITERALS) | {_TRACEBACK_LITERAL}
     full_scan = False
     for sig in signatures:
         if sig.prefilter:
@@ -216,8 +256,11 @@ def classify_bytes(data: bytes, signatures: list[Signature], *, tail_from_line: 
         data = data.replace(b"#015", b"\r")
     plan = _plan(tuple(signatures))
     sigs = plan.signatures
-    first: dict[str, Match] = {}
+    hits: list[_Hit] = []
+    notes: list[Evidence] = []
     chain = 0
+    block: _Block | None = None  # the traceback being read, until its exception line
+    handled_header: tuple[int, Evidence] | None = None  # (raw line number, evidence) of a handled header
     for number, raw_bytes in _candidate_lines(data, plan):
         raw = raw_bytes.decode("utf-8", "replace")
         for piece in raw.split("\r") if "\r" in raw else (raw,):
@@ -229,21 +272,109 @@ def classify_bytes(data: bytes, signatures: list[Signature], *, tail_from_line: 
                 continue
             if _CHAIN.match(line):
                 chain += 1
+                block = None
                 continue
             line_number = None if tail_from_line is not None and number >= tail_from_line else number
-            # Signatures already matched earlier are tried too: they still make a
-            # python_exception match on this line yield.
             found = [sigs[i] for i in to_try if sigs[i].regex.search(line)]
-            if len(found) > 1 and any(s.reason != GENERIC_REASON for s in found):
-                found = [s for s in found if s.reason != GENERIC_REASON]
+            note = next((s for s in found if s.kind == "note"), None)
+            if note is not None:  # a routine note: nothing on this line counts
+                notes.append(Evidence(note.id, "note", line_number, line, "a routine note, not a failure"))
+                continue
+            if _TRACEBACK.search(line):
+                covered = handled_header is not None and number - handled_header[0] <= HANDLED_REACH
+                block = _Block(handled=handled_header[1] if covered and handled_header else None)
+                handled_header = None
             for sig in found:
-                if sig.id not in first:
-                    first[sig.id] = Match(sig.id, sig.reason, sig.priority, line_number, line, chain)
+                if sig.kind == "handled":
+                    ev = Evidence(sig.id, "handled", line_number, line, "the program caught this traceback")
+                    if block is not None:
+                        block.handled = block.handled or ev
+                    else:
+                        handled_header = (number, ev)
+            causes = [s for s in found if s.kind == CAUSE]
+            ends_block = any(s.names_exception for s in causes)
+            if len(causes) > 1 and any(s.reason != GENERIC_REASON for s in causes):
+                causes = [s for s in causes if s.reason != GENERIC_REASON]
+            failures = [s for s in found if s.kind == "failure"]
+            success = [s for s in found if s.kind == "success"]
+            if causes or failures or success:
+                hits.append(_Hit(len(hits), line_number, line, chain, block, causes, failures, success))
+            if ends_block:
+                block = None
+    return _decide(hits, notes)
+
+
+def _first_of_each(notes: list[Evidence]) -> list[Evidence]:
+    """The first line of each note, saying how many lines it covered."""
+    counts: dict[str, int] = {}
+    for e in notes:
+        counts[e.evidence_id] = counts.get(e.evidence_id, 0) + 1
+    firsts = {e.evidence_id: e for e in reversed(notes)}
+    return [dataclasses.replace(e, why=e.why + (f" ({counts[i]} lines)" if counts[i] > 1 else ""))
+            for i, e in reversed(list(firsts.items()))]
+
+
+@dataclass
+class _Block:
+    """One Python traceback, from its `Traceback (most recent call last)` line to its exception line."""
+    handled: Evidence | None = None  # the handled evidence that marks it caught
+
+
+@dataclass(frozen=True)
+class _Hit:
+    seq: int
+    line_number: int | None
+    line: str
+    chain: int
+    block: _Block | None
+    causes: list[Signature]
+    failures: list[Signature]
+    success: list[Signature]
+
+
+def _decide(hits: list[_Hit], notes: list[Evidence]) -> Classification:
+    """Drop what does not count (before the last success, in a handled traceback), then name the cause."""
+    last_success = max((h for h in hits if h.success), key=lambda h: h.seq, default=None)
+    out: list[Evidence] = []
+    if last_success is not None:
+        out.append(Evidence(last_success.success[0].id, "success", last_success.line_number, last_success.line,
+                            "the run finished or recovered here; what came before does not count"))
+    counting: list[_Hit] = []
+    handled_seen: set[int] = set()
+    for h in hits:
+        if not (h.causes or h.failures):
+            continue
+        if last_success is not None and h.seq < last_success.seq:
+            why = f"before the success at {_where(last_success.line_number)}"
+        elif h.block is not None and h.block.handled is not None:
+            why = f"in a traceback the program caught ({h.block.handled.evidence_id}, {_where(h.block.handled.line_number)})"
+            if id(h.block) not in handled_seen:
+                handled_seen.add(id(h.block))
+                out.append(h.block.handled)
+        else:
+            counting.append(h)
+            continue
+        out += [Evidence(s.id, "discounted", h.line_number, h.line, why) for s in h.causes]
+    shows_failure = any(h.failures or any(not s.warning for s in h.causes) for h in counting)
+    first: dict[str, Match] = {}
+    for h in counting:
+        for sig in h.causes:
+            if sig.warning and not shows_failure:
+                out.append(Evidence(sig.id, "discounted", h.line_number, h.line,
+                                    "a warning, and nothing else in the log shows a failure"))
+            elif sig.id not in first:
+                first[sig.id] = Match(sig.id, sig.reason, sig.priority, h.line_number, h.line, h.chain)
+    out += _first_of_each(notes)
     matched = sorted(first.values(), key=Match.key)
-    if not matched:
-        return Classification("unknown", CATEGORIES["unknown"], None, None, None, [])
-    win = matched[0]
-    return Classification(win.reason, CATEGORIES[win.reason], win.signature_id, win.line_number, win.line, matched)
+    if matched:
+        win = matched[0]
+        return Classification(win.reason, CATEGORIES[win.reason], win.signature_id, win.line_number, win.line, matched,
+                              evidence=out)
+    failures = [Evidence(s.id, "failure", h.line_number, h.line) for h in counting for s in h.failures]
+    if failures:
+        return Classification("unknown", CATEGORIES["unknown"], None, failures[0].line_number, failures[0].line, [],
+                              evidence=failures[:1] + out)
+    return Classification("none", CATEGORIES["none"], None, None, None, [], evidence=out)
 
 
 def _read_parts(path: Path, head: int, tail: int) -> tuple[bytes, bytes | None, int]:

@@ -1,4 +1,9 @@
-"""Failure signatures: load and strictly validate signatures.toml (and user files).
+"""Failure signatures and failure evidence: load and strictly validate signatures.toml (and user files).
+
+A file holds `[[signature]]` tables (a pattern that names a root cause: its `reason`) and
+`[[evidence]]` tables (a pattern that tells whether the log shows a failure at all, by its
+`kind`: `failure`, `success`, `handled` or `note`; see EVIDENCE_KINDS). Both load as
+`Signature` objects, the evidence ones with `kind` set and no reason.
 
 The category of a signature follows from its reason through `CATEGORIES`, the
 failure taxonomy of docs/domain.md; the reason ids there must stay as they are.
@@ -47,11 +52,26 @@ CATEGORIES: dict[str, str] = {
     "time_limit": "user",
     "user_kill": "user",
     "unknown": "unknown",
+    "none": "none",
+}
+
+# Reasons the classifier itself gives, never a signature: a failure no signature names, and no failure.
+DERIVED_REASONS = ("unknown", "none")
+
+CAUSE = "cause"  # the kind of a [[signature]] table: it names a root cause
+# kind of an [[evidence]] table -> what a line it matches means
+EVIDENCE_KINDS: dict[str, str] = {
+    "failure": "the log shows a failure (a traceback, a non-zero exit, a fatal signal); unknown when no signature names it",
+    "success": "the run finished or recovered here: what matched before this line does not count",
+    "handled": "the traceback this line heads or sits in was caught and reported by the program: its lines do not count",
+    "note": "a routine note that reads like a failure: neither a cause nor failure evidence",
 }
 
 SHIPPED = "signatures.toml"
 _KEYS = {"id", "reason", "pattern", "priority", "examples"}
-_OPTIONAL_KEYS = {"description", "counter_examples", "prefilter"}
+_OPTIONAL_KEYS = {"description", "counter_examples", "prefilter", "warning"}
+_EVIDENCE_KEYS = {"id", "kind", "pattern", "examples"}
+_EVIDENCE_OPTIONAL_KEYS = {"description", "counter_examples", "prefilter"}
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
 # `{EXC}` in a pattern stands for the start of an uncaught exception's line: optional
@@ -77,6 +97,10 @@ class Signature:
     # Lower-case literals; a line can match only if it contains one of them. Empty:
     # the pattern is tried on every line (correct, but slow on big logs).
     prefilter: tuple[str, ...] = ()
+    # CAUSE for a [[signature]]; an EVIDENCE_KINDS key for an [[evidence]] table (reason "")
+    kind: str = CAUSE
+    # a warning names its reason only in a log that shows a failure besides it
+    warning: bool = False
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -84,7 +108,12 @@ class Signature:
 
     @property
     def category(self) -> str:
-        return CATEGORIES[self.reason]
+        return CATEGORIES[self.reason] if self.kind == CAUSE else ""
+
+    @property
+    def names_exception(self) -> bool:
+        """The pattern matches the line of an uncaught Python exception (it uses `{EXC}`)."""
+        return "{EXC}" in self.pattern
 
 
 def expand(pattern: str) -> str:
@@ -103,31 +132,35 @@ def parse_signatures(text: str, source: str) -> list[Signature]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise RulesError(f"{source}: not valid TOML: {e}", "fix the syntax; patterns go in '...' literal strings") from None
-    unknown_top = set(data) - {"signature"}
+    unknown_top = set(data) - {"signature", "evidence"}
     if unknown_top:
-        raise RulesError(f"{source}: unknown top-level key(s) {sorted(unknown_top)}", "only [[signature]] tables are allowed")
-    tables = data.get("signature", [])
-    if not isinstance(tables, list):
-        raise RulesError(f"{source}: 'signature' must be an array of tables", "write each one as [[signature]]")
+        raise RulesError(f"{source}: unknown top-level key(s) {sorted(unknown_top)}",
+                         "only [[signature]] and [[evidence]] tables are allowed")
     out: list[Signature] = []
     seen: set[str] = set()
-    for n, table in enumerate(tables, 1):
-        out.append(_signature(table, n, source, seen))
+    for key in ("signature", "evidence"):
+        tables = data.get(key, [])
+        if not isinstance(tables, list):
+            raise RulesError(f"{source}: '{key}' must be an array of tables", f"write each one as [[{key}]]")
+        for n, table in enumerate(tables, 1):
+            out.append(_signature(table, n, source, seen) if key == "signature" else _evidence(table, n, source, seen))
     return out
 
 
-def _signature(table: object, n: int, source: str, seen: set[str]) -> Signature:
+def _checked_table(table: object, n: int, source: str, seen: set[str], noun: str,
+                   keys: set[str], optional: set[str]) -> tuple[dict, str]:  # type: ignore[type-arg]
+    """The table with its optional keys defaulted, and how errors name it; checks keys, strings and the id."""
     if not isinstance(table, dict):
-        raise RulesError(f"{source}: signature #{n} is not a table")
+        raise RulesError(f"{source}: {noun} #{n} is not a table")
     sid = table.get("id")
-    where = f"{source}: signature {sid!r}" if isinstance(sid, str) else f"{source}: signature #{n}"
-    unknown = set(table) - _KEYS - _OPTIONAL_KEYS
+    where = f"{source}: {noun} {sid!r}" if isinstance(sid, str) else f"{source}: {noun} #{n}"
+    unknown = set(table) - keys - optional
     if unknown:
-        raise RulesError(f"{where}: unknown key(s) {sorted(unknown)}", f"allowed keys: {', '.join(sorted(_KEYS | _OPTIONAL_KEYS))}")
-    missing = _KEYS - set(table)
+        raise RulesError(f"{where}: unknown key(s) {sorted(unknown)}", f"allowed keys: {', '.join(sorted(keys | optional))}")
+    missing = keys - set(table)
     if missing:
         raise RulesError(f"{where}: missing key(s) {sorted(missing)}")
-    for key in ("id", "reason", "pattern"):
+    for key in sorted(keys & {"id", "reason", "kind", "pattern"}):
         if not isinstance(table[key], str) or not table[key]:
             raise RulesError(f"{where}: {key} must be a non-empty string")
     table = {"description": "", "counter_examples": [], **table}
@@ -136,12 +169,43 @@ def _signature(table: object, n: int, source: str, seen: set[str]) -> Signature:
     if not _ID.match(sid):  # type: ignore[arg-type]
         raise RulesError(f"{where}: id must be snake_case")
     if sid in seen:
-        raise RulesError(f"{where}: duplicate id", "ids must be unique within a file")
+        raise RulesError(f"{where}: duplicate id", "ids must be unique within a file, signatures and evidence together")
     seen.add(sid)  # type: ignore[arg-type]
-    if table["reason"] not in CATEGORIES or table["reason"] == "unknown":
+    return table, where
+
+
+def _evidence(table: object, n: int, source: str, seen: set[str]) -> Signature:
+    table, where = _checked_table(table, n, source, seen, "evidence", _EVIDENCE_KEYS, _EVIDENCE_OPTIONAL_KEYS)
+    if table["kind"] not in EVIDENCE_KINDS:
+        raise RulesError(f"{where}: unknown kind {table['kind']!r}", f"use one of {', '.join(EVIDENCE_KINDS)}")
+    literals = _checked_literals(table, where)
+    return Signature(
+        id=table["id"], reason="", pattern=table["pattern"], priority=0, description=table["description"],
+        examples=tuple(table["examples"]), counter_examples=tuple(table["counter_examples"]), source=source,
+        prefilter=literals, kind=table["kind"],
+    )
+
+
+def _signature(table: object, n: int, source: str, seen: set[str]) -> Signature:
+    table, where = _checked_table(table, n, source, seen, "signature", _KEYS, _OPTIONAL_KEYS)
+    if table["reason"] not in CATEGORIES or table["reason"] in DERIVED_REASONS:
         raise RulesError(f"{where}: unknown reason {table['reason']!r}", "use a reason id from the failure taxonomy")
     if not isinstance(table["priority"], int) or isinstance(table["priority"], bool):
         raise RulesError(f"{where}: priority must be an integer")
+    if not isinstance(table.get("warning", False), bool):
+        raise RulesError(f"{where}: warning must be true or false")
+    literals = _checked_literals(table, where)
+    return Signature(
+        id=table["id"], reason=table["reason"], pattern=table["pattern"], priority=table["priority"],
+        description=table["description"], examples=tuple(table["examples"]),
+        counter_examples=tuple(table["counter_examples"]), source=source, prefilter=literals,
+        warning=table.get("warning", False),
+    )
+
+
+def _checked_literals(table: dict, where: str) -> tuple[str, ...]:  # type: ignore[type-arg]
+    """The lower-cased prefilter literals, once the pattern compiles, every example matches (and holds a
+    literal) and no counter-example does."""
     for key in ("examples", "counter_examples"):
         value = table[key]
         if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
@@ -167,15 +231,11 @@ def _signature(table: object, n: int, source: str, seen: set[str]) -> Signature:
     for i, counter in enumerate(table["counter_examples"], 1):
         if regex.search(normalize_line(counter)):
             raise RulesError(f"{where}: pattern matches counter-example {i} {counter[:80]!r}", "fix the pattern or the counter-example")
-    return Signature(
-        id=sid, reason=table["reason"], pattern=table["pattern"], priority=table["priority"],  # type: ignore[arg-type]
-        description=table["description"], examples=tuple(table["examples"]),
-        counter_examples=tuple(table["counter_examples"]), source=source, prefilter=literals,
-    )
+    return literals
 
 
 def load_signatures(extra: list[Path] | None = None) -> list[Signature]:
-    """The shipped signatures, then each extra file in order: a signature with a known id replaces it."""
+    """The shipped signatures and evidence, then each extra file in order: an entry with a known id replaces it."""
     path = shipped_path()
     by_id = {s.id: s for s in parse_signatures(path.read_text(encoding="utf-8"), str(path))}
     for p in extra or []:

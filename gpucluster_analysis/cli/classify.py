@@ -16,7 +16,7 @@ from gpucluster_analysis.errors import InputError
 def classify(
     files: Annotated[list[Path], typer.Argument(help="Log files to classify (stdout.log, stderr.log, slurm-*.out...).")],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per file and line.")] = False,
-    explain: Annotated[bool, typer.Option("--explain", help="List every matching signature in precedence order and why the winner won.")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="List every matching signature in precedence order and why the winner won; for unknown and none, the failure evidence or its absence, and what did not count.")] = False,
     signatures: Annotated[
         list[Path] | None,
         typer.Option("--signatures", help="A TOML file of extra signatures; one with a shipped id replaces it. Repeatable."),
@@ -24,6 +24,8 @@ def classify(
 ) -> None:
     """Classify why each job log failed: one line per file, path, reason, category, signature, line.
 
+    The reason is `none` for a log that shows no failure (a warning is not a cause) and
+    `unknown` for one that shows a failure no signature names (its line is that evidence's).
     Reads at most the first 1 MiB and the last 4 MiB of each file; a match in the
     tail of a file cut that way has no line number ("-").
 
@@ -51,6 +53,11 @@ def classify(
                      "line_number": m.line_number, "traceback": m.chain, "line": m.line}
                     for m in result.matched
                 ]
+                obj["evidence"] = [
+                    {"id": e.evidence_id, "kind": e.kind, "line_number": e.line_number, "line": e.line, "why": e.why}
+                    for e in result.evidence
+                ]
+                obj["explain"] = result.explain()
             typer.echo(json.dumps(obj, ensure_ascii=False))
         else:
             sig = result.signature_id or "-"

@@ -264,10 +264,11 @@ def stacked_status_bars(
                         colors=STATUS_COLORS)
 
 
-# Failure categories of docs/domain.md, plus the report's 'no log' (a failed attempt without a log).
+# Failure categories of docs/domain.md, plus the report's 'no cause in the log' (a failed attempt
+# whose log shows no failure: reason none) and 'no log' (a failed attempt without a log).
 CATEGORY_COLORS = {
     "infrastructure": "#8c564b", "framework": "#ff7f0e", "user": "#1f77b4", "unknown": "#7f7f7f",
-    "no log": "#c7c7c7",
+    "no cause in the log": "#a5a5a5", "no log": "#c7c7c7",
 }
 
 

@@ -7,7 +7,8 @@
 --   * otherwise an attempt that is not the job's final one failed (it was retried), and the
 --     final one failed when the job's status is one of FAILURE_STATUSES, or when the job was
 --     killed and the attempt's log names a cause other than user_kill (the attempt failed and
---     the job was killed before its retry started, or hung after the failure until killed).
+--     the job was killed before its retry started, or hung after the failure until killed);
+--     a log that shows no failure (reason none) or none gca can name (unknown) does not.
 -- The final attempt is the last in time: ordered by start, or by end for an attempt that
 -- never started (a launch failure: attempt_no puts it last although it came first), attempts
 -- with neither time last, ties by attempt_no.
@@ -15,16 +16,17 @@
 -- by more than one source gets no logs (attaching them to the wrong job would be worse than
 -- none; failure_log_matching counts such files). attempt_ref is attempts.source_index; NULL
 -- means the job's final attempt. An attempt's root cause is the highest-priority
--- classification among its files; ties: a matched signature before unknown, stderr before
--- combined before stdout, then the lower line number.
+-- classification among its files; ties: a matched signature before unknown (failure evidence
+-- that no signature names) before none (no failure in the log), stderr before combined before
+-- stdout, then the lower line number.
 -- Parameters: none.
 -- Output: source, job_id, attempt_no, source_index, user, vc, job_status, attempt_status
 -- (NULL: the source gives only the job's), is_final_attempt, num_gpus (allocations of the
 -- attempt, else attempts.num_gpus; NULL when neither is known), start_at, end_at,
 -- runtime_to_failure_s (end - start; NULL when either is missing or end < start),
 -- gpu_time_lost_s (runtime_to_failure_s x num_gpus), has_log, log_files (files mapped to the
--- attempt), reason and category (NULL without a log; 'unknown' for a log where nothing
--- matched), and of the winning file: signature_id, stream, line_number, line,
+-- attempt), reason and category (NULL without a log; 'unknown' for a log that shows a failure
+-- no signature names; 'none' for a log that shows no failure at all), and of the winning file: signature_id, stream, line_number, line,
 -- other_signatures (every other signature that matched in it, in precedence order),
 -- job_root_cause (TRUE on the one row per job that jobs.csv takes failure_reason and
 -- failure_category from: the job's final status is one of FAILURE_STATUSES and this is its
@@ -71,7 +73,7 @@ ranked AS (
            count(*) OVER (PARTITION BY source, job_id, attempt_no) AS log_files,
            row_number() OVER (
                PARTITION BY source, job_id, attempt_no
-               ORDER BY priority DESC NULLS LAST, reason = 'unknown',
+               ORDER BY priority DESC NULLS LAST, list_position(['unknown', 'none'], reason) NULLS FIRST,
                         CASE stream WHEN 'stderr' THEN 0 WHEN 'combined' THEN 1 WHEN 'stdout' THEN 2 ELSE 3 END,
                         line_number NULLS LAST, file_id
            ) AS rank
@@ -91,7 +93,7 @@ failed AS (
     WHERE CASE
         WHEN attempt_status IS NOT NULL THEN attempt_status IN ('failed', 'timeout', 'node_fail', 'preempted')
         WHEN from_last = 1 THEN job_status IN ('failed', 'timeout', 'node_fail', 'preempted')
-            OR (job_status = 'killed' AND coalesce(reason NOT IN ('unknown', 'user_kill'), FALSE))
+            OR (job_status = 'killed' AND coalesce(reason NOT IN ('unknown', 'none', 'user_kill'), FALSE))
         ELSE TRUE
     END
 )

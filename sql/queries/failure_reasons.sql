@@ -1,7 +1,8 @@
 -- failure_reasons: failed attempts (trials) per root cause classified from their logs, with
 -- the GPU time they lost, their runtime to failure and how often a cause repeats (the
 -- study's Table 6). Trials without a log are the row 'no log' (category 'no log'); a log
--- where nothing matched is reason 'unknown'.
+-- that shows a failure no signature names is reason 'unknown'; a log that shows no failure
+-- at all (reason none) is the row 'no cause in the log' (category likewise).
 -- Needs the temp table attempt_failures. Parameters: none.
 -- Output: category, reason, trials, trials_pct (of all trials), jobs (distinct jobs with at
 -- least one trial of this reason: a job that failed for several reasons counts under each),
@@ -12,8 +13,8 @@
 -- (trials per distinct user with this reason).
 WITH labelled AS (
     SELECT source, job_id, "user", gpu_time_lost_s, runtime_to_failure_s,
-           CASE WHEN has_log THEN category ELSE 'no log' END AS category,
-           CASE WHEN has_log THEN reason ELSE 'no log' END AS reason
+           CASE WHEN NOT has_log THEN 'no log' WHEN reason = 'none' THEN 'no cause in the log' ELSE category END AS category,
+           CASE WHEN NOT has_log THEN 'no log' WHEN reason = 'none' THEN 'no cause in the log' ELSE reason END AS reason
     FROM attempt_failures
 ),
 totals AS (

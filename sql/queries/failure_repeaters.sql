@@ -12,7 +12,7 @@ WITH pairs AS (
            quantile_cont(runtime_to_failure_s, 0.5) AS rtf_p50_s,
            min(end_at) AS first_failure_at, max(end_at) AS last_failure_at
     FROM attempt_failures
-    WHERE has_log AND reason <> 'unknown'
+    WHERE has_log AND reason NOT IN ('unknown', 'none')
     GROUP BY source, job_id, reason
     UNION ALL
     SELECT 'user', source, "user", reason, any_value(category),
@@ -21,7 +21,7 @@ WITH pairs AS (
            quantile_cont(runtime_to_failure_s, 0.5),
            min(end_at), max(end_at)
     FROM attempt_failures
-    WHERE has_log AND reason <> 'unknown' AND "user" IS NOT NULL
+    WHERE has_log AND reason NOT IN ('unknown', 'none') AND "user" IS NOT NULL
     GROUP BY source, "user", reason
 ),
 ranked AS (

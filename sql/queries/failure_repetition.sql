@@ -1,7 +1,7 @@
 -- failure_repetition: how often the same root cause strikes the same job again (retries that
 -- fail alike) and the same user again (across jobs): the study's repetition factor, trials
 -- per distinct (job or user, reason). Over classified trials only (a log and a reason other
--- than unknown): an unexplained failure cannot be said to repeat.
+-- than unknown or none): an unexplained failure cannot be said to repeat.
 -- Needs the temp table attempt_failures. Parameters: none.
 -- Output: scope ('job', 'user'), trials, pairs (distinct (job or user, reason)),
 -- repetition_factor (trials / pairs), repeated_pairs (pairs with 2+ trials),
@@ -10,7 +10,7 @@
 WITH classified AS (
     SELECT source, job_id, "user", reason, gpu_time_lost_s, coalesce(start_at, end_at) AS failed_at, attempt_no
     FROM attempt_failures
-    WHERE has_log AND reason <> 'unknown'
+    WHERE has_log AND reason NOT IN ('unknown', 'none')
 ),
 scoped AS (
     SELECT 'job' AS scope, source, job_id AS who, reason, gpu_time_lost_s, failed_at, attempt_no FROM classified

@@ -13,7 +13,8 @@ from gpucluster_analysis.report.sections.text import (
     first_row, fmt_dur, fmt_int, fmt_pct, fmt_share, gpus_label, index_by, join_list, plural, rows_of,
 )
 
-UNCLASSIFIED = ("unknown", "no log")  # failure_* queries' reasons for a log that matched nothing / no log
+# failure_* queries' reasons for a log that shows a failure no signature names / shows no failure / no log
+UNCLASSIFIED = ("unknown", "no cause in the log", "no log")
 TOP_REPEATERS = 10  # rows per scope (job, user) in the top repeaters table
 # The published Philly numbers (domain.md, "Paper figures"), quoted for comparison.
 PAPER_FAILURES = ("Philly, full trace (Jeon et al.): 4.2% of failed trials matched no signature; the most frequent"
@@ -68,8 +69,8 @@ def _headline(summary: dict, matching: pl.DataFrame) -> str:
         f"{plural(trials, 'failed attempt')} in {plural(summary['jobs_with_failed_attempts'], 'job')}:"
         f" {fmt_int(summary['classified_trials'])} ({fmt_share(summary['classified_trials'] / trials)}) have a"
         f" classified root cause; unclassified: {fmt_pct(summary['unclassified_pct'])}"
-        f" ({fmt_int(summary['unknown_trials'])} with a log in which no signature matched,"
-        f" {fmt_int(summary['no_log_trials'])} without any log). Failed attempts lost"
+        f" ({fmt_int(summary['unknown_trials'])} with a log that shows a failure no signature names,"
+        f"{_no_cause(summary)} {fmt_int(summary['no_log_trials'])} without any log). Failed attempts lost"
         f" {fmt_int(summary['gpu_hours_lost'])} GPU-hours, {fmt_pct(summary['gpu_time_lost_pct'])} of all allocated"
         f" GPU time; median runtime to failure {fmt_dur(summary['rtf_p50_s'])} (p90 {fmt_dur(summary['rtf_p90_s'])},"
         f" p95 {fmt_dur(summary['rtf_p95_s'])})."
@@ -80,6 +81,12 @@ def _headline(summary: dict, matching: pl.DataFrame) -> str:
         text += (f" {fmt_int(elsewhere)} of the {plural(summary['log_files'], 'ingested log file')} belong to no"
                  " failed attempt (failure_log_matching.csv).")
     return text
+
+
+def _no_cause(summary: dict) -> str:  # type: ignore[type-arg]
+    """The failed attempts whose log shows no failure at all ('no cause in the log'), when there are any."""
+    n = int(summary.get("no_cause_trials") or 0)
+    return f" {fmt_int(n)} with a log that shows no failure at all (no cause in the log)," if n else ""
 
 
 def _failed_attempts(s: Section, r: dict[str, pl.DataFrame], trials: int, classified: bool) -> None:
@@ -144,7 +151,8 @@ def _reasons(s: Section, r: dict[str, pl.DataFrame]) -> None:
     reasons = r["failure_reasons"]
     known = reasons.filter(~pl.col("reason").is_in(list(UNCLASSIFIED)))
     if known.is_empty():
-        text = "No failed attempt has a classified root cause: their logs matched no signature, or they have none."
+        text = ("No failed attempt has a classified root cause: their logs name no cause (no signature matched, or"
+                " they show no failure at all), or they have none.")
     else:
         top = known.row(0, named=True)
         costly = known.sort("gpu_hours_lost", descending=True).head(3)
