@@ -23,7 +23,9 @@ def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
     for name in list_sql("schema"):
         con.execute(load_sql("schema", name)).fetchall()
     # Each failed attempt's root cause, kept in the store as a view over job_logs so that
-    # it is never stale: the same named query the report uses.
+    # it is never stale: the same named queries the report uses (which materializes
+    # log_attempts as a temp table of that name, shadowing the view).
+    con.execute(f"CREATE OR REPLACE VIEW log_attempts AS {load_sql('queries', 'log_attempts')}").fetchall()
     con.execute(f"CREATE OR REPLACE VIEW attempt_root_causes AS {load_sql('queries', 'attempt_failures')}").fetchall()
     if not con.execute("SELECT count(*) FROM schema_version").fetchall()[0][0]:
         con.execute("INSERT INTO schema_version VALUES (?)", [SCHEMA_VERSION]).fetchall()

@@ -23,7 +23,7 @@ from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quo
 # attributed_util is the only query that joins gpu_samples row by row (one pass).
 # gpu_samples_by_machine and machine_capacity_snapshot give the replay its machines.
 PREPARED_TABLES = ("attempt_sizes", "attempt_attribution", "attempt_windows", "job_keys", "attributed_util", "job_gpu_util",
-                   "attributed_activity", "attempt_failures", "attempt_speeds", "gpu_samples_by_machine",
+                   "attributed_activity", "log_attempts", "attempt_failures", "attempt_speeds", "gpu_samples_by_machine",
                    "machine_capacity_snapshot")
 # The replay's per-job waits (gpucluster_analysis.replay), as a temp table jobs.sql and the wait queries join.
 REPLAY_JOBS_TABLE = "replay_job_waits"

@@ -12,10 +12,8 @@
 -- The final attempt is the last in time: ordered by start, or by end for an attempt that
 -- never started (a launch failure: attempt_no puts it last although it came first), attempts
 -- with neither time last, ties by attempt_no.
--- Logs: job_logs has no source column, so its rows join jobs by job_id alone; a job_id held
--- by more than one source gets no logs (attaching them to the wrong job would be worse than
--- none; failure_log_matching counts such files). attempt_ref is attempts.source_index; NULL
--- means the job's final attempt. An attempt's root cause is the highest-priority
+-- Logs map to attempts as the temp table log_attempts says (by job_id; attempt_ref, else
+-- the final attempt; a job_id held by several sources gets none). An attempt's root cause is the highest-priority
 -- classification among its files; ties: a matched signature before unknown (failure evidence
 -- that no signature names) before none (no failure in the log), stderr before combined before
 -- stdout, then the lower line number.
@@ -31,6 +29,7 @@
 -- job_root_cause (TRUE on the one row per job that jobs.csv takes failure_reason and
 -- failure_category from: the job's final status is one of FAILURE_STATUSES and this is its
 -- last failed attempt that has a log).
+-- Needs the temp table log_attempts.
 WITH sized AS (
     SELECT source, job_id, attempt_no, count(*) AS gpus
     FROM allocations
@@ -47,26 +46,6 @@ ordered AS (
     FROM attempts a
     LEFT JOIN sized s USING (source, job_id, attempt_no)
 ),
-single_source AS (
-    SELECT job_id, min(source) AS source
-    FROM jobs
-    GROUP BY job_id
-    HAVING count(DISTINCT source) = 1
-),
-logs AS (
-    SELECT u.source, l.*
-    FROM job_logs l
-    JOIN single_source u USING (job_id)
-),
--- Two equi-joins instead of one OR-join, which DuckDB cannot hash.
-log_attempts AS (
-    SELECT l.*, o.attempt_no
-    FROM logs l JOIN ordered o ON o.source = l.source AND o.job_id = l.job_id AND o.source_index = l.attempt_ref
-    UNION ALL
-    SELECT l.*, o.attempt_no
-    FROM logs l JOIN ordered o ON o.source = l.source AND o.job_id = l.job_id AND o.from_last = 1
-    WHERE l.attempt_ref IS NULL
-),
 ranked AS (
     SELECT source, job_id, attempt_no, reason, category, signature_id, stream, line_number, line,
            other_signatures,
@@ -77,7 +56,7 @@ ranked AS (
                         CASE stream WHEN 'stderr' THEN 0 WHEN 'combined' THEN 1 WHEN 'stdout' THEN 2 ELSE 3 END,
                         line_number NULLS LAST, file_id
            ) AS rank
-    FROM log_attempts
+    FROM log_attempts  -- each log with the attempt it belongs to
 ),
 classified AS (
     SELECT o.*, j.user_name, j.vc, j.status AS job_status,

@@ -2,45 +2,27 @@
 -- gpucluster_analysis/speed), one row per attempt that printed one, with what the
 -- report's speed analysis groups by: the job family (same user, job name and GPU count;
 -- no job name, as in Philly: same user and GPU count), speed per GPU and placement.
--- Logs map to attempts as in attempt_failures: by job_id (a job_id held by several sources
--- gets none), attempt_ref = attempts.source_index, NULL = the job's final attempt. Of an
--- attempt's files, the one with the most samples after warm-up wins (then the lower file_id).
--- Needs the temp table attempt_sizes.
+-- Logs map to attempts as the temp table log_attempts says (the mapping attempt_failures
+-- uses). Of an attempt's files, the one with the most samples after warm-up wins (then the
+-- lower file_id). Needs the temp tables attempt_sizes and log_attempts.
 -- Parameters: none.
 -- Output: source, job_id, attempt_no, user, family (text key), gpus, servers, placement
 -- (packed = 1 server, spread = 2+), speed_metric, speed_unit, speed_per_gpu, speed_median,
 -- speed_p25, speed_p75, speed_samples, speed_gpu (speed per GPU: the median divided by the
 -- attempt's GPUs unless the metric is already per GPU; NULL where GPUs are unknown or 0),
 -- is_last_with_speed (the job's last attempt in time that printed a speed: jobs.csv's).
-WITH ordered AS (
-    SELECT a.source, a.job_id, a.attempt_no, a.source_index, a.start_at, a.end_at,
-           row_number() OVER (PARTITION BY a.source, a.job_id
-                              ORDER BY coalesce(a.start_at, a.end_at) DESC NULLS FIRST, a.attempt_no DESC) AS from_last
-    FROM attempts a
-),
-single_source AS (
-    SELECT job_id, min(source) AS source FROM jobs GROUP BY job_id HAVING count(DISTINCT source) = 1
-),
-logs AS (
-    SELECT u.source, l.job_id, l.attempt_ref, l.file_id, l.speed_metric, l.speed_unit, l.speed_per_gpu,
-           l.speed_median, l.speed_p25, l.speed_p75, l.speed_samples
-    FROM job_logs l JOIN single_source u USING (job_id)
-    WHERE l.speed_median IS NOT NULL
-),
--- Two equi-joins instead of one OR-join, which DuckDB cannot hash.
-log_attempts AS (
-    SELECT l.*, o.attempt_no
-    FROM logs l JOIN ordered o ON o.source = l.source AND o.job_id = l.job_id AND o.source_index = l.attempt_ref
-    UNION ALL
-    SELECT l.*, o.attempt_no
-    FROM logs l JOIN ordered o ON o.source = l.source AND o.job_id = l.job_id AND o.from_last = 1
-    WHERE l.attempt_ref IS NULL
+WITH log_speeds AS (
+    -- each log that printed a speed, with the attempt it belongs to
+    SELECT source, job_id, attempt_no, file_id, speed_metric, speed_unit, speed_per_gpu,
+           speed_median, speed_p25, speed_p75, speed_samples
+    FROM log_attempts
+    WHERE speed_median IS NOT NULL
 ),
 best AS (
     SELECT * EXCLUDE (rank) FROM (
         SELECT *, row_number() OVER (PARTITION BY source, job_id, attempt_no
                                      ORDER BY speed_samples DESC NULLS LAST, file_id) AS rank
-        FROM log_attempts
+        FROM log_speeds
     ) WHERE rank = 1
 )
 SELECT b.source, b.job_id, b.attempt_no, j.user_name AS "user",
