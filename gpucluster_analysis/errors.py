@@ -38,6 +38,10 @@ class InputError(GcaError):
     exit_code = ExitCode.USAGE
 
 
+class LfsPointerError(InputError):
+    """The file is a Git LFS pointer: the repository was cloned without git-lfs."""
+
+
 class ParseError(GcaError):
     """An input file was recognized but cannot be read as a whole."""
 

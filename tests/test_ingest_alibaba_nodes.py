@@ -52,9 +52,12 @@ def test_the_gpu_node_list_after_the_full_one_is_rejected_node_for_node(tmp_path
     db = tmp_path / "t.duckdb"
     ingest(db, require(ALL_NODES))
     (report,) = ingest(db, GPU_NODES)
-    assert (report.rows, report.rejects) == (0, gpu_nodes)
-    assert rows(db, "SELECT line, reason FROM rejects ORDER BY line LIMIT 1") == [
-        (2, f"node openb-node-0000 already stored from {ALL_NODES} (the node lists describe the same cluster: ingest one per store)")]
+    # every node rejected: the file fails as a whole, with the first reason as the likely cause
+    assert report.status == "failed"
+    assert report.message.startswith(
+        f"{GPU_NODES}:2: every row was rejected, nothing stored ({gpu_nodes:,} rows); the likely cause, in all:"
+        f" node openb-node-0000 already stored from {ALL_NODES} (the node lists describe the same cluster: ingest one per store)")
+    assert rows(db, "SELECT count(*) FROM rejects") == [(0,)]
 
 
 def test_recognized_by_header_and_by_name(tmp_path: Path) -> None:

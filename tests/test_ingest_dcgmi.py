@@ -26,6 +26,11 @@ T0 = datetime(2026, 7, 14, 6)
 
 
 def ok(report, rows_: int, rejects_: int) -> None:  # type: ignore[no-untyped-def]
+    """Loaded with these counts; or, for 0 rows and some rejects, failed as a file that stores nothing."""
+    if rows_ == 0 and rejects_:
+        assert (report.format, report.status) == ("dcgmi_dmon", "failed"), report.message
+        assert f"every row was rejected, nothing stored ({rejects_:,} rows)" in report.message, report.message
+        return
     assert (report.format, report.status, report.rows, report.rejects) == ("dcgmi_dmon", "loaded", rows_, rejects_), report.message
 
 
@@ -89,10 +94,10 @@ def test_real_mig_instances_are_stored_under_the_gpu_above_them(tmp_path: Path) 
 def test_real_instances_monitored_without_their_gpu_are_rejects_saying_so(tmp_path: Path) -> None:
     # a group of MIG instances alone (DCGM 3.x, NVIDIA/DCGM issue 151): no GPU row names their GPU
     db = tmp_path / "s.duckdb"
-    ok(ingest(db, REAL / "dcgm-151-instances.dmon", host="a100", time="2026-07-14T06:00:00Z")[0], 0, 7)
-    found = rejects(db)
-    assert [line for line, _ in found] == list(range(4, 11))
-    assert found[0][1].startswith("GPU-I 21: no GPU row above it names its GPU") and "-i 0,i:0" in found[0][1]
+    report = ingest(db, REAL / "dcgm-151-instances.dmon", host="a100", time="2026-07-14T06:00:00Z")[0]
+    ok(report, 0, 7)  # all seven rows: the file fails, naming the cause
+    assert "dcgm-151-instances.dmon:4: every row was rejected, nothing stored (7 rows); the likely cause, in all:" \
+           " GPU-I 21: no GPU row above it names its GPU" in report.message and "-i 0,i:0" in report.message
 
 
 def test_real_error_instead_of_rows_is_an_event_and_needs_no_time(tmp_path: Path) -> None:
@@ -183,9 +188,10 @@ def test_dcgm4_blank_columns_device_fields_other_entities_and_repeated_headers(t
 def test_rows_out_of_range_and_gpu_utilization_are_checked(tmp_path: Path) -> None:
     log = tmp_path / "node02.log"
     log.write_text(HEADER4 + dmon4("GPU 0", ["101", "400.000", "62", "1", "2", "3", NAME, "0.5", "1.2", "0", "0"]) + "\n"
-                   + dmon4("GPU 1", ["50", "-1", "62", "1", "2", "3", NAME, "0.5", "0.5", "0", "0"]) + "\n")
+                   + dmon4("GPU 1", ["50", "-1", "62", "1", "2", "3", NAME, "0.5", "0.5", "0", "0"]) + "\n"
+                   + dmon4("GPU 2", ["50", "300.000", "62", "1", "2", "3", NAME, "0.5", "0.5", "0", "0"]) + "\n")
     db = tmp_path / "s.duckdb"
-    ok(ingest(db, log, time="2026-07-14T06:00:00Z")[0], 0, 2)
+    ok(ingest(db, log, time="2026-07-14T06:00:00Z")[0], 1, 2)  # GPU 2's row is good: the file loads
     assert rejects(db) == [(3, "GPU utilization outside 0-100: 101"), (4, "negative memory, power or clock")]
 
 

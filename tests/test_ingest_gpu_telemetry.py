@@ -72,6 +72,11 @@ def t(*parts: int) -> datetime:
 
 
 def ok(report, rows_: int, rejects_: int) -> None:  # type: ignore[no-untyped-def]
+    """Loaded with these counts; or, for 0 rows and some rejects, failed as a file that stores nothing."""
+    if rows_ == 0 and rejects_:
+        assert report.status == "failed", report.message
+        assert f"every row was rejected, nothing stored ({rejects_:,} rows)" in report.message, report.message
+        return
     assert (report.status, report.rows, report.rejects) == ("loaded", rows_, rejects_), report.message
 
 
@@ -549,17 +554,18 @@ def test_real_interleaved_log_without_index_and_dmon_with_dates(tmp_path: Path) 
 def test_real_uuid_only_log_waits_for_a_file_that_gives_the_index(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     p100 = REAL / "netdata-p100.csv"
-    ok(ingest(db, p100, host="p100", time="2023-01-01T00:00:00Z")[0], 0, 1)
-    assert rows(db, "SELECT line, reason, text FROM rejects") == [(
-        2, "GPU GPU-ef1b2c9b-38d8-2090-2bd1-f567a3eb42a6 has no index in this file: first ingest one that pairs it with "
-           "its index (e.g. nvidia-smi --query-gpu=index,uuid,pci.bus_id --format=csv)",
-        "Tesla P100-PCIE-16GB, GPU-ef1b2c9b-38d8-2090-2bd1-f567a3eb42a6, [N/A], P0, 103, 0, 16280, 0, 0, 37, 28.16, 405, 405, 715, 835",
-    )]
+    # its only row cannot be stored yet: the file fails, saying what to ingest first
+    first = ingest(db, p100, host="p100", time="2023-01-01T00:00:00Z")[0]
+    assert first.status == "failed" and (
+        f"{p100}:2: every row was rejected, nothing stored (1 rows); the likely cause, in all:"
+        " GPU GPU-ef1b2c9b-38d8-2090-2bd1-f567a3eb42a6 has no index in this file: first ingest one that pairs it with"
+        " its index (e.g. nvidia-smi --query-gpu=index,uuid,pci.bus_id --format=csv)") in first.message
+    assert rows(db, "SELECT count(*) FROM ingested_files") == [(0,)]
     mapping = tmp_path / "p100-index.csv"
     mapping.write_text("timestamp, index, uuid, utilization.gpu [%]\n2023/01/01 00:00:00.000, 3, GPU-ef1b2c9b-38d8-2090-2bd1-f567a3eb42a6, 0 %\n")
     ok(ingest(db, mapping, host="p100", zone="UTC")[0], 1, 0)
-    replaced = ingest(db, p100, host="p100", time="2023-01-01T00:00:01Z", replace=True)[0]
-    assert (replaced.status, replaced.rows, replaced.rejects) == ("replaced", 1, 0)
+    again = ingest(db, p100, host="p100", time="2023-01-01T00:00:01Z")[0]
+    assert (again.status, again.rows, again.rejects) == ("loaded", 1, 0)
     # nounits values: util 0, mem util 0, used 0 MiB, temp 37, 28.16 W, SM 405 MHz; no memory.total queried
     assert details(db, "p100")[-1] == (t(2023, 1, 1, 0, 0, 1), 3, None, 0.0, 0.0, None, 28.16, 37.0, 405.0, None, None)
 
@@ -604,14 +610,15 @@ def test_real_xml_v12_mig_and_v13_power_fields(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     a100 = REAL / "a100-mig-v12.xml"
     # one <gpu> of attached_gpus 4 (nvidia-smi -i): its position is not its index
-    ok(ingest(db, a100, host="dgx01", zone="UTC")[0], 0, 3)
-    assert rows(db, "SELECT DISTINCT line, left(reason, 57), text FROM rejects") == [
-        (8, "GPU GPU-513536b6-7d19-9063-b049-1e69664bb298 has no index", '<gpu id="00000000:01:00.0">')]
+    first = ingest(db, a100, host="dgx01", zone="UTC")[0]
+    ok(first, 0, 3)  # nothing it could store: the file fails, naming the cause
+    assert "a100-mig-v12.xml:8: every row was rejected, nothing stored (3 rows); the likely cause, in all:" \
+           " GPU GPU-513536b6-7d19-9063-b049-1e69664bb298 has no index" in first.message
     mapping = tmp_path / "dgx01.csv"
     mapping.write_text("timestamp, index, uuid, utilization.gpu [%]\n"
                        "2023/08/04 11:44:29.000, 1, GPU-513536b6-7d19-9063-b049-1e69664bb298, [N/A]\n")
     ok(ingest(db, mapping, zone="UTC")[0], 1, 0)
-    assert ingest(db, a100, host="dgx01", zone="UTC", replace=True)[0].rows == 3
+    assert ingest(db, a100, host="dgx01", zone="UTC")[0].rows == 3
     at = t(2023, 8, 4, 11, 44, 30)
     # MIG parent: utilization N/A, 50 of 81920 MiB, 67.03 W, 27 C, SM 1275 MHz, no reason active;
     # instances 3 and 4: 12 of 19968 MiB each, nothing else of their own
@@ -889,12 +896,14 @@ def test_units_tell_a_wrong_columns_order_from_the_right_one(tmp_path: Path) -> 
     # nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv,noheader
     log.write_text("2026/07/14 08:00:00.000, 0, 26 %, 81559 MiB\n2026/07/14 08:00:01.000, 0, 27 %, 1_000 MiB\n")
     swapped = ingest(db, log, format_name="nvsmi_csv", zone="UTC", columns=("timestamp", "index", "memory.used", "utilization.gpu"))[0]
-    # utilization cannot be `81559 MiB` (nor memory `26 %`): both rows rejected, nothing stored under the wrong name
-    assert (swapped.status, swapped.rows, swapped.rejects) == ("loaded", 0, 2)
-    assert rejects(db, "node47.csv") == [(1, "unreadable GPU utilization 81559 MiB"), (2, "unreadable GPU utilization 1_000 MiB")]
-    right = ingest(db, log, format_name="nvsmi_csv", zone="UTC", replace=True,
+    # utilization cannot be `81559 MiB` (nor memory `26 %`): both rows rejected, so the file
+    # fails, nothing stored under the wrong name
+    assert swapped.status == "failed"
+    assert "node47.csv:1: every row was rejected, nothing stored (2 rows); the likely cause, in all:" \
+           " unreadable GPU utilization 81559 MiB" in swapped.message
+    right = ingest(db, log, format_name="nvsmi_csv", zone="UTC",
                    columns=("timestamp", "index", "utilization.gpu", "memory.used"))[0]
-    assert (right.status, right.rows, right.rejects) == ("replaced", 1, 1)
+    assert (right.status, right.rows, right.rejects) == ("loaded", 1, 1)
     assert rejects(db, "node47.csv") == [(2, "unreadable memory used 1_000 MiB")]
 
 

@@ -232,8 +232,11 @@ def test_same_job_in_two_logs_is_rejected_not_doubled(tmp_path: Path) -> None:
     other.mkdir()
     second = write(other / "cluster_job_log", json.dumps([{"jobid": "job_b", "status": "Pass", "attempts": []}]))
     reports = ingest(db, first, second)
-    assert (reports[1].rows, reports[1].rejects) == (0, 1)
-    assert rows(db, f"SELECT line, reason FROM rejects WHERE file_id = 2") == [(1, f"jobid already stored from {first.resolve()}")]
+    # its only row rejected: the second file failed, with the reason as the likely cause
+    assert reports[1].status == "failed"
+    assert f"every row was rejected, nothing stored (1 rows); the likely cause, in all: jobid already stored from {first.resolve()}" \
+        in reports[1].message
+    assert rows(db, "SELECT count(*) FROM ingested_files") == [(1,)]
 
 
 def test_unknown_file_named_explicitly_is_an_input_error(tmp_path: Path) -> None:

@@ -194,8 +194,12 @@ def test_gzip_and_second_file_with_the_same_job(tmp_path: Path) -> None:
     other = tmp_path / "earth_cluster_log.csv"
     other.write_text(HELIOS.read_text().splitlines()[0] + "\n" + "1425511,uA,vcB,1,1,1,COMPLETED,2020-07-01 00:00:00,2020-07-01 00:00:00,2020-07-01 01:00:00,3600,0\n")
     (report,) = ingest(db, other)
-    assert (report.rows, report.rejects) == (0, 1)
-    assert rows(db, "SELECT line, reason FROM rejects WHERE file_id = 2") == [(2, "job_id 1425511 already stored from another file")]
+    # every row rejected: the file failed, nothing of it stored, and the message says why
+    assert report.status == "failed" and report.error is not None and report.error.exit_code != 0
+    assert "earth_cluster_log.csv:2: every row was rejected, nothing stored (1 rows)" in report.message
+    assert "job_id 1425511 already stored from another file" in report.message
+    assert rows(db, "SELECT count(*) FROM ingested_files") == [(1,)]
+    assert rows(db, "SELECT count(*) FROM rejects WHERE file_id <> 1") == [(0,)]
 
 
 def test_strict_stores_nothing_from_a_file_with_rejects(tmp_path: Path) -> None:
@@ -379,10 +383,11 @@ def test_alibaba_hostile_rows(tmp_path: Path) -> None:
     path.write_bytes(GPUSPEC.read_bytes().splitlines()[0] + b"\r\n"
                      + b"openb-pod-9001,1000,1024,1,1000,,LS,Running,99999999999999,99999999999999,99999999999999\r\n"
                      + b"openb-pod-9002,1000,1024,1,-5,,LS,Running,10,20,10\r\n"
-                     + b"openb-pod-9003,1000,1024,1,1000,,LS,Succeeded,10,20,1")
+                     + b"openb-pod-9003,1000,1024,1,1000,,LS,Succeeded,10,20,1\r\n"
+                     + b"openb-pod-9004,1000,1024,1,1000,,LS,Succeeded,10,20,15")  # one good row: the file loads
     db = tmp_path / "t.duckdb"
     (report,) = ingest(db, path)
-    assert (report.rows, report.rejects) == (0, 3)
+    assert (report.rows, report.rejects) == (1, 3)
     assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
         # more than a century of seconds: no trace time, and beyond what a timestamp holds
         (2, "creation_time is not whole seconds since the trace start: 99999999999999"),
@@ -487,6 +492,9 @@ def test_a_second_pod_list_of_the_same_pods_is_rejected_with_why(tmp_path: Path)
     other.write_bytes(b"\n".join(GPUSPEC.read_bytes().splitlines()[:2]) + b"\n")
     ingest(db, GPUSPEC)
     (report,) = ingest(db, other)
-    assert (report.rows, report.rejects) == (0, 1)
-    assert rows(db, "SELECT line, reason FROM rejects") == [
-        (2, "pod openb-pod-0000 already stored from another file (the pod lists sample the same pods: ingest one per store)")]
+    # it stores nothing: a failure of that file, whose message names the likely cause
+    assert report.status == "failed"
+    assert report.message.startswith(f"{other}:2: every row was rejected, nothing stored (1 rows); the likely cause, in all:"
+                                     " pod openb-pod-0000 already stored from another file (the pod lists sample the same"
+                                     " pods: ingest one per store)")
+    assert rows(db, "SELECT count(*) FROM rejects") == [(0,)]

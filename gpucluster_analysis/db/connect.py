@@ -10,6 +10,7 @@ import duckdb
 
 from gpucluster_analysis.db.schema import SCHEMA_VERSION, apply_schema
 from gpucluster_analysis.errors import StoreError
+from gpucluster_analysis.sqlfiles import run_script
 
 
 @contextmanager
@@ -41,6 +42,7 @@ def open_store(path: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDB
         # Keep progress tracking (gca draws its own bar on stderr) but never let DuckDB print one.
         con.execute("SET enable_progress_bar = true")
         con.execute("SET enable_progress_bar_print = false")
+        run_script(con, "session", "macros", {})
         if not read_only:
             apply_schema(con)
         yield con

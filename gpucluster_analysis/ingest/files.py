@@ -43,6 +43,37 @@ def damaged_gzip(path: Path, error: BaseException) -> Exception:
     )
 
 
+LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
+
+
+def lfs_pointer(path: Path) -> str | None:
+    """The object size a Git LFS pointer file names (what cloning a trace repository without
+    git-lfs leaves in place of the data), or None when the file is not one. Read raw: a
+    pointer named `*.csv.gz` is text, not gzip."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(512)
+    except OSError:
+        return None
+    if not head.startswith(LFS_POINTER):
+        return None
+    size = re.search(rb"^size (\d+)$", head, re.MULTILINE)
+    return size.group(1).decode() if size else "?"
+
+
+def not_lfs_pointer(path: Path) -> None:
+    """Refuse a Git LFS pointer in one line that says how to fetch the real file."""
+    size = lfs_pointer(path)
+    if size is not None:
+        from gpucluster_analysis.errors import LfsPointerError
+
+        shown = f"{int(size):,} bytes" if size.isdigit() else "the real file"
+        raise LfsPointerError(
+            f"{path}: a Git LFS pointer ({path.stat().st_size} bytes of text), not the data ({shown})",
+            hint=f"fetch it in its repository: git lfs install && git lfs pull --include '{path.name}'",
+        )
+
+
 def looks_binary(head: str) -> bool:
     return "\x00" in head
 

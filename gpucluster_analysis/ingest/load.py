@@ -27,11 +27,34 @@ from typing import Protocol
 
 import duckdb
 
-from gpucluster_analysis.errors import GcaError, InputError, StoreError, StrictRejectsError
-from gpucluster_analysis.ingest.base import FileFormat, FileReport, IngestOptions, LoadContext
-from gpucluster_analysis.ingest.files import DAMAGED_GZIP, damaged_gzip, read_head, sha256_of
+from gpucluster_analysis.errors import (
+    GcaError,
+    InputError,
+    LfsPointerError,
+    ParseError,
+    StoreError,
+    StrictRejectsError,
+)
+from gpucluster_analysis.ingest.base import (
+    FileFormat,
+    FileReport,
+    IngestOptions,
+    LoadContext,
+)
+from gpucluster_analysis.ingest.files import (
+    DAMAGED_GZIP,
+    LFS_POINTER,
+    damaged_gzip,
+    not_lfs_pointer,
+    read_head,
+    sha256_of,
+)
 from gpucluster_analysis.ingest.joblogs import LOG_LIKE_SUFFIXES
-from gpucluster_analysis.ingest.registry import claim_by_path, detect_format, format_named
+from gpucluster_analysis.ingest.registry import (
+    claim_by_path,
+    detect_format,
+    format_named,
+)
 from gpucluster_analysis.sqlfiles import run_script
 
 # Tables whose rows carry the file_id of the file they came from.
@@ -85,7 +108,11 @@ def plan_files(
             raise InputError(f"{path}: no such file or directory")
         if path.is_dir():
             for child in _walk(path):
-                fmt = _recognize(child, forced, options)
+                try:
+                    fmt = _recognize(child, forced, options)
+                except LfsPointerError as e:  # a clone without git-lfs: say so, ingest the rest
+                    listener.skipped(child, f"{e.message.split(': ', 1)[1]} ({e.hint})")
+                    continue
                 if fmt is None and child.name.endswith(LOG_LIKE_SUFFIXES):
                     listener.skipped(child, UNPLACED_LOG)
                 elif fmt is None:
@@ -126,8 +153,13 @@ def _recognize(path: Path, forced: FileFormat | None, options: IngestOptions) ->
         return by_path
     try:
         head = read_head(path)
+    except InputError:  # a damaged gzip, or a Git LFS pointer named *.gz
+        not_lfs_pointer(path)
+        raise
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from e
+    if head.startswith(LFS_POINTER.decode()):
+        not_lfs_pointer(path)
     return forced if forced else detect_format(path, head)
 
 
@@ -323,6 +355,8 @@ def ingest_file(
         samples = con.execute(
             "SELECT line, reason FROM rejects WHERE file_id = ? ORDER BY line NULLS LAST LIMIT 3", [file_id]
         ).fetchall() if counts.rejects else []
+        if counts.rejects and not counts.rows:
+            raise _all_rejected(con, path, file_id, counts.rejects)
         if options.strict and counts.rejects:
             line, reason = samples[0]
             where = f"{path}:{line}" if line else str(path)
@@ -344,6 +378,19 @@ def ingest_file(
         path, fmt.name, "replaced" if previous else "loaded",
         rows=counts.rows, rejects=counts.rejects, seconds=time.perf_counter() - started,
         reject_samples=[(line, reason) for line, reason in samples],
+    )
+
+
+def _all_rejected(con: duckdb.DuckDBPyConnection, path: Path, file_id: int, rejects: int) -> ParseError:
+    """A file that stored nothing and rejected rows failed: its most common reason is the likely cause."""
+    kind, count, line, example = con.execute(
+        "SELECT reason_kind(reason, text) AS kind, count(*), min(line), arg_min(reason, line) FROM rejects"
+        " WHERE file_id = ? GROUP BY kind ORDER BY count(*) DESC, kind LIMIT 1", [file_id]).fetchall()[0]
+    where = f"{path}:{line}" if line else str(path)
+    share = "all" if count == rejects else f"{count:,} of the {rejects:,}"
+    return ParseError(
+        f"{where}: every row was rejected, nothing stored ({rejects:,} rows); the likely cause, in {share}: {example}",
+        hint="check that this is the file (and --format) you meant; `gca ingest --help` lists the formats",
     )
 
 

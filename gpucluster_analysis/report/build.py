@@ -53,7 +53,7 @@ REPORT_QUERIES = (
     "gpu_time_by_run_time_status", "failure_summary", "failure_trials_by_status", "failure_categories",
     "failure_reasons", "failure_by_size", "failure_rtf_cdf", "failure_repetition", "failure_repeaters",
     "failure_log_matching",
-    "gpu_sample_interval", "gpu_time_coverage", "job_sample_coverage", "rejects_by_file",
+    "gpu_sample_interval", "gpu_time_coverage", "job_sample_coverage", "rejects_by_file", "reject_examples",
     "machine_capacity_mismatch", "jobs_missing_times", "gpu_time_by_attribution",
 )
 # Stored rows the sample-interval query looks at (a bounded prefix of gpu_samples).

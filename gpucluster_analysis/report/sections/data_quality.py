@@ -54,7 +54,8 @@ def section(r: dict[str, pl.DataFrame]) -> Section:
     all_files = int(rej.get_column("files").sum()) if not rej.is_empty() else 0
     s.add(Table("rejects_by_file", rej,
                 f"{plural(n_rej, 'rejected input line')} in {n_files} of {plural(all_files, 'ingested file')}; rejected lines are"
-                " kept in the store's rejects table, never silently dropped."))
+                " kept in the store's rejects table, never silently dropped. Reasons are grouped by kind (the row's own"
+                " values masked as …); reject_examples.csv has the first rows of each kind.", max_rows=30))
 
     o = first_row(r["overview_totals"])
     mm = r["machine_capacity_mismatch"]
