@@ -231,10 +231,10 @@ def test_a_file_that_cannot_be_read_when_loaded_fails_alone(tmp_path: Path, monk
     write(tmp_path / "logs" / "b" / "attempt_0" / "stderr.log", CUDA_OOM)
     real = joblogs.read_head_and_tail
 
-    def flaky(path: Path):  # type: ignore[no-untyped-def]
+    def flaky(path: Path, digest=None):  # type: ignore[no-untyped-def]
         if "/a/" in path.as_posix():
             raise PermissionError(13, "Permission denied")
-        return real(path)
+        return real(path, digest)
 
     monkeypatch.setattr(joblogs, "read_head_and_tail", flaky)
     db = tmp_path / "s.duckdb"

@@ -68,6 +68,8 @@ class FileFormat:
     # Recognizes files by their path instead of their content (job logs).
     claims_path: Callable[[Path, IngestOptions], bool] | None = None
     parse: Callable[[Path, IngestOptions], dict[str, list[dict[str, object]]]] | None = None
+    # `parse` that also returns the sha256 of the file's bytes, reading the file once.
+    parse_hashed: Callable[[Path, IngestOptions], tuple[str, dict[str, list[dict[str, object]]]]] | None = None
     main_table: str | None = None  # of a parse-only format: the table whose rows its summary counts
 
 

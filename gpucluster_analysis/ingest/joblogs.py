@@ -21,10 +21,13 @@ integer indices become gpu_bindings rows for attributing samples to the job.
 
 from __future__ import annotations
 
+import hashlib
+
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from gpucluster_analysis.classify import classify_bytes, load_signatures
 from gpucluster_analysis.classify.engine import HEAD_BYTES, TAIL_BYTES
@@ -124,17 +127,27 @@ def _signatures(extra: tuple[Path, ...]):  # type: ignore[no-untyped-def]
     return load_signatures(list(extra))
 
 
-def read_head_and_tail(path: Path) -> tuple[bytes, bytes | None, int]:
+def read_head_and_tail(path: Path, digest: Any = None) -> tuple[bytes, bytes | None, int]:
     """The (decompressed) file whole when it is at most HEAD_BYTES + TAIL_BYTES, else its
-    first HEAD_BYTES and last TAIL_BYTES apart (tail None when whole), and its size."""
+    first HEAD_BYTES and last TAIL_BYTES apart (tail None when whole), and its size.
+
+    `digest` (a hashlib object), for an uncompressed file: fed every byte on the way, so
+    that the file is read once for its content hash and its text."""
+    hashing = digest is not None and path.suffix != ".gz"
     with open_binary(path) as f:
         head = f.read(HEAD_BYTES)
+        if hashing:
+            digest.update(head)
         size = len(head)
         rest = b""
         # Stream the rest, keeping a rolling tail: gzip files cannot seek cheaply.
         while chunk := f.read(1 << 20):
+            if hashing:
+                digest.update(chunk)
             size += len(chunk)
             rest = (rest + chunk)[-TAIL_BYTES:]
+    if digest is not None and not hashing:  # a .gz: its hash is of the compressed bytes
+        digest.update(Path(path).read_bytes())
     if size <= HEAD_BYTES + TAIL_BYTES:
         return head + rest, None, size
     return head, rest, size
@@ -166,13 +179,24 @@ SPEED_COLUMNS = ("speed_metric", "speed_unit", "speed_pattern", "speed_per_gpu",
 
 def parse(path: Path, options: IngestOptions) -> dict[str, list[dict[str, object]]]:
     """The rows one log file contributes (without file_id), by table; no database I/O."""
+    return _parse(path, options, None)
+
+
+def parse_hashed(path: Path, options: IngestOptions) -> tuple[str, dict[str, list[dict[str, object]]]]:
+    """`parse`, and the sha256 of the file's bytes, read once for both."""
+    digest = hashlib.sha256()
+    rows = _parse(path, options, digest)
+    return digest.hexdigest(), rows
+
+
+def _parse(path: Path, options: IngestOptions, digest: Any) -> dict[str, list[dict[str, object]]]:
     place = place_log(path, options)
     if place is None:  # forced with --format job_log on a path no layout explains
         raise InputError(
             f"{path}: cannot tell the job from this log's path",
             hint="name the layout with --log-pattern, e.g. '{job_id}/{attempt}/stderr.txt'",
         )
-    head, tail, _size = read_head_and_tail(path)
+    head, tail, _size = read_head_and_tail(path, digest)
     sigs = _signatures(tuple(options.signatures))
     if tail is None:
         data = head
@@ -206,6 +230,7 @@ FORMATS = [
         sniff=lambda head: False,  # logs are recognized by their path, never by content
         load=None,
         parse=parse,
+        parse_hashed=parse_hashed,
         main_table="job_logs",
         claims_path=claims,
     )

@@ -64,7 +64,7 @@ _CONTRIBUTING_TABLES = (
 )
 _TEMP_PREFIXES = ("stage_",)
 # Parse-only formats (job logs) are stored this many files per transaction.
-PARSED_BATCH_FILES = 500
+PARSED_BATCH_FILES = 2000
 # Below this size a file loads before progress polling would show anything.
 _POLL_MIN_BYTES = 8 << 20
 # Why a log-like file in a walked directory was not ingested.
@@ -176,29 +176,109 @@ def ingest_paths(
     plan = plan_files(paths, format_name, listener, options)
     listener.planned(len(plan))
     run_script(con, "ingest", "macros", {})
+    segments = _segments(plan)
+    batches = [k for k, (i, j, parsed) in enumerate(segments) if parsed]
+    parse_files = sum(segments[k][1] - segments[k][0] for k in batches)
+    pool = _ParsePool(options) if parse_files >= PARALLEL_PARSE_MIN_FILES and _WORKERS > 1 else None
     reports: list[FileReport] = []
-    i = 0
-    while i < len(plan):
-        path, fmt = plan[i]
-        if fmt.parse is not None:
-            j = i
-            while j < len(plan) and plan[j][1] is fmt and j - i < PARSED_BATCH_FILES:
-                j += 1
-            for report in ingest_parsed(con, plan[i:j], options):
-                listener.file_finished(report)
-                reports.append(report)
-            i = j
-            continue
-        try:
-            report = ingest_file(con, path, fmt, options, listener)
-        except GcaError as e:
-            report = FileReport(path, fmt.name, "failed", message=str(e), error=e)
-        except OSError as e:  # vanished or unreadable between planning and loading; the store is unchanged
-            report = _unreadable(path, fmt, e)
-        listener.file_finished(report)
-        reports.append(report)
-        i += 1
+    try:
+        for k, (i, j, parsed) in enumerate(segments):
+            if parsed:
+                done = None
+                if pool is not None:
+                    # keep the workers busy with the next batches while this one is stored
+                    for ahead in batches[batches.index(k): batches.index(k) + 3]:
+                        pool.submit(ahead, plan[segments[ahead][0]:segments[ahead][1]])
+                    done = pool.results(k)
+                    if done is None:  # the workers could not start or died: parse here from now on
+                        pool.close()
+                        pool = None
+                for report in ingest_parsed(con, plan[i:j], options, done):
+                    listener.file_finished(report)
+                    reports.append(report)
+                continue
+            path, fmt = plan[i]
+            try:
+                report = ingest_file(con, path, fmt, options, listener)
+            except GcaError as e:
+                report = FileReport(path, fmt.name, "failed", message=str(e), error=e)
+            except OSError as e:  # vanished or unreadable between planning and loading; the store is unchanged
+                report = _unreadable(path, fmt, e)
+            listener.file_finished(report)
+            reports.append(report)
+    finally:
+        if pool is not None:
+            pool.close()
     return reports
+
+
+def _segments(plan: list[tuple[Path, FileFormat]]) -> list[tuple[int, int, bool]]:
+    """plan[i:j] pieces in order: a batch of up to PARSED_BATCH_FILES files of one
+    parse-only format (True), or one file loaded on its own (False)."""
+    out, i = [], 0
+    while i < len(plan):
+        fmt = plan[i][1]
+        if fmt.parse is None:
+            out.append((i, i + 1, False))
+            i += 1
+            continue
+        j = i
+        while j < len(plan) and plan[j][1] is fmt and j - i < PARSED_BATCH_FILES:
+            j += 1
+        out.append((i, j, True))
+        i = j
+    return out
+
+
+# Reading, hashing and classifying job logs is most of their ingest (100k logs: ~30 s on
+# one core); worker processes do it for big runs while this one stores the batches.
+PARALLEL_PARSE_MIN_FILES = 2_000
+_WORKERS = min(os.cpu_count() or 1, 8)
+_CHUNK_FILES = 100
+_worker_options: IngestOptions | None = None
+
+
+def _init_worker(options: IngestOptions) -> None:
+    global _worker_options
+    _worker_options = options
+
+
+def _parse_chunk(items: list[tuple[str, str]]) -> list[_Outcome]:
+    assert _worker_options is not None
+    return [parse_file(Path(path), name, _worker_options) for path, name in items]
+
+
+class _ParsePool:
+    """Worker processes (forkserver: a fresh process, never a fork of this one with its
+    DuckDB threads) parsing whole batches ahead of the store."""
+
+    def __init__(self, options: IngestOptions) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        self._pool = ProcessPoolExecutor(max_workers=_WORKERS, mp_context=multiprocessing.get_context("forkserver"),
+                                         initializer=_init_worker, initargs=(options,))
+        self._futures: dict[int, list] = {}  # type: ignore[type-arg]
+
+    def submit(self, key: int, batch: list[tuple[Path, FileFormat]]) -> None:
+        if key in self._futures:
+            return
+        items = [(str(path), fmt.name) for path, fmt in batch]
+        self._futures[key] = [self._pool.submit(_parse_chunk, items[c:c + _CHUNK_FILES])
+                              for c in range(0, len(items), _CHUNK_FILES)]
+
+    def results(self, key: int) -> list[_Outcome] | None:
+        """The batch's outcomes in order; None when the pool broke (a worker could not
+        start, e.g. when the main module cannot be imported again, or was killed)."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            return [outcome for future in self._futures.pop(key) for outcome in future.result()]
+        except (BrokenProcessPool, OSError, EOFError):
+            return None
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _unreadable(path: Path, fmt: FileFormat, e: OSError) -> FileReport:
@@ -225,7 +305,10 @@ class _ParsedFile:
 
 
 def ingest_parsed(
-    con: duckdb.DuckDBPyConnection, batch: list[tuple[Path, FileFormat]], options: IngestOptions
+    con: duckdb.DuckDBPyConnection,
+    batch: list[tuple[Path, FileFormat]],
+    options: IngestOptions,
+    parsed_files: list[_Outcome] | None = None,
 ) -> list[FileReport]:
     """Store files of parse-only formats (job logs) many per transaction.
 
@@ -233,41 +316,35 @@ def ingest_parsed(
     fails alone; the batch's rows are then written in one transaction, so a failing write
     stores none of them and leaves the store as it was. A file is identified by its path
     (two jobs can leave identical logs): the same path with the same bytes is unchanged,
-    with other bytes it needs --replace.
+    with other bytes it needs --replace. `parsed_files`: the batch already read and
+    parsed (`parse_file`, by worker processes); else it is parsed here.
     """
-    resolved = [str(path.resolve()) for path, _ in batch]
+    resolved = _resolve_all([path for path, _ in batch])
     previous: dict[str, list[tuple[int, str]]] = {}
     for file_id, path_text, digest in con.execute(
         "SELECT file_id, path, content_hash FROM ingested_files WHERE path IN (SELECT unnest(?))", [resolved]
     ).fetchall():
         previous.setdefault(path_text, []).append((file_id, digest))
+    if parsed_files is None:
+        parsed_files = [parse_file(path, fmt.name, options) for path, fmt in batch]
     outcomes: list[FileReport | _ParsedFile] = []
-    for (path, fmt), key in zip(batch, resolved, strict=True):
-        started = time.perf_counter()
-        try:
-            size = path.stat().st_size
-            digest = sha256_of(path)
-            before = previous.get(key, [])
-            if any(d == digest for _, d in before) and not options.replace:
-                outcomes.append(FileReport(path, fmt.name, "unchanged",
-                                           message="ingested before with the same content; nothing to do (--replace reloads it)"))
-                continue
-            if before and not options.replace:
-                raise InputError(f"{path}: ingested before with different content",
-                                 hint="pass --replace to replace what it contributed")
-            rows = fmt.parse(path, options)  # type: ignore[misc]
-        except GcaError as e:
-            outcomes.append(FileReport(path, fmt.name, "failed", message=str(e), error=e))
+    for (path, fmt), key, done in zip(batch, resolved, parsed_files, strict=True):
+        if isinstance(done, _Failure):
+            error = done.error()
+            outcomes.append(FileReport(path, fmt.name, "failed", message=str(error), error=error))
             continue
-        except DAMAGED_GZIP as e:
-            error = damaged_gzip(path, e)
-            outcomes.append(FileReport(path, fmt.name, "failed", message=str(error), error=error))  # type: ignore[arg-type]
+        size, digest, rows, seconds = done
+        before = previous.get(key, [])
+        if any(d == digest for _, d in before) and not options.replace:
+            outcomes.append(FileReport(path, fmt.name, "unchanged",
+                                       message="ingested before with the same content; nothing to do (--replace reloads it)"))
             continue
-        except OSError as e:
-            outcomes.append(_unreadable(path, fmt, e))
+        if before and not options.replace:
+            error = InputError(f"{path}: ingested before with different content",
+                               hint="pass --replace to replace what it contributed")
+            outcomes.append(FileReport(path, fmt.name, "failed", message=str(error), error=error))
             continue
-        outcomes.append(_ParsedFile(path, fmt, key, size, digest, [fid for fid, _ in before], rows,
-                                    time.perf_counter() - started))
+        outcomes.append(_ParsedFile(path, fmt, key, size, digest, [fid for fid, _ in before], rows, seconds))
     parsed = [o for o in outcomes if isinstance(o, _ParsedFile)]
     failure: GcaError | None = None
     if parsed:
@@ -281,6 +358,72 @@ def ingest_parsed(
         else FileReport(o.path, o.fmt.name, "replaced" if o.replaces else "loaded", rows=o.main_rows, seconds=o.seconds)
         for o in outcomes
     ]
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """Why a file could not be parsed, in a form that crosses process boundaries."""
+
+    kind: str  # the GcaError subclass's name
+    message: str
+    hint: str | None
+
+    def error(self) -> GcaError:
+        import gpucluster_analysis.errors as errors
+
+        cls = getattr(errors, self.kind, InputError)
+        return cls(self.message, self.hint)
+
+
+# size, content hash, rows by table, seconds; or why not
+_Outcome = tuple[int, str, dict[str, list[dict[str, object]]], float] | _Failure
+
+
+def parse_file(path: Path, format_name: str, options: IngestOptions) -> _Outcome:
+    """Read, hash and parse one file of a parse-only format: no database I/O, so worker
+    processes can run it."""
+    started = time.perf_counter()
+    fmt = format_named(format_name)
+    try:
+        size = path.stat().st_size
+        if fmt.parse_hashed is not None:
+            digest, rows = fmt.parse_hashed(path, options)
+        else:
+            digest = sha256_of(path)
+            rows = fmt.parse(path, options)  # type: ignore[misc]
+    except GcaError as e:
+        return _Failure(type(e).__name__, e.message, e.hint)
+    except DAMAGED_GZIP as e:
+        error = damaged_gzip(path, e)
+        return _Failure(type(error).__name__, error.message, error.hint)  # type: ignore[attr-defined]
+    except OSError as e:
+        return _Failure("InputError", f"{path}: cannot read: {e.strerror or e}", "check the path and its permissions")
+    return size, digest, rows, time.perf_counter() - started
+
+
+def _resolve_all(paths: list[Path]) -> list[str]:
+    """Absolute, symlink-free paths, as Path.resolve gives them, with each folder resolved
+    once from its parent's resolution (resolving each file stats every folder on its path:
+    for 100k job logs, one folder each, that was the main cost after parsing)."""
+    folders: dict[Path, Path] = {}
+
+    def folder_of(d: Path) -> Path:
+        known = folders.get(d)
+        if known is None:
+            if d.parent == d or d.name in ("", ".", "..") or d.is_symlink():
+                known = d.resolve()
+            else:
+                known = folder_of(d.parent) / d.name
+            folders[d] = known
+        return known
+
+    out = []
+    for path in paths:
+        if ".." in path.parts or path.is_symlink():
+            out.append(str(path.resolve()))
+        else:
+            out.append(str(folder_of(path.parent) / path.name))
+    return out
 
 
 def _store_parsed(con: duckdb.DuckDBPyConnection, parsed: list[_ParsedFile]) -> None:
