@@ -490,3 +490,18 @@ def test_figures_accept_empty_tables_and_are_deterministic() -> None:
     gaps = pl.DataFrame({"retry_no": [1], "gaps": [2], "p50_s": [0.0], "p90_s": [None]}, schema_overrides={"p90_s": pl.Float64})
     fig = fg.quantile_bars(gaps, "retry_no", "t", "x", [("p50_s", "median"), ("p90_s", "p90")], count="gaps")
     assert fig.data[0].y == (1.0,)  # a zero wait drawn at the 1 s floor of the log axis
+
+
+def test_counts_print_as_integers_and_fractions_stay() -> None:
+    import polars as pl
+
+    from gpucluster_analysis.report.build import whole_counts
+
+    df = pl.DataFrame({"num_gpus": [1.0, 8.0, None], "num_servers": [1.0, 2.0, 1.0], "gpus": [0.5, 1.0, 2.0],
+                       "mean_util_pct": [50.0, 40.0, 30.0], "jobs": [3.0, float("nan"), 4.0]})
+    out = whole_counts(df)
+    assert out.schema["num_gpus"] == pl.Int64 and out.get_column("num_gpus").to_list() == [1, 8, None]
+    assert out.schema["num_servers"] == pl.Int64
+    assert out.schema["gpus"] == pl.Float64  # a fractional GPU share stays a fraction
+    assert out.schema["mean_util_pct"] == pl.Float64  # not a count
+    assert out.schema["jobs"] == pl.Float64  # NaN is not a whole number of jobs

@@ -103,10 +103,16 @@ def assert_renders_offline(report: Written) -> None:
                 "[...document.querySelectorAll('.js-plotly-plot')]"
                 ".filter(d => d.querySelector('.trace, .hm, image')).length"
             )
+            # no table wider than its card: every column visible without scrolling
+            too_wide = page.evaluate(
+                "[...document.querySelectorAll('table')]"
+                ".filter(t => t.scrollWidth > t.parentElement.clientWidth + 1).map(t => t.id)"
+            )
             page.wait_for_timeout(300)  # let late console messages arrive
         finally:
             browser.close()
     assert errors == []
+    assert too_wide == []
     assert outside == []
     assert drawn == expected
     assert with_marks == expected

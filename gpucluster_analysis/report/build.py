@@ -10,6 +10,8 @@ sees a half-written file.
 
 from __future__ import annotations
 
+import re
+
 import html
 import os
 import time
@@ -107,6 +109,8 @@ def build_report(
                            pending_reasons_vs_replay=replay.pending)
             results.update(_speed_results(con))
             per_job = run_query(con, "job_gpu_util_by_attributes")
+    results = {name: whole_counts(df) for name, df in results.items()}
+    per_job = whole_counts(per_job)
     tests = analysis.locality_tests(per_job)
     results["gpu_util_locality_tests"] = analysis.tests_frame(tests)
     content = sections.compose(results, tests, db.name)
@@ -115,6 +119,26 @@ def build_report(
         tables = _write_outputs(out, jobs, results, page)
     log(f"report built in {time.perf_counter() - started:.1f} s")
     return Written(html=out / "index.html", tables=tables, out_dir=out)
+
+
+# Columns that count things (GPUs, servers, jobs): floats only because a source can have
+# fractions (Alibaba's shared GPUs) or because SQL summed them.
+_COUNT_COLUMN = re.compile(r"^(?:num_)?(?:gpus|servers|nodes|machines|jobs|attempts|samples|files|families|trials|retries)$"
+                           r"|_(?:gpus|servers|jobs|attempts|samples|count)$|^(?:gpu|size)_?(?:count|gpus)?$")
+
+
+def whole_counts(df: pl.DataFrame) -> pl.DataFrame:
+    """Count columns whose values are all whole numbers as integers, so that the page says
+    `8-GPU jobs`, not `8.0-GPU jobs` (a fraction, where a source has one, stays)."""
+    casts = []
+    for column, dtype in df.schema.items():
+        if dtype.is_float() and _COUNT_COLUMN.search(column):
+            values = df.get_column(column).drop_nulls()
+            if values.is_nan().any():
+                continue
+            if values.is_empty() or ((values == values.floor()).all() and values.abs().max() < 2**53):
+                casts.append(pl.col(column).cast(pl.Int64))
+    return df.with_columns(casts) if casts else df
 
 
 def _timed_tables(log: Callable[[str], None]) -> Callable[[str, float], None]:
@@ -247,8 +271,8 @@ p.note { background: #fff8e6; border-left: 4px solid #e0a800; padding: 8px 12px;
 p.source { font-size: 12px; color: #666; margin: 2px 0 0 0; }
 table { border-collapse: collapse; font-size: 12.5px; margin: 6px 0; }
 th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; white-space: nowrap; }
-th { background: #f0f3f6; }
-td.text { text-align: left; white-space: normal; max-width: 520px; }
+th { background: #f0f3f6; white-space: normal; }
+td.text { text-align: left; white-space: normal; max-width: 520px; overflow-wrap: break-word; }
 .table-wrap { overflow-x: auto; }
 p.caption { font-size: 13.5px; margin: 18px 0 4px 0; }
 th { text-align: left; }
@@ -295,12 +319,19 @@ def render_html(content: list[Section], title: str) -> str:
     )
 
 
+# A one-row table with more columns than fit across a card is shown as field | value rows.
+TRANSPOSE_OVER_COLUMNS = 7
+
+
 def _table_html(t: Table) -> str:
     df = t.frame
+    if df.height == 1 and df.width > TRANSPOSE_OVER_COLUMNS:
+        return _record_html(t)
     shown = df.head(t.max_rows)
     more = (f" Showing the first {t.max_rows} of {df.height:,} rows; all are in {t.name}.csv."
             if df.height > t.max_rows else "")
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
+    # a column name may break after its underscores: a wide table of long names still fits its card
+    head = "".join(f"<th>{html.escape(c).replace('_', '_<wbr>')}</th>" for c in df.columns)
     rows = []
     for row in shown.iter_rows(named=True):
         cells = []
@@ -315,6 +346,18 @@ def _table_html(t: Table) -> str:
             f' <a href="{html.escape(t.name)}.csv">{html.escape(t.name)}.csv</a></p>'
             f'<div class="table-wrap"><table id="table-{html.escape(t.name)}">'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div></div>")
+
+
+def _record_html(t: Table) -> str:
+    rows = []
+    for col, value in t.frame.row(0, named=True).items():
+        text, is_text = _cell(col, value)
+        rows.append(f'<tr><th scope="row">{html.escape(col)}</th>'
+                    + (f'<td class="text">{html.escape(text)}</td>' if is_text else f"<td>{html.escape(text)}</td>") + "</tr>")
+    return (f'<div class="table-block"><p class="caption">{html.escape(t.caption)}'
+            f' <a href="{html.escape(t.name)}.csv">{html.escape(t.name)}.csv</a></p>'
+            f'<div class="table-wrap"><table id="table-{html.escape(t.name)}" class="record">'
+            f"<tbody>{''.join(rows)}</tbody></table></div></div>")
 
 
 def _cell(col: str, value: object) -> tuple[str, bool]:

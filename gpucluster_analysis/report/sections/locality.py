@@ -64,9 +64,10 @@ def section(r: dict[str, pl.DataFrame], tests: list[an.TestResult]) -> Section:
         sentence,
         "gpu_util_cdf_by_placement",
     ))
-    s.add(Table("gpu_util_locality_tests", an.tests_frame(tests),
+    s.add(Table("gpu_util_locality_tests", _compact_tests(an.tests_frame(tests)),
                 "Tests on per-job mean utilization (means are of per-job means, in the order of the groups; "
-                "rank-biserial r > 0: the first group tends higher)."))
+                "rank-biserial r > 0: the first group tends higher; a test of many groups shows its range here,"
+                " every group in the CSV)."))
 
     st_cdf = r["gpu_util_cdf_by_status"]
     parts = [f"{x['status']} {fmt_pct(x['mean_util_pct'])} (n={fmt_int(x['jobs_with_samples'])} jobs)"
@@ -150,3 +151,19 @@ def _grid_sentence(grid: pl.DataFrame) -> str:
     return (f"Each cell is the mean utilization of the jobs with that many GPUs and servers (n = jobs). {gpus}-GPU"
             f" jobs, the size with the most jobs in both placements, averaged {one['mean_util_pct']:.1f}% packed on"
             f" one server (n={one['jobs']}) vs {', '.join(spread)}.")
+
+
+def _compact_tests(tests: pl.DataFrame, most: int = 4) -> pl.DataFrame:
+    """The tests table for the page: a test of more than `most` groups (Kruskal-Wallis over
+    every server count) lists its first and last group, the jobs in all and the range of
+    the means, so that the row fits its card."""
+    def compact(row: dict) -> dict:  # type: ignore[type-arg]
+        groups = str(row["groups"] or "").split(" vs ")
+        if len(groups) <= most:
+            return {**row, "n": str(row["n"] or "").replace("/", " / "), "means": str(row["means"] or "").replace("/", " / ")}
+        counts = [int(x) for x in str(row["n"]).split("/") if x.strip().isdigit()]
+        means = [float(x) for x in str(row["means"]).split("/") if x.strip()]
+        return {**row, "groups": f"{groups[0]} … {groups[-1]} ({len(groups)} groups)",
+                "n": f"{sum(counts):,} in all", "means": f"{min(means):.1f} to {max(means):.1f}" if means else ""}
+
+    return pl.DataFrame([compact(r) for r in tests.iter_rows(named=True)], schema=tests.schema) if tests.height else tests
