@@ -505,3 +505,22 @@ def test_counts_print_as_integers_and_fractions_stay() -> None:
     assert out.schema["gpus"] == pl.Float64  # a fractional GPU share stays a fraction
     assert out.schema["mean_util_pct"] == pl.Float64  # not a count
     assert out.schema["jobs"] == pl.Float64  # NaN is not a whole number of jobs
+
+
+def test_the_page_opens_with_key_findings_linked_to_their_sections(sample_store: Path, tmp_path: Path) -> None:
+    import html as html_lib
+    import re
+
+    from gpucluster_analysis.report.build import build_report
+
+    page = build_report(sample_store, tmp_path / "out").html.read_text()
+    block = re.search(r'<section id="key-findings">.*?</section>', page, re.S)
+    assert block is not None and page.index('id="key-findings"') < page.index('id="overview"')
+    items = re.findall(r'<li><a href="#([\w-]+)">([^<]+)</a>: ([^<]+)</li>', block.group(0))
+    assert 5 <= len(items) <= 8
+    for section_id, title, sentence in items:
+        assert f'<section id="{section_id}"><h2>{html_lib.escape(title)}</h2>' in page
+        assert re.search(r"\d", sentence) and sentence.endswith(".")
+        # the sentence is the one the section leads with
+        lead = re.search(rf'<section id="{section_id}"><h2>[^<]*</h2>\s*<p class="finding">([^<]+)</p>', page)
+        assert lead is not None and lead.group(1).startswith(sentence.rstrip("."))

@@ -8,6 +8,7 @@ CSV floats were rounded at the writer).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import polars as pl
@@ -36,7 +37,11 @@ def test_two_reports_of_one_store_are_byte_identical(store: Path, tmp_path: Path
     assert names == sorted(p.name for p in second.tables) and "jobs.csv" in names
     differing = [n for n in names if (tmp_path / "a" / n).read_bytes() != (tmp_path / "b" / n).read_bytes()]
     assert differing == []
-    assert first.html.read_bytes() == second.html.read_bytes()
+    # the page differs only in the minute it was generated
+    def page(written) -> str:  # type: ignore[no-untyped-def]
+        return re.sub(r"Generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", "Generated", written.html.read_text())
+
+    assert page(first) == page(second)
 
 
 def test_csv_floats_are_rounded_at_the_writer() -> None:

@@ -30,7 +30,7 @@ from gpucluster_analysis.errors import ReportError, StoreError
 from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas
 from gpucluster_analysis.report import analysis, sections
 from gpucluster_analysis.report.sections import activity, failures, queueing
-from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Section, Table
+from gpucluster_analysis.report.sections.blocks import Figure, Findings, Paragraph, Section, Table
 from gpucluster_analysis.report.sections.text import fmt_dur
 from gpucluster_analysis.report.tables import (
     format_for_csv,
@@ -274,6 +274,8 @@ th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; white-spac
 th { background: #f0f3f6; white-space: normal; }
 td.text { text-align: left; white-space: normal; max-width: 520px; overflow-wrap: break-word; }
 .table-wrap { overflow-x: auto; }
+ul.key-findings { margin: 6px 0 4px 0; padding-left: 20px; }
+ul.key-findings li { margin: 5px 0; }
 p.caption { font-size: 13.5px; margin: 18px 0 4px 0; }
 th { text-align: left; }
 """
@@ -302,6 +304,10 @@ def render_html(content: list[Section], title: str) -> str:
                 )
             elif isinstance(block, Table):
                 body.append(_table_html(block))
+            elif isinstance(block, Findings):
+                items = "".join(f'<li><a href="#{html.escape(sid)}">{html.escape(title)}</a>: {html.escape(text)}</li>'
+                                for sid, title, text in block.items)
+                body.append(f'<ul class="key-findings">{items}</ul>')
             elif isinstance(block, Paragraph) and block.kind == "h3":
                 slug = block.text.lower().replace(" ", "-")
                 body.append(f'<h3 id="{html.escape(slug)}">{html.escape(block.text)}</h3>')

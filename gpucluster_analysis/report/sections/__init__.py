@@ -14,10 +14,19 @@ from __future__ import annotations
 import polars as pl
 
 from gpucluster_analysis.report import analysis as an
-from gpucluster_analysis.report.sections import activity, data_quality, failures, locality, overview, queueing, speed
-from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Section, Table
+from gpucluster_analysis.report.sections import (
+    activity,
+    data_quality,
+    failures,
+    key_findings,
+    locality,
+    overview,
+    queueing,
+    speed,
+)
+from gpucluster_analysis.report.sections.blocks import Figure, Findings, Paragraph, Section, Table
 
-__all__ = ["Figure", "Paragraph", "Section", "Table", "compose"]
+__all__ = ["Figure", "Findings", "Paragraph", "Section", "Table", "compose"]
 
 
 def compose(r: dict[str, pl.DataFrame], tests: list[an.TestResult], store_name: str) -> list[Section]:
@@ -31,4 +40,6 @@ def compose(r: dict[str, pl.DataFrame], tests: list[an.TestResult], store_name: 
         failures.section(r),
         data_quality.section(r),
     ]
-    return [s for s in sections if s is not None]
+    present = [s for s in sections if s is not None]
+    key = key_findings.section(present)
+    return ([key] if key else []) + present

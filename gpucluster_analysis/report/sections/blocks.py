@@ -18,6 +18,13 @@ class Paragraph:
 
 
 @dataclass
+class Findings:
+    """The report at a glance: (section id, section title, its lead sentence) each."""
+
+    items: list[tuple[str, str, str]]
+
+
+@dataclass
 class Figure:
     div_id: str
     figure: go.Figure
@@ -37,8 +44,8 @@ class Table:
 class Section:
     id: str
     title: str
-    blocks: list[Paragraph | Figure | Table] = field(default_factory=list)
+    blocks: list[Paragraph | Figure | Table | Findings] = field(default_factory=list)
 
-    def add(self, block: Paragraph | Figure | Table) -> None:
+    def add(self, block: Paragraph | Figure | Table | Findings) -> None:
         self.blocks.append(block)
 

@@ -17,6 +17,15 @@ from gpucluster_analysis.report.sections.text import (
 def section(r: dict[str, pl.DataFrame]) -> Section:
     s = Section("data-quality", "Data quality")
     cov = first_row(r["gpu_time_coverage"])
+    rejects = r["rejects_by_file"]
+    n_rejects = int(rejects.get_column("rejects").sum() or 0) if not rejects.is_empty() else 0
+    n_files = int(rejects.get_column("files").sum() or 0) if not rejects.is_empty() else 0
+    coverage = cov.get("coverage_pct") if cov else None
+    s.add(Paragraph(
+        f"{plural(n_rejects, 'input line')} of {plural(n_files, 'ingested file')} were rejected (kept, never dropped)"
+        + (f"; the GPU samples attributed to jobs cover {fmt_pct(coverage)} of the samples their GPU time should have"
+           " produced." if coverage is not None else "; the store has no GPU samples to cover the jobs' GPU time."),
+        "finding"))
     interval = an.safe_float(first_row(r["gpu_sample_interval"]).get("interval_s"))
     if not cov or cov.get("gpu_samples_non_null") in (None, 0):
         s.add(Paragraph("No GPU utilization samples in the store: utilization is empty in jobs.csv and no coverage"

@@ -27,6 +27,7 @@ def section(r: dict[str, pl.DataFrame]) -> Section:
     summary = first_row(r["failure_summary"])
     trials = int(summary.get("trials") or 0)
     log_files = int(summary.get("log_files") or 0)
+    s.add(Paragraph(_lead(summary, r["failure_reasons"]), "finding"))
     s.add(Paragraph(
         "A failed attempt (a trial, in the study's words) is an attempt that ended in failure: where the source"
         " gives each attempt's status, one that ended failed, timeout, node_fail or preempted (killed is a"
@@ -325,3 +326,18 @@ def _scheduler_failures(s: Section, r: dict[str, pl.DataFrame]) -> None:
             "run_time_cdf_by_status",
         ))
         s.add(Table("gpu_time_by_run_time_status", buckets, "Jobs and GPU time by run time, per final status."))
+
+
+def _lead(summary: dict, reasons: pl.DataFrame) -> str:  # type: ignore[type-arg]
+    """The section's answer: how many attempts failed, the GPU time they lost, and the costliest known cause."""
+    trials = int(summary.get("trials") or 0)
+    if not trials:
+        return "No attempt failed."
+    text = (f"{fmt_int(trials)} attempts failed, losing {fmt_int(summary.get('gpu_hours_lost'))} GPU-hours"
+            f" ({fmt_pct(summary.get('gpu_time_lost_pct'))} of all GPU time)")
+    known = reasons.filter(~pl.col("reason").is_in(list(UNCLASSIFIED))) if not reasons.is_empty() else reasons
+    if known.is_empty():
+        return text + f"; {fmt_pct(summary.get('unclassified_pct'))} of them have no cause gca could read from their logs."
+    top = known.sort("gpu_hours_lost", descending=True).row(0, named=True)
+    return (text + f"; the costliest cause was {top['reason']} ({top['category']}): {fmt_int(top['trials'])} attempts,"
+            f" {fmt_pct(top['gpu_time_lost_pct'])} of the lost GPU time.")

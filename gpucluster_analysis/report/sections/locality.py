@@ -21,6 +21,7 @@ def section(r: dict[str, pl.DataFrame], tests: list[an.TestResult]) -> Section:
     samples = int(status.get_column("samples").sum() or 0) if not status.is_empty() else 0
     jobs_with = int(status.get_column("jobs_with_samples").sum() or 0) if not status.is_empty() else 0
     jobs_all = int(status.get_column("jobs").sum() or 0) if not status.is_empty() else 0
+    s.add(Paragraph(_lead(status, tests), "finding"))
     s.add(Paragraph(
         "A GPU utilization sample at time t belongs to a job when t falls inside one of its attempts"
         " (start <= t < end) on a (machine, GPU) that attempt was allocated; a job's utilization is the mean of its"
@@ -167,3 +168,23 @@ def _compact_tests(tests: pl.DataFrame, most: int = 4) -> pl.DataFrame:
                 "n": f"{sum(counts):,} in all", "means": f"{min(means):.1f} to {max(means):.1f}" if means else ""}
 
     return pl.DataFrame([compact(r) for r in tests.iter_rows(named=True)], schema=tests.schema) if tests.height else tests
+
+
+def _lead(status: pl.DataFrame, tests: list[an.TestResult]) -> str:
+    """The section's answer: mean utilization, and what spreading a job over servers did to it."""
+    samples = int(status.get_column("samples").sum() or 0) if not status.is_empty() else 0
+    if not samples:
+        return "No GPU utilization sample belongs to a job, so utilization and locality cannot be measured here."
+    mean = sum((x["mean_util_pct"] or 0) * (x["samples"] or 0) for x in rows_of(status)) / samples
+    text = f"The jobs' GPUs were {fmt_pct(mean)} utilized (mean over {fmt_int(samples)} attributed samples)"
+    placement = next((t for t in tests if t.comparison == "placement, all sizes" and t.test), None)
+    if placement is None:
+        return text + "; no job size ran both packed and spread, so locality's effect cannot be tested."
+    spread, packed = (float(x) for x in placement.means.split("/"))
+    verdict = "lower" if spread < packed else "higher"
+    return (text + f"; jobs spread over several servers averaged {fmt_pct(spread)} per job vs {fmt_pct(packed)}"
+            f" packed on one ({verdict}; {placement.test}, {describe_p(placement.p_value)}).")
+
+
+def describe_p(p: float | None) -> str:
+    return "p=n/a" if p is None else ("p<0.001" if p < 0.001 else f"p={p:.3f}")

@@ -9,7 +9,7 @@ import polars as pl
 from gpucluster_analysis.report import figures as fg
 from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Section, Table
 from gpucluster_analysis.report.sections.text import (
-    first_row, fmt_dur, fmt_int, fmt_pct, fmt_time, gpus_label, join_list, rows_of,
+    first_row, fmt_dur, fmt_int, fmt_pct, fmt_time, gpus_label, index_by, join_list, rows_of,
 )
 
 # The published Philly numbers (domain.md, "Paper figures"), quoted for comparison.
@@ -23,6 +23,13 @@ def section(r: dict[str, pl.DataFrame], store_name: str) -> Section:
     span_days = None
     if isinstance(o.get("first_at"), datetime) and isinstance(o.get("last_at"), datetime):
         span_days = (o["last_at"] - o["first_at"]).total_seconds() / 86400
+    by_status = index_by(r["jobs_by_status"], "status") if not r["jobs_by_status"].is_empty() else {}
+    failed = by_status.get("failed", {})
+    s.add(Paragraph(
+        f"{fmt_int(o.get('jobs'))} jobs of {fmt_int(o.get('users'))} users used {fmt_int(o.get('gpu_hours'))} GPU-hours"
+        f" over {'-' if span_days is None else f'{span_days:.1f}'} days on {fmt_int(o.get('machines'))} machines"
+        f" ({fmt_int(o.get('gpus'))} GPUs); {fmt_pct(failed.get('jobs_pct') or 0)} of the jobs failed, holding"
+        f" {fmt_pct(failed.get('gpu_time_pct') or 0)} of the GPU time.", "finding"))
     s.add(Paragraph(
         f"Store {store_name}. The trace spans {fmt_time(o.get('first_at'))} to {fmt_time(o.get('last_at'))}"
         f" ({'-' if span_days is None else f'{span_days:.1f}'} days, from the first submission or start to the"
