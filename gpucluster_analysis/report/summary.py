@@ -128,43 +128,47 @@ def _speed(summary: pl.DataFrame | None, machines: pl.DataFrame | None) -> dict[
 def text_rows(h: dict[str, Any]) -> list[tuple[str, str]]:
     """The summary as (section, line) pairs, a few lines per section, for a person."""
     o, u, q, f, s = h["overview"], h["utilization"], h["queueing"], h["failures"], h["speed"]
-    rows = [("Overview", f"{fmt_int(o['jobs'])} jobs ({fmt_int(o['users'])} users, {fmt_int(o['vcs'])} VCs),"
-                         f" {fmt_int(o['gpu_hours'])} GPU-hours, {_day(o['first_at'])} to {_day(o['last_at'])}"),
-            ("Overview", f"{fmt_int(o['machines'])} machines, {fmt_int(o['gpus'])} GPUs; by status: "
-                         + (", ".join(f"{k} {fmt_int(v)}" for k, v in o["jobs_by_status"].items()) or "-"))]
+    rows: list[tuple[str, str]] = []
+
+    def add(section: str, *parts: str) -> None:
+        rows.append((section, "".join(parts)))
+
+    statuses = ", ".join(f"{k} {fmt_int(v)}" for k, v in o["jobs_by_status"].items()) or "-"
+    add("Overview", f"{fmt_int(o['jobs'])} jobs ({fmt_int(o['users'])} users, {fmt_int(o['vcs'])} VCs),",
+        f" {fmt_int(o['gpu_hours'])} GPU-hours, {_day(o['first_at'])} to {_day(o['last_at'])}")
+    add("Overview", f"{fmt_int(o['machines'])} machines, {fmt_int(o['gpus'])} GPUs; by status: {statuses}")
     if u["mean_gpu_util_pct"] is None:
-        rows.append(("Utilization", "no GPU utilization samples belong to any job"))
+        add("Utilization", "no GPU utilization samples belong to any job")
     else:
-        rows.append(("Utilization", f"mean GPU utilization {fmt_pct(u['mean_gpu_util_pct'])}"
-                                    f" ({fmt_int(u['samples'])} samples of {fmt_int(u['jobs_with_samples'])} jobs)"))
-    rows.append(("Queueing", f"median delay {fmt_dur(q['median_s'])}, p90 {fmt_dur(q['p90_s'])}"
-                             f" ({fmt_int(q['jobs_with_delay'])} jobs with a delay)"))
+        add("Utilization", f"mean GPU utilization {fmt_pct(u['mean_gpu_util_pct'])}",
+            f" ({fmt_int(u['samples'])} samples of {fmt_int(u['jobs_with_samples'])} jobs)")
+    add("Queueing", f"median delay {fmt_dur(q['median_s'])}, p90 {fmt_dur(q['p90_s'])}",
+        f" ({fmt_int(q['jobs_with_delay'])} jobs with a delay)")
     if q["main_cause"] is None:
-        rows.append(("Queueing", "waiting not split into causes"))
+        add("Queueing", "waiting not split into causes")
     else:
         rest = ", ".join(f"{c.replace('_', ' ')} {fmt_pct(v)}" for c, v in q["cause_pct"].items()
                          if c != q["main_cause"] and v is not None)
-        rows.append(("Queueing", f"main cause {q['main_cause'].replace('_', ' ')} ({fmt_pct(q['main_cause_pct'])} of"
-                                 f" {fmt_int(q['wait_gpu_hours'])} waiting GPU-hours; {rest})"))
+        add("Queueing", f"main cause {q['main_cause'].replace('_', ' ')} ({fmt_pct(q['main_cause_pct'])} of",
+            f" {fmt_int(q['wait_gpu_hours'])} waiting GPU-hours; {rest})")
     if not f["failed_attempts"]:
-        rows.append(("Failures", "no failed attempts"))
+        add("Failures", "no failed attempts")
     else:
-        rows.append(("Failures", f"{fmt_int(f['failed_attempts'])} failed attempts lost"
-                                 f" {fmt_int(f['gpu_hours_lost'])} GPU-hours"
-                                 + (f" ({fmt_int(f['attempts_without_log'])} without a log)"
-                                    if f["attempts_without_log"] else "")))
+        no_log = f" ({fmt_int(f['attempts_without_log'])} without a log)" if f["attempts_without_log"] else ""
+        add("Failures", f"{fmt_int(f['failed_attempts'])} failed attempts lost {fmt_int(f['gpu_hours_lost'])} GPU-hours",
+            no_log)
         for x in f["top_reasons"]:
-            rows.append(("Failures", f"{x['reason']} ({x['category']}): {fmt_int(x['gpu_hours_lost'])} GPU-hours"
-                                     f" ({fmt_pct(x['gpu_time_lost_pct'])}), {fmt_int(x['attempts'])} attempts"))
+            add("Failures", f"{x['reason']} ({x['category']}): {fmt_int(x['gpu_hours_lost'])} GPU-hours",
+                f" ({fmt_pct(x['gpu_time_lost_pct'])}), {fmt_int(x['attempts'])} attempts")
     if not s["attempts_with_speed"]:
-        rows.append(("Speed", "no job log printed a training speed"))
+        add("Speed", "no job log printed a training speed")
     else:
         slow = s["slow_machines"]
         names = ", ".join(f"{x['machine_id']} {x['relative_speed']:.2f}x" for x in slow[:TEXT_SLOW_MACHINES])
         more = f" and {len(slow) - TEXT_SLOW_MACHINES} more" if len(slow) > TEXT_SLOW_MACHINES else ""
-        rows.append(("Speed", f"{fmt_int(s['attempts_with_speed'])} attempts printed a speed;"
-                              f" {len(slow)} of {fmt_int(s['machines_judged'])} machines judged are slow"
-                              + (f": {names}{more}" if slow else "")))
+        add("Speed", f"{fmt_int(s['attempts_with_speed'])} attempts printed a speed;",
+            f" {len(slow)} of {fmt_int(s['machines_judged'])} machines judged are slow",
+            f": {names}{more}" if slow else "")
     return rows
 
 
@@ -196,12 +200,12 @@ def _num(v: object) -> float | None:
         return None
     if x == 0:
         return 0.0
-    return round(x, SIGNIFICANT_DIGITS - 1 - int(math.floor(math.log10(abs(x)))))
+    return round(x, SIGNIFICANT_DIGITS - 1 - math.floor(math.log10(abs(x))))
 
 
 def _int(v: object) -> int | None:
     x = _num(v)
-    return None if x is None else int(round(x))
+    return None if x is None else round(x)
 
 
 def _time(v: object) -> str | None:
