@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
 from collections.abc import Callable
-from typing import NoReturn, ParamSpec, TypeVar
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -18,6 +19,28 @@ stderr = Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+def print_json(data: dict[str, Any]) -> None:
+    """One JSON object on stdout, keys in the order given (for scripts)."""
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def print_rows(title: str, rows: list[tuple[str, str]], plain: str) -> None:
+    """(section, line) rows on stdout: a table on a terminal, else `plain` as it is (no ANSI codes)."""
+    if not sys.stdout.isatty():
+        sys.stdout.write(plain)
+        return
+    from rich.table import Table
+
+    table = Table(title=title, show_header=False, box=None, title_justify="left", padding=(0, 2, 0, 0))
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    previous = None
+    for section, line in rows:
+        table.add_row(section if section != previous else "", line)
+        previous = section
+    Console(highlight=False).print(table)
 
 
 def fail(error: GcaError) -> NoReturn:

@@ -17,9 +17,10 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -28,7 +29,7 @@ from gpucluster_analysis import __version__
 from gpucluster_analysis.db import open_store, upgrade_older_store
 from gpucluster_analysis.errors import ReportError, StoreError
 from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas
-from gpucluster_analysis.report import analysis, sections
+from gpucluster_analysis.report import analysis, sections, summary
 from gpucluster_analysis.report.sections import activity, failures, queueing
 from gpucluster_analysis.report.sections.blocks import Figure, Findings, Paragraph, Section, Table
 from gpucluster_analysis.report.sections.text import fmt_dur
@@ -65,11 +66,12 @@ PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 
 @dataclass(frozen=True)
 class Written:
-    """What build_report wrote."""
+    """What build_report wrote, and its headline numbers (report.summary.headline; docs/summary.md)."""
 
     html: Path
     tables: list[Path]
     out_dir: Path
+    summary: dict[str, Any] = field(default_factory=dict)
 
 
 def build_report(
@@ -118,7 +120,8 @@ def build_report(
         page = render_html(content, title=f"GPU cluster report: {db.name}")
         tables = _write_outputs(out, jobs, results, page)
     log(f"report built in {time.perf_counter() - started:.1f} s")
-    return Written(html=out / "index.html", tables=tables, out_dir=out)
+    return Written(html=out / "index.html", tables=tables, out_dir=out,
+                   summary=summary.headline(results, db.name, out / "index.html"))
 
 
 # Columns that count things (GPUs, servers, jobs): floats only because a source can have
