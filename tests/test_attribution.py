@@ -163,3 +163,46 @@ INSERT INTO allocations VALUES ('philly', 'P1', 1, 'm1', 0, 1), ('philly', 'P1',
     assert pick("U1") == (None, 2, None)          # 2 nodes known, GPUs not: GPU time unknown, not 0
     assert pick("C1") == (0, 1, 0)                # a known 0 on one node
     assert pick("P1") == (2, 2, 2 * 1800)         # the first attempt WITH GPUs; the empty one adds 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_shared_machines_are_found_by_counting_as_a_pairwise_check_would(tmp_path: Path, seed: int) -> None:
+    """whole_node vs node_level for attempts whose GPUs per host are unknown: the sweep that
+    finds which placements shared a machine (issue 15: no quadratic join) against a
+    pairwise check of every two placements, on random placements with ties, touching ends
+    and a job overlapping itself."""
+    import random
+    from datetime import datetime, timedelta
+
+    from gpucluster_analysis.db import open_store
+    from gpucluster_analysis.db.queries import run_query
+
+    rng = random.Random(seed)
+    t0 = datetime(2024, 1, 1)
+    placements = []  # (job, attempt, machine, start, end)
+    for j in range(40):
+        for a in range(rng.randint(1, 2)):
+            start = rng.randint(0, 400)
+            end = start + rng.choice([1, 2, 5, 10, 20])
+            hosts = rng.sample(["n1", "n2", "n3"], rng.randint(1, 2))
+            placements += [(f"j{j}", a, h, start, end) for h in hosts]
+    db = tmp_path / "s.duckdb"
+    with open_store(db) as con:
+        jobs = sorted({p[0] for p in placements})
+        con.executemany("INSERT INTO jobs (source, job_id, status, file_id) VALUES ('slurm', ?, 'passed', 1)", [[j] for j in jobs])
+        attempts = sorted({(p[0], p[1], p[3], p[4]) for p in placements})
+        con.executemany("INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id)"
+                        " VALUES ('slurm', ?, ?, ?, ?, ?, 1)",
+                        [[j, a, a, t0 + timedelta(minutes=s), t0 + timedelta(minutes=e)] for j, a, s, e in attempts])
+        con.executemany("INSERT INTO attempt_hosts (source, job_id, attempt_no, machine_id, gpus, file_id)"
+                        " VALUES ('slurm', ?, ?, ?, NULL, 1)", [[p[0], p[1], p[2]] for p in placements])
+        con.execute("INSERT INTO machines (machine_id, listed_gpus, file_id) VALUES ('n1', 8, 1), ('n2', 8, 1), ('n3', 8, 1)")
+        got = {(r["job_id"], r["attempt_no"]): r["attribution"]
+               for r in run_query(con, "attempt_attribution").unique(["job_id", "attempt_no", "attribution"]).to_dicts()}
+    want = {}
+    for j, a, m, s, e in placements:
+        shared = any(o[0] != j and o[2] == m and o[3] < e and s < o[4] for o in placements)
+        key = (j, a)
+        want[key] = "node_level" if shared or want.get(key) == "node_level" else "whole_node"
+    assert got == want
+    assert set(want.values()) == {"node_level", "whole_node"}

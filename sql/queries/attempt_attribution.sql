@@ -52,11 +52,41 @@ occupancy AS (
     FROM allocations al JOIN timed t USING (source, job_id, attempt_no)
     WHERE al.machine_id IN (SELECT machine_id FROM hosts)
 ),
+-- A host placement [s, e) shared its machine when another job's placement there overlapped
+-- it. Counted, not joined (a join on machine and overlapping time is quadratic in the
+-- placements per machine: a busy Slurm year has a million on a few nodes): placements
+-- overlapping [s, e) = those starting before e minus those ending by s, each a lookup in
+-- the machine's sorted starts or ends (ASOF joins: n log n); the same for the job's own
+-- placements on the machine, which do not count.
+starts AS (
+    SELECT machine_id, start_at AS t, sum(count(*)) OVER (PARTITION BY machine_id ORDER BY start_at) AS n
+    FROM occupancy GROUP BY machine_id, start_at
+),
+ends AS (
+    SELECT machine_id, end_at AS t, sum(count(*)) OVER (PARTITION BY machine_id ORDER BY end_at) AS n
+    FROM occupancy GROUP BY machine_id, end_at
+),
+own_starts AS (
+    SELECT machine_id, source, job_id, start_at AS t,
+           sum(count(*)) OVER (PARTITION BY machine_id, source, job_id ORDER BY start_at) AS n
+    FROM occupancy GROUP BY machine_id, source, job_id, start_at
+),
+own_ends AS (
+    SELECT machine_id, source, job_id, end_at AS t,
+           sum(count(*)) OVER (PARTITION BY machine_id, source, job_id ORDER BY end_at) AS n
+    FROM occupancy GROUP BY machine_id, source, job_id, end_at
+),
 shared AS (
-    SELECT DISTINCT h.source, h.job_id, h.attempt_no, h.machine_id
-    FROM hosts h JOIN occupancy o
-      ON o.machine_id = h.machine_id AND o.start_at < h.end_at AND h.start_at < o.end_at
-     AND NOT (o.source = h.source AND o.job_id = h.job_id)
+    SELECT h.source, h.job_id, h.attempt_no, h.machine_id
+    FROM (SELECT DISTINCT source, job_id, attempt_no, machine_id, start_at, end_at FROM hosts) h
+    ASOF LEFT JOIN starts a ON a.machine_id = h.machine_id AND a.t < h.end_at
+    ASOF LEFT JOIN ends b ON b.machine_id = h.machine_id AND b.t <= h.start_at
+    ASOF LEFT JOIN own_starts oa
+        ON oa.machine_id = h.machine_id AND oa.source = h.source AND oa.job_id = h.job_id AND oa.t < h.end_at
+    ASOF LEFT JOIN own_ends ob
+        ON ob.machine_id = h.machine_id AND ob.source = h.source AND ob.job_id = h.job_id AND ob.t <= h.start_at
+    WHERE (coalesce(a.n, 0) - coalesce(b.n, 0)) - (coalesce(oa.n, 0) - coalesce(ob.n, 0)) > 0
+    GROUP BY ALL
 ),
 host_counts AS (
     SELECT source, job_id, attempt_no, count(DISTINCT machine_id) AS machines FROM hosts GROUP BY ALL
