@@ -217,16 +217,18 @@ def test_attempts(main_store: Path) -> None:
     # v100 only as a typed key: its count is the GPU count
     assert got[("1003", 0)][3:] == ("timeout", "TIMEOUT", 2.0, 2)
     assert got[("1004", 0)][5] == 0.0  # AllocTRES without gres/gpu: no GPUs
-    # pending: no start, the GPUs it asks for (ReqTRES)
-    assert got[("1005", 0)] == (0, None, None, "pending", "PENDING", 2.0, 1)
-    # cancelled while pending: Slurm wrote Start = End = 09:30 CET; no node was assigned, so no start
-    assert got[("1006", 0)] == (0, None, datetime(2024, 1, 14, 8, 30), "killed", "CANCELLED by 0", 8.0, 2)
+    # pending, and cancelled while pending (Slurm wrote Start = End = 09:30 CET, no node was
+    # assigned): never placed, so no attempt; the GPUs they asked for (ReqTRES) and when the
+    # cancelled one left the queue are the job's
+    assert ("1005", 0) not in got and ("1006", 0) not in got
+    assert rows(main_store, "SELECT job_id, status, requested_gpus, left_queue_at FROM jobs WHERE job_id IN ('1005', '1006')"
+                            " ORDER BY 1") == [("1005", "pending", 2.0, None), ("1006", "killed", 8.0, datetime(2024, 1, 14, 8, 30))]
     # het job 1020: one attempt of both components, 4 + 2 GPUs on 1 + 1 nodes
     assert got[("1020", 0)] == (0, datetime(2024, 1, 16, 8, 10), datetime(2024, 1, 16, 9, 10), "failed", "COMPLETED", 6.0, 2)
     # requeued 1030: each allocation row is a run, in order
     assert got[("1030", 0)] == (0, datetime(2024, 1, 17, 5, 5), datetime(2024, 1, 17, 6, 5), "node_fail", "NODE_FAIL", 2.0, 1)
     assert got[("1030", 1)] == (1, datetime(2024, 1, 17, 6, 10), datetime(2024, 1, 17, 7, 10), "passed", "COMPLETED", 2.0, 1)
-    assert len(got) == 13  # 12 jobs, 1030 twice
+    assert len(got) == 10  # 12 jobs, 1030 twice; 1005, 1006 and the pending array 1010_[3-5%2] never placed
 
 
 def test_attempt_hosts_expand_nodelists(main_store: Path) -> None:
@@ -307,8 +309,9 @@ def test_parsable_with_trailing_pipe(tmp_path: Path) -> None:
     assert got == {
         "3001": ("passed", datetime(2024, 2, 5, 7, 0, 10), datetime(2024, 2, 5, 7, 30, 10), 1.0),
         "3002": ("running", datetime(2024, 2, 5, 8, 1), None, 2.0),  # End Unknown
-        "3003": ("pending", None, None, None),  # neither AllocTRES nor ReqTRES: GPUs unknown
     }
+    # still pending at the dump: a job with no attempt (neither AllocTRES nor ReqTRES: GPUs unknown)
+    assert rows(db, "SELECT status, requested_gpus FROM jobs WHERE job_id = '3003'") == [("pending", None)]
     assert rows(db, "SELECT machine_id FROM attempt_hosts ORDER BY machine_id") == [("gpu20",), ("gpu21",)]
 
 
@@ -376,9 +379,9 @@ def test_requeued_then_pending(tmp_path: Path) -> None:
         ("8001", "pending", datetime(2024, 4, 1, 10, 0)),
         ("8003", "pending", datetime(2024, 4, 1, 11, 0)),
     ]
+    # the pending row after the requeue was never placed: no attempt
     assert rows(db, "SELECT job_id, attempt_no, status, start_at FROM attempts ORDER BY job_id, attempt_no") == [
         ("8001", 0, "preempted", datetime(2024, 4, 1, 10, 5)),
-        ("8001", 1, "pending", None),
         ("8003", 0, "preempted", datetime(2024, 4, 1, 11, 10)),
     ]
 
@@ -550,7 +553,9 @@ def test_a_pending_jobs_forecast_start_is_no_start(tmp_path: Path) -> None:
     )
     db = tmp_path / "s.duckdb"
     ingest(db, path, zone="UTC")
-    assert rows(db, "SELECT status, start_at, end_at, num_gpus FROM attempts") == [("pending", None, None, 4.0)]
+    # the forecast is no start, and a job that never started has no attempt
+    assert rows(db, "SELECT count(*) FROM attempts") == [(0,)]
+    assert rows(db, "SELECT status, requested_gpus FROM jobs") == [("pending", 4.0)]
 
 
 # ---------------------------------------------------------------- real outputs (tests/data/slurm/SOURCES.md)
@@ -950,8 +955,9 @@ def test_fixed_width_that_does_not_line_up(tmp_path: Path) -> None:
     assert rows(db, "SELECT line, reason FROM rejects") == [
         (5, "text between the fixed-width columns: the line does not line up with the header")]
     # wide columns hold values with spaces: CANCELLED by 1234 (cancelled while pending), None assigned
-    assert rows(db, "SELECT j.job_id, j.status, j.cancelled_by, a.start_at, a.end_at FROM jobs j JOIN attempts a USING (job_id) ORDER BY 1") == [
-        ("19001", "killed", "1234", None, datetime(2024, 6, 1, 10, 5)),
+    assert rows(db, "SELECT j.job_id, j.status, j.cancelled_by, a.start_at, coalesce(a.end_at, j.left_queue_at)"
+                    " FROM jobs j LEFT JOIN attempts a USING (job_id) ORDER BY 1") == [
+        ("19001", "killed", "1234", None, datetime(2024, 6, 1, 10, 5)),  # cancelled while pending: no attempt
         ("19002", "passed", None, datetime(2024, 6, 1, 10, 1), datetime(2024, 6, 1, 10, 31))]
     # a header whose names stick out of the dashes: every slice would be wrong, the file is refused
     path = tmp_path / "sacct.txt"

@@ -351,7 +351,7 @@ _STAGE_COLUMNS = [
     ("submit_t", pa.string()), ("eligible_t", pa.string()), ("start_t", pa.string()), ("end_t", pa.string()),
     ("time_limit_s", pa.int64()), ("gpus", pa.int64()), ("req_gpus", pa.int64()), ("gpu_model", pa.string()),
     ("nnodes", pa.int32()),
-    ("hosts", pa.int32()), ("cluster", pa.string()), ("text", pa.string()),
+    ("hosts", pa.int32()), ("start_unknown", pa.bool_()), ("cluster", pa.string()), ("text", pa.string()),
 ]
 _STAGE_SCHEMA = pa.schema(_STAGE_COLUMNS)
 _HOST_SCHEMA = pa.schema([("line", pa.int64()), ("machine_id", pa.string())])
@@ -389,7 +389,7 @@ class _Stager:
 
 
 def _duck_type(t: pa.DataType) -> str:
-    return {pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.string(): "VARCHAR"}[t]
+    return {pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.string(): "VARCHAR", pa.bool_(): "BOOLEAN"}[t]
 
 
 class _Columns:
@@ -532,6 +532,8 @@ def _parse_fields(
         row["req_gpus"] = request.gpus
     row["nnodes"] = int(nnodes_text) if nnodes_text else (tres.nodes if tres and tres.nodes else (len(hosts) or None))
     row["hosts"] = len(hosts)
+    # without a Start column nothing says whether the run started (reportseff's sacct -D)
+    row["start_unknown"] = cols.start is None
     return row, hosts
 
 

@@ -465,9 +465,9 @@ def slurm_truth(jobs: list[SlurmJob], util_sum: np.ndarray, util_count: np.ndarr
     for job, waited in zip(jobs, causes, strict=True):
         spec, runs = job.spec, job.runs
         first_start = runs[0].start if runs else None
-        # The row of a cancellation while pending has an End (Start = End, no node): it counts.
-        ends = [r.end for r in runs] + ([job.cancel_at] if job.cancel_at is not None else [])
-        end = max(ends) if ends else None
+        # The row of a cancellation while pending (Start = End, no node) is no placement, so
+        # no attempt: end_time and attempts are the runs' (domain.md); the cancel ends the wait.
+        end = max(r.end for r in runs) if runs else None
         final_failed = job.outcome.status == "failed"
         reason = runs[-1].reason if final_failed else None
         count = int(util_count[spec.index])
@@ -482,8 +482,8 @@ def slurm_truth(jobs: list[SlurmJob], util_sum: np.ndarray, util_count: np.ndarr
             "submit_time": iso(spec.submit),
             "first_start_time": iso(first_start),
             "end_time": iso(end),
-            # every allocation row in sacct: each run, and the row of a cancellation while pending
-            "attempts": len(runs) + (1 if job.cancel_at is not None else 0),
+            # each run; the row of a cancellation while pending was never placed
+            "attempts": len(runs),
             "num_gpus": spec.gpus if runs else None,
             "num_servers": len(runs[0].alloc) if runs else None,
             "queue_delay_s": first_start - job.eligible if first_start is not None else None,

@@ -177,23 +177,35 @@ SELECT a.job_id, a.source_index,
     arg_min(a.line, coalesce(a.het_offset, 0)) AS leader_line,
     sum(a.gpus)::DOUBLE AS num_gpus,
     sum(a.req_gpus)::DOUBLE AS req_gpus,
-    sum(a.nnodes)::INTEGER AS num_nodes
+    sum(a.nnodes)::INTEGER AS num_nodes,
+    -- a row with neither a start nor a node (cancelled or deleted while pending: Start None,
+    -- or = End, which the reader clears, and `None assigned`; or still pending at the dump)
+    -- was never placed: no attempt. Its End is when the job left the queue. A dump without
+    -- a Start column cannot tell: its rows are runs.
+    (min(a.start_at) IS NOT NULL OR coalesce(sum(a.hosts), 0) > 0 OR bool_or(a.start_unknown)) AS placed,
+    max(coalesce(a.end_at, a.start_at)) AS left_at
 FROM stage_sacct_alloc a
 LEFT JOIN stage_sacct_step_rank r ON r.alloc_line = a.line
 GROUP BY a.job_id, a.source_index;
 
+-- run_order: every row of the job in time (its last gives the job's status); attempt_no:
+-- the placed runs only, 0-based.
 CREATE OR REPLACE TEMP TABLE stage_sacct_attempt_no AS
-SELECT *, (row_number() OVER (PARTITION BY job_id ORDER BY start_at ASC NULLS LAST, source_index) - 1)::INTEGER AS attempt_no
+SELECT *,
+       (row_number() OVER (PARTITION BY job_id ORDER BY start_at ASC NULLS LAST, source_index) - 1)::INTEGER AS run_order,
+       CASE WHEN placed THEN (row_number() OVER (PARTITION BY job_id, placed ORDER BY start_at ASC NULLS LAST, source_index)
+                              - 1)::INTEGER END AS attempt_no
 FROM stage_sacct_attempt;
 
 -- requested_gpus: the request (ReqTRES, else AllocTRES) of the job's last run, its het
 -- components summed, as the jobs row takes the rest of that run's leader row.
 INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id,
                   job_name, partition, eligible_at, time_limit_s, gpu_model, exit_code, exit_signal, cancelled_by,
-                  requested_gpus)
+                  requested_gpus, left_queue_at)
 WITH last_attempt AS (
-    SELECT job_id, arg_max(leader_line, attempt_no) AS line, arg_max(status, attempt_no) AS status,
-           arg_max(state, attempt_no) AS state, arg_max(req_gpus, attempt_no) AS req_gpus
+    SELECT job_id, arg_max(leader_line, run_order) AS line, arg_max(status, run_order) AS status,
+           arg_max(state, run_order) AS state, arg_max(req_gpus, run_order) AS req_gpus,
+           arg_max(CASE WHEN NOT placed THEN left_at END, run_order) AS left_queue_at
     FROM stage_sacct_attempt_no GROUP BY job_id
 ),
 per_job AS (
@@ -206,7 +218,7 @@ SELECT 'slurm', l.job_id, a.user_name, coalesce(a.account, a.partition),
        CASE WHEN l.state IN ('REQUEUED', 'REQUEUE_FED', 'REQUEUE_HOLD', 'SPECIAL_EXIT') THEN 'pending' ELSE l.status END,
        a.source_status, p.submit_at, $file_id,
        a.job_name, a.partition, p.eligible_at, a.time_limit_s, p.gpu_model, a.exit_code, a.exit_signal, a.cancelled_by,
-       l.req_gpus
+       l.req_gpus, l.left_queue_at
 FROM last_attempt l
 JOIN stage_sacct_alloc a ON a.line = l.line
 JOIN per_job p ON p.job_id = l.job_id;
@@ -215,7 +227,8 @@ INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at
                       status, source_status, exit_code, exit_signal, num_gpus, num_nodes)
 SELECT 'slurm', job_id, attempt_no, source_index, start_at, end_at, $file_id,
        status, source_status, exit_code, exit_signal, num_gpus, num_nodes
-FROM stage_sacct_attempt_no;
+FROM stage_sacct_attempt_no
+WHERE placed;
 
 -- GPUs per host: a component's GPUs spread evenly over its hosts when they divide evenly.
 INSERT INTO attempt_hosts (source, job_id, attempt_no, machine_id, gpus, file_id)

@@ -1,7 +1,8 @@
 -- replay_jobs: every job's waits, for the replay of queueing. The first wait runs from
 -- the queue start (Eligible where the source has it, else submit: as jobs.csv
 -- queue_delay_s) to the first start. A job that never started waited until its end (the
--- latest end of its attempts, e.g. a job cancelled while pending) or, still pending, until
+-- latest end of its attempts, or when it left the queue: jobs.left_queue_at, a job
+-- cancelled while pending) or, still pending, until
 -- its source's last timestamp (temp table replay_bounds); a job that never started and has
 -- no end and is not pending (Philly's jobs killed in the queue) has an unknown wait_until.
 -- Retry waits: the gaps between one attempt's end and the next one's start (attempts in
@@ -29,6 +30,7 @@ SELECT j.source, j.job_id, j.vc, k.num_gpus AS gpus, k.size_bucket,
        epoch(coalesce(j.eligible_at, j.submit_at)) AS wait_from_s,
        epoch(CASE WHEN p.first_start_at IS NOT NULL THEN p.first_start_at
                   WHEN p.last_end_at IS NOT NULL THEN p.last_end_at
+                  WHEN j.left_queue_at IS NOT NULL THEN j.left_queue_at
                   WHEN j.status = 'pending' THEN b.last_at END) AS wait_until_s,
        p.first_start_at IS NOT NULL AS started,
        CASE WHEN p.first_start_at IS NOT NULL THEN p.retry_s END AS wait_retry_s
