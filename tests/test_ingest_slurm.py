@@ -987,3 +987,21 @@ def test_a_dump_of_several_clusters_keeps_their_jobs_apart(tmp_path: Path) -> No
     one.write_text("".join(path.read_text().splitlines(keepends=True)[:3]))
     ingest(tmp_path / "t.duckdb", one, zone="UTC")
     assert rows(tmp_path / "t.duckdb", "SELECT job_id FROM jobs") == [("20001",)]
+
+
+def test_a_store_with_only_sacct_knows_its_machines(tmp_path: Path) -> None:
+    # issue 15: each host of a run is an observed machine, with the most GPUs a run held there
+    # (a run's GPUs divided evenly over its hosts)
+    path = tmp_path / "sacct.txt"
+    path.write_text(
+        "JobID|State|Submit|Start|End|NNodes|AllocTRES|NodeList\n"
+        "1|COMPLETED|2024-06-01T10:00:00|2024-06-01T10:00:00|2024-06-01T11:00:00|2|cpu=8,gres/gpu=16|gpu[01-02]\n"
+        "2|COMPLETED|2024-06-01T10:00:00|2024-06-01T10:00:00|2024-06-01T11:00:00|1|cpu=8,gres/gpu=4|gpu03\n"
+        "3|COMPLETED|2024-06-01T12:00:00|2024-06-01T12:00:00|2024-06-01T13:00:00|1|cpu=8,gres/gpu=2|gpu03\n"
+        "4|COMPLETED|2024-06-01T12:00:00|2024-06-01T12:00:00|2024-06-01T13:00:00|2|cpu=8,gres/gpu=3|gpu[03-04]\n"
+    )
+    db = tmp_path / "s.duckdb"
+    ingest(db, path, zone="UTC")
+    # gpu01, gpu02: 8 each; gpu03: 4 (job 2); gpu04: 3 GPUs over 2 hosts do not divide: unknown
+    assert rows(db, "SELECT machine_id, listed_gpus, observed_gpus, gpus FROM machine_capacity ORDER BY 1") == [
+        ("gpu01", None, 8, 8), ("gpu02", None, 8, 8), ("gpu03", None, 4, 4), ("gpu04", None, None, 0)]

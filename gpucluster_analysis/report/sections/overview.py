@@ -45,6 +45,10 @@ def section(r: dict[str, pl.DataFrame], store_name: str) -> Section:
         f" {fmt_int(o.get('gpus'))} GPUs. Telemetry: {fmt_int(o.get('gpu_samples'))} GPU samples"
         f" ({fmt_time(o.get('gpu_samples_first_at'))} to {fmt_time(o.get('gpu_samples_last_at'))}) and"
         f" {fmt_int(o.get('host_samples'))} host samples."
+        + (" No machine list was ingested: the capacity is inferred from the data (the hosts of the runs, with"
+           " the most GPUs a run held there, and the GPUs sampled), so a machine no job used is missing and a"
+           " machine's GPUs no job held together are undercounted." if not o.get("machines_listed") and o.get("machines")
+           else "")
     ))
     s.add(Table("overview_totals", r["overview_totals"], "Headline numbers (overview_totals.csv)."))
     src = r.get("sources_compared")
