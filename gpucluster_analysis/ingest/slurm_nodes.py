@@ -28,7 +28,7 @@ from gpucluster_analysis.ingest.nvsmi import read_lines
 _FIELD = re.compile(r"(\w+)=(\S*)")
 _GPU_GRES = re.compile(r"^gpu(?::([^:(]+))?(?::(\d+))(?:\(.*\))?$", re.IGNORECASE)
 _GPU_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)")
-_SINFO = re.compile(r"^([^\s|]+)\|(\S*)$")
+_SINFO = re.compile(r"^([^\s|]+)\|([^\s|]*)$")  # exactly two fields: sacct and squeue lines have other shapes
 
 
 def gpus_of(gres: str) -> tuple[int | None, str | None]:
@@ -149,7 +149,9 @@ def _sniff(head: str) -> bool:
         return False
     if lines[0].startswith("NodeName=") and ("Gres=" in head or "CfgTRES=" in head):
         return True
-    return all(_SINFO.match(ln) for ln in lines[:5]) and any("gpu" in ln.lower() or "(null)" in ln for ln in lines[:5])
+    # `node|gres`: every line of two fields, a GRES (`gpu:...`, `(null)`) in the second
+    return all((m := _SINFO.match(ln)) and (m.group(2) == "(null)" or ":" in m.group(2)) for ln in lines[:5]) \
+        and any("gpu:" in ln.lower() for ln in lines[:5])
 
 
 FORMATS = [
