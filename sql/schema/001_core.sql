@@ -108,24 +108,5 @@ CREATE TABLE IF NOT EXISTS host_samples (
     file_id       INTEGER NOT NULL
 );
 
-CREATE OR REPLACE VIEW machine_capacity AS
-WITH observed AS (
-    SELECT machine_id, max(gpu_index) + 1 AS gpus FROM allocations GROUP BY machine_id
-    UNION ALL
-    SELECT machine_id, max(gpu_index) + 1 AS gpus FROM gpu_samples
-    WHERE util_pct IS NOT NULL GROUP BY machine_id
-),
-observed_max AS (
-    SELECT machine_id, max(gpus) AS observed_gpus FROM observed GROUP BY machine_id
-),
-listed AS (
-    SELECT machine_id, max(listed_gpus) AS listed_gpus, max(gpu_memory_gb) AS gpu_memory_gb
-    FROM machines GROUP BY machine_id
-)
-SELECT
-    coalesce(l.machine_id, o.machine_id) AS machine_id,
-    l.listed_gpus,
-    o.observed_gpus,
-    l.gpu_memory_gb,
-    greatest(coalesce(l.listed_gpus, 0), coalesce(o.observed_gpus, 0)) AS gpus
-FROM listed l FULL OUTER JOIN observed_max o USING (machine_id);
+-- The view machine_capacity (listed vs observed GPUs per machine) is defined in
+-- 006_left_queue.sql, which also counts the hosts of Slurm runs (attempt_hosts, from 002).
