@@ -199,9 +199,7 @@ _TIME_LINE = r"^#\s*(?i:time|timestamp)\s*:"
 def _load_prom(ctx: LoadContext) -> LoadCounts:
     zone = site_zone(ctx)
     stage = Batches(ctx.con, "stage_dcgm", _STAGE)
-    plain = ctx.con
-    plain.execute("CREATE OR REPLACE TEMP TABLE stage_prom_plain (line BIGINT, text VARCHAR)")
-    plain.execute("CREATE OR REPLACE TEMP TABLE stage_prom_times (line BIGINT, utc_at TIMESTAMP)")
+    ctx.con.execute("CREATE OR REPLACE TEMP TABLE stage_prom_plain (line BIGINT, text VARCHAR)")
     times = Batches(ctx.con, "stage_prom_times", {"line": pa.int64(), "utc_at": pa.timestamp("us")})
     fallback = start_time(ctx) or time_from_name(ctx.path, zone)
     scrape_time: datetime | None = None
@@ -215,7 +213,7 @@ def _load_prom(ctx: LoadContext) -> LoadCounts:
         fast_mask = fast.to_numpy(zero_copy_only=False)
         if fast_mask.any():
             batch = pa.table({"line": pa.array(numbers[fast_mask]), "text": texts.filter(fast)})  # noqa: F841 (read by DuckDB)
-            plain.execute("INSERT INTO stage_prom_plain SELECT * FROM batch")
+            ctx.con.execute("INSERT INTO stage_prom_plain SELECT * FROM batch")
         # the rest line by line: scrape times, promtool dumps, DCGM lines of another shape
         slow = pc.and_(pc.invert(fast), pc.or_(
             dcgm, pc.or_(pc.fill_null(pc.match_substring_regex(texts, _TIME_LINE), False),
@@ -236,7 +234,7 @@ def _load_prom(ctx: LoadContext) -> LoadCounts:
             samples += _stage_line(stage, number, text, is_cut, scrape_time or fallback)
     stage.flush()
     times.flush()
-    samples += _stage_plain(ctx)
+    samples += _stage_plain(ctx.con, fallback)
     untimed = ctx.con.execute(  # both paths: the first sample without a time
         "SELECT min(line) FROM stage_dcgm WHERE utc_at IS NULL AND problem IS NULL").fetchall()[0][0]
     if untimed is not None:
@@ -288,9 +286,9 @@ def _series_columns(labels: dict[str, str]) -> dict[str, str | None]:
     return row
 
 
-def _stage_plain(ctx: LoadContext) -> int:
-    """Stage the plain sample lines (stage_prom_plain) in SQL; the number of samples of stored metrics."""
-    con = ctx.con
+def _stage_plain(con: duckdb.DuckDBPyConnection, fallback: datetime | None) -> int:
+    """Stage the plain sample lines (stage_prom_plain) in SQL, timing those without a time or a
+    `# time:` line above them at `fallback`; the number of samples of stored metrics."""
     # a plain line's series ends at its only `}` (the plain shape has no braces in labels)
     series = [row[0] for row in con.execute(
         "SELECT DISTINCT left(text, strpos(text, '}')) FROM stage_prom_plain").fetchall()]
@@ -312,8 +310,7 @@ def _stage_plain(ctx: LoadContext) -> int:
     info = pa.table({c: pa.array(v, type=pa.string()) for c, v in rows.items()})  # noqa: F841 (read by DuckDB)
     con.execute("CREATE OR REPLACE TEMP TABLE stage_prom_series AS SELECT * FROM info")
     before = con.execute("SELECT count(*) FROM stage_dcgm WHERE problem IS NULL").fetchall()[0][0]
-    run_script(con, "ingest", "dcgm_plain", {"fallback": start_time(ctx) or time_from_name(ctx.path, site_zone(ctx)),
-                                             "epoch_ms_2001": _EPOCH_MS_2001})
+    run_script(con, "ingest", "dcgm_plain", {"fallback": fallback, "epoch_ms_2001": _EPOCH_MS_2001})
     con.execute("DROP TABLE stage_prom_plain")
     return int(con.execute("SELECT count(*) FROM stage_dcgm WHERE problem IS NULL").fetchall()[0][0] - before)
 
