@@ -9,7 +9,7 @@ import polars as pl
 from gpucluster_analysis.report import analysis as an
 from gpucluster_analysis.report import figures as fg
 from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Section, Table
-from gpucluster_analysis.report.sections.text import describe_test, fmt_int, fmt_pct, fmt_share, join_list, rows_of
+from gpucluster_analysis.report.sections.text import describe_test, fmt_int, fmt_p, fmt_pct, fmt_share, join_list, rows_of
 
 # The published Philly numbers (domain.md, "Paper figures"), quoted for comparison.
 PAPER_UTIL = "Philly, full trace: mean GPU utilization 52.3% (1-GPU jobs 52.4%, 4-GPU jobs 45.2%)."
@@ -183,8 +183,4 @@ def _lead(status: pl.DataFrame, tests: list[an.TestResult]) -> str:
     spread, packed = (float(x) for x in placement.means.split("/"))
     verdict = "lower" if spread < packed else "higher"
     return (text + f"; jobs spread over several servers averaged {fmt_pct(spread)} per job vs {fmt_pct(packed)}"
-            f" packed on one ({verdict}; {placement.test}, {describe_p(placement.p_value)}).")
-
-
-def describe_p(p: float | None) -> str:
-    return "p=n/a" if p is None else ("p<0.001" if p < 0.001 else f"p={p:.3f}")
+            f" packed on one ({verdict}; {placement.test}, {fmt_p(placement.p_value)}).")
