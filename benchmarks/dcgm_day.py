@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import random
 import shutil
 import sys
@@ -29,7 +28,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from run import run_step
+from run import machine_line, run_step
 
 FIELDS = (
     ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
@@ -133,9 +132,7 @@ def main() -> None:
     _, seconds, peak = run_step("ingest", [*gca, "ingest", str(scrapes_dir), "--db", str(db)])
 
     samples = args.nodes * scrapes * args.gpus * len(FIELDS)
-    print(f"\nMachine: {platform.machine()}, {os.cpu_count()} cores, "
-          f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / (1 << 30):.0f} GiB, "
-          f"Python {platform.python_version()}, {platform.platform()}; load average {os.getloadavg()[0]:.1f}")
+    print(f"\n{machine_line()}; load average {os.getloadavg()[0]:.1f}")
     print(f"Scrapes: {args.nodes} files, {samples:,} sample lines, {size / (1 << 20):,.0f} MiB; "
           f"store {db.stat().st_size / (1 << 20):,.0f} MiB")
     print(f"\n| step | wall time (s) | peak RSS (GiB) | sample lines/s |\n|---|---:|---:|---:|\n"

@@ -31,6 +31,13 @@ _MEASURE = (
 )
 
 
+def machine_line() -> str:
+    """What the numbers were measured on: architecture, cores, memory, Python, OS."""
+    return (f"Machine: {platform.machine()}, {os.cpu_count()} cores, "
+            f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / (1 << 30):.0f} GiB, "
+            f"Python {platform.python_version()}, {platform.platform()}")
+
+
 def run_step(name: str, args: list[str]) -> tuple[str, float, float]:
     out = subprocess.run([sys.executable, "-c", _MEASURE, *args], check=True, stdout=subprocess.PIPE, text=True)
     seconds_text, peak_kib = out.stdout.split()[-2:]
@@ -63,9 +70,7 @@ def main() -> None:
     results.append(run_step("ingest", [*gca, "ingest", str(trace), "--db", str(db)]))
     results.append(run_step("report", [*gca, "report", "--db", str(db), "--out", str(out)]))
 
-    print(f"\nMachine: {platform.machine()}, {os.cpu_count()} cores, "
-          f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / (1 << 30):.0f} GiB, "
-          f"Python {platform.python_version()}, {platform.platform()}")
+    print(f"\n{machine_line()}")
     print(f"Trace: --jobs {args.jobs} --machines {args.machines} --days {args.days} --seed {args.seed}")
     for name, size in sorted(sizes.items()):
         print(f"  {name}: {size / (1 << 20):,.0f} MiB")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import random
 import shutil
 import sys
@@ -24,7 +23,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from run import run_step
+from run import machine_line, run_step
 
 # what the logs were queried with; nvidia-smi prints clocks.sm as clocks.current.sm in the header
 FIELDS = ("timestamp,index,uuid,pci.bus_id,utilization.gpu,utilization.memory,memory.used,memory.total,"
@@ -86,9 +85,7 @@ def main() -> None:
     _, seconds, peak = run_step("ingest", [*gca, "ingest", str(logs), "--db", str(db), "--tz", "UTC"])
 
     lines = args.nodes * samples * args.gpus
-    print(f"\nMachine: {platform.machine()}, {os.cpu_count()} cores, "
-          f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / (1 << 30):.0f} GiB, "
-          f"Python {platform.python_version()}, {platform.platform()}; load average {os.getloadavg()[0]:.1f}")
+    print(f"\n{machine_line()}; load average {os.getloadavg()[0]:.1f}")
     print(f"Logs: {args.nodes} files, {lines:,} data lines, {size / (1 << 20):,.0f} MiB; "
           f"store {db.stat().st_size / (1 << 20):,.0f} MiB")
     print(f"\n| step | wall time (s) | peak RSS (GiB) | data lines/s |\n|---|---:|---:|---:|\n"
