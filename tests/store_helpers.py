@@ -20,6 +20,16 @@ def ingest(db: Path, *paths: Path, format_name: str | None = None, **options: ob
         return ingest_paths(con, list(paths), IngestOptions(**options), format_name=format_name)  # type: ignore[arg-type]
 
 
+def assert_loaded(report, rows_: int, rejects_: int) -> None:  # type: ignore[no-untyped-def]
+    """Loaded with these counts; or, for 0 rows and some rejects, failed as a file that
+    stores nothing (every row rejected), saying so."""
+    if rows_ == 0 and rejects_:
+        assert report.status == "failed", report.message
+        assert f"every row was rejected, nothing stored ({rejects_:,} rows)" in report.message, report.message
+        return
+    assert (report.status, report.rows, report.rejects) == ("loaded", rows_, rejects_), report.message
+
+
 def rows(db: Path, sql: str, *params: object) -> list[tuple]:  # type: ignore[type-arg]
     with open_store(db, read_only=True) as con:
         return con.execute(sql, list(params)).fetchall()

@@ -25,7 +25,7 @@ from gpucluster_analysis.ingest import IngestOptions, ingest_paths
 from gpucluster_analysis.ingest.dcgm import parse_sample, time_from_name
 from gpucluster_analysis.ingest.nvsmi import host_from_name, parse_time_option
 from gpucluster_analysis.report.build import build_report
-from tests.store_helpers import ingest, rows
+from tests.store_helpers import assert_loaded, ingest, rows
 
 DATA = Path(__file__).parent / "data" / "gpu"
 H100 = "NVIDIA H100 80GB HBM3"
@@ -71,13 +71,7 @@ def t(*parts: int) -> datetime:
     return datetime(*parts)  # type: ignore[arg-type]
 
 
-def ok(report, rows_: int, rejects_: int) -> None:  # type: ignore[no-untyped-def]
-    """Loaded with these counts; or, for 0 rows and some rejects, failed as a file that stores nothing."""
-    if rows_ == 0 and rejects_:
-        assert report.status == "failed", report.message
-        assert f"every row was rejected, nothing stored ({rejects_:,} rows)" in report.message, report.message
-        return
-    assert (report.status, report.rows, report.rejects) == ("loaded", rows_, rejects_), report.message
+ok = assert_loaded
 
 
 # ------------------------------------------------------------------ nvidia-smi --query-gpu CSV
