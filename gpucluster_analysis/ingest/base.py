@@ -41,6 +41,7 @@ class LoadContext:
     head: str  # the first few KB of the (decompressed) file, as text
     # Called before statement i of n of the format's SQL script, so progress can span them.
     on_statement: Callable[[int, int], None] | None = None
+    prepared: object | None = None  # what the format's `prepare` read of this file ahead of time
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,9 @@ class FileFormat:
     # `parse` that also returns the sha256 of the file's bytes, reading the file once.
     parse_hashed: Callable[[Path, IngestOptions], tuple[str, dict[str, list[dict[str, object]]]]] | None = None
     main_table: str | None = None  # of a parse-only format: the table whose rows its summary counts
+    # Reads a file without the database, so that the orchestrator can read the next file
+    # (in a thread) while it stores this one; `load` then finds the result in ctx.prepared.
+    prepare: Callable[[Path, IngestOptions], object] | None = None
 
 
 @dataclass

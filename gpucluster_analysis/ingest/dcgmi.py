@@ -19,7 +19,7 @@ with no GPU above it (a group of instances alone) is a reject saying so. The hos
 is a tool_error event.
 
 Like nvidia-smi's logs, the lines are read in Arrow chunks: rows go to DuckDB as they are
-(`sql/ingest/dcgmi_lines.sql` splits them, `nvsmi_store.sql` checks and stores them) and
+(`sql/ingest/dcgmi_lines.sql` splits them, `nvsmi_check.sql` and `nvsmi_store.sql` check and store them) and
 Python looks only at headers, command lines and messages.
 """
 

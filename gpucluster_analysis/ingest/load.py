@@ -19,6 +19,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -181,6 +182,12 @@ def ingest_paths(
     parse_files = sum(segments[k][1] - segments[k][0] for k in batches)
     pool = _ParsePool(options) if parse_files >= PARALLEL_PARSE_MIN_FILES and _WORKERS > 1 else None
     reports: list[FileReport] = []
+    reader = _ReadAhead(options)
+    # DuckDB checkpoints the store every 16 MB of log by default: a day of one node's telemetry
+    # is that much, and a checkpoint rewrites the table's last row groups. Checkpoint once, at
+    # the end, instead (the log keeps every committed file safe meanwhile).
+    threshold = con.execute("SELECT current_setting('checkpoint_threshold')").fetchall()[0][0]
+    con.execute(f"SET checkpoint_threshold = '{CHECKPOINT_BYTES}B'")
     try:
         for k, (i, j, parsed) in enumerate(segments):
             if parsed:
@@ -198,8 +205,11 @@ def ingest_paths(
                     reports.append(report)
                 continue
             path, fmt = plan[i]
+            reader.submit(i, path, fmt)
+            if k + 1 < len(segments) and not segments[k + 1][2]:  # read the next file while this one is stored
+                reader.submit(segments[k + 1][0], *plan[segments[k + 1][0]])
             try:
-                report = ingest_file(con, path, fmt, options, listener)
+                report = ingest_file(con, path, fmt, options, listener, prepared=reader.take(i))
             except GcaError as e:
                 report = FileReport(path, fmt.name, "failed", message=str(e), error=e)
             except OSError as e:  # vanished or unreadable between planning and loading; the store is unchanged
@@ -207,9 +217,66 @@ def ingest_paths(
             listener.file_finished(report)
             reports.append(report)
     finally:
+        reader.close()
         if pool is not None:
             pool.close()
+        con.execute(f"SET checkpoint_threshold = '{threshold}'")
     return reports
+
+
+CHECKPOINT_BYTES = 256 << 20
+
+
+# A file read ahead is held in memory whole until its turn: only files up to this size
+# (a day of one node's nvidia-smi log at 1 s is ~90 MB); bigger ones stream as they load.
+READ_AHEAD_MAX_BYTES = 128 << 20
+
+
+class _ReadAhead:
+    """Reads the next file (its format's `prepare`, no database I/O) in a thread while the
+    current one is stored: on two cores, reading and storing then overlap."""
+
+    def __init__(self, options: IngestOptions) -> None:
+        self._options = options
+        self._pool: ThreadPoolExecutor | None = None
+        self._futures: dict[int, Future[_Prepared]] = {}
+
+    def submit(self, index: int, path: Path, fmt: FileFormat) -> None:
+        if index in self._futures or fmt.prepare is None:
+            return
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return  # reported when its turn comes
+        if size > READ_AHEAD_MAX_BYTES // (8 if path.suffix.lower() == ".gz" else 1):
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gca-read-ahead")
+        self._futures[index] = self._pool.submit(_read_ahead, fmt.prepare, path, self._options)
+
+    def take(self, index: int) -> Future[_Prepared] | None:
+        return self._futures.pop(index, None)
+
+    def close(self) -> None:
+        for future in self._futures.values():
+            future.cancel()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+@dataclass
+class _Prepared:
+    digest: str
+    result: object  # what the format's `prepare` returned
+    error: Exception | None  # or what it raised: the file's error, raised when its turn comes
+
+
+def _read_ahead(prepare: Callable[[Path, IngestOptions], object], path: Path, options: IngestOptions) -> _Prepared:
+    digest = sha256_of(path)
+    try:
+        return _Prepared(digest, prepare(path, options), None)
+    except Exception as e:  # noqa: BLE001 (handed to the main thread, which raises it)
+        return _Prepared(digest, None, e)
 
 
 def _segments(plan: list[tuple[Path, FileFormat]]) -> list[tuple[int, int, bool]]:
@@ -460,11 +527,16 @@ def ingest_file(
     fmt: FileFormat,
     options: IngestOptions,
     listener: IngestListener,
+    *,
+    prepared: Future[_Prepared] | None = None,
 ) -> FileReport:
+    """Load one file in its own transaction. `prepared`: the file hashed and read ahead by
+    its format's `prepare` (in a thread); its errors are the file's, raised where loading starts."""
     started = time.perf_counter()
     size = path.stat().st_size
     listener.file_started(path, fmt.name, size)
-    digest = sha256_of(path, _byte_progress(listener, size))
+    ahead = prepared.result() if prepared is not None else None
+    digest = ahead.digest if ahead is not None else sha256_of(path, _byte_progress(listener, size))
     previous = con.execute(
         "SELECT file_id, path, content_hash FROM ingested_files WHERE content_hash = ? OR path = ? ORDER BY file_id",
         [digest, str(path.resolve())],
@@ -487,7 +559,10 @@ def ingest_file(
             _forget_file(con, old_file_id)
         file_id = _register(con, path, size, digest, fmt, options)
         with _watch_progress(con, listener, poll=size >= _POLL_MIN_BYTES) as on_statement:
-            ctx = LoadContext(con=con, path=path, file_id=file_id, options=options, head=head, on_statement=on_statement)
+            ctx = LoadContext(con=con, path=path, file_id=file_id, options=options, head=head, on_statement=on_statement,
+                              prepared=ahead.result if ahead is not None else None)
+            if ahead is not None and ahead.error is not None:
+                raise ahead.error
             counts = fmt.load(ctx)
         seconds = time.perf_counter() - started
         con.execute(
@@ -558,6 +633,11 @@ def _drop_staging(con: duckdb.DuckDBPyConnection) -> None:
     for (name,) in temps:
         if name.startswith(_TEMP_PREFIXES):
             con.execute(f"DROP TABLE IF EXISTS {name}")
+    # data a reader handed to DuckDB in place (con.register: Arrow tables in memory)
+    views = con.execute("SELECT view_name FROM duckdb_views() WHERE temporary AND NOT internal").fetchall()
+    for (name,) in views:
+        if name.startswith(_TEMP_PREFIXES):
+            con.unregister(name)
 
 
 def _byte_progress(listener: IngestListener, size: int):  # type: ignore[no-untyped-def]

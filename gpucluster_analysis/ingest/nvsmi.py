@@ -17,7 +17,8 @@ from `--time` (first sample) and `--interval` (seconds between samples).
 Big logs (days at one line per GPU per second) are streamed: Python only numbers the
 lines and tells headers, data and tool errors apart, in bounded batches handed to
 DuckDB as Arrow tables; `sql/ingest/nvsmi_lines.sql` splits and types the fields and
-`sql/ingest/nvsmi_store.sql` (shared with DCGM) checks and stores the rows.
+`sql/ingest/nvsmi_check.sql` and `nvsmi_store.sql` (shared with DCGM) check and store the rows;
+`nvsmi_fast.py` types the plainly valid rows of a CSV log itself, which is faster.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import duckdb
@@ -39,11 +41,13 @@ import pyarrow.compute as pc
 
 from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
+from gpucluster_analysis.ingest import nvsmi_fast
 from gpucluster_analysis.ingest.files import first_lines, open_binary
 from gpucluster_analysis.sqlfiles import run_script
 from gpucluster_analysis.timezones import (
     check_zone,
     install_zone,
+    local_periods,
     local_zone,
     to_utc_python,
 )
@@ -52,7 +56,7 @@ BATCH_ROWS = 50_000
 
 # --- shared with dcgm.py: staging, host, time ----------------------------------------
 
-# stage_raw's columns (see sql/ingest/nvsmi_store.sql): values as the tool printed them.
+# stage_raw's columns (see sql/ingest/nvsmi_check.sql): values as the tool printed them.
 RAW_COLUMNS = {
     "line": pa.int64(), "text": pa.string(), "machine_id": pa.string(),
     "local_at": pa.timestamp("us"), "utc_at": pa.timestamp("us"), "time_text": pa.string(),
@@ -148,12 +152,16 @@ def host_from_name(path: Path) -> str | None:
 
 def host_of(ctx: LoadContext) -> str:
     """`--host`, else the file name's host; a file that names none is an InputError."""
-    if ctx.options.host:
-        return ctx.options.host
-    host = host_from_name(ctx.path)
+    return _host(ctx.path, ctx.options)
+
+
+def _host(path: Path, options: Any) -> str:
+    if options.host:
+        return options.host
+    host = host_from_name(path)
     if host is None:
         raise InputError(
-            f"{ctx.path}: which machine is this? The file name names no host",
+            f"{path}: which machine is this? The file name names no host",
             hint="pass --host NAME, or name the file after its host (e.g. node01.csv, nvidia-smi-node01.log)",
         )
     return host
@@ -239,18 +247,37 @@ PROFILE_TEXT_COLUMNS = ("sm_active_text", "sm_occupancy_text", "tensor_active_te
                         "nvlink_tx_text", "nvlink_rx_text")
 
 
+# stage_gpu's columns as nvsmi_check.sql makes them (fixed by its text), learned from its first
+# run: a file whose rows all took the fast way (nvsmi_fast.py) then skips that script, whose
+# planning alone costs more than storing a small file's rows.
+_stage_gpu_columns: str | None = None
+
+
 def store_staged(ctx: LoadContext, zone: str | None, *, pci_order: bool = False) -> LoadCounts:
-    """Check and store stage_raw and stage_gpu_events (sql/ingest/nvsmi_store.sql)."""
+    """Check stage_raw (sql/ingest/nvsmi_check.sql), then store it, stage_fast and
+    stage_gpu_events (sql/ingest/nvsmi_store.sql)."""
+    global _stage_gpu_columns
     zone = zone or "UTC"
     check_zone(zone)
-    install_zone(ctx.con, zone)
-    for column in PROFILE_TEXT_COLUMNS:  # readers without DCGM's profiling fields leave them out
-        ctx.con.execute(f"ALTER TABLE stage_raw ADD COLUMN IF NOT EXISTS {column} VARCHAR")
-    run_script(ctx.con, "ingest", "nvsmi_macros", {})
-    run_script(ctx.con, "ingest", "nvsmi_store", {"file_id": ctx.file_id, "zone": zone, "pci_order": pci_order},
-               on_statement=ctx.on_statement)
+    # rows the reader typed itself (nvidia-smi CSV); other readers have none
+    ctx.con.execute(f"CREATE TEMP TABLE IF NOT EXISTS stage_fast {nvsmi_fast.FAST_TABLE_COLUMNS}")
+    if _stage_gpu_columns is not None and not ctx.con.execute("SELECT count(*) FROM stage_raw").fetchall()[0][0]:
+        ctx.con.execute("DROP TABLE stage_raw")
+        ctx.con.execute(f"CREATE OR REPLACE TEMP TABLE stage_gpu ({_stage_gpu_columns})")
+    else:
+        install_zone(ctx.con, zone)
+        for column in PROFILE_TEXT_COLUMNS:  # readers without DCGM's profiling fields leave them out
+            ctx.con.execute(f"ALTER TABLE stage_raw ADD COLUMN IF NOT EXISTS {column} VARCHAR")
+        run_script(ctx.con, "ingest", "nvsmi_macros", {})
+        run_script(ctx.con, "ingest", "nvsmi_check", {"zone": zone, "pci_order": pci_order},
+                   on_statement=ctx.on_statement)
+        _stage_gpu_columns = ", ".join(
+            f'"{name}" {kind}' for name, kind in ctx.con.execute("SELECT column_name, column_type FROM "
+                                                                 "(DESCRIBE stage_gpu)").fetchall())
+    run_script(ctx.con, "ingest", "nvsmi_store", {"file_id": ctx.file_id}, on_statement=ctx.on_statement)
     stored, rejected = ctx.con.execute(
-        "SELECT count(*) FILTER (WHERE problem IS NULL), count(*) FILTER (WHERE problem IS NOT NULL) FROM stage_gpu"
+        "SELECT count(*) FILTER (WHERE problem IS NULL) + (SELECT count(*) FROM stage_fast),"
+        " count(*) FILTER (WHERE problem IS NOT NULL) FROM stage_gpu"
     ).fetchall()[0]
     return LoadCounts(rows=int(stored), rejects=int(rejected))
 
@@ -476,24 +503,91 @@ def _stage_blocks(ctx: LoadContext, layouts: list[dict[str, Any]]) -> None:
     ctx.con.execute("CREATE OR REPLACE TEMP TABLE stage_blocks AS SELECT * FROM blocks")
 
 
-def _columns_option(ctx: LoadContext) -> list[str] | None:
+def _columns_option(options: Any) -> list[str] | None:
     # IngestOptions.columns (--columns) may be a comma-separated string or a sequence of names.
-    value = getattr(ctx.options, "columns", None)
+    value = getattr(options, "columns", None)
     if not value:
         return None
     names = value.split(",") if isinstance(value, str) else list(value)
     return [n.strip() for n in names if n.strip()]
 
 
-def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
-    host = host_of(ctx)
-    zone = site_zone(ctx)
-    lines = Batches(ctx.con, "stage_lines", {"line": pa.int64(), "block": pa.int32(), "text": pa.string()})
-    events = Batches(ctx.con, "stage_gpu_events", EVENT_COLUMNS)
+class _StoreSink:
+    """Where the log reader puts what it reads: straight into the staging tables.
+
+    `hold_fast`: keep the typed rows (nvsmi_fast) in memory and let DuckDB read them where
+    they are (a registered Arrow table named stage_fast) rather than copy them into a table;
+    for a log read ahead, which is in memory anyway.
+    """
+
+    def __init__(self, con: Any, *, hold_fast: bool = False) -> None:
+        self.con = con
+        self.lines = Batches(con, "stage_lines", {"line": pa.int64(), "block": pa.int32(), "text": pa.string()})
+        self.events = Batches(con, "stage_gpu_events", EVENT_COLUMNS)
+        self.held: list[Any] | None = [] if hold_fast else None
+        if not hold_fast:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE stage_fast {nvsmi_fast.FAST_TABLE_COLUMNS}")
+
+    def line(self, number: int, block: int, text: str) -> None:
+        self.lines.add(line=number, block=block, text=text)
+
+    def rows(self, numbers: np.ndarray, block: int, texts: pa.Array) -> None:
+        self.lines.add_arrow(pa.array(numbers), block, texts)
+
+    def fast(self, clean: Any) -> None:
+        if self.held is not None:
+            self.held.append(clean)
+        else:
+            self.con.execute("INSERT INTO stage_fast SELECT * FROM clean")
+
+    def event(self, **values: Any) -> None:
+        self.events.add(**values)
+
+    def finish(self) -> None:
+        self.lines.flush()
+        self.events.flush()
+        if self.held:
+            self.con.register("stage_fast", nvsmi_fast.concat(self.held))
+        elif self.held is not None:
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE stage_fast {nvsmi_fast.FAST_TABLE_COLUMNS}")
+
+
+class _MemorySink:
+    """The same, kept in memory: a log read ahead (in a thread, while the file before it is
+    stored) and handed to a _StoreSink when its turn comes."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        if name not in ("line", "rows", "fast", "event", "finish"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self.calls.append((name, args, kwargs))
+
+    def replay(self, sink: _StoreSink) -> None:
+        for name, args, kwargs in self.calls:
+            getattr(sink, name)(*args, **kwargs)
+
+
+@dataclass
+class _LogRead:
+    """What reading a --query-gpu or dmon log found besides its rows."""
+
+    host: str
+    layouts: list[dict[str, Any]]
+    cut_line: int | None
+    command_interval: float | None
+    sink: Any = None  # the _MemorySink of a log read ahead
+
+
+def _read_log(path: Path, options: Any, sink: Any, *, dmon: bool) -> _LogRead:
+    """Read a log's lines into `sink`; no database I/O (it may run in a thread)."""
+    host = _host(path, options)
+    zone = options.zone or local_zone()
     layouts: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
     header_text = None
-    given = _columns_option(ctx)
+    given = _columns_option(options)
     if given:
         keys = [k.lower() for k in given] if dmon else [csv_key(k) for k in given]
         current = _layout(keys, DMON_FIELDS if dmon else CSV_FIELDS, 0)
@@ -517,7 +611,7 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
                 return
             names = [t.lower() for t in tokens]
             if "pid" in names:
-                raise ParseError(f"{ctx.path}:{number}: this is nvidia-smi pmon output (per process)",
+                raise ParseError(f"{path}:{number}: this is nvidia-smi pmon output (per process)",
                                  hint="gca reads per-GPU dmon logs (nvidia-smi dmon), not pmon")
             if "gpu" in names:
                 if text != header_text:
@@ -543,23 +637,23 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
             return
         n = len(text.split()) if dmon else text.count(",") + 1
         if (current is None or n != current["n_fields"]) and TOOL_ERROR.search(text):
-            events.add(line=number, machine_id=host, kind="tool_error", detail=text)
+            sink.event(line=number, machine_id=host, kind="tool_error", detail=text)
             return
         if current is None and _not_data(text, dmon=dmon):
-            lines.add(line=number, block=-1, text=text)  # a reject: no block has -1
+            sink.line(number, -1, text)  # a reject: no block has -1
             return
         if current is None:
             orphans += 1
             first_orphan = first_orphan or number
             return
-        lines.add(line=number, block=current["block"], text=text)
+        sink.line(number, current["block"], text)
         current["lines"] += 1
         cut_line = number if cut else None
 
     # Lines come in chunks of Arrow strings. The rows of the current block (the field count
     # of its header, a digit or blank first: no header, command, tool error or blank) go to
     # DuckDB as they are, without a Python object each; every other line is looked at above.
-    for first, texts, cut_last in read_chunks(ctx.path):
+    for first, texts, cut_last in read_chunks(path):
         size, pos = len(texts), 0
         mask, mask_for = None, None
         while pos < size:
@@ -575,23 +669,50 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
             assert mask is not None
             plain = int(mask[pos:].argmin()) if not mask[pos:].all() else size - pos
             if plain:
-                lines.add_arrow(pa.array(np.arange(first + pos, first + pos + plain, dtype=np.int64)),
-                                current["block"], texts.slice(pos, plain))
+                numbers = np.arange(first + pos, first + pos + plain, dtype=np.int64)
+                run = texts.slice(pos, plain)
+                if nvsmi_fast.eligible(current, dmon=dmon):
+                    clean, other = nvsmi_fast.split_clean(run, numbers, current, host, local_periods(zone))
+                    if clean.height:
+                        sink.fast(clean)
+                    numbers, run = numbers[other], run.filter(pa.array(other))
+                if len(numbers):
+                    sink.rows(numbers, current["block"], run)
                 current["lines"] += plain
                 cut_line, units_next = None, False
                 pos += plain
             if pos < size:
                 line_by_line(first + pos, texts[pos].as_py(), cut_last and pos == size - 1)
                 pos += 1
-    lines.flush()
-    events.flush()
+    sink.finish()
     if orphans:
         what = "a dmon header (# gpu ...)" if dmon else "a header line"
         raise ParseError(
-            f"{ctx.path}:{first_orphan}: data without {what}: gca cannot tell which field is which",
+            f"{path}:{first_orphan}: data without {what}: gca cannot tell which field is which",
             hint="pass --columns with the field list"
             + (" of the dmon header (e.g. gpu,pwr,gtemp,sm,mem)" if dmon else " given to --query-gpu (e.g. timestamp,index,utilization.gpu)"),
         )
+    return _LogRead(host, layouts, cut_line, command_interval)
+
+
+def read_ahead(path: Path, options: Any, *, dmon: bool) -> _LogRead:
+    """A log read whole into memory, to be stored later by _load_lines (FileFormat.prepare)."""
+    sink = _MemorySink()
+    read = _read_log(path, options, sink, dmon=dmon)
+    read.sink = sink
+    return read
+
+
+def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
+    zone = site_zone(ctx)
+    sink = _StoreSink(ctx.con, hold_fast=isinstance(ctx.prepared, _LogRead))
+    if isinstance(ctx.prepared, _LogRead):
+        read = ctx.prepared
+        read.sink.replay(sink)
+    else:
+        read = _read_log(ctx.path, ctx.options, sink, dmon=dmon)
+    host, layouts, cut_line, command_interval = read.host, read.layouts, read.cut_line, read.command_interval
+    events, lines = sink.events, sink.lines
     if not layouts:
         if events.count:
             return _store_lines(ctx, host, zone, None, dmon=dmon, pci_order=False, no_data=True)
@@ -607,7 +728,7 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
         start = _timeless_start(ctx, "dmon without -o DT" if dmon else "a --query-gpu log without timestamp")
     pci_order = all(r["p_index"] is None for r in layouts)
     return _store_lines(ctx, host, zone, start, dmon=dmon, pci_order=pci_order, cut_line=cut_line,
-                        interval_s=ctx.options.interval_s or command_interval)
+                        interval_s=ctx.options.interval_s or command_interval, lines_staged=lines.count)
 
 
 # A pasted shell prompt (`$ `, `user@host:~$ `, `(base) user@host:~$ `, `Singularity> `, `PS C:\> `)
@@ -655,8 +776,9 @@ def _timeless_start(ctx: LoadContext, what: str) -> datetime:
 
 
 def _store_lines(ctx: LoadContext, host: str, zone: str, start: datetime | None, *, dmon: bool, pci_order: bool,
-                 no_data: bool = False, cut_line: int | None = None, interval_s: float | None = None) -> LoadCounts:
-    if no_data:
+                 no_data: bool = False, cut_line: int | None = None, interval_s: float | None = None,
+                 lines_staged: int = 0) -> LoadCounts:
+    if no_data or not lines_staged:  # no lines at all, or all of them typed by nvsmi_fast
         ctx.con.execute(f"CREATE OR REPLACE TEMP TABLE stage_raw AS SELECT * FROM ({_empty_raw()}) WHERE false")
     else:
         if start is not None and interval_s is None:
@@ -865,11 +987,13 @@ FORMATS = [
         name="nvsmi_csv", source="nvidia-smi",
         description="nvidia-smi --query-gpu CSV log (any fields, with or without header and units)",
         file_names=(), sniff=_sniff_csv, load=bounded_memory(_load_csv), default_zone=local_zone(),
+        prepare=functools.partial(read_ahead, dmon=False),
     ),
     FileFormat(
         name="nvsmi_dmon", source="nvidia-smi",
         description="nvidia-smi dmon log (any -s column set; -o DT for times)",
         file_names=(), sniff=_sniff_dmon, load=bounded_memory(_load_dmon), default_zone=local_zone(),
+        prepare=functools.partial(read_ahead, dmon=True),
     ),
     FileFormat(
         name="nvsmi_xml", source="nvidia-smi",
