@@ -91,3 +91,55 @@ def test_locality_cost_per_family() -> None:
     assert (cost.families, cost.median_ratio, cost.p_value) == (1, pytest.approx(0.9), None)
     assert cost.per_family.row(0, named=True) == {"family": "F", "packed": 3, "spread": 2, "packed_median": 10.0,
                                                   "spread_median": 9.0, "ratio": pytest.approx(0.9)}
+
+
+def _ratios_by_deletion(attempts: pl.DataFrame, placed: pl.DataFrame) -> dict[tuple[str, str], float]:
+    """The definition, directly: each (attempt, machine) over the median of its family's
+    speeds with every attempt that touched the machine deleted (np.median)."""
+    speeds = {(r["job_id"]): (r["family"], r["speed_gpu"]) for r in attempts.iter_rows(named=True)}
+    on_machine: dict[str, set[str]] = {}
+    for r in placed.iter_rows(named=True):
+        on_machine.setdefault(r["machine_id"], set()).add(r["job_id"])
+    out = {}
+    for machine, jobs in on_machine.items():
+        for job in jobs:
+            family, speed = speeds[job]
+            rest = [s for j, (f, s) in speeds.items() if f == family and j not in jobs]
+            if len(rest) >= var.MIN_REFERENCE:
+                out[(job, machine)] = speed / float(np.median(rest))
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_vectorized_ratios_and_speeds_match_the_definition(seed: int) -> None:
+    """Random families spread over random machines (gangs on several, ties in speed): the
+    vectorized attempt_ratios and relative_speed equal the definition computed by deletion
+    and a loop over groups with median_interval."""
+    rng = random.Random(seed)
+    rows = []
+    for k in range(400):
+        family = f"F{rng.randrange(12)}"
+        machines = rng.sample([f"m{i}" for i in range(15)], rng.choice([1, 1, 1, 2, 4]))
+        rows.append((f"j{k}", family, float(rng.choice([8, 9, 10, 10, 11, 12.5])), machines, "packed"))
+    attempts, placed = _frames(rows)
+    ratios = var.attempt_ratios(attempts, placed)
+    expected = _ratios_by_deletion(attempts, placed)
+    got = {(r["job_id"], r["machine_id"]): r["ratio"] for r in ratios.iter_rows(named=True)}
+    assert got.keys() == expected.keys()
+    assert all(got[k] == pytest.approx(expected[k], rel=1e-12) for k in expected)
+    machines = var.relative_speed(ratios, ["machine_id"])
+    assert machines.height == ratios.get_column("machine_id").n_unique()
+    for r in machines.iter_rows(named=True):
+        values = np.array([v for (job, m), v in got.items() if m == r["machine_id"]])
+        low, high = var.median_interval(values)
+        assert (r["attempts"], r["relative_speed"], r["ci_low"], r["ci_high"]) == pytest.approx(
+            (len(values), float(np.median(values)), low, high), rel=1e-12)
+        jobs = len({job for (job, m) in got if m == r["machine_id"]})
+        assert r["jobs"] == jobs
+        if jobs >= var.MIN_JOBS and high < var.SLOW_BELOW:
+            assert r["flag"] == "slow"
+        elif jobs >= var.MIN_JOBS and low > 1 / var.SLOW_BELOW:
+            assert r["flag"] == "fast"
+        else:
+            assert r["flag"] == "ok"
+    assert machines.get_column("relative_speed").is_sorted()

@@ -79,14 +79,50 @@ def _median_without(sorted_values: np.ndarray, removed: np.ndarray) -> float | N
     return (at_rank(rest // 2 - 1) + at_rank(rest // 2)) / 2
 
 
+def _medians_without(values: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
+                     removed: np.ndarray, removed_starts: np.ndarray, removed_sizes: np.ndarray) -> np.ndarray:
+    """_median_without for many groups at once (NaN where fewer than MIN_REFERENCE remain).
+
+    Group g takes its values from values[starts[g]:starts[g] + sizes[g]] (sorted) and removes
+    the sorted positions removed[removed_starts[g]:...+removed_sizes[g]]. The kept element of
+    rank t sits at the fixed point x = t + #(removed <= x), reached by iterating from x = t,
+    for all groups together (at most one step per removed position).
+    """
+    rest = sizes - removed_sizes
+    ok = rest >= MIN_REFERENCE
+    span = int(sizes.max(initial=0)) + 1
+    group = np.repeat(np.arange(len(sizes)), removed_sizes)
+    keys = group * span + removed  # sorted: groups in order, positions sorted within each
+    result = np.full(len(sizes), np.nan)
+
+    def at_rank(t: np.ndarray) -> np.ndarray:
+        x = t.copy()
+        while True:
+            below = np.searchsorted(keys, np.arange(len(sizes)) * span + x, side="right") - removed_starts
+            nxt = t + below
+            if np.array_equal(nxt, x):
+                return values[starts + np.minimum(x, sizes - 1)]
+            x = nxt
+
+    half = np.where(ok, rest // 2, 0)
+    odd = rest % 2 == 1
+    upper = at_rank(half)
+    lower = at_rank(np.where(odd, half, np.maximum(half - 1, 0)))
+    result[ok] = np.where(odd, upper, (lower + upper) / 2)[ok]
+    return result
+
+
 def attempt_ratios(attempts: pl.DataFrame, attempt_machines: pl.DataFrame) -> pl.DataFrame:
     """Per (attempt, machine) it ran on: its speed per GPU over its family's median elsewhere.
 
     `attempts`: source, job_id, attempt_no, family, speed_gpu; `attempt_machines`: source,
     job_id, attempt_no, machine_id, gpu_index. Output: source, job_id, attempt_no, family,
-    machine_id, ratio (rows without a reference left out).
+    machine_id, ratio (rows without a reference left out), sorted by source, family, machine
+    and the attempt's rank in its family. Vectorized: a busy site has 10^5 (family, machine)
+    groups, too many for a Python loop.
     """
     keys = ["source", "job_id", "attempt_no"]
+    out_columns = [*keys, "family", "machine_id", "ratio"]
     speeds = attempts.filter(pl.col("speed_gpu").is_not_null() & (pl.col("speed_gpu") > 0)).select(
         *keys, "family", "speed_gpu")
     placed = attempt_machines.select(*keys, "machine_id").unique().join(speeds, on=keys)
@@ -96,42 +132,66 @@ def attempt_ratios(attempts: pl.DataFrame, attempt_machines: pl.DataFrame) -> pl
     # per family: its speeds sorted once, and each attempt's position among them
     ranked = speeds.sort("family", "speed_gpu", *keys).with_columns(
         pl.int_range(pl.len()).over("family").alias("position"))
-    family_values = {f: g.get_column("speed_gpu").to_numpy() for (f,), g in ranked.group_by("family", maintain_order=True)}
+    families = ranked.group_by("family", maintain_order=True).agg(pl.len().alias("size")).with_columns(
+        (pl.col("size").cum_sum() - pl.col("size")).alias("start"))
+    values = ranked.get_column("speed_gpu").to_numpy()
     placed = placed.join(ranked.select(*keys, "position"), on=keys).sort("source", "family", "machine_id", "position")
-    out_rows: list[pl.DataFrame] = []
-    for (source, family, machine), group in placed.group_by("source", "family", "machine_id", maintain_order=True):
-        reference = _median_without(family_values[family], np.unique(group.get_column("position").to_numpy()))
-        if reference is None or reference <= 0:
-            continue
-        out_rows.append(group.select(*keys, "family", "machine_id",
-                                     (pl.col("speed_gpu") / reference).alias("ratio")))
-    return pl.concat(out_rows) if out_rows else placed.head(0).select(*keys, "family", "machine_id",
-                                                                         pl.lit(None, pl.Float64).alias("ratio"))
+    group_id = pl.struct("source", "family", "machine_id").rank("dense").cast(pl.Int64) - 1
+    placed = placed.with_columns(group_id.alias("group"))
+    removed = placed.select("group", "position").unique().sort("group", "position")
+    groups = (placed.group_by("group").agg(pl.col("family").first()).sort("group")
+              .join(families, on="family", how="left")
+              .join(removed.group_by("group").agg(pl.len().alias("removed_size")), on="group", how="left")
+              .sort("group").with_columns(
+                  (pl.col("removed_size").cum_sum() - pl.col("removed_size")).alias("removed_start")))
+    reference = _medians_without(
+        values, groups.get_column("start").to_numpy(), groups.get_column("size").to_numpy(),
+        removed.get_column("position").to_numpy(), groups.get_column("removed_start").to_numpy(),
+        groups.get_column("removed_size").to_numpy())
+    return (placed.join(groups.select("group", pl.Series("reference", reference)), on="group")
+            .filter(pl.col("reference").is_not_nan() & (pl.col("reference") > 0))
+            .sort("group", "position")
+            .select(*keys, "family", "machine_id", (pl.col("speed_gpu") / pl.col("reference")).alias("ratio"))
+            .select(out_columns))
+
+
+def _binomial_ranks(n: np.ndarray, confidence: float = CONFIDENCE) -> np.ndarray:
+    """median_interval's k for each count n."""
+    from scipy import stats  # deferred: slow to import
+
+    return stats.binom.ppf((1 - confidence) / 2, n, 0.5).astype(np.int64)
 
 
 def relative_speed(ratios: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """Per `by` group (machine_id, or machine_id and gpu_index): jobs, families, attempts,
     relative_speed (median ratio), its interval, flag and speed class."""
-    rows = []
-    for key, group in ratios.group_by(by, maintain_order=True):
-        values = group.get_column("ratio").to_numpy()
-        low, high = median_interval(values)
-        jobs = group.select("source", "job_id").n_unique()
-        median = float(np.median(values))
-        flag = "ok"
-        if jobs >= MIN_JOBS and high < SLOW_BELOW:
-            flag = "slow"
-        elif jobs >= MIN_JOBS and low > 1 / SLOW_BELOW:
-            flag = "fast"
-        speed_class = None
-        if jobs >= MIN_JOBS:
-            speed_class = next((name for bound, name in CLASS_BOUNDS if median >= bound), "C")
-        rows.append({**dict(zip(by, key, strict=True)), "jobs": jobs, "families": group.get_column("family").n_unique(),
-                     "attempts": len(values), "relative_speed": median, "ci_low": low, "ci_high": high, "flag": flag,
-                     "speed_class": speed_class})
     schema = {**{b: (pl.Int64 if b == "gpu_index" else pl.Utf8) for b in by},
               **{k: v for k, v in MACHINE_COLUMNS.items() if k != "machine_id"}}
-    return pl.DataFrame(rows, schema=schema).sort("relative_speed", *by)
+    if ratios.is_empty():
+        return pl.DataFrame(schema=schema)
+    grouped = ratios.group_by(by).agg(
+        pl.struct("source", "job_id").n_unique().alias("jobs"), pl.col("family").n_unique().alias("families"),
+        pl.len().alias("attempts"), pl.col("ratio").sort().alias("sorted"))
+    n = grouped.get_column("attempts").to_numpy()
+    k = _binomial_ranks(n)
+    low_at, high_at = np.where(k < 1, 0, k - 1), np.where(k < 1, n - 1, n - k)
+    judged = grouped.with_columns(pl.Series("low_at", low_at), pl.Series("high_at", high_at)).with_columns(
+        # np.median's: the middle value, or the mean of the two middle ones
+        ((pl.col("sorted").list.get((pl.col("attempts") - 1) // 2) + pl.col("sorted").list.get(pl.col("attempts") // 2))
+         / 2).alias("relative_speed"),
+        pl.col("sorted").list.get(pl.col("low_at")).alias("ci_low"),
+        pl.col("sorted").list.get(pl.col("high_at")).alias("ci_high"),
+    )
+    enough = pl.col("jobs") >= MIN_JOBS
+    classes = pl.when(pl.col("relative_speed") >= CLASS_BOUNDS[0][0]).then(pl.lit(CLASS_BOUNDS[0][1]))
+    for bound, name in CLASS_BOUNDS[1:]:
+        classes = classes.when(pl.col("relative_speed") >= bound).then(pl.lit(name))
+    judged = judged.with_columns(
+        pl.when(enough & (pl.col("ci_high") < SLOW_BELOW)).then(pl.lit("slow"))
+        .when(enough & (pl.col("ci_low") > 1 / SLOW_BELOW)).then(pl.lit("fast")).otherwise(pl.lit("ok")).alias("flag"),
+        pl.when(enough).then(classes.otherwise(pl.lit("C"))).alias("speed_class"),
+    )
+    return judged.select(list(schema)).cast(schema).sort("relative_speed", *by)
 
 
 @dataclass(frozen=True)

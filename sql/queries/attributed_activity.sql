@@ -29,9 +29,9 @@ window_hours AS (
 )
 SELECT w.source, w.job_id,
        count(p.sm_active) AS sm_samples,
-       coalesce(sum(CAST(round(p.sm_active * 1000000) AS BIGINT)) / 1e6, 0) AS sm_sum,
+       coalesce(sum(TRY_CAST(p.sm_active * 1000000 AS BIGINT)) / 1e6, 0) AS sm_sum,
        count(p.tensor_active) AS tensor_samples,
-       coalesce(sum(CAST(round(p.tensor_active * 1000000) AS BIGINT)) / 1e6, 0) AS tensor_sum
+       coalesce(sum(TRY_CAST(p.tensor_active * 1000000 AS BIGINT)) / 1e6, 0) AS tensor_sum
 FROM profiled p
 JOIN window_hours w
   ON p.machine_id = w.machine_id AND p.gpu_index = w.gpu_index

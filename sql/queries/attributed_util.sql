@@ -32,8 +32,10 @@ grouped AS (
     SELECT w.job_key, w.cohort,
            TRY_CAST(floor(s.util_pct) AS INTEGER) AS raw_bin,
            count(*) AS samples,
-           sum(CAST(round(s.util_pct * 1000000000) AS BIGINT)) FILTER (WHERE abs(s.util_pct) < 1e9) AS util_nano,
-           sum(s.util_pct) FILTER (WHERE NOT abs(s.util_pct) < 1e9) AS util_rest  -- NaN, inf
+           -- every reader stores utilization as a finite 0-100 (others are rejects), so each is
+           -- a BIGINT of billionths; the cast rounds (as round() would, at less cost per sample)
+           -- and TRY_ keeps a value from elsewhere from failing the report
+           sum(TRY_CAST(s.util_pct * 1000000000 AS BIGINT)) AS util_nano
     FROM gpu_samples s
     JOIN window_hours w
       ON s.machine_id = w.machine_id AND s.gpu_index = w.gpu_index
@@ -42,14 +44,14 @@ grouped AS (
     GROUP BY GROUPING SETS ((w.job_key), (w.cohort, raw_bin))
 )
 SELECT job_key, NULL::INTEGER AS cohort, NULL::SMALLINT AS util_bin,
-       CAST(samples AS BIGINT) AS samples, coalesce(util_nano / 1e9, 0) + coalesce(util_rest, 0) AS util_sum
+       CAST(samples AS BIGINT) AS samples, coalesce(util_nano / 1e9, 0) AS util_sum
 FROM grouped WHERE job_key IS NOT NULL
 UNION ALL
-SELECT NULL, cohort, util_bin, samples, coalesce(util_nano / 1e9, 0) + coalesce(util_rest, 0)
+SELECT NULL, cohort, util_bin, samples, coalesce(util_nano / 1e9, 0)
 FROM (
     SELECT cohort,
            CAST(CASE WHEN raw_bin IS NULL THEN 100 ELSE least(greatest(raw_bin, 0), 100) END AS SMALLINT) AS util_bin,
-           CAST(sum(samples) AS BIGINT) AS samples, sum(util_nano) AS util_nano, sum(util_rest) AS util_rest
+           CAST(sum(samples) AS BIGINT) AS samples, sum(util_nano) AS util_nano
     FROM grouped WHERE job_key IS NULL
     GROUP BY ALL
 )

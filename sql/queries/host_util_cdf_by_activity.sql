@@ -49,11 +49,9 @@ pairs AS (
            TRY_CAST(floor(mem_used_pct) AS INTEGER) AS mem_raw,
            count(cpu_util_pct) AS cpu_n,
            count(mem_used_pct) AS mem_n,
-           -- exact sums (integer billionths; non-finite values apart), as attributed_util's
-           sum(CAST(round(cpu_util_pct * 1000000000) AS BIGINT)) FILTER (WHERE abs(cpu_util_pct) < 1e9) AS cpu_nano,
-           sum(cpu_util_pct) FILTER (WHERE NOT abs(cpu_util_pct) < 1e9) AS cpu_rest,
-           sum(CAST(round(mem_used_pct * 1000000000) AS BIGINT)) FILTER (WHERE abs(mem_used_pct) < 1e9) AS mem_nano,
-           sum(mem_used_pct) FILTER (WHERE NOT abs(mem_used_pct) < 1e9) AS mem_rest
+           -- exact sums in integer billionths, as attributed_util's (readers store finite 0-100)
+           sum(TRY_CAST(cpu_util_pct * 1000000000 AS BIGINT)) AS cpu_nano,
+           sum(TRY_CAST(mem_used_pct * 1000000000 AS BIGINT)) AS mem_nano
     FROM marked
     GROUP BY ALL
 ),
@@ -61,12 +59,12 @@ binned AS (
     -- a value that is present but does not fit an INTEGER (NaN, inf) lands in bin 100
     SELECT 'cpu_util_pct' AS metric, job_running,
            CASE WHEN cpu_raw IS NULL THEN 100 ELSE least(greatest(cpu_raw, 0), 100) END AS util_bin,
-           sum(cpu_n) AS samples, coalesce(sum(cpu_nano) / 1e9, 0) + coalesce(sum(cpu_rest), 0) AS value_sum
+           sum(cpu_n) AS samples, coalesce(sum(cpu_nano) / 1e9, 0) AS value_sum
     FROM pairs WHERE cpu_n > 0 GROUP BY ALL
     UNION ALL
     SELECT 'mem_used_pct', job_running,
            CASE WHEN mem_raw IS NULL THEN 100 ELSE least(greatest(mem_raw, 0), 100) END,
-           sum(mem_n), coalesce(sum(mem_nano) / 1e9, 0) + coalesce(sum(mem_rest), 0)
+           sum(mem_n), coalesce(sum(mem_nano) / 1e9, 0)
     FROM pairs WHERE mem_n > 0 GROUP BY ALL
 )
 SELECT metric, job_running, CAST(util_bin AS SMALLINT) AS util_bin, CAST(samples AS BIGINT) AS samples, value_sum,
