@@ -351,7 +351,8 @@ _STAGE_COLUMNS = [
     ("submit_t", pa.string()), ("eligible_t", pa.string()), ("start_t", pa.string()), ("end_t", pa.string()),
     ("time_limit_s", pa.int64()), ("gpus", pa.int64()), ("req_gpus", pa.int64()), ("gpu_model", pa.string()),
     ("nnodes", pa.int32()),
-    ("hosts", pa.int32()), ("start_unknown", pa.bool_()), ("cluster", pa.string()), ("text", pa.string()),
+    ("hosts", pa.int32()), ("start_unknown", pa.bool_()), ("cluster", pa.string()), ("qos", pa.string()),
+    ("text", pa.string()),
 ]
 _STAGE_SCHEMA = pa.schema(_STAGE_COLUMNS)
 _HOST_SCHEMA = pa.schema([("line", pa.int64()), ("machine_id", pa.string())])
@@ -408,6 +409,7 @@ class _Columns:
         self.user = at("user")
         self.account = at("account")
         self.cluster = at("cluster")
+        self.qos = at("qos")
         self.partition = at("partition")
         self.state = at("state")
         self.exit = at("exitcode")
@@ -523,6 +525,7 @@ def _parse_fields(
     row["user_name"] = _value(fields, cols.user) or None
     row["account"] = _value(fields, cols.account) or None
     row["partition"] = _value(fields, cols.partition) or None
+    row["qos"] = _value(fields, cols.qos) or None  # which QOS's per-user caps apply (sacctmgr show qos)
     if tres is not None:
         row["gpus"], row["gpu_model"], row["gpu_keyed"] = tres.gpus, tres.model, tres.keyed
     # What the job asked for (jobs.requested_gpus, kept for a job that never ran): ReqTRES,

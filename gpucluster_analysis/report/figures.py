@@ -335,7 +335,7 @@ def stacked_bars(
 
 
 # Causes of waiting (gpucluster_analysis.replay), in their first-match order.
-CAUSE_COLORS = {"fair_share": "#9467bd", "capacity": "#d62728", "fragmentation": "#ff7f0e", "other": "#7f7f7f"}
+CAUSE_COLORS = {"user_limit": "#8c564b", "fair_share": "#9467bd", "capacity": "#d62728", "fragmentation": "#ff7f0e", "other": "#7f7f7f"}
 
 
 def time_lines(
