@@ -380,11 +380,11 @@ class _Stager:
 
     def flush(self) -> None:
         if self.rows["line"]:
-            batch = pa.Table.from_pydict(self.rows, schema=_STAGE_SCHEMA)
+            batch = pa.Table.from_pydict(self.rows, schema=_STAGE_SCHEMA)  # noqa: F841 (read by DuckDB by name)
             self.con.execute("INSERT INTO stage_sacct SELECT * FROM batch")
             self.rows = {name: [] for name in self.rows}
         if self.hosts["line"]:
-            host_batch = pa.Table.from_pydict(self.hosts, schema=_HOST_SCHEMA)
+            host_batch = pa.Table.from_pydict(self.hosts, schema=_HOST_SCHEMA)  # noqa: F841 (read by DuckDB by name)
             self.con.execute("INSERT INTO stage_sacct_host SELECT * FROM host_batch")
             self.hosts = {"line": [], "machine_id": []}
 
@@ -858,7 +858,7 @@ def _load_scontrol(ctx: LoadContext) -> LoadCounts:
 def _insert_bindings(ctx: LoadContext, bindings: dict[str, list]) -> None:  # type: ignore[type-arg]
     if not bindings["job_id"]:
         return
-    batch = pa.Table.from_pydict(bindings, schema=pa.schema(
+    batch = pa.Table.from_pydict(bindings, schema=pa.schema(  # noqa: F841 (read by DuckDB by name)
         [("job_id", pa.string()), ("machine_id", pa.string()), ("gpu_index", pa.int16())]
     ))
     # The same job in several snapshots of one file binds the same GPUs once.

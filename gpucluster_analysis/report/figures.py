@@ -194,7 +194,7 @@ def grouped_bars(
         custom = part.get_column(count).to_list() if count else None
         hover = f"{name}, %{{x}}: %{{y:{y_format}}}"
         if count:
-            hover += f" (n=%{{customdata:,}})"
+            hover += " (n=%{customdata:,})"
         fig.add_bar(
             x=[str(v) for v in part.get_column(x).to_list()], y=part.get_column(y).to_list(), name=name,
             customdata=custom, hovertemplate=hover + "<extra></extra>",
