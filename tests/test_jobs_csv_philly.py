@@ -127,7 +127,9 @@ def expected_waits(data: Path, jobs: list[dict], samples: dict, quotas: dict[str
         ends = [e for _, e, _ in attempts if e]
         submit = _utc_from_la(job["submitted_time"])
         until = min(starts) if starts else (max(ends) if ends else None)
-        row: dict[str, object] = {c: None for c in ("wait_fair_share_s", "wait_capacity_s", "wait_fragmentation_s", "wait_other_s")}
+        # Philly knows no per-user caps: a split wait has 0 s of user_limit
+        row: dict[str, object] = {c: None for c in ("wait_user_limit_s", "wait_fair_share_s", "wait_capacity_s",
+                                                     "wait_fragmentation_s", "wait_other_s")}
         if g > 0 and submit and until and until >= submit:
             row = {c: 0.0 for c in row}
             # the stretches between event times that the wait [submit, until) overlaps

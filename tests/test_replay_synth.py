@@ -132,3 +132,28 @@ def test_replay_recovers_the_simulators_causes_on_slurm_files(slurm: tuple[Path,
     # Every job whose wait sees none of the blind stretches above matches to the second.
     assert must == []
     assert len(compared) >= 250 and len(may) <= 0.05 * len(compared), (len(may), len(compared))
+
+
+def test_sacctmgr_quotas_of_the_synth_trace_split_as_its_quotas_file(slurm: tuple[Path, Path], tmp_path: Path) -> None:
+    """The same trace's quotas as `sacctmgr -P show assoc` prints them (sacctmgr_assoc.txt): a
+    store holding them, replayed with no --quotas, splits every wait as quotas.toml does."""
+    import shutil
+
+    trace, db = slurm
+    with_limits = tmp_path / "limits.duckdb"
+    shutil.copy(db, with_limits)
+    (report,) = ingest(with_limits, trace / "sacctmgr_assoc.txt")
+    assert (report.format, report.status, report.rejects) == ("slurm_assoc", "loaded", 0)
+    columns = ("job_id", "wait_user_limit_s", *CAUSES)
+
+    def split(store: Path, quotas: Path | None) -> tuple[list[tuple[object, ...]], set[str]]:
+        with open_store(store, read_only=True) as con:
+            replay = prepare(con, quotas=load_quotas(quotas) if quotas else None)
+            origins = set(replay.quotas.get_column("origin").to_list())
+            return [tuple(r[c] for c in columns) for r in jobs_table(con).to_dicts()], origins
+
+    by_sacctmgr, origins = split(with_limits, None)
+    by_file, _ = split(db, trace / "quotas.toml")
+    assert origins == {"sacctmgr"}
+    assert by_sacctmgr == by_file
+    assert sum(1 for r in by_file if (r[2] or 0) > 0) >= 3  # fair-share waiting is there to compare

@@ -16,8 +16,9 @@ def report(
     db: DbOption = DEFAULT_DB,
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory for index.html and the CSV tables.", file_okay=False)] = Path("reports"),
     quotas: Annotated[Path | None, typer.Option(
-        "--quotas", help="TOML file with a [quotas] table of vc = GPUs for the queueing replay; without it quotas are"
-        " inferred (each VC's time-weighted 95th percentile of GPUs held). An unlisted VC has no quota.",
+        "--quotas", help="TOML file with a [quotas] table of vc = GPUs for the queueing replay (it wins); without it a"
+        " Slurm store takes its accounts' limits from ingested sacctmgr output, and quotas are otherwise inferred"
+        " (each VC's time-weighted 95th percentile of GPUs held). An unlisted VC has no quota.",
         dir_okay=False)] = None,
     locality: Annotated[str, typer.Option(
         "--locality", help="Locality rule of the queueing replay: default (g GPUs on at most ceil(g/m) machines, m the"

@@ -61,7 +61,7 @@ from gpucluster_analysis.sqlfiles import run_script
 # Tables whose rows carry the file_id of the file they came from.
 _CONTRIBUTING_TABLES = (
     "rejects", "jobs", "attempts", "allocations", "machines", "gpu_samples", "gpu_sample_details", "host_samples",
-    "attempt_hosts", "gpu_bindings", "gpu_devices", "gpu_events", "job_logs", "pending_reasons",
+    "attempt_hosts", "gpu_bindings", "gpu_devices", "gpu_events", "job_logs", "pending_reasons", "quotas",
 )
 _TEMP_PREFIXES = ("stage_",)
 # Parse-only formats (job logs) are stored this many files per transaction.

@@ -6,12 +6,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpucluster_analysis.errors import InputError
-from gpucluster_analysis.ingest import dcgm, dcgmi, joblogs, nvsmi, philly, public_traces, slurm, slurm_nodes, squeue
+from gpucluster_analysis.ingest import (
+    dcgm,
+    dcgmi,
+    joblogs,
+    nvsmi,
+    philly,
+    public_traces,
+    sacctmgr,
+    slurm,
+    slurm_nodes,
+    squeue,
+)
 from gpucluster_analysis.ingest.base import FileFormat, IngestOptions
 from gpucluster_analysis.ingest.files import looks_binary
 
 FORMATS: list[FileFormat] = [*philly.FORMATS, *joblogs.FORMATS, *public_traces.FORMATS, *nvsmi.FORMATS, *dcgm.FORMATS, *dcgmi.FORMATS, *slurm.FORMATS,
-                           *squeue.FORMATS, *slurm_nodes.FORMATS]
+                           *squeue.FORMATS, *slurm_nodes.FORMATS, *sacctmgr.FORMATS]
 
 
 def format_named(name: str) -> FileFormat:

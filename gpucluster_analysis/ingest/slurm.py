@@ -351,7 +351,8 @@ _STAGE_COLUMNS = [
     ("submit_t", pa.string()), ("eligible_t", pa.string()), ("start_t", pa.string()), ("end_t", pa.string()),
     ("time_limit_s", pa.int64()), ("gpus", pa.int64()), ("req_gpus", pa.int64()), ("gpu_model", pa.string()),
     ("nnodes", pa.int32()),
-    ("hosts", pa.int32()), ("start_unknown", pa.bool_()), ("cluster", pa.string()), ("text", pa.string()),
+    ("hosts", pa.int32()), ("start_unknown", pa.bool_()), ("cluster", pa.string()), ("qos", pa.string()),
+    ("text", pa.string()),
 ]
 _STAGE_SCHEMA = pa.schema(_STAGE_COLUMNS)
 _HOST_SCHEMA = pa.schema([("line", pa.int64()), ("machine_id", pa.string())])
@@ -379,11 +380,11 @@ class _Stager:
 
     def flush(self) -> None:
         if self.rows["line"]:
-            batch = pa.Table.from_pydict(self.rows, schema=_STAGE_SCHEMA)
+            batch = pa.Table.from_pydict(self.rows, schema=_STAGE_SCHEMA)  # noqa: F841 (read by DuckDB by name)
             self.con.execute("INSERT INTO stage_sacct SELECT * FROM batch")
             self.rows = {name: [] for name in self.rows}
         if self.hosts["line"]:
-            host_batch = pa.Table.from_pydict(self.hosts, schema=_HOST_SCHEMA)
+            host_batch = pa.Table.from_pydict(self.hosts, schema=_HOST_SCHEMA)  # noqa: F841 (read by DuckDB by name)
             self.con.execute("INSERT INTO stage_sacct_host SELECT * FROM host_batch")
             self.hosts = {"line": [], "machine_id": []}
 
@@ -408,6 +409,7 @@ class _Columns:
         self.user = at("user")
         self.account = at("account")
         self.cluster = at("cluster")
+        self.qos = at("qos")
         self.partition = at("partition")
         self.state = at("state")
         self.exit = at("exitcode")
@@ -523,6 +525,7 @@ def _parse_fields(
     row["user_name"] = _value(fields, cols.user) or None
     row["account"] = _value(fields, cols.account) or None
     row["partition"] = _value(fields, cols.partition) or None
+    row["qos"] = _value(fields, cols.qos) or None  # which QOS's per-user caps apply (sacctmgr show qos)
     if tres is not None:
         row["gpus"], row["gpu_model"], row["gpu_keyed"] = tres.gpus, tres.model, tres.keyed
     # What the job asked for (jobs.requested_gpus, kept for a job that never ran): ReqTRES,
@@ -855,7 +858,7 @@ def _load_scontrol(ctx: LoadContext) -> LoadCounts:
 def _insert_bindings(ctx: LoadContext, bindings: dict[str, list]) -> None:  # type: ignore[type-arg]
     if not bindings["job_id"]:
         return
-    batch = pa.Table.from_pydict(bindings, schema=pa.schema(
+    batch = pa.Table.from_pydict(bindings, schema=pa.schema(  # noqa: F841 (read by DuckDB by name)
         [("job_id", pa.string()), ("machine_id", pa.string()), ("gpu_index", pa.int16())]
     ))
     # The same job in several snapshots of one file binds the same GPUs once.

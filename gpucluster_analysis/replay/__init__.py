@@ -3,8 +3,12 @@
 `replay_store(con, quotas, locality)` reads the store through the named queries
 `replay_*` (DuckDB does the reading and joining), rebuilds each source's cluster as step
 functions over its event times (`timeline`), and splits each job's first wait into
-fair_share / capacity / fragmentation / other (`split`). Retry waits are kept whole.
-It needs no report: the report is one of its readers.
+user_limit / fair_share / capacity / fragmentation / other (`split`). Retry waits are kept
+whole. It needs no report: the report is one of its readers.
+
+Quotas: a `--quotas` file wins; else the accounts' GPU limits Slurm's sacctmgr gave (table
+quotas), for a source that has any; else each VC's quota is inferred. Per-user caps
+(`caps`) come only from sacctmgr: without them no second is user_limit.
 
 Each source (philly, slurm, ...) is its own cluster. Where a source names no machines
 (Helios, Acme, Alibaba pods), per-machine state is unknown: fragmentation is not split
@@ -23,6 +27,7 @@ import polars as pl
 
 from gpucluster_analysis.db.queries import create_temp_tables, run_query, temp_table_exists
 from gpucluster_analysis.replay import split
+from gpucluster_analysis.replay.caps import UserCaps, build_user_caps
 from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas, load_quotas, parse_locality
 from gpucluster_analysis.replay.split import CAUSES, RELAX_ABOVE_GPUS, RELAX_AFTER_MIN, WaitJobs
 from gpucluster_analysis.replay.timeline import (
@@ -50,11 +55,11 @@ class Replay:
 
     jobs: pl.DataFrame  # per job: waits by cause, retry wait, what-if savings
     clusters: pl.DataFrame  # per source: machines, capacity, how it was known, load, idle machines
-    quotas: pl.DataFrame  # per (source, VC): the quota used and where it came from
+    quotas: pl.DataFrame  # per (source, VC), then per-user cap: the limit used and where it came from
     timeline: pl.DataFrame  # per (source, time bin): free GPUs, idle machines, held GPUs
     pending: pl.DataFrame  # the scheduler's pending reasons vs the replay's causes
     locality: LocalityRule
-    quotas_origin: str  # "file <path>" or the inference method
+    quotas_origin: str  # "file <path>", sacctmgr's files, or the inference method
 
 
 def replay_store(
@@ -69,19 +74,22 @@ def replay_store(
     machines = run_query(con, "replay_machines")
     jobs = run_query(con, "replay_jobs")
     pending = run_query(con, "replay_pending")
-    origin = (f"file {quotas.path}" if quotas is not None else
-              f"inferred: each VC's time-weighted {round(QUOTA_QUANTILE * 100)}th percentile of the GPUs it held,"
-              " at least its largest started job")
+    limits = run_query(con, "replay_quotas")
+    sources = sorted(set(jobs.get_column("source").to_list()))
+    origins = {source: _origin(quotas, limits.filter(pl.col("source") == source)) for source in sources}
     parts = [
         _replay_source(source, holdings.filter(pl.col("source") == source), machines.filter(pl.col("source") == source),
                        jobs.filter(pl.col("source") == source), pending.filter(pl.col("source") == source),
-                       quotas, locality, log)
-        for source in sorted(set(jobs.get_column("source").to_list()))
+                       quotas, limits.filter(pl.col("source") == source), locality, log)
+        for source in sources
     ]
+    origin = "; ".join(dict.fromkeys(origins.values())) if origins else _origin(quotas, limits.head(0))
     unattributed = machines.filter(pl.col("source").is_null()).height
     clusters = pl.concat([p[1] for p in parts], how="vertical_relaxed") if parts else _empty_clusters()
     clusters = clusters.with_columns(pl.lit(unattributed).alias("machines_unattributed"))
-    clusters = clusters.with_columns(pl.lit(origin).alias("quotas_origin"))
+    clusters = clusters.with_columns(
+        pl.col("source").replace_strict(origins, default=origin, return_dtype=pl.Utf8).alias("quotas_origin")
+        if parts else pl.lit(origin).alias("quotas_origin"))
     return Replay(
         jobs=pl.concat([p[0] for p in parts], how="vertical_relaxed").sort("source", "job_id") if parts else _empty_jobs(),
         clusters=clusters,
@@ -91,6 +99,26 @@ def replay_store(
         locality=locality,
         quotas_origin=origin,
     )
+
+
+def _origin(quotas: Quotas | None, limits: pl.DataFrame) -> str:
+    """Where one source's VC quotas come from, in words."""
+    if quotas is not None:
+        return f"file {quotas.path}"
+    accounts = _account_limits(limits)
+    if accounts is not None:
+        files = ", ".join(sorted(set(limits.filter(pl.col("kind") == "account").get_column("path").to_list())))
+        return f"sacctmgr: the accounts' GrpTRES gres/gpu ({files})"
+    return (f"inferred: each VC's time-weighted {round(QUOTA_QUANTILE * 100)}th percentile of the GPUs it held,"
+            " at least its largest started job")
+
+
+def _account_limits(limits: pl.DataFrame) -> dict[str, float | None] | None:
+    """Account -> GPU limit (None: listed without one) from sacctmgr, where it gave any GPU limit."""
+    accounts = limits.filter(pl.col("kind") == "account")
+    if accounts.filter(pl.col("gpus").is_not_null()).is_empty():
+        return None
+    return {r["vc"]: r["gpus"] for r in accounts.iter_rows(named=True)}
 
 
 def _prepare(con: duckdb.DuckDBPyConnection) -> None:
@@ -106,8 +134,9 @@ def _empty_clusters() -> pl.DataFrame:
 
 JOB_COLUMNS = {
     "source": pl.Utf8, "job_id": pl.Utf8, "started": pl.Boolean, "gpus": pl.Float64, "wait_s": pl.Float64,
-    "wait_fair_share_s": pl.Float64, "wait_capacity_s": pl.Float64, "wait_fragmentation_s": pl.Float64,
-    "wait_other_s": pl.Float64, "wait_retry_s": pl.Float64,
+    "wait_user_limit_s": pl.Float64, "wait_fair_share_s": pl.Float64, "wait_capacity_s": pl.Float64,
+    "wait_fragmentation_s": pl.Float64, "wait_other_s": pl.Float64, "wait_retry_s": pl.Float64,
+    "source_has_user_caps": pl.Boolean,
     **{f"saved_relaxed_after_{t}min_s": pl.Float64 for t in RELAX_AFTER_MIN}, "saved_borrowing_s": pl.Float64,
 }
 
@@ -118,7 +147,7 @@ def _empty_jobs() -> pl.DataFrame:
 
 def _replay_source(
     source: str, hold_df: pl.DataFrame, mach_df: pl.DataFrame, job_df: pl.DataFrame, pend_df: pl.DataFrame,
-    quotas: Quotas | None, rule: LocalityRule, log: Callable[[str], None],
+    quotas: Quotas | None, limits: pl.DataFrame, rule: LocalityRule, log: Callable[[str], None],
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     vcs = sorted({v for v in [*hold_df.get_column("vc").to_list(), *job_df.get_column("vc").to_list()] if v is not None})
     vc_code = {v: i for i, v in enumerate(vcs)}
@@ -146,7 +175,8 @@ def _replay_source(
     weights = tl.durations()
     weights[0] = 0.0  # the lead interval before the first event is no part of the trace
     usage = {c: vc_usage(T, holdings, c) for c in range(len(vcs))}
-    quota = _quotas(vcs, usage, weights, quotas, holdings, job_vc, gpus, job_df)
+    quota, quota_origin = _quotas(vcs, usage, weights, quotas, _account_limits(limits), job_vc, gpus, job_df)
+    caps = build_user_caps(T, limits, known, job_df)
     idle_quota = None
     if any(q is not None for q in quota.values()):
         idle_quota = np.zeros(len(T))
@@ -156,8 +186,8 @@ def _replay_source(
 
     splittable = has_wait & np.isfinite(gpus) & (gpus > 0)
     waits = WaitJobs(job_vc, gpus, wait_from, wait_until)
-    result = _split_classes(tl, waits, splittable, usage, quota, idle_quota, rule)
-    pending = _pending(source, pend_df, job_df, tl, waits, splittable, usage, quota, idle_quota, rule)
+    result = _split_classes(tl, waits, splittable, usage, quota, idle_quota, rule, caps)
+    pending = _pending(source, pend_df, job_df, tl, waits, splittable, usage, quota, rule, caps)
 
     by_cause = result["seconds"]
     frag_known = tl.placement_known
@@ -167,18 +197,20 @@ def _replay_source(
         "started": job_df.get_column("started"),
         "gpus": job_df.get_column("gpus").cast(pl.Float64),
         "wait_s": pl.Series(np.where(has_wait, wait_until - wait_from, np.nan)).fill_nan(None),
-        "wait_fair_share_s": _col(by_cause[:, 0], splittable),
-        "wait_capacity_s": _col(by_cause[:, 1], splittable),
-        "wait_fragmentation_s": _col(by_cause[:, 2], splittable & frag_known),
-        "wait_other_s": _col(by_cause[:, 3], splittable),
+        "wait_user_limit_s": _col(by_cause[:, split.USER_LIMIT], splittable),
+        "wait_fair_share_s": _col(by_cause[:, split.FAIR_SHARE], splittable),
+        "wait_capacity_s": _col(by_cause[:, split.CAPACITY], splittable),
+        "wait_fragmentation_s": _col(by_cause[:, split.FRAGMENTATION], splittable & frag_known),
+        "wait_other_s": _col(by_cause[:, split.OTHER], splittable),
         "wait_retry_s": job_df.get_column("wait_retry_s"),
+        "source_has_user_caps": np.full(job_df.height, caps.any),
         **{f"saved_relaxed_after_{t}min_s": _col(result["relax"][:, i], splittable & (gpus > RELAX_ABOVE_GPUS) & frag_known)
            for i, t in enumerate(RELAX_AFTER_MIN)},
         "saved_borrowing_s": _col(result["borrow"], splittable & (idle_quota is not None)),
     })
     jobs_out = jobs_out.cast(JOB_COLUMNS)  # type: ignore[arg-type]
     return jobs_out, _cluster_row(source, tl, weights, rule, mach_df, hold_df), \
-        _quota_rows(source, vcs, quota, usage, weights, quotas), _timeline(source, tl), pending
+        _quota_rows(source, vcs, quota, quota_origin, usage, weights, limits), _timeline(source, tl), pending
 
 
 def _col(values: np.ndarray, mask: np.ndarray) -> pl.Series:
@@ -187,10 +219,15 @@ def _col(values: np.ndarray, mask: np.ndarray) -> pl.Series:
 
 def _quotas(
     vcs: list[str], usage: dict[int, np.ndarray], weights: np.ndarray, quotas: Quotas | None,
-    holdings: Holdings, job_vc: np.ndarray, gpus: np.ndarray, job_df: pl.DataFrame,
-) -> dict[int, float | None]:
+    accounts: dict[str, float | None] | None, job_vc: np.ndarray, gpus: np.ndarray, job_df: pl.DataFrame,
+) -> tuple[dict[int, float | None], dict[int, str]]:
+    """Each VC's quota and where it came from: the file, else sacctmgr's accounts, else inferred."""
     if quotas is not None:
-        return {c: quotas.gpus.get(v) for c, v in enumerate(vcs)}
+        quota = {c: quotas.gpus.get(v) for c, v in enumerate(vcs)}
+        return quota, {c: "file" if q is not None else "not in the file" for c, q in quota.items()}
+    if accounts is not None:
+        quota = {c: accounts.get(v) for c, v in enumerate(vcs)}
+        return quota, {c: "sacctmgr" if q is not None else "sacctmgr: no GPU limit" for c, q in quota.items()}
     started = job_df.get_column("started").to_numpy()
     out: dict[int, float | None] = {}
     for c in range(len(vcs)):
@@ -198,12 +235,12 @@ def _quotas(
         ran = gpus[(job_vc == c) & started & np.isfinite(gpus)]
         largest = float(ran.max()) if ran.size else 0.0
         out[c] = None if p is None else max(p, largest)
-    return out
+    return out, {c: "inferred" for c in out}
 
 
 def _split_classes(
     tl: Timeline, jobs: WaitJobs, splittable: np.ndarray, usage: dict[int, np.ndarray],
-    quota: dict[int, float | None], idle_quota: np.ndarray | None, rule: LocalityRule,
+    quota: dict[int, float | None], idle_quota: np.ndarray | None, rule: LocalityRule, caps: UserCaps,
 ) -> dict[str, np.ndarray]:
     n_jobs = len(jobs.gpus)
     seconds = np.zeros((n_jobs, len(CAUSES)))
@@ -212,11 +249,13 @@ def _split_classes(
     rows = np.flatnonzero(splittable)
     if not rows.size:
         return {"seconds": seconds, "relax": relax, "borrow": borrow}
-    order = rows[np.lexsort((jobs.gpus[rows], jobs.vc[rows]))]
-    keys = np.stack([jobs.vc[order], jobs.gpus[order]], axis=1)
+    # a class: jobs of one VC, size and per-user cap groups (both -1 where the store has no caps)
+    order = rows[np.lexsort((caps.job_qos[rows], caps.job_assoc[rows], jobs.gpus[rows], jobs.vc[rows]))]
+    keys = np.stack([jobs.vc[order], jobs.gpus[order], caps.job_assoc[order], caps.job_qos[order]], axis=1)
     breaks = np.flatnonzero(np.any(keys[1:] != keys[:-1], axis=1)) + 1
     for members in np.split(order, breaks):
-        vc, g = int(jobs.vc[members[0]]), float(jobs.gpus[members[0]])
+        first = members[0]
+        vc, g = int(jobs.vc[first]), float(jobs.gpus[first])
         a, b = jobs.wait_from[members], jobs.wait_until[members]
         lo = int(tl.index(a).min())
         hi = int(tl.index(b).max())
@@ -224,7 +263,9 @@ def _split_classes(
         elsewhere = None
         if idle_quota is not None and q is not None:
             elsewhere = idle_quota - np.maximum(q - usage[vc], 0.0)
-        state = split.class_state(tl, lo, hi, g, usage.get(vc) if q is not None else None, q, elsewhere, rule)
+        user_over = caps.over(lo, hi, g, (int(caps.job_assoc[first]), int(caps.job_qos[first])))
+        state = split.class_state(tl, lo, hi, g, usage.get(vc) if q is not None else None, q, elsewhere, rule,
+                                  user_over)
         seconds[members] = split.seconds_by_cause(state, a, b)
         if g > RELAX_ABOVE_GPUS and tl.placement_known:
             fragmented = state.cause == split.FRAGMENTATION
@@ -237,7 +278,7 @@ def _split_classes(
 
 def _pending(
     source: str, pend_df: pl.DataFrame, job_df: pl.DataFrame, tl: Timeline, jobs: WaitJobs, splittable: np.ndarray,
-    usage: dict[int, np.ndarray], quota: dict[int, float | None], idle_quota: np.ndarray | None, rule: LocalityRule,
+    usage: dict[int, np.ndarray], quota: dict[int, float | None], rule: LocalityRule, caps: UserCaps,
 ) -> pl.DataFrame:
     """Per (scheduler's reason, replay's cause): snapshots and jobs."""
     schema = {"source": pl.Utf8, "reason": pl.Utf8, "replay_cause": pl.Utf8, "snapshots": pl.Int64, "jobs": pl.Int64}
@@ -257,13 +298,16 @@ def _pending(
     label[can & ~waiting & (t >= jobs.wait_until[r])] = "after its start"
     wait_rows = np.flatnonzero(waiting)
     if wait_rows.size:
-        keys = np.stack([jobs.vc[r[wait_rows]], jobs.gpus[r[wait_rows]]], axis=1)
+        w = r[wait_rows]
+        keys = np.stack([jobs.vc[w], jobs.gpus[w], caps.job_assoc[w], caps.job_qos[w]], axis=1)
         for key in np.unique(keys, axis=0):
             sel = wait_rows[np.all(keys == key, axis=1)]
             vc, g = int(key[0]), float(key[1])
             lo, hi = int(tl.index(t[sel]).min()), int(tl.index(t[sel]).max())
             q = quota.get(vc) if vc >= 0 else None
-            state = split.class_state(tl, lo, hi, g, usage.get(vc) if q is not None else None, q, None, rule)
+            user_over = caps.over(lo, hi, g, (int(key[2]), int(key[3])))
+            state = split.class_state(tl, lo, hi, g, usage.get(vc) if q is not None else None, q, None, rule,
+                                      user_over)
             causes = split.cause_at(state, t[sel])
             label[sel] = np.array(CAUSES, dtype=object)[causes]
             if not tl.placement_known:
@@ -306,20 +350,28 @@ def _cluster_row(source: str, tl: Timeline, weights: np.ndarray, rule: LocalityR
     }])
 
 
-def _quota_rows(source: str, vcs: list[str], quota: dict[int, float | None], usage: dict[int, np.ndarray],
-                weights: np.ndarray, quotas: Quotas | None) -> pl.DataFrame:
+def _quota_rows(source: str, vcs: list[str], quota: dict[int, float | None], origin: dict[int, str],
+                usage: dict[int, np.ndarray], weights: np.ndarray, limits: pl.DataFrame) -> pl.DataFrame:
+    """One row per VC (kind vc: its quota, held GPUs beside it), then one per per-user cap
+    sacctmgr gave (kind user: a user in an account; qos_user: each user in a QOS)."""
     span = float(weights.sum())
     rows = [{
         "source": source,
         "vc": vc,
         "quota_gpus": quota[c],
-        "origin": ("file" if quota[c] is not None else "not in the file") if quotas is not None else "inferred",
+        "origin": origin[c],
         "peak_held_gpus": float(usage[c].max()) if usage[c].size else 0.0,
         "mean_held_gpus": float((usage[c] * weights).sum() / span) if span > 0 else None,
         "p95_held_gpus": weighted_quantile(usage[c], weights, QUOTA_QUANTILE),
+        "kind": "vc", "user": None, "qos": None,
     } for c, vc in enumerate(vcs)]
+    caps = limits.filter(pl.col("kind").is_in(["user", "qos_user"]) & pl.col("gpus").is_not_null())
+    rows += [{"source": source, "vc": x["vc"], "quota_gpus": x["gpus"], "origin": "sacctmgr", "peak_held_gpus": None,
+              "mean_held_gpus": None, "p95_held_gpus": None, "kind": x["kind"], "user": x["user_name"], "qos": x["qos"]}
+             for x in caps.iter_rows(named=True)]
     schema = {"source": pl.Utf8, "vc": pl.Utf8, "quota_gpus": pl.Float64, "origin": pl.Utf8,
-              "peak_held_gpus": pl.Float64, "mean_held_gpus": pl.Float64, "p95_held_gpus": pl.Float64}
+              "peak_held_gpus": pl.Float64, "mean_held_gpus": pl.Float64, "p95_held_gpus": pl.Float64,
+              "kind": pl.Utf8, "user": pl.Utf8, "qos": pl.Utf8}
     return pl.DataFrame(rows, schema=schema)
 
 

@@ -1,14 +1,17 @@
 """Each second of a job's first wait gets one cause, read off the replayed state.
 
 First match wins, at every instant of [wait_from, wait_until):
+  user_limit     the GPUs the job's user holds under one of the job's per-user caps (its
+                 association's GrpTRES in its account, its QOS's MaxTRESPU) plus the job's
+                 own exceed that cap (only where the store knows such caps: sacctmgr);
   fair_share     the GPUs the job's VC holds plus the job's own exceed the VC's quota;
   capacity       the cluster's free GPUs in total are fewer than the job's;
   fragmentation  enough are free in total, but not on the k machines the locality rule
                  allows (k = ceil(g / m) by default): the k machines with the most free
                  GPUs hold fewer than g;
   other          a placement under the rule existed and the job still waited.
-The cause depends on the job only through its VC and GPU count, so it is computed once
-per (VC, GPUs) class over the intervals its jobs' waits cover, and each job's seconds per
+The cause depends on the job only through its VC, GPU count and per-user cap groups, so it is
+computed once per (VC, GPUs, cap groups) class over the intervals its jobs' waits cover, and each job's seconds per
 cause are differences of cumulative sums at its two ends.
 
 What-ifs come from the same state, first-order (each job alone, the others as they were):
@@ -26,8 +29,9 @@ import numpy as np
 from gpucluster_analysis.replay.rules import LocalityRule
 from gpucluster_analysis.replay.timeline import EPS, Timeline
 
-CAUSES = ("fair_share", "capacity", "fragmentation", "other")
-FAIR_SHARE, CAPACITY, FRAGMENTATION, OTHER = range(4)
+# Column order of the per-cause arrays; user_limit, checked first, was added last (issue #15).
+CAUSES = ("fair_share", "capacity", "fragmentation", "other", "user_limit")
+FAIR_SHARE, CAPACITY, FRAGMENTATION, OTHER, USER_LIMIT = range(5)
 RELAX_AFTER_MIN = (0, 10, 60)  # what-if: locality relaxed after this many minutes of waiting
 RELAX_ABOVE_GPUS = 8  # ... for jobs of more GPUs than this
 
@@ -54,9 +58,10 @@ class ClassState:
 
 def class_state(
     tl: Timeline, lo: int, hi: int, gpus: float, usage: np.ndarray | None, quota: float | None,
-    idle_quota_elsewhere: np.ndarray | None, rule: LocalityRule,
+    idle_quota_elsewhere: np.ndarray | None, rule: LocalityRule, user_over: np.ndarray | None = None,
 ) -> ClassState:
-    """Causes on intervals lo..hi (inclusive) for jobs of `gpus` GPUs in a VC using `usage` of `quota`."""
+    """Causes on intervals lo..hi (inclusive) for jobs of `gpus` GPUs in a VC using `usage` of `quota`;
+    `user_over` (on lo..hi): the intervals when the jobs' user is at one of their per-user caps."""
     part = slice(lo, hi + 1)
     capacity = tl.free[part] + EPS < gpus
     if tl.placement_known:
@@ -74,11 +79,15 @@ def class_state(
         if idle_quota_elsewhere is not None:
             over = usage[part] + gpus - quota
             borrowable = fair_share & ~capacity & ~fragmented & (idle_quota_elsewhere[part] + EPS >= over)
+    if user_over is not None:
+        cause[user_over] = USER_LIMIT
+        if borrowable is not None:
+            borrowable &= ~user_over  # borrowed quota does not lift a per-user cap
     return ClassState(tl.T[part], cause, ~capacity & ~fragmented, borrowable)
 
 
 def seconds_by_cause(state: ClassState, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(jobs, 4) seconds of [a, b) spent in each cause."""
+    """(jobs, causes) seconds of [a, b) spent in each cause (columns in CAUSES order)."""
     out = np.empty((len(a), len(CAUSES)))
     durations = np.diff(state.T)
     ia = np.maximum(np.searchsorted(state.T, a, side="right") - 1, 0)

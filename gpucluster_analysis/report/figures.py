@@ -194,7 +194,7 @@ def grouped_bars(
         custom = part.get_column(count).to_list() if count else None
         hover = f"{name}, %{{x}}: %{{y:{y_format}}}"
         if count:
-            hover += f" (n=%{{customdata:,}})"
+            hover += " (n=%{customdata:,})"
         fig.add_bar(
             x=[str(v) for v in part.get_column(x).to_list()], y=part.get_column(y).to_list(), name=name,
             customdata=custom, hovertemplate=hover + "<extra></extra>",
@@ -335,7 +335,7 @@ def stacked_bars(
 
 
 # Causes of waiting (gpucluster_analysis.replay), in their first-match order.
-CAUSE_COLORS = {"fair_share": "#9467bd", "capacity": "#d62728", "fragmentation": "#ff7f0e", "other": "#7f7f7f"}
+CAUSE_COLORS = {"user_limit": "#8c564b", "fair_share": "#9467bd", "capacity": "#d62728", "fragmentation": "#ff7f0e", "other": "#7f7f7f"}
 
 
 def time_lines(

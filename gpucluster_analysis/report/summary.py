@@ -24,7 +24,7 @@ SUMMARY_VERSION = 1
 # Failure reasons listed, by GPU time lost; slow machines named in the text (--json lists all).
 TOP_REASONS = 3
 TEXT_SLOW_MACHINES = 5
-CAUSES = ("fair_share", "capacity", "fragmentation", "other")
+CAUSES = ("user_limit", "fair_share", "capacity", "fragmentation", "other")
 # Rows of failure_reasons that are no root cause: listed apart, not among the top reasons.
 NOT_A_REASON = ("no log", "no cause in the log")
 # Floats are rounded like the CSVs (build.CSV_SIGNIFICANT_DIGITS): the same bytes on every run.
@@ -74,6 +74,8 @@ def _queueing(delays: pl.DataFrame | None, causes: pl.DataFrame | None) -> dict[
     d = next((x for x in rows_of(delays) if x["size_bucket"] == "all"), {})
     split = {x["cause"]: x for x in rows_of(causes) if x["size_bucket"] == "all"}
     shares = {c: _num(split[c]["share_pct"]) if c in split else None for c in CAUSES}
+    if split and shares["user_limit"] is None:
+        shares["user_limit"] = 0.0  # no per-user cap known: none of the split waiting was user limit
     known = {c: v for c, v in shares.items() if v is not None}
     main = max(known, key=lambda c: (known[c], -CAUSES.index(c))) if known and max(known.values()) > 0 else None
     return {

@@ -45,7 +45,7 @@ JOBS_COLUMNS = [
     # from, and how the job's samples were found.
     "eligible_time", "queue_basis", "attribution",
     # Why the job waited (the replay, docs/jobs-csv.md): its first wait split by cause, and its retry waits.
-    "wait_fair_share_s", "wait_capacity_s", "wait_fragmentation_s", "wait_other_s", "wait_retry_s",
+    "wait_user_limit_s", "wait_fair_share_s", "wait_capacity_s", "wait_fragmentation_s", "wait_other_s", "wait_retry_s",
     # How much of its GPUs really worked (DCGM profiling), beside mean_gpu_util_pct.
     "mean_sm_active_pct", "mean_tensor_active_pct",
     # The training speed its logs print (its last attempt that printed one; docs/jobs-csv.md).

@@ -17,6 +17,8 @@ writes what a Slurm site keeps (docs/synth.md, "The Slurm view"):
 * `gpu/<host>.csv`: nvidia-smi query logs (slurm_telemetry.py);
 * `dcgm/<host>.prom`: dcgm-exporter scrapes of DCGM's profiling fields (slurm_dcgm.py);
 * `quotas.toml`: each VC's (Account's) GPU quota, the scheduler's hard cap;
+* `sacctmgr_assoc.txt`: the same quotas as `sacctmgr -P show assoc format=Account,User,GrpTRES`
+  prints them (each account's GrpTRES `gres/gpu=N`), so that a store needs no quotas file;
 * `truth.json`: the jobs.csv every correct reader of these files must produce, from the
   generator's own knowledge (never from the files, never from gca), plus why each job
   waited (waits.py; its first wait here is [Eligible, first Start)).
@@ -67,7 +69,7 @@ from gpucluster_analysis.synth.training_speed import render as render_speed
 from gpucluster_analysis.synth.truth import speed_columns, write_truth
 from gpucluster_analysis.synth.waits import StateLog, cause_columns, retry_wait
 
-SLURM_FILES = ("sacct.txt", "truth.json", "quotas.toml")
+SLURM_FILES = ("sacct.txt", "truth.json", "quotas.toml", "sacctmgr_assoc.txt")
 SLURM_DIRS = ("logs", "scontrol", "gpu", "dcgm")
 SACCT_COLUMNS = ("JobID", "JobName", "User", "Account", "Partition", "State", "ExitCode", "Submit", "Eligible",
                  "Start", "End", "Elapsed", "Timelimit", "AllocTRES", "NodeList")
@@ -317,6 +319,13 @@ def plan_speeds(jobs: list[SlurmJob], machines: int, seed: int) -> tuple[dict[in
             factor = slowest_factor([m for m, _ in run.alloc], slow)
             speeds[job.spec.index] = plan_attempt(family, factor, run.end - run.start, run.outcome == "pass", rng)
     return slow, speeds
+
+
+def write_sacctmgr_assoc(path: Path, cluster: Cluster) -> None:
+    """The VCs' quotas as Slurm's accounting database prints them: one account row each, no user rows."""
+    lines = ["Account|User|GrpTRES"]
+    lines += [f"{name}||gres/gpu={quota}" for name, quota in zip(cluster.vc_names, cluster.vc_quota, strict=True)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def write_job_logs(out: Path, jobs: list[SlurmJob], rng: np.random.Generator, zone_name: str,
@@ -590,6 +599,7 @@ def generate_slurm_trace(
     lines = sacct_lines(slurm_jobs, zone_name)
     (out / "sacct.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     write_quotas(out / "quotas.toml", cluster)
+    write_sacctmgr_assoc(out / "sacctmgr_assoc.txt", cluster)
     n_allocations = sum(len(j.runs) + (j.cancel_at is not None) for j in slurm_jobs)
     slow, speeds = plan_speeds(slurm_jobs, machines, seed)
     n_logs = write_job_logs(out, slurm_jobs, rng(_SLURM_LOGS), zone_name, speeds)

@@ -201,7 +201,7 @@ FROM stage_sacct_attempt;
 -- components summed, as the jobs row takes the rest of that run's leader row.
 INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id,
                   job_name, partition, eligible_at, time_limit_s, gpu_model, exit_code, exit_signal, cancelled_by,
-                  requested_gpus, left_queue_at)
+                  requested_gpus, left_queue_at, qos)
 WITH last_attempt AS (
     SELECT job_id, arg_max(leader_line, run_order) AS line, arg_max(status, run_order) AS status,
            arg_max(state, run_order) AS state, arg_max(req_gpus, run_order) AS req_gpus,
@@ -218,7 +218,7 @@ SELECT 'slurm', l.job_id, a.user_name, coalesce(a.account, a.partition),
        CASE WHEN l.state IN ('REQUEUED', 'REQUEUE_FED', 'REQUEUE_HOLD', 'SPECIAL_EXIT') THEN 'pending' ELSE l.status END,
        a.source_status, p.submit_at, $file_id,
        a.job_name, a.partition, p.eligible_at, a.time_limit_s, p.gpu_model, a.exit_code, a.exit_signal, a.cancelled_by,
-       l.req_gpus, l.left_queue_at
+       l.req_gpus, l.left_queue_at, a.qos
 FROM last_attempt l
 JOIN stage_sacct_alloc a ON a.line = l.line
 JOIN per_job p ON p.job_id = l.job_id;

@@ -56,6 +56,7 @@ SELECT
     j.eligible_at AS eligible_time,
     CASE WHEN j.eligible_at IS NOT NULL THEN 'eligible' WHEN j.submit_at IS NOT NULL THEN 'submit' END AS queue_basis,
     t.attribution,
+    w.wait_user_limit_s,
     w.wait_fair_share_s,
     w.wait_capacity_s,
     w.wait_fragmentation_s,

@@ -13,7 +13,8 @@
 -- Needs the temp tables attempt_sizes, attempt_attribution and replay_bounds.
 -- Parameters: none.
 -- Output: source, job_id, attempt_no, vc, start_s, end_s (epoch seconds, DOUBLE),
--- machine_id (NULL: placement unknown), gpus (DOUBLE; NULL: the attempt's size is unknown).
+-- machine_id (NULL: placement unknown), gpus (DOUBLE; NULL: the attempt's size is unknown),
+-- user_name and qos (whose per-user caps the holding counts toward).
 WITH started AS (
     SELECT s.source, s.job_id, s.attempt_no, s.gpus, s.start_at,
            coalesce(s.end_at, b.last_at) AS end_at
@@ -64,7 +65,7 @@ placed AS (
       AND (st.source, st.job_id, st.attempt_no) NOT IN (SELECT source, job_id, attempt_no FROM hosted)
 )
 SELECT p.source, p.job_id, p.attempt_no, j.vc,
-       epoch(p.start_at) AS start_s, epoch(p.end_at) AS end_s, p.machine_id, p.gpus
+       epoch(p.start_at) AS start_s, epoch(p.end_at) AS end_s, p.machine_id, p.gpus, j.user_name, j.qos
 FROM placed p JOIN jobs j USING (source, job_id)
 WHERE p.end_at > p.start_at
 ORDER BY p.source, p.start_at, p.job_id, p.attempt_no, p.machine_id, p.end_at

@@ -11,7 +11,7 @@
 -- Parameters: none.
 -- Output: source, job_id, vc, gpus (jobs.csv num_gpus), size_bucket, wait_from_s,
 -- wait_until_s (epoch seconds; NULL: unknown), started, wait_retry_s (NULL for a job
--- that never started).
+-- that never started), user_name and qos (which per-user caps apply).
 WITH ordered AS (
     SELECT source, job_id, start_at, end_at,
            lag(end_at) OVER (PARTITION BY source, job_id ORDER BY attempt_no) AS previous_end,
@@ -33,7 +33,8 @@ SELECT j.source, j.job_id, j.vc, k.num_gpus AS gpus, k.size_bucket,
                   WHEN j.left_queue_at IS NOT NULL THEN j.left_queue_at
                   WHEN j.status = 'pending' THEN b.last_at END) AS wait_until_s,
        p.first_start_at IS NOT NULL AS started,
-       CASE WHEN p.first_start_at IS NOT NULL THEN p.retry_s END AS wait_retry_s
+       CASE WHEN p.first_start_at IS NOT NULL THEN p.retry_s END AS wait_retry_s,
+       j.user_name, j.qos
 FROM jobs j
 LEFT JOIN per_job p USING (source, job_id)
 LEFT JOIN job_keys k USING (source, job_id)

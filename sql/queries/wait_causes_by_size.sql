@@ -1,5 +1,6 @@
 -- wait_causes_by_size: why jobs waited, by job size. Each job's first wait (queue start ->
--- first start) is split by the replay into fair_share, capacity, fragmentation and other
+-- first start) is split by the replay into user_limit (where per-user caps are known),
+-- fair_share, capacity, fragmentation and other
 -- (temp table wait_cause_seconds); weighted by the job's GPUs it is waiting GPU-time.
 -- Started jobs only (waits of jobs that never started: wait_abandoned); GPU jobs only (a
 -- job with zero or unknown GPUs gets no split). Fragmentation is unknown (counted 0) for
@@ -7,7 +8,7 @@
 -- Needs the temp tables wait_cause_seconds and job_keys.
 -- Parameters: none.
 -- Output: size_bucket ('all' first, then job_keys' buckets), size_order (0 for all), cause,
--- cause_order (1..4), jobs (jobs with a split in the bucket), wait_hours, wait_gpu_hours,
+-- cause_order (0..4), jobs (jobs with a split in the bucket), wait_hours, wait_gpu_hours,
 -- share_pct (of the bucket's waiting GPU-time).
 WITH w AS (
     SELECT k.size_bucket, k.size_order, c.* FROM wait_cause_seconds c JOIN job_keys k USING (source, job_id)

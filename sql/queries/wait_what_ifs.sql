@@ -13,7 +13,7 @@
 WITH started AS (
     -- exact decimals (the replay rounds to milliseconds), so the sums are the same bytes every run
     SELECT CAST(gpus AS DECIMAL(18, 3)) AS gpus,
-           CAST(wait_fair_share_s + wait_capacity_s + coalesce(wait_fragmentation_s, 0) + wait_other_s
+           CAST(wait_user_limit_s + wait_fair_share_s + wait_capacity_s + coalesce(wait_fragmentation_s, 0) + wait_other_s
                 AS DECIMAL(18, 3)) AS wait_total_s,
            CAST(saved_relaxed_after_0min_s AS DECIMAL(18, 3)) AS saved_relaxed_after_0min_s,
            CAST(saved_relaxed_after_10min_s AS DECIMAL(18, 3)) AS saved_relaxed_after_10min_s,

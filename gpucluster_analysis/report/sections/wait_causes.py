@@ -1,7 +1,7 @@
 """Why jobs wait: the Queueing section's lead, from the replay (gpucluster_analysis.replay).
 
-Every second of a job's first wait has one cause (fair share, capacity, fragmentation,
-other); these blocks say how the waiting GPU-time divides among them overall, by job size
+Every second of a job's first wait has one cause (user limit where per-user caps are known,
+fair share, capacity, fragmentation, other); these blocks say how the waiting GPU-time divides among them overall, by job size
 and by VC, what the cluster looked like meanwhile, what two scheduler changes would have
 saved, which quotas were used, and how the scheduler's own pending reasons compare.
 """
@@ -16,6 +16,7 @@ from gpucluster_analysis.report.sections.text import fmt_int, fmt_pct, gpus_labe
 
 Block = Paragraph | Figure | Table
 CAUSE_WORDS = {
+    "user_limit": "user limit (the user at a per-user GPU cap of its account or QOS)",
     "fair_share": "fair share (the VC over its quota)",
     "capacity": "capacity (too few free GPUs in the cluster)",
     "fragmentation": "fragmentation (enough free GPUs, not on few enough machines)",
@@ -24,12 +25,20 @@ CAUSE_WORDS = {
 SCHEDULER_REASON_CAUSE = {  # what each Slurm pending reason corresponds to, to count agreement
     "Resources": ("capacity", "fragmentation"),
     "Priority": ("other",),
-    "AssocGrpGRES": ("fair_share",),
+    # a user association's GrpTRES is reported as AssocGrpGRES too: a per-user cap in the account
+    "AssocGrpGRES": ("fair_share", "user_limit"),
     "AssocGrpGRESMinutes": ("fair_share",),
     "AssocGrpCpuLimit": ("fair_share",),
     "AssocGrpNodeLimit": ("fair_share",),
     "AssocMaxJobsLimit": ("fair_share",),
     "QOSGrpGRES": ("fair_share",),
+    # a QOS's per-user limits (MaxTRESPU and the like)
+    "QOSMaxGRESPerUser": ("user_limit",),
+    "QOSMaxCpuPerUserLimit": ("user_limit",),
+    "QOSMaxNodePerUserLimit": ("user_limit",),
+    "QOSMaxMemoryPerUser": ("user_limit",),
+    "QOSMaxBillingPerUser": ("user_limit",),
+    "QOSMaxJobsPerUserLimit": ("user_limit",),
 }
 
 
@@ -65,7 +74,8 @@ def _method(clusters: list[dict]) -> str:
     text = (
         "How: the cluster is replayed from the stored attempts (an attempt holds its GPUs from its start to its end)"
         " and each second of a job's first wait (queue start -> first start) gets the first cause that holds at that"
-        " second: fair share if the GPUs its VC held plus its own exceed the VC's quota, capacity if fewer GPUs were"
+        " second: user limit if the GPUs its user holds under one of its per-user caps (sacctmgr: the user's"
+        " association in its account, its QOS's MaxTRESPU) plus its own exceed that cap, fair share if the GPUs its VC held plus its own exceed the VC's quota, capacity if fewer GPUs were"
         " free in the whole cluster than it needs, fragmentation if enough were free but not under the locality rule"
         f" ({c0['locality_rule']}), else other. Quotas: {c0['quotas_origin']}. Waiting GPU-time weighs each second by"
         " the job's GPUs; jobs with zero or unknown GPUs are not split. Retry waits (between attempts) are apart."
@@ -188,12 +198,26 @@ def _what_ifs(wi: pl.DataFrame) -> list[Block]:
 def _quotas(q: pl.DataFrame, clusters: list[dict]) -> list[Block]:
     if q.is_empty():
         return []
-    with_quota = q.filter(pl.col("quota_gpus").is_not_null())
+    vcs = q.filter(pl.col("kind") == "vc") if "kind" in q.columns else q
+    caps = q.filter(pl.col("kind") != "vc") if "kind" in q.columns else q.head(0)
+    with_quota = vcs.filter(pl.col("quota_gpus").is_not_null())
     return [Table("quotas", q,
                   f"VC quotas the replay used ({clusters[0]['quotas_origin']}): {fmt_int(with_quota.height)} of"
-                  f" {fmt_int(q.height)} VCs have one; held GPUs beside them (peak, mean and time-weighted p95)."
-                  " A VC without a quota is never fair-share delayed. Give your own with gca report --quotas FILE.toml.",
+                  f" {fmt_int(vcs.height)} VCs have one; held GPUs beside them (peak, mean and time-weighted p95)."
+                  " A VC without a quota is never fair-share delayed. Give your own with gca report --quotas FILE.toml"
+                  " (it wins over sacctmgr's). The origin column says where each quota came from"
+                  " (file, sacctmgr, inferred)." + _caps_text(caps),
                   max_rows=40)]
+
+
+def _caps_text(caps: pl.DataFrame) -> str:
+    if caps.is_empty():
+        return " No per-user GPU cap is known (sacctmgr's associations and QOS give them), so no wait is user limit."
+    per_account = caps.filter(pl.col("kind") == "user").height
+    per_qos = caps.filter(pl.col("kind") == "qos_user").get_column("qos").to_list()
+    parts = ([f"{fmt_int(per_account)} users with a cap in an account"] if per_account else []) + \
+        ([f"each user of QOS {', '.join(per_qos)}"] if per_qos else [])
+    return f" Per-user GPU caps from sacctmgr (kind user, qos_user): {join_list(parts)}."
 
 
 def _pending(p: pl.DataFrame | None) -> list[Block]:
@@ -207,5 +231,6 @@ def _pending(p: pl.DataFrame | None) -> list[Block]:
     return [Table("pending_reasons_vs_replay", p,
                   f"The scheduler's own pending reasons (squeue snapshots) beside the replay's cause at the same instant:"
                   f" of {fmt_int(total)} snapshots, {fmt_int(n)} have a reason with a counterpart (Resources: capacity or"
-                  f" fragmentation; Priority: other; AssocGrp*/QOSGrpGRES: fair share) while the replay has the job"
+                  f" fragmentation; Priority: other; AssocGrp*/QOSGrpGRES: fair share, AssocGrpGRES also user limit;"
+                  f" QOSMax*PerUser: user limit) while the replay has the job"
                   f" waiting, and {fmt_pct(100 * agree / n if n else None)} of those agree.", max_rows=40)]
