@@ -31,3 +31,14 @@ def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
         reports = ingest_paths(con, files, IngestOptions())
     assert all(r.status == "loaded" for r in reports), reports
     return db
+
+
+@pytest.fixture(scope="session")
+def store_5910(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store holding the four files of ../shared/data/philly-5910."""
+    data = require(PHILLY_5910)
+    db = tmp_path_factory.mktemp("philly5910") / "s.duckdb"
+    with open_store(db) as con:
+        reports = ingest_paths(con, sorted(p for p in data.iterdir() if p.name.startswith("cluster_")), IngestOptions())
+    assert all(r.status == "loaded" for r in reports), reports
+    return db

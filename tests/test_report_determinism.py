@@ -15,20 +15,14 @@ import polars as pl
 import pytest
 
 from gpucluster_analysis.db import open_store
-from gpucluster_analysis.ingest import IngestOptions, ingest_paths
 from gpucluster_analysis.report.build import CSV_SIGNIFICANT_DIGITS, build_report, csv_text
-from tests.conftest import PHILLY_5910, require
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    data = require(PHILLY_5910)
-    db = tmp_path_factory.mktemp("determinism") / "s.duckdb"
-    with open_store(db) as con:
-        ingest_paths(con, sorted(p for p in data.iterdir() if p.name.startswith("cluster_")), IngestOptions())
-    with open_store(db, read_only=True) as con:
+def store(store_5910: Path) -> Path:
+    with open_store(store_5910, read_only=True) as con:
         assert con.execute("SELECT count(*) FROM gpu_samples").fetchall()[0][0] > 4 * 122_880  # several row groups
-    return db
+    return store_5910
 
 
 def test_two_reports_of_one_store_are_byte_identical(store: Path, tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from tests.conftest import REPO
 
 SYNTHETIC = REPO / "examples" / "synthetic"
 ANSI = re.compile(r"\x1b\[")
-TOP_KEYS = ["summary_version", "store", "report", "overview", "utilization", "queueing", "failures", "speed"]
+TOP_KEYS = ["summary_version", "store", "report", "selection", "overview", "utilization", "queueing", "failures", "speed"]
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,7 @@ def floats(rows: list[dict[str, str]], col: str) -> np.ndarray:
 def test_json_keys_are_stable_and_documented(json_run: tuple[dict, Path]) -> None:
     h, out = json_run
     assert list(h) == TOP_KEYS
-    assert h["report"] == str(out / "index.html") and h["store"] == "syn.duckdb"
+    assert h["report"] == str(out / "index.html") and h["store"] == "syn.duckdb" and h["selection"] == "all jobs"
     assert list(h["queueing"]["cause_pct"]) == list(summary.CAUSES)
     doc = (REPO / "docs" / "summary.md").read_text()
     keys = set()

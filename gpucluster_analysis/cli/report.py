@@ -9,6 +9,7 @@ import typer
 
 from gpucluster_analysis.cli._options import DEFAULT_DB, DbOption
 from gpucluster_analysis.cli._output import guarded, print_json, print_rows, stderr
+from gpucluster_analysis.errors import InputError
 
 
 @guarded
@@ -27,24 +28,41 @@ def report(
         "--json", help="Print the headline numbers as one JSON object (keys: docs/summary.md) instead of the text summary.")] = False,
     quiet: Annotated[bool, typer.Option(
         "--quiet", help="Print nothing but errors: no progress, no summary (with --json, only the JSON).")] = False,
+    since: Annotated[str | None, typer.Option(
+        "--since", help="Only jobs whose queue start (where queue_delay_s counts from) is at or after this ISO 8601"
+        " date or time (UTC unless it names a zone: 2024-05-01, 2024-05-01T08:00+02:00).")] = None,
+    until: Annotated[str | None, typer.Option(
+        "--until", help="Only jobs whose queue start is before this date or time (excluded).")] = None,
+    vc: Annotated[list[str] | None, typer.Option("--vc", help="Only jobs of this VC (repeat for several).")] = None,
+    user: Annotated[list[str] | None, typer.Option("--user", help="Only jobs of this user (repeat for several).")] = None,
+    source: Annotated[list[str] | None, typer.Option(
+        "--source", help="Only jobs of this source: philly, slurm, helios, ... (repeat for several).")] = None,
 ) -> None:
     """Write the report: DIR/index.html (one offline file) and CSV tables such as jobs.csv,
     then print its headline numbers (jobs, GPU-hours, utilization, queueing, failures, speed) on stdout.
 
     Example: gca report --db philly.duckdb --out reports/philly --quotas quotas.toml
+    A week of one VC: gca report --db philly.duckdb --out reports/week --since 2017-10-02 --until 2017-10-09 --vc 6214e9
     """
     from gpucluster_analysis.replay.rules import load_quotas, parse_locality
     from gpucluster_analysis.report.build import build_report
 
+    from gpucluster_analysis.report.selection import Selection, parse_instant
+
     rule = parse_locality(locality)
     quota_file = load_quotas(quotas) if quotas is not None else None
+    selection = Selection(
+        since=parse_instant(since, "--since") if since else None, until=parse_instant(until, "--until") if until else None,
+        vcs=tuple(vc or ()), users=tuple(user or ()), sources=tuple(source or ()))
+    if selection.since and selection.until and selection.since >= selection.until:
+        raise InputError(f"--since {since} is not before --until {until}", hint="the period is [since, until)")
     from gpucluster_analysis.report import summary
 
     def log(msg: str) -> None:
         if not quiet:
             stderr.print(f"gca: {msg}", markup=False)
 
-    written = build_report(db, out, log=log, quotas=quota_file, locality=rule)
+    written = build_report(db, out, log=log, quotas=quota_file, locality=rule, selection=selection)
     log(f"wrote {written.html} and {len(written.tables)} CSV tables in {written.out_dir}")
     if as_json:
         print_json(written.summary)

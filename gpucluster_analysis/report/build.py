@@ -33,7 +33,9 @@ from gpucluster_analysis.report import analysis, sections, summary
 from gpucluster_analysis.report.sections import activity, failures, queueing
 from gpucluster_analysis.report.sections.blocks import Figure, Findings, Paragraph, Section, Table
 from gpucluster_analysis.report.sections.text import fmt_dur
+from gpucluster_analysis.report.selection import Selection
 from gpucluster_analysis.report.tables import (
+    EVERY_JOB,
     format_for_csv,
     jobs_table,
     prepare,
@@ -80,11 +82,12 @@ def build_report(
     log: Callable[[str], None] = lambda _msg: None,
     quotas: Quotas | None = None,
     locality: LocalityRule = DEFAULT_LOCALITY,
+    selection: Selection = EVERY_JOB,
 ) -> Written:
     """Write `out/index.html` and the CSV tables (jobs.csv first) for the store at `db`.
 
     The queueing replay runs under `quotas` (VC -> GPUs; inferred from the store when None)
-    and the `locality` rule.
+    and the `locality` rule. The report covers the jobs of `selection` (report/selection.py).
 
     Raises StoreError when the store is missing or holds no jobs, ReportError when `out`
     cannot be written.
@@ -101,7 +104,7 @@ def build_report(
         con.execute("SET enable_progress_bar = false")
         timed = _timed_tables(log)
         with _step(log, "preparing: attempt windows, GPU-sample attribution, queueing replay, job tables"):
-            replay = prepare(con, on_table=timed, quotas=quotas, locality=locality)
+            replay = prepare(con, on_table=timed, quotas=quotas, locality=locality, selection=selection)
             prepare_report(con, on_table=timed)
         with _step(log, "jobs table"):
             jobs = format_for_csv(jobs_table(con))
@@ -115,13 +118,13 @@ def build_report(
     per_job = whole_counts(per_job)
     tests = analysis.locality_tests(per_job)
     results["gpu_util_locality_tests"] = analysis.tests_frame(tests)
-    content = sections.compose(results, tests, db.name)
+    content = sections.compose(results, tests, db.name, selection.describe())
     with _step(log, "writing HTML and CSV"):
         page = render_html(content, title=f"GPU cluster report: {db.name}")
         tables = _write_outputs(out, jobs, results, page)
     log(f"report built in {time.perf_counter() - started:.1f} s")
     return Written(html=out / "index.html", tables=tables, out_dir=out,
-                   summary=summary.headline(results, db.name, out / "index.html"))
+                   summary=summary.headline(results, db.name, out / "index.html", selection.describe()))
 
 
 # Columns that count things (GPUs, servers, jobs): floats only because a source can have

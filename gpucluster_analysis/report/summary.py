@@ -31,13 +31,15 @@ NOT_A_REASON = ("no log", "no cause in the log")
 SIGNIFICANT_DIGITS = 12
 
 
-def headline(results: dict[str, pl.DataFrame], store_name: str, html: Path | None = None) -> dict[str, Any]:
+def headline(results: dict[str, pl.DataFrame], store_name: str, html: Path | None = None,
+             selection: str = "all jobs") -> dict[str, Any]:
     """The headline numbers of one report, from build_report's query results (see docs/summary.md)."""
     o = _first(results.get("overview_totals"))
     return {
         "summary_version": SUMMARY_VERSION,
         "store": store_name,
         "report": None if html is None else str(html),
+        "selection": selection,
         "overview": {
             "jobs": _int(o.get("jobs")),
             "users": _int(o.get("users")),
@@ -136,6 +138,8 @@ def text_rows(h: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append((section, "".join(parts)))
 
     statuses = ", ".join(f"{k} {fmt_int(v)}" for k, v in o["jobs_by_status"].items()) or "-"
+    if h.get("selection", "all jobs") != "all jobs":
+        add("Selection", h["selection"])
     add("Overview", f"{fmt_int(o['jobs'])} jobs ({fmt_int(o['users'])} users, {fmt_int(o['vcs'])} VCs),",
         f" {fmt_int(o['gpu_hours'])} GPU-hours, {_day(o['first_at'])} to {_day(o['last_at'])}")
     add("Overview", f"{fmt_int(o['machines'])} machines, {fmt_int(o['gpus'])} GPUs; by status: {statuses}")

@@ -16,15 +16,24 @@ import duckdb
 import polars as pl
 
 from gpucluster_analysis.db.queries import create_temp_tables, run_query
+from gpucluster_analysis.errors import ReportError
 from gpucluster_analysis.replay import Replay, replay_store
 from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas
+from gpucluster_analysis.report import selection as selected
+from gpucluster_analysis.report.selection import Selection
+
+EVERY_JOB = Selection()
 
 # Temp tables built once per report, in this order; later queries refer to them by name.
-# attributed_util is the only query that joins gpu_samples row by row (one pass).
-# gpu_samples_by_machine and machine_capacity_snapshot give the replay its machines.
-PREPARED_TABLES = ("attempt_sizes", "attempt_attribution", "attempt_windows", "job_keys", "attributed_util", "job_gpu_util",
-                   "attributed_activity", "log_attempts", "attempt_failures", "attempt_speeds", "gpu_samples_by_machine",
-                   "machine_capacity_snapshot")
+# Before the replay: what it reads (gpu_samples_by_machine and machine_capacity_snapshot give
+# it its machines) over every job; a selection (report/selection.py) then narrows them.
+REPLAY_TABLES = ("attempt_sizes", "attempt_attribution", "attempt_windows", "job_keys", "gpu_samples_by_machine",
+                 "machine_capacity_snapshot")
+# After it, over the selected jobs. attributed_util is the only query that joins gpu_samples
+# row by row (one pass).
+SELECTED_TABLES = ("attributed_util", "job_gpu_util", "attributed_activity", "log_attempts", "attempt_failures",
+                   "attempt_speeds")
+PREPARED_TABLES = REPLAY_TABLES + SELECTED_TABLES
 # The replay's per-job waits (gpucluster_analysis.replay), as a temp table jobs.sql and the wait queries join.
 REPLAY_JOBS_TABLE = "replay_job_waits"
 
@@ -58,14 +67,27 @@ def prepare(
     on_table: Callable[[str, float], None] | None = None,
     quotas: Quotas | None = None,
     locality: LocalityRule = DEFAULT_LOCALITY,
+    selection: Selection = EVERY_JOB,
 ) -> Replay:
     """Create the report's temp tables (idempotent within a connection) and replay the queueing.
 
     `on_table(name, seconds)`, when given, hears how long each table took. The replay runs
-    under `quotas` (else inferred) and `locality`; its per-job waits become the temp table
-    replay_job_waits, and the whole replay is returned for the report's Queueing section.
+    under `quotas` (else inferred) and `locality` over every job; its per-job waits become
+    the temp table replay_job_waits, and the whole replay is returned for the report's
+    Queueing section. Then the tables narrow to `selection`; an empty one is a ReportError.
     """
-    create_temp_tables(con, [(name, name) for name in PREPARED_TABLES], on_table)
+    create_temp_tables(con, [(name, name) for name in REPLAY_TABLES], on_table)
+    replay = _replay(con, on_table, quotas, locality)
+    if not selected.apply(con, selection) and not selection.everything:
+        raise ReportError(f"no job in the selection ({selection.describe()})",
+                          hint="widen --since/--until or check the --vc/--user/--source names (jobs.csv of an "
+                               "unfiltered report lists them)")
+    create_temp_tables(con, [(name, name) for name in SELECTED_TABLES], on_table)
+    return replay
+
+
+def _replay(con: duckdb.DuckDBPyConnection, on_table: Callable[[str, float], None] | None,
+            quotas: Quotas | None, locality: LocalityRule) -> Replay:
     started = time.perf_counter()
     replay = replay_store(con, quotas, locality)
     con.register("replay_jobs_frame", replay.jobs.to_arrow())

@@ -3,12 +3,13 @@
 -- store held a GPU of that machine at that time (temp table job_machine_windows; the same
 -- start <= t < end rule and hour-bucket equi-join as the GPU attribution). 1-percent bins.
 -- The windows of all jobs on a machine are merged first, so a sample matches at most one
--- window and the LEFT JOIN neither drops nor repeats a sample.
+-- window and the LEFT JOIN neither drops nor repeats a sample. Host samples of the report's
+-- period (temp view period_host_samples: report/selection.py).
 -- Parameters: none.
 -- Output: metric ('cpu_util_pct', 'mem_used_pct'), job_running (BOOLEAN), util_bin (0..100),
 -- samples, value_sum (exact sum of the values in the bin), cum_share.
 WITH telemetry AS (
-    SELECT min(sample_at) AS first_at, max(sample_at) AS last_at FROM host_samples
+    SELECT min(sample_at) AS first_at, max(sample_at) AS last_at FROM period_host_samples
 ),
 ordered AS (
     SELECT machine_id, start_at, end_at,
@@ -36,7 +37,7 @@ marked AS (
     SELECT s.cpu_util_pct,
            100.0 * (s.mem_total_kib - s.mem_free_kib) / nullif(s.mem_total_kib, 0) AS mem_used_pct,
            w.machine_id IS NOT NULL AS job_running
-    FROM host_samples s
+    FROM period_host_samples s
     LEFT JOIN busy_hours w
       ON s.machine_id = w.machine_id AND epoch_us(s.sample_at) // 3600000000 = w.hour
      AND s.sample_at >= w.start_at AND s.sample_at < w.end_at

@@ -29,10 +29,12 @@ from gpucluster_analysis.report.sections.blocks import Figure, Findings, Paragra
 __all__ = ["Figure", "Findings", "Paragraph", "Section", "Table", "compose"]
 
 
-def compose(r: dict[str, pl.DataFrame], tests: list[an.TestResult], store_name: str) -> list[Section]:
-    """All sections of the report, in order. `r` maps query names to their results."""
+def compose(r: dict[str, pl.DataFrame], tests: list[an.TestResult], store_name: str,
+            selection: str = "all jobs") -> list[Section]:
+    """All sections of the report, in order. `r` maps query names to their results;
+    `selection` says which jobs it covers (report/selection.py)."""
     sections = [
-        overview.section(r, store_name),
+        overview.section(r, store_name, selection),
         queueing.section(r),
         locality.section(r, tests),
         activity.section(r),  # only where DCGM profiling samples exist

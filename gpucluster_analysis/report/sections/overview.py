@@ -17,7 +17,7 @@ PAPER_STATUS = "Philly, full trace (Jeon et al.): Passed 69.3% of jobs / 44.5% o
                "Killed 13.5% / 37.7%, Unsuccessful 17.2% / 17.8%."
 
 
-def section(r: dict[str, pl.DataFrame], store_name: str) -> Section:
+def section(r: dict[str, pl.DataFrame], store_name: str, selection: str = "all jobs") -> Section:
     s = Section("overview", "Overview")
     o = first_row(r["overview_totals"])
     span_days = None
@@ -31,7 +31,10 @@ def section(r: dict[str, pl.DataFrame], store_name: str) -> Section:
         f" ({fmt_int(o.get('gpus'))} GPUs); {fmt_pct(failed.get('jobs_pct') or 0)} of the jobs failed, holding"
         f" {fmt_pct(failed.get('gpu_time_pct') or 0)} of the GPU time.", "finding"))
     s.add(Paragraph(
-        f"Store {store_name}. The trace spans {fmt_time(o.get('first_at'))} to {fmt_time(o.get('last_at'))}"
+        f"Store {store_name}; this report covers {selection}"
+        + ("" if selection == "all jobs" else " (the queueing replay saw every job: their GPUs are why these waited;"
+           " machine figures cover the period)")
+        + f". The trace spans {fmt_time(o.get('first_at'))} to {fmt_time(o.get('last_at'))}"
         f" ({'-' if span_days is None else f'{span_days:.1f}'} days, from the first submission or start to the"
         f" last end): {fmt_int(o.get('jobs'))} jobs from {fmt_int(o.get('users'))} users in"
         f" {fmt_int(o.get('vcs'))} virtual clusters (VCs), {fmt_int(o.get('attempts'))} attempts and"

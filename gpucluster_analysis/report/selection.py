@@ -1,0 +1,125 @@
+"""Which jobs a report covers: a period, VCs, users, sources (`gca report --since ... --vc ...`).
+
+A job is selected when its queue start (where `queue_delay_s` counts from: eligible time,
+else submit time) falls in [since, until) and its VC, user and source are among those
+given (each list empty: any). The replay of the queue still sees every job (the GPUs that
+other VCs' jobs held are why selected jobs waited); everything else the report computes
+covers the selected jobs only: `apply` leaves the job-level tables with those jobs alone
+and puts, in front of the store's own `jobs`, `attempts`, `allocations`, `attempt_hosts`,
+`gpu_bindings` and `job_logs`, temp views of the selected jobs' rows, so every named query reads the selection without
+knowing of it. Machine-level figures (samples counted, host utilization, telemetry
+health) cover the period, through the views `period_gpu_samples`, `period_host_samples`
+and `period_gpu_sample_details`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import duckdb
+
+from gpucluster_analysis.db.queries import query_errors
+from gpucluster_analysis.errors import InputError
+from gpucluster_analysis.sqlfiles import bind, load_sql
+
+# Tables of the store a selection narrows to the selected jobs' rows.
+JOB_TABLES = ("jobs", "attempts", "allocations", "attempt_hosts", "gpu_bindings")
+# Temp tables prepare() builds up to the replay that hold rows per job.
+JOB_TEMP_TABLES = ("job_keys", "attempt_windows", "attempt_sizes", "attempt_attribution", "replay_job_waits")
+# Sample tables machine-level figures read through period_<table>.
+PERIOD_TABLES = ("gpu_samples", "host_samples", "gpu_sample_details")
+
+
+@dataclass(frozen=True)
+class Selection:
+    since: datetime | None = None  # naive UTC, inclusive
+    until: datetime | None = None  # naive UTC, exclusive
+    vcs: tuple[str, ...] = ()
+    users: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+
+    @property
+    def everything(self) -> bool:
+        return self.since is None and self.until is None and not (self.vcs or self.users or self.sources)
+
+    def describe(self) -> str:
+        """The selection in words, for the report's header and the summary ("all jobs" if none)."""
+        if self.everything:
+            return "all jobs"
+        parts = []
+        if self.since is not None or self.until is not None:
+            since = _show(self.since) if self.since else "the start"
+            until = _show(self.until) if self.until else "the end"
+            parts.append(f"queued from {since} to {until} (UTC, end excluded)")
+        for name, values in (("VC", self.vcs), ("user", self.users), ("source", self.sources)):
+            if values:
+                parts.append(f"{name} {' or '.join(values)}")
+        return "jobs " + ", ".join(parts)
+
+
+def _show(at: datetime) -> str:
+    return at.strftime("%Y-%m-%d") if at == at.replace(hour=0, minute=0, second=0, microsecond=0) else at.isoformat(" ")
+
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def parse_instant(text: str, option: str) -> datetime:
+    """An ISO 8601 date or time as naive UTC: UTC unless it names a zone (Z, +02:00)."""
+    value = text.strip()
+    try:
+        if _DATE.fullmatch(value):
+            return datetime.fromisoformat(value)
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace(" ", "T", 1))
+    except ValueError as e:
+        raise InputError(f"{option} {text!r}: not a date or time",
+                         hint="give ISO 8601: 2024-05-01, 2024-05-01T08:00 (UTC) or 2024-05-01T08:00+02:00") from e
+    return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo else parsed
+
+
+def apply(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
+    """Narrow the report to `selection` (after the replay, before the job-level tables that
+    follow it); returns how many jobs it holds. Without a selection it only makes the
+    period views, over whole tables. A store that lacks a table is a QueryError."""
+    with query_errors("selected_jobs"):
+        return _apply(con, selection)
+
+
+def _apply(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
+    for table in PERIOD_TABLES:
+        period = " WHERE sample_at >= $since AND sample_at < $until" if not selection.everything and (
+            selection.since or selection.until) else ""
+        sql = f"CREATE OR REPLACE TEMP VIEW period_{table} AS SELECT * FROM {_stored(con, table)}{period}"
+        # views take no parameters: the bounds are written in as literals (validated datetimes)
+        sql = sql.replace("$since", _literal(selection.since or datetime(1, 1, 1))).replace(
+            "$until", _literal(selection.until or datetime(9999, 12, 31)))
+        con.execute(sql)
+    if selection.everything:
+        return int(con.execute("SELECT count(*) FROM jobs").fetchall()[0][0])
+    query = load_sql("queries", "selected_jobs")
+    params = {"since": selection.since, "until": selection.until, "vcs": list(selection.vcs),
+              "users": list(selection.users), "sources": list(selection.sources)}
+    con.execute(f"CREATE OR REPLACE TEMP TABLE selected_jobs AS {query}", bind(query, params))
+    selected = int(con.execute("SELECT count(*) FROM selected_jobs").fetchall()[0][0])
+    for table in JOB_TEMP_TABLES:
+        con.execute(f"DELETE FROM {table} t WHERE NOT EXISTS "
+                    "(SELECT 1 FROM selected_jobs s WHERE s.source = t.source AND s.job_id = t.job_id)")
+    for table in JOB_TABLES:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT t.* FROM {_stored(con, table)} t "
+                    "SEMI JOIN selected_jobs s ON s.source = t.source AND s.job_id = t.job_id")
+    # job logs name their job by id alone (log_attempts matches them to a source)
+    con.execute(f"CREATE OR REPLACE TEMP VIEW job_logs AS SELECT t.* FROM {_stored(con, 'job_logs')} t "
+                "SEMI JOIN selected_jobs s ON s.job_id = t.job_id")
+    return selected
+
+
+def _stored(con: duckdb.DuckDBPyConnection, table: str) -> str:
+    """The store's own table, by its full name (a temp view of the same name stands in front)."""
+    database = con.execute("SELECT current_database()").fetchall()[0][0]
+    return f'"{database}".main.{table}'
+
+
+def _literal(at: datetime) -> str:
+    return f"TIMESTAMP '{at.isoformat(' ')}'"
