@@ -47,10 +47,21 @@ def slurm_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
-@pytest.fixture(scope="module", params=["philly_sample", "synthetic_slurm"])
+@pytest.fixture(scope="module", params=["philly_sample", "synthetic_slurm", "philly_sample_compared"])
 def report(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Written:
-    store = request.getfixturevalue("sample_store" if request.param == "philly_sample" else "slurm_store")
-    return build_report(store, tmp_path_factory.mktemp("browser") / "out")
+    store = request.getfixturevalue("slurm_store" if request.param == "synthetic_slurm" else "sample_store")
+    out = tmp_path_factory.mktemp("browser") / "out"
+    if request.param != "philly_sample_compared":
+        return build_report(store, out)
+    # the two halves of the extract's queue starts, the first as the baseline (Comparison section)
+    from gpucluster_analysis.db import open_store
+    from gpucluster_analysis.report.selection import Selection
+
+    with open_store(store, read_only=True) as con:
+        first, last = con.execute("SELECT min(coalesce(eligible_at, submit_at)), max(coalesce(eligible_at, submit_at))"
+                                  " FROM jobs").fetchall()[0]
+    middle = first + (last - first) / 2
+    return build_report(store, out, selection=Selection(since=middle), baseline=Selection(until=middle))
 
 
 def test_report_renders_offline_without_errors(report: Written, request: pytest.FixtureRequest) -> None:

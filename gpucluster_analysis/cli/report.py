@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -37,6 +38,11 @@ def report(
     user: Annotated[list[str] | None, typer.Option("--user", help="Only jobs of this user (repeat for several).")] = None,
     source: Annotated[list[str] | None, typer.Option(
         "--source", help="Only jobs of this source: philly, slurm, helios, ... (repeat for several).")] = None,
+    baseline_since: Annotated[str | None, typer.Option(
+        "--baseline-since", help="Compare with a baseline period starting here (same --vc/--user/--source): the"
+        " report opens with both periods' headline numbers, the change and its significance.")] = None,
+    baseline_until: Annotated[str | None, typer.Option(
+        "--baseline-until", help="End of the baseline period (excluded).")] = None,
 ) -> None:
     """Write the report: DIR/index.html (one offline file) and CSV tables such as jobs.csv,
     then print its headline numbers (jobs, GPU-hours, utilization, queueing, failures, speed) on stdout.
@@ -56,13 +62,20 @@ def report(
         vcs=tuple(vc or ()), users=tuple(user or ()), sources=tuple(source or ()))
     if selection.since and selection.until and selection.since >= selection.until:
         raise InputError(f"--since {since} is not before --until {until}", hint="the period is [since, until)")
+    baseline = None
+    if baseline_since or baseline_until:
+        baseline = replace(selection, since=parse_instant(baseline_since, "--baseline-since") if baseline_since else None,
+                           until=parse_instant(baseline_until, "--baseline-until") if baseline_until else None)
+        if baseline.since and baseline.until and baseline.since >= baseline.until:
+            raise InputError(f"--baseline-since {baseline_since} is not before --baseline-until {baseline_until}",
+                             hint="the baseline period is [since, until)")
     from gpucluster_analysis.report import summary
 
     def log(msg: str) -> None:
         if not quiet:
             stderr.print(f"gca: {msg}", markup=False)
 
-    written = build_report(db, out, log=log, quotas=quota_file, locality=rule, selection=selection)
+    written = build_report(db, out, log=log, quotas=quota_file, locality=rule, selection=selection, baseline=baseline)
     log(f"wrote {written.html} and {len(written.tables)} CSV tables in {written.out_dir}")
     if as_json:
         print_json(written.summary)

@@ -29,7 +29,7 @@ from gpucluster_analysis import __version__
 from gpucluster_analysis.db import open_store, upgrade_older_store
 from gpucluster_analysis.errors import ReportError, StoreError
 from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas
-from gpucluster_analysis.report import analysis, sections, summary
+from gpucluster_analysis.report import analysis, comparison, sections, summary
 from gpucluster_analysis.report.sections import activity, failures, queueing
 from gpucluster_analysis.report.sections.blocks import Figure, Findings, Paragraph, Section, Table
 from gpucluster_analysis.report.sections.text import fmt_dur
@@ -83,11 +83,14 @@ def build_report(
     quotas: Quotas | None = None,
     locality: LocalityRule = DEFAULT_LOCALITY,
     selection: Selection = EVERY_JOB,
+    baseline: Selection | None = None,
 ) -> Written:
     """Write `out/index.html` and the CSV tables (jobs.csv first) for the store at `db`.
 
     The queueing replay runs under `quotas` (VC -> GPUs; inferred from the store when None)
-    and the `locality` rule. The report covers the jobs of `selection` (report/selection.py).
+    and the `locality` rule. The report covers the jobs of `selection` (report/selection.py);
+    with a `baseline` selection it also sets the two side by side (report/comparison.py,
+    comparison.csv).
 
     Raises StoreError when the store is missing or holds no jobs, ReportError when `out`
     cannot be written.
@@ -102,29 +105,47 @@ def build_report(
         _check_store(con, db)
         # stdout is for data: no progress bars from long queries
         con.execute("SET enable_progress_bar = false")
-        timed = _timed_tables(log)
-        with _step(log, "preparing: attempt windows, GPU-sample attribution, queueing replay, job tables"):
-            replay = prepare(con, on_table=timed, quotas=quotas, locality=locality, selection=selection)
-            prepare_report(con, on_table=timed)
-        with _step(log, "jobs table"):
-            jobs = format_for_csv(jobs_table(con))
-        with _step(log, f"{len(REPORT_QUERIES)} report queries"):
-            results = _run_queries(con, log)
-            results.update(quotas=replay.quotas, wait_clusters=replay.clusters, wait_timeline=replay.timeline,
-                           pending_reasons_vs_replay=replay.pending)
-            results.update(_speed_results(con))
-            per_job = run_query(con, "job_gpu_util_by_attributes")
-    results = {name: whole_counts(df) for name, df in results.items()}
-    per_job = whole_counts(per_job)
-    tests = analysis.locality_tests(per_job)
-    results["gpu_util_locality_tests"] = analysis.tests_frame(tests)
-    content = sections.compose(results, tests, db.name, selection.describe())
+        before = None
+        if baseline is not None:
+            log(f"baseline: {baseline.describe()}")
+            before = _compute(con, log, quotas, locality, baseline)
+            log(f"compared period: {selection.describe()}")
+        now = _compute(con, log, quotas, locality, selection)
+    results = now.results
+    if before is not None:
+        results["comparison"] = comparison.compare(before, now)
+    content = sections.compose(results, now.tests, db.name, selection.describe(),
+                               None if baseline is None else baseline.describe())
     with _step(log, "writing HTML and CSV"):
         page = render_html(content, title=f"GPU cluster report: {db.name}")
-        tables = _write_outputs(out, jobs, results, page)
+        tables = _write_outputs(out, now.jobs, results, page)
     log(f"report built in {time.perf_counter() - started:.1f} s")
-    return Written(html=out / "index.html", tables=tables, out_dir=out,
-                   summary=summary.headline(results, db.name, out / "index.html", selection.describe()))
+    headline = summary.headline(results, db.name, out / "index.html", selection.describe())
+    if before is not None:
+        headline["comparison"] = summary.comparison(results["comparison"], baseline.describe())  # type: ignore[union-attr]
+    return Written(html=out / "index.html", tables=tables, out_dir=out, summary=headline)
+
+
+def _compute(con: duckdb.DuckDBPyConnection, log: Callable[[str], None], quotas: Quotas | None,
+             locality: LocalityRule, selection: Selection) -> comparison.Period:
+    """Everything the report shows of one selection: jobs.csv, the query results, the tests."""
+    timed = _timed_tables(log)
+    with _step(log, "preparing: attempt windows, GPU-sample attribution, queueing replay, job tables"):
+        replay = prepare(con, on_table=timed, quotas=quotas, locality=locality, selection=selection)
+        prepare_report(con, on_table=timed)
+    with _step(log, "jobs table"):
+        jobs = format_for_csv(jobs_table(con))
+        sizes = con.sql("SELECT source, job_id, size_bucket, size_order FROM job_keys").pl()
+    with _step(log, f"{len(REPORT_QUERIES)} report queries"):
+        results = _run_queries(con, log)
+        results.update(quotas=replay.quotas, wait_clusters=replay.clusters, wait_timeline=replay.timeline,
+                       pending_reasons_vs_replay=replay.pending)
+        results.update(_speed_results(con))
+        per_job = run_query(con, "job_gpu_util_by_attributes")
+    results = {name: whole_counts(df) for name, df in results.items()}
+    tests = analysis.locality_tests(whole_counts(per_job))
+    results["gpu_util_locality_tests"] = analysis.tests_frame(tests)
+    return comparison.Period(selection=selection, jobs=jobs, sizes=sizes, results=results, tests=tests)
 
 
 # Columns that count things (GPUs, servers, jobs): floats only because a source can have

@@ -115,6 +115,13 @@ def _apply(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
     return selected
 
 
+def reset(con: duckdb.DuckDBPyConnection) -> None:
+    """Take away a selection's views and table (before another report on the same connection)."""
+    for table in (*JOB_TABLES, "job_logs"):
+        con.execute(f"DROP VIEW IF EXISTS temp.main.{table}")
+    con.execute("DROP TABLE IF EXISTS temp.main.selected_jobs")
+
+
 def _stored(con: duckdb.DuckDBPyConnection, table: str) -> str:
     """The store's own table, by its full name (a temp view of the same name stands in front)."""
     database = con.execute("SELECT current_database()").fetchall()[0][0]

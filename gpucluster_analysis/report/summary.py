@@ -129,6 +129,14 @@ def _speed(summary: pl.DataFrame | None, machines: pl.DataFrame | None) -> dict[
 # ---------------------------------------------------------------- text
 
 
+def comparison(table: pl.DataFrame, baseline: str) -> dict[str, Any]:
+    """The Comparison's rows (comparison.csv) for --json: the baseline in words and one object
+    per headline number (section, metric, baseline, current, change, change_pct, test, n,
+    p_value, significant)."""
+    return {"baseline": baseline, "rows": [
+        {k: (_num(v) if isinstance(v, float) else v) for k, v in row.items()} for row in rows_of(table)]}
+
+
 def text_rows(h: dict[str, Any]) -> list[tuple[str, str]]:
     """The summary as (section, line) pairs, a few lines per section, for a person."""
     o, u, q, f, s = h["overview"], h["utilization"], h["queueing"], h["failures"], h["speed"]
@@ -140,6 +148,13 @@ def text_rows(h: dict[str, Any]) -> list[tuple[str, str]]:
     statuses = ", ".join(f"{k} {fmt_int(v)}" for k, v in o["jobs_by_status"].items()) or "-"
     if h.get("selection", "all jobs") != "all jobs":
         add("Selection", h["selection"])
+    if h.get("comparison"):
+        add("Comparison", f"baseline: {h['comparison']['baseline']}")
+        for x in h["comparison"]["rows"]:
+            if x["metric"] in COMPARED or x["significant"]:
+                change = "" if x["change"] is None else f" ({x['change']:+,.4g})"
+                test = "" if x["p_value"] is None else f", p {x['p_value']:.3g}{' *' if x['significant'] else ''}"
+                add("Comparison", f"{x['metric']}: {_g(x['baseline'])} -> {_g(x['current'])}{change}{test}")
     add("Overview", f"{fmt_int(o['jobs'])} jobs ({fmt_int(o['users'])} users, {fmt_int(o['vcs'])} VCs),",
         f" {fmt_int(o['gpu_hours'])} GPU-hours, {_day(o['first_at'])} to {_day(o['last_at'])}")
     add("Overview", f"{fmt_int(o['machines'])} machines, {fmt_int(o['gpus'])} GPUs; by status: {statuses}")
@@ -176,6 +191,15 @@ def text_rows(h: dict[str, Any]) -> list[tuple[str, str]]:
             f" {len(slow)} of {fmt_int(s['machines_judged'])} machines judged are slow",
             f": {names}{more}" if slow else "")
     return rows
+
+
+# Comparison rows the terminal always shows (others only when significant).
+COMPARED = ("jobs", "GPU-hours", "mean GPU utilization, %", "median queueing delay, s", "p90 queueing delay, s",
+            "failed attempts, % of attempts")
+
+
+def _g(x: object) -> str:
+    return "-" if x is None else f"{float(x):,.4g}"  # type: ignore[arg-type]
 
 
 def text(h: dict[str, Any]) -> str:

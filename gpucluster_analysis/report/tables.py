@@ -76,6 +76,7 @@ def prepare(
     the temp table replay_job_waits, and the whole replay is returned for the report's
     Queueing section. Then the tables narrow to `selection`; an empty one is a ReportError.
     """
+    selected.reset(con)  # the store's own tables, whole, for the replay
     create_temp_tables(con, [(name, name) for name in REPLAY_TABLES], on_table)
     replay = _replay(con, on_table, quotas, locality)
     if not selected.apply(con, selection) and not selection.everything:

@@ -16,6 +16,7 @@ import polars as pl
 from gpucluster_analysis.report import analysis as an
 from gpucluster_analysis.report.sections import (
     activity,
+    comparison,
     data_quality,
     failures,
     key_findings,
@@ -30,10 +31,12 @@ __all__ = ["Figure", "Findings", "Paragraph", "Section", "Table", "compose"]
 
 
 def compose(r: dict[str, pl.DataFrame], tests: list[an.TestResult], store_name: str,
-            selection: str = "all jobs") -> list[Section]:
+            selection: str = "all jobs", baseline: str | None = None) -> list[Section]:
     """All sections of the report, in order. `r` maps query names to their results;
-    `selection` says which jobs it covers (report/selection.py)."""
+    `selection` says which jobs it covers (report/selection.py), `baseline` which jobs the
+    Comparison section sets beside them (r["comparison"])."""
     sections = [
+        comparison.section(r, baseline, selection) if baseline is not None else None,
         overview.section(r, store_name, selection),
         queueing.section(r),
         locality.section(r, tests),
