@@ -268,3 +268,21 @@ def test_sources_without_placement_split_no_fragmentation(tmp_path: Path) -> Non
     assert minutes(w["h2"], *CAUSE_COLS) == (50, 0, None, 0)
     # h3 (2 GPUs, VC w, quota 2) waits [10,30): 2 free of 10, w holds 0: no cause gca can see, other
     assert minutes(w["h3"], *CAUSE_COLS) == (0, 0, None, 20)
+
+
+def test_a_period_bounds_what_the_replay_says_of_the_cluster(store: Path, quotas_file: Path) -> None:
+    """replay_store(period=...) (gca report --since/--until): load and idle time over [60, 120)
+    only, by hand from the holdings above; every job's split is unchanged."""
+    with open_store(store, read_only=True) as con:
+        whole = replay_store(con, load_quotas(quotas_file), parse_locality("default"))
+        part = replay_store(con, load_quotas(quotas_file), parse_locality("default"),
+                            period=(T0 + timedelta(minutes=60), T0 + timedelta(minutes=120)))
+    c = part.clusters.row(0, named=True)
+    # GPU-minutes held in [60, 120): B2 6x60 + J1 4x30 [70,100) + 4x5 [110,115)
+    held = 6 * 60 + 4 * 30 + 4 * 5
+    assert c["mean_held_gpus"] == pytest.approx(held / 60)
+    assert c["mean_load_pct"] == pytest.approx(held / 60 / 20 * 100)
+    assert c["time_with_idle_machine_pct"] == pytest.approx(100.0)  # m3 is never used
+    assert part.jobs.equals(whole.jobs)
+    bins = part.timeline.get_column("bin_start")
+    assert bins.min() >= T0 + timedelta(minutes=60) and bins.max() < T0 + timedelta(minutes=120)

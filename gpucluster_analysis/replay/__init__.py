@@ -67,8 +67,13 @@ def replay_store(
     quotas: Quotas | None = None,
     locality: LocalityRule = DEFAULT_LOCALITY,
     log: Callable[[str], None] = lambda _msg: None,
+    period: tuple[datetime | None, datetime | None] = (None, None),
 ) -> Replay:
-    """Replay every source of the store (read-only: temp tables only)."""
+    """Replay every source of the store (read-only: temp tables only).
+
+    `period` (naive UTC [since, until)) bounds only what the replay says of the cluster
+    (load, idle machines: `clusters`, `timeline`); every job still takes part, and the
+    quotas are those of the whole store."""
     _prepare(con)
     holdings = run_query(con, "replay_holdings")
     machines = run_query(con, "replay_machines")
@@ -80,7 +85,7 @@ def replay_store(
     parts = [
         _replay_source(source, holdings.filter(pl.col("source") == source), machines.filter(pl.col("source") == source),
                        jobs.filter(pl.col("source") == source), pending.filter(pl.col("source") == source),
-                       quotas, limits.filter(pl.col("source") == source), locality, log)
+                       quotas, limits.filter(pl.col("source") == source), locality, log, _epoch_bounds(period))
         for source in sources
     ]
     origin = "; ".join(dict.fromkeys(origins.values())) if origins else _origin(quotas, limits.head(0))
@@ -148,6 +153,7 @@ def _empty_jobs() -> pl.DataFrame:
 def _replay_source(
     source: str, hold_df: pl.DataFrame, mach_df: pl.DataFrame, job_df: pl.DataFrame, pend_df: pl.DataFrame,
     quotas: Quotas | None, limits: pl.DataFrame, rule: LocalityRule, log: Callable[[str], None],
+    period: tuple[float | None, float | None] = (None, None),
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     vcs = sorted({v for v in [*hold_df.get_column("vc").to_list(), *job_df.get_column("vc").to_list()] if v is not None})
     vc_code = {v: i for i, v in enumerate(vcs)}
@@ -209,8 +215,10 @@ def _replay_source(
         "saved_borrowing_s": _col(result["borrow"], splittable & (idle_quota is not None)),
     })
     jobs_out = jobs_out.cast(JOB_COLUMNS)  # type: ignore[arg-type]
-    return jobs_out, _cluster_row(source, tl, weights, rule, mach_df, hold_df), \
-        _quota_rows(source, vcs, quota, quota_origin, usage, weights, limits), _timeline(source, tl), pending
+    in_period = tl.durations_within(*period)
+    in_period[0] = 0.0  # as weights[0]
+    return jobs_out, _cluster_row(source, tl, in_period, rule, mach_df, hold_df), \
+        _quota_rows(source, vcs, quota, quota_origin, usage, weights, limits), _timeline(source, tl, period), pending
 
 
 def _col(values: np.ndarray, mask: np.ndarray) -> pl.Series:
@@ -375,9 +383,15 @@ def _quota_rows(source: str, vcs: list[str], quota: dict[int, float | None], ori
     return pl.DataFrame(rows, schema=schema)
 
 
-def _timeline(source: str, tl: Timeline) -> pl.DataFrame:
-    """Time-weighted means per bin of at most TIMELINE_MAX_BINS bins over the trace."""
+def _epoch_bounds(period: tuple[datetime | None, datetime | None]) -> tuple[float | None, float | None]:
+    return tuple(None if t is None else t.replace(tzinfo=UTC).timestamp() for t in period)  # type: ignore[return-value]
+
+
+def _timeline(source: str, tl: Timeline, period: tuple[float | None, float | None] = (None, None)) -> pl.DataFrame:
+    """Time-weighted means per bin of at most TIMELINE_MAX_BINS bins over the trace (or the period)."""
     first, last = (tl.T[1], tl.T[-1]) if tl.n > 1 else (tl.T[0], tl.T[0])
+    first = first if period[0] is None else max(first, period[0])
+    last = last if period[1] is None else min(last, period[1])
     span = last - first
     schema = {"source": pl.Utf8, "bin_start": pl.Datetime("us"), "bin_s": pl.Int64, "free_gpus": pl.Float64,
               "held_gpus": pl.Float64, "idle_machines": pl.Float64, "capacity_gpus": pl.Float64}

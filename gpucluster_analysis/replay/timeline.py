@@ -74,6 +74,12 @@ class Timeline:
         """Length of each closed interval (the open last one gets 0)."""
         return np.append(np.diff(self.T), 0.0)
 
+    def durations_within(self, since: float | None, until: float | None) -> np.ndarray:
+        """Length of each closed interval inside [since, until) (epoch seconds; None: open)."""
+        lo = self.T[:-1] if since is None else np.maximum(self.T[:-1], since)
+        hi = self.T[1:] if until is None else np.minimum(self.T[1:], until)
+        return np.append(np.maximum(hi - lo, 0.0), 0.0)
+
 
 def event_grid(holdings: Holdings, waits_from: np.ndarray) -> np.ndarray:
     """Sorted distinct event times, led by one time before every event and wait."""

@@ -7,9 +7,10 @@ other VCs' jobs held are why selected jobs waited); everything else the report c
 covers the selected jobs only: `apply` leaves the job-level tables with those jobs alone
 and puts, in front of the store's own `jobs`, `attempts`, `allocations`, `attempt_hosts`,
 `gpu_bindings` and `job_logs`, temp views of the selected jobs' rows, so every named query reads the selection without
-knowing of it. Machine-level figures (samples counted, host utilization, telemetry
-health) cover the period, through the views `period_gpu_samples`, `period_host_samples`
-and `period_gpu_sample_details`.
+knowing of it. Machine-level figures cover the period: samples counted, host utilization
+and telemetry health through the views `period_gpu_samples`, `period_host_samples` and
+`period_gpu_sample_details`, and the replay's load, idle machines and timeline through
+replay_store's `period`.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import datetime
 
 import duckdb
 import polars as pl
@@ -78,7 +79,7 @@ def prepare(
     """
     selected.reset(con)  # the store's own tables, whole, for the replay
     create_temp_tables(con, [(name, name) for name in REPLAY_TABLES], on_table)
-    replay = _replay(con, on_table, quotas, locality)
+    replay = _replay(con, on_table, quotas, locality, (selection.since, selection.until))
     if not selected.apply(con, selection) and not selection.everything:
         raise ReportError(f"no job in the selection ({selection.describe()})",
                           hint="widen --since/--until or check the --vc/--user/--source names (jobs.csv of an "
@@ -88,9 +89,9 @@ def prepare(
 
 
 def _replay(con: duckdb.DuckDBPyConnection, on_table: Callable[[str, float], None] | None,
-            quotas: Quotas | None, locality: LocalityRule) -> Replay:
+            quotas: Quotas | None, locality: LocalityRule, period: tuple[datetime | None, datetime | None]) -> Replay:
     started = time.perf_counter()
-    replay = replay_store(con, quotas, locality)
+    replay = replay_store(con, quotas, locality, period=period)
     con.register("replay_jobs_frame", replay.jobs.to_arrow())
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE {REPLAY_JOBS_TABLE} AS SELECT * FROM replay_jobs_frame")
