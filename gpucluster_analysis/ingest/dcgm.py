@@ -39,11 +39,13 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from gpucluster_analysis.errors import InputError, ParseError
-from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
+from gpucluster_analysis.ingest import dcgm_fast
+from gpucluster_analysis.ingest.base import FileFormat, IngestOptions, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines
 from gpucluster_analysis.ingest.nvsmi import (
     CUT_LINE,
@@ -319,7 +321,27 @@ def _stage_plain(con: duckdb.DuckDBPyConnection, fallback: datetime | None) -> i
 _MAX_RESPONSE_BYTES = 1 << 30
 
 
+def _fallback_measure(path: Path) -> str | None:
+    """The measure a file name gives series without __name__ (the longest metric it contains)."""
+    named = sorted((n for n in METRICS if n in path.name.lower()), key=len)
+    return METRICS[named[-1]] if named else None
+
+
+class _Exact:
+    """A query_range answer read ahead that must take the exact way (dcgm_fast declined it)."""
+
+
+def _read_ahead_query_range(path: Path, options: IngestOptions) -> object:
+    if options.host or path.stat().st_size > _MAX_RESPONSE_BYTES:
+        return _Exact()
+    typed = dcgm_fast.read(path, METRICS, _fallback_measure(path))
+    return _Exact() if typed is None else typed
+
+
 def _load_query_range(ctx: LoadContext) -> LoadCounts:
+    ahead = ctx.prepared if ctx.prepared is not None else _read_ahead_query_range(ctx.path, ctx.options)
+    if isinstance(ahead, pl.DataFrame):
+        return _store_typed(ctx, ahead)
     if ctx.path.stat().st_size > _MAX_RESPONSE_BYTES:
         raise ParseError(f"{ctx.path}: a Prometheus API response over 1 GiB, read whole as one JSON value",
                          hint="export shorter time ranges (query_range start/end) into several files")
@@ -354,11 +376,10 @@ def _load_query_range(ctx: LoadContext) -> LoadCounts:
         raise ParseError(f"{ctx.path}: a series is not {{\"metric\": {{...}}, \"values\": [...]}}: {str(e).splitlines()[0]}",
                          hint="export the Prometheus API response unchanged") from e
     # a series without __name__: the metric the file name contains (the longest, DCGM_FI_DEV_FB_USED over ...)
-    named = sorted((n for n in METRICS if n in ctx.path.name.lower()), key=len)
     names = sorted(METRICS)
     run_script(ctx.con, "ingest", "dcgm_query_range",
                {"metric_names": names, "measures": [METRICS[n] for n in names],
-                "fallback_metric": METRICS[named[-1]] if named else None})
+                "fallback_metric": _fallback_measure(ctx.path)})
     unnamed, known = ctx.con.execute(
         "SELECT count(*) FILTER (WHERE measure IS NULL AND dcgm_label(m, '__name__') IS NULL),"
         " count(*) FILTER (WHERE measure IS NOT NULL) FROM stage_dcgm_series"
@@ -371,6 +392,16 @@ def _load_query_range(ctx: LoadContext) -> LoadCounts:
                          hint="export DCGM_FI_* metrics, e.g. query_range of {__name__=~\"DCGM_FI_.*\"}")
     return _store(ctx)
 
+
+
+def _store_typed(ctx: LoadContext, typed: pl.DataFrame) -> LoadCounts:
+    """Store what dcgm_fast typed (sql/ingest/dcgm_typed_store.sql): rows in place, no rejects."""
+    ctx.con.register("stage_dcgm_typed", typed.to_arrow())
+    try:
+        run_script(ctx.con, "ingest", "dcgm_typed_store", {"file_id": ctx.file_id}, on_statement=ctx.on_statement)
+    finally:
+        ctx.con.unregister("stage_dcgm_typed")
+    return LoadCounts(rows=typed.height, rejects=0)
 
 
 def load_query_range(ctx: LoadContext) -> LoadCounts:
@@ -424,5 +455,6 @@ FORMATS = [
         name="dcgm_query_range", source="dcgm",
         description="Prometheus API query_range/query JSON export of DCGM metrics",
         file_names=(), sniff=_sniff_query_range, load=_load_query_range,  # one JSON value, read whole: a memory limit would refuse a big one
+        prepare=_read_ahead_query_range,
     ),
 ]

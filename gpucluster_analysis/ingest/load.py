@@ -206,8 +206,9 @@ def ingest_paths(
                 continue
             path, fmt = plan[i]
             reader.submit(i, path, fmt)
-            if k + 1 < len(segments) and not segments[k + 1][2]:  # read the next file while this one is stored
-                reader.submit(segments[k + 1][0], *plan[segments[k + 1][0]])
+            for ahead in segments[k + 1:k + 1 + READ_AHEAD_FILES]:  # read the next files while this one is stored
+                if not ahead[2]:
+                    reader.submit(ahead[0], *plan[ahead[0]])
             try:
                 report = ingest_file(con, path, fmt, options, listener, prepared=reader.take(i))
             except GcaError as e:
@@ -230,6 +231,9 @@ CHECKPOINT_BYTES = 256 << 20
 # A file read ahead is held in memory whole until its turn: only files up to this size
 # (a day of one node's nvidia-smi log at 1 s is ~90 MB); bigger ones stream as they load.
 READ_AHEAD_MAX_BYTES = 128 << 20
+# Files read ahead at once, each in its own thread: with the one being stored, two cores stay
+# busy even where reading a file takes longer than storing it (DCGM's query_range answers).
+READ_AHEAD_FILES = 2
 
 
 class _ReadAhead:
@@ -251,7 +255,7 @@ class _ReadAhead:
         if size > READ_AHEAD_MAX_BYTES // (8 if path.suffix.lower() == ".gz" else 1):
             return
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gca-read-ahead")
+            self._pool = ThreadPoolExecutor(max_workers=READ_AHEAD_FILES, thread_name_prefix="gca-read-ahead")
         self._futures[index] = self._pool.submit(_read_ahead, fmt.prepare, path, self._options)
 
     def take(self, index: int) -> Future[_Prepared] | None:

@@ -1,0 +1,22 @@
+-- Store the rows dcgm_fast.py typed from a clean Prometheus query_range answer (one per GPU
+-- and time, values checked as nvsmi_check.sql checks them): as nvsmi_store.sql stores checked rows.
+-- Parameters: $file_id. Input: stage_dcgm_typed (machine_id, sample_at, gpu_index, uuid,
+-- pci_bus_id, model, util_pct, mem_util_pct, mem_used_mib, mem_total_mib, power_w, temp_c,
+-- sm_clock_mhz, gr_engine_active, the profiling fields, in_samples, has_details).
+
+INSERT INTO gpu_samples (sample_at, machine_id, gpu_index, util_pct, file_id)
+SELECT sample_at, machine_id, gpu_index, util_pct, $file_id FROM stage_dcgm_typed WHERE in_samples;
+
+INSERT INTO gpu_sample_details (sample_at, machine_id, gpu_index, mem_util_pct, mem_used_mib, mem_total_mib,
+                                power_w, temp_c, sm_clock_mhz, gr_engine_active, throttle_reasons, gpu_instance_id,
+                                sm_active, sm_occupancy, tensor_active, fp64_active, fp32_active, fp16_active, dram_active,
+                                pcie_tx_bytes, pcie_rx_bytes, nvlink_tx_bytes, nvlink_rx_bytes, file_id)
+SELECT sample_at, machine_id, gpu_index, mem_util_pct, mem_used_mib, mem_total_mib,
+       power_w, temp_c, sm_clock_mhz, gr_engine_active, NULL, NULL,
+       sm_active, sm_occupancy, tensor_active, fp64_active, fp32_active, fp16_active, dram_active,
+       pcie_tx_bytes, pcie_rx_bytes, nvlink_tx_bytes, nvlink_rx_bytes, $file_id
+FROM stage_dcgm_typed WHERE has_details;
+
+INSERT INTO gpu_devices (machine_id, gpu_index, uuid, pci_bus_id, model, file_id)
+SELECT DISTINCT machine_id, gpu_index, uuid, pci_bus_id, model, $file_id
+FROM stage_dcgm_typed WHERE uuid IS NOT NULL OR pci_bus_id IS NOT NULL OR model IS NOT NULL;

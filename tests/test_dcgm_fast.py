@@ -1,0 +1,177 @@
+"""The fast way of reading a Prometheus query_range answer of DCGM series (ingest/dcgm_fast.py)
+stores exactly what the exact SQL way stores (dcgm_query_range.sql, dcgm_pivot.sql,
+nvsmi_check.sql), and declines every answer it cannot store the same way.
+
+Each answer is ingested with the fast way off and on; every table a DCGM answer fills must
+come out the same, and the fast way must have been taken exactly where it should.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from gpucluster_analysis.db import open_store
+from gpucluster_analysis.ingest import IngestOptions, dcgm_fast, ingest_paths, load
+
+DATA = Path(__file__).parent / "data" / "gpu"
+T0 = 1_784_016_000
+
+TABLES = {
+    "gpu_samples": "SELECT sample_at, machine_id, gpu_index, util_pct FROM gpu_samples",
+    "gpu_sample_details": "SELECT * EXCLUDE (file_id) FROM gpu_sample_details",
+    "gpu_devices": "SELECT * EXCLUDE (file_id) FROM gpu_devices",
+    "rejects": "SELECT line, reason, text FROM rejects",
+    "gpu_events": "SELECT * EXCLUDE (file_id) FROM gpu_events",
+    "gpu_workload_labels": "SELECT * EXCLUDE (file_id) FROM gpu_workload_labels",
+    "ingested_files": "SELECT format, rows_loaded, rejects FROM ingested_files",
+}
+FIELDS = {"DCGM_FI_DEV_GPU_UTIL": (0, 100), "DCGM_FI_DEV_MEM_COPY_UTIL": (0, 100), "DCGM_FI_DEV_FB_USED": (0, 80000),
+          "DCGM_FI_DEV_FB_FREE": (0, 80000), "DCGM_FI_DEV_POWER_USAGE": (50, 700), "DCGM_FI_DEV_GPU_TEMP": (25, 90),
+          "DCGM_FI_DEV_SM_CLOCK": (300, 2000), "DCGM_FI_PROF_SM_ACTIVE": (0, 1), "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": (0, 1),
+          "DCGM_FI_PROF_DRAM_ACTIVE": (0, 1), "DCGM_FI_PROF_GR_ENGINE_ACTIVE": (0, 1),
+          "DCGM_FI_PROF_PCIE_TX_BYTES": (0, 1e10)}
+
+
+def _value(rng: random.Random, low: float, high: float) -> str:
+    form = rng.random()
+    if form < 0.04:
+        return "NaN"
+    x = rng.uniform(low, high)
+    if high <= 1:
+        return f"{x:.6f}" if form < 0.9 else f"{x:.3e}"
+    return str(int(x)) if form < 0.6 else f"{x:.3f}"
+
+
+def answer(seed: int, *, hosts: int = 2, gpus: int = 3, points: int = 40, host_label: str = "Hostname",
+           extra: dict | None = None, series_extra: list[dict] | None = None) -> dict:  # type: ignore[type-arg]
+    """A clean answer: every field of every GPU of every host, 10 s apart, a few points
+    missing here and there (scrapes that failed), NaN values, some FB_RESERVED and FB_TOTAL."""
+    rng = random.Random(seed)
+    result = []
+    for h in range(hosts):
+        for g in range(gpus):
+            labels = {"gpu": str(g), "UUID": f"GPU-{seed:04d}-{h}-{g}", "pci_bus_id": f"00000000:{0x18 + g:02X}:00.0",
+                      "device": f"nvidia{g}", "modelName": "NVIDIA H100 80GB HBM3", host_label: f"node{h}:9400"
+                      if host_label == "instance" else f"node{h}", **(extra or {})}
+            fields = dict(FIELDS)
+            if (h + g) % 2:
+                fields["DCGM_FI_DEV_FB_RESERVED"] = (0, 600)
+            if h == 1 and g == 0:
+                fields["DCGM_FI_DEV_FB_TOTAL"] = (80000, 81559)
+            for name, (low, high) in fields.items():
+                values = [[T0 + 10 * k + (0.5 if name.endswith("UTIL") and k % 7 == 0 else 0), _value(rng, low, high)]
+                          for k in range(points) if rng.random() > 0.03]
+                result.append({"metric": {"__name__": name, **labels}, "values": values})
+    result += series_extra or []
+    return {"status": "success", "data": {"resultType": "matrix", "result": result}}
+
+
+def _store(db: Path, path: Path, **options: object) -> dict[str, list[tuple]]:  # type: ignore[type-arg]
+    with open_store(db) as con:
+        (report,) = ingest_paths(con, [path], IngestOptions(**options), format_name="dcgm_query_range")  # type: ignore[arg-type]
+        out = {name: sorted(con.execute(sql).fetchall(), key=repr) for name, sql in TABLES.items()}
+    out["report"] = [(report.status, report.message.replace(str(path), "<file>"))]
+    return out
+
+
+def both_ways(tmp_path: Path, path: Path, monkeypatch: pytest.MonkeyPatch, **options: object):  # type: ignore[no-untyped-def]
+    taken = []
+    read = dcgm_fast.read
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        typed = read(*args, **kwargs)
+        taken.append(typed is not None)
+        return typed
+
+    with monkeypatch.context() as m:
+        m.setattr(dcgm_fast, "read", lambda *a, **k: None)
+        exact = _store(tmp_path / "exact.duckdb", path, **options)
+    with monkeypatch.context() as m:
+        m.setattr(dcgm_fast, "read", spy)
+        fast = _store(tmp_path / "fast.duckdb", path, **options)
+    with monkeypatch.context() as m:  # read in this thread, not ahead (as a live Prometheus pull does)
+        m.setattr(dcgm_fast, "read", spy)
+        m.setattr(load, "READ_AHEAD_MAX_BYTES", 0)
+        inline = _store(tmp_path / "inline.duckdb", path, **options)
+    return exact, fast, inline, taken
+
+
+def _mig(labels: dict) -> dict:  # type: ignore[type-arg]
+    return {"metric": {"__name__": "DCGM_FI_DEV_FB_USED", **labels, "GPU_I_ID": "1"}, "values": [[T0, "100"]]}
+
+
+CASES = {
+    # name: (answer, options, fast way expected)
+    "clean": (lambda: answer(1), {}, True),
+    "instance_label": (lambda: answer(2, host_label="instance"), {}, True),
+    "kubernetes_node": (lambda: answer(3, host_label="kubernetes_node"), {}, True),
+    "exporter_pod": (lambda: answer(4, extra={"pod": "dcgm-exporter-x7z", "namespace": "gpu-operator"}), {}, True),
+    "unknown_metric_ignored": (lambda: answer(5, series_extra=[
+        {"metric": {"__name__": "up", "Hostname": "node0"}, "values": [[T0, "1"]]}]), {}, True),
+    "out_of_range": (lambda: answer(6, series_extra=[{"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "5",
+                                                                 "Hostname": "node0"}, "values": [[T0, "101"]]}]),
+                     {}, False),
+    "infinite": (lambda: answer(7, series_extra=[{"metric": {"__name__": "DCGM_FI_DEV_POWER_USAGE", "gpu": "6",
+                                                             "Hostname": "node0"}, "values": [[T0, "+Inf"]]}]), {}, False),
+    "duplicate_series": (lambda: answer(8, series_extra=[{"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0",
+                                                                     "Hostname": "node0", "UUID": "GPU-0008-0-0"},
+                                                          "values": [[T0, "3"], [T0 + 10, "4"]]}]), {}, False),
+    "workload": (lambda: answer(9, extra={"pod": "train-abc", "namespace": "team-a", "container": "main"}), {}, False),
+    "hpc_job": (lambda: answer(10, extra={"hpc_job": "12345"}), {}, False),
+    "mig": (lambda: answer(11, series_extra=[_mig({"gpu": "0", "Hostname": "node0", "UUID": "GPU-0011-0-0"})]), {}, False),
+    "xid": (lambda: answer(12, series_extra=[{"metric": {"__name__": "DCGM_FI_DEV_XID_ERRORS", "gpu": "0",
+                                                         "Hostname": "node0"}, "values": [[T0, "0"], [T0 + 10, "79"]]}]),
+            {}, False),
+    "two_uuids": (lambda: answer(13, series_extra=[{"metric": {"__name__": "DCGM_FI_DEV_FB_RESERVED", "gpu": "0",
+                                                               "Hostname": "node0", "UUID": "GPU-other"},
+                                                    "values": [[T0, "10"]]}]), {}, False),
+    "value_with_spaces": (lambda: answer(14, series_extra=[{"metric": {"__name__": "DCGM_FI_DEV_FB_RESERVED", "gpu": "0",
+                                                                       "Hostname": "node0", "UUID": "GPU-0014-0-0",
+                                                                       "pci_bus_id": "00000000:18:00.0",
+                                                                       "device": "nvidia0",
+                                                                       "modelName": "NVIDIA H100 80GB HBM3"},
+                                                            "values": [[T0, " 12 "]]}]), {}, False),
+    "host_option": (lambda: answer(15, hosts=1), {"host": "renamed"}, False),
+    "no_host_label": (lambda: answer(16, hosts=1, host_label="node"), {}, False),
+    "unsorted_times": (lambda: answer(17, series_extra=[{"metric": {"__name__": "DCGM_FI_DEV_FB_RESERVED", "gpu": "1",
+                                                                    "Hostname": "node1", "UUID": "GPU-0017-1-1"},
+                                                         "values": [[T0 + 10, "1"], [T0, "2"]]}]), {}, False),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_fast_and_exact_ways_store_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    make, options, fast_expected = CASES[case]
+    path = tmp_path / "node-metrics.json"
+    path.write_text(json.dumps(make()))
+    exact, fast, inline, taken = both_ways(tmp_path, path, monkeypatch, **options)
+    for name in exact:
+        assert fast[name] == exact[name], name
+        assert inline[name] == exact[name], name
+    # (with --host the fast way is not even tried)
+    assert all(t == fast_expected for t in taken) and (taken or not fast_expected), taken
+    if fast_expected:
+        assert exact["ingested_files"][0][1] > 200 and exact["rejects"] == []
+
+
+def test_unnamed_series_take_the_file_names_metric(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = answer(20, hosts=1, gpus=2)
+    doc["data"]["result"] = [s for s in doc["data"]["result"] if s["metric"]["__name__"] == "DCGM_FI_DEV_GPU_UTIL"]
+    for s in doc["data"]["result"]:
+        del s["metric"]["__name__"]
+    path = tmp_path / "DCGM_FI_DEV_GPU_UTIL.json"
+    path.write_text(json.dumps(doc))
+    exact, fast, inline, taken = both_ways(tmp_path, path, monkeypatch)
+    assert fast == exact == inline and all(taken)
+    assert exact["gpu_samples"]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.json")) + sorted(
+    f"real/{p.name}" for p in (DATA / "real").glob("*.json")))
+def test_every_json_capture_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    exact, fast, inline, _ = both_ways(tmp_path, DATA / name, monkeypatch)
+    assert fast == exact == inline
