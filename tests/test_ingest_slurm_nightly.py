@@ -11,7 +11,7 @@ unfinished at T are in both, finished in B.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import pytest
