@@ -359,16 +359,15 @@ def test_fixed_width_with_a_cut_field_is_refused(tmp_path: Path) -> None:
     assert rows(db, "SELECT count(*) FROM jobs") == [(0,)]
 
 
-def test_concatenated_dumps_keep_the_newest_row(tmp_path: Path) -> None:
+def test_concatenated_dumps_keep_the_newest_record(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     (report,) = ingest(db, DATA / "concatenated.txt", zone=ZURICH)
-    # the repeated header (line 4) is read as a header; 9001 RUNNING (line 2) is superseded by line 5
-    assert (report.rows, report.rejects) == (2, 2)
-    assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
-        (2, "same JobID, Submit and Start as line 5, which is kept"),
-        (3, "step of the allocation row at line 2, which was rejected"),
-    ]
+    # the repeated header (line 4) is read as a header; 9001 RUNNING (lines 2-3) is superseded
+    # by its finished record (lines 5-6): no reject
+    assert (report.rows, report.rejects, report.superseded, report.unchanged) == (2, 0, 1, 0)
     assert rows(db, "SELECT job_id, status FROM jobs ORDER BY job_id") == [("9001", "passed"), ("9002", "passed")]
+    assert rows(db, "SELECT job_id, end_at FROM attempts ORDER BY job_id") == [
+        ("9001", datetime(2024, 5, 1, 7, 0)), ("9002", datetime(2024, 5, 1, 7, 30))]
 
 
 def test_requeued_then_pending(tmp_path: Path) -> None:
@@ -392,9 +391,9 @@ def test_requeued_then_pending(tmp_path: Path) -> None:
 def test_broken_rows_are_rejected_with_their_lines(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     (report,) = ingest(db, DATA / "broken.txt", zone=ZURICH)
+    # 5001 again at line 7, in another block: a later record of the job, not a reject
+    assert (report.superseded, report.unchanged) == (1, 0)
     assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
-        (2, "same JobID, Submit and Start as line 7, which is kept"),
-        (3, "step of the allocation row at line 2, which was rejected"),
         (4, "unreadable Start '2024-13-45T99:00:00' (expected 2025-09-12T14:06:12; export with SLURM_TIME_FORMAT=standard)"),
         (5, "step of the allocation row at line 4, which was rejected"),
         (6, "step of job 5003 without its allocation row above it"),
@@ -406,31 +405,33 @@ def test_broken_rows_are_rejected_with_their_lines(tmp_path: Path) -> None:
         (14, "unreadable JobID 'abc'"),
     ]
     # 5001 (line 7) and 5009, whose JobName 'x|y|z' holds two pipes
-    assert (report.rows, report.rejects) == (2, 11)
+    assert (report.rows, report.rejects) == (2, 9)
     assert rows(db, "SELECT job_id, job_name FROM jobs ORDER BY job_id") == [("5001", "ok"), ("5009", "x|y|z")]
 
 
 def test_strict_fails_the_file(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     (report,) = ingest(db, DATA / "broken.txt", zone=ZURICH, strict=True)
-    assert report.status == "failed" and "broken.txt:2:" in report.message
+    assert report.status == "failed" and "broken.txt:4:" in report.message
     assert rows(db, "SELECT count(*) FROM jobs") == [(0,)]
 
 
-def test_a_job_from_another_file_is_rejected_and_replace_works(tmp_path: Path) -> None:
+def test_a_job_from_another_file_is_unchanged_and_replace_works(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     ingest(db, DATA / "parsable_trailing.txt", zone=ZURICH)
     again = tmp_path / "again.txt"
     again.write_text((DATA / "parsable_trailing.txt").read_text().replace("3003|idle", "3004|idle"))
     (report,) = ingest(db, again, zone=ZURICH)
-    # 3001 and 3002 (and their batch steps) are stored from the first file already
-    assert (report.rows, report.rejects) == (1, 4)
-    reasons = rows(db, "SELECT line, reason FROM rejects ORDER BY line")
-    first = (DATA / "parsable_trailing.txt").resolve()
-    assert reasons[0] == (2, f"job 3001 already stored from {first} (concatenate overlapping dumps into one file)")
+    # 3001 and 3002 are stored from the first file already, identically: unchanged, not rejected
+    assert (report.rows, report.rejects, report.superseded, report.unchanged) == (1, 0, 0, 2)
+    assert rows(db, "SELECT job_id, file_id FROM jobs ORDER BY job_id") == [
+        ("3001", 1), ("3002", 1), ("3003", 1), ("3004", 2)]
+    # taking the first file back hands the jobs the second one also holds to it
     (replaced,) = ingest(db, DATA / "parsable_trailing.txt", zone=ZURICH, replace=True)
-    assert (replaced.status, replaced.rows, replaced.rejects) == ("replaced", 3, 0)
-    assert rows(db, "SELECT count(*) FROM jobs") == [(4,)]
+    assert (replaced.status, replaced.rows, replaced.rejects, replaced.unchanged) == ("replaced", 1, 0, 2)
+    assert rows(db, "SELECT job_id, file_id FROM jobs ORDER BY job_id") == [
+        ("3001", 2), ("3002", 2), ("3003", 3), ("3004", 2)]
+    assert rows(db, "SELECT count(*) FROM attempts WHERE file_id NOT IN (2, 3)") == [(0,)]
 
 
 # ---------------------------------------------------------------- scontrol show job -d

@@ -113,7 +113,8 @@ BROKEN = "\n".join([
 def test_broken_lines_are_rejected_with_their_line_numbers(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     (report,) = ingest(db, write(tmp_path / "squeue.log", BROKEN), format_name="slurm_squeue", zone="UTC")
-    assert (report.rows, report.rejects) == (2, 14)
+    assert (report.rows, report.rejects) == (2, 13)
+    assert (report.superseded, report.unchanged) == (0, 1)  # line 9 repeats line 3
     assert rows(db, "SELECT job_id, observed_at, reason, line FROM pending_reasons ORDER BY line") == [
         ("4901", T1, "Resources", 3),
         ("4912", datetime(2026, 11, 25, 11, 16, 43), "Priority", 19),
@@ -126,7 +127,6 @@ def test_broken_lines_are_rejected_with_their_line_numbers(tmp_path: Path) -> No
         (6, "unreadable array task list [3-1]"),
         (7, "unreadable array task list [1-3%]"),
         (8, "no reason after '|'"),
-        (9, "job 4901 already listed at line 3 for the same time"),
         (10, "unreadable job id '4907.batch'"),
         (11, "unreadable timestamp line (expected # YYYY-MM-DDTHH:MM:SSZ, as date -u +'# %Y-%m-%dT%H:%M:%SZ' writes)"),
         (12, under_11),
@@ -206,20 +206,32 @@ def test_reingest_is_a_no_op_and_replace_takes_back_the_files_rows(tmp_path: Pat
     assert rows(db, "SELECT job_id, line FROM pending_reasons WHERE observed_at = '2026-11-25 11:18:43'") == [("4812", 21)]
 
 
-def test_a_snapshot_stored_from_another_file_is_rejected(tmp_path: Path) -> None:
+def test_a_snapshot_stored_from_another_file_is_unchanged_or_superseded(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     first = write(tmp_path / "monday" / "squeue.log", "# 2026-11-25T11:14:43Z\n4812|Resources\n4814_[6-7]|Priority\n")
-    # a later copy of the same growing log: its first snapshot is stored already
+    # a later copy of the same growing log: its first snapshot is stored already, but for 4814_7's
+    # reason, which the later copy says otherwise (the later holds)
     later = write(tmp_path / "tuesday" / "squeue.log",
-                  "# 2026-11-25T11:14:43Z\n4812|Resources\n4814_[6-8]|Priority\n# 2026-11-25T11:15:43Z\n4812|Resources\n")
+                  "# 2026-11-25T11:14:43Z\n4812|Resources\n4814_6|Priority\n4814_7|Dependency\n4814_8|Priority\n"
+                  "# 2026-11-25T11:15:43Z\n4812|Resources\n")
     ingest(db, first)
     (report,) = ingest(db, later)
-    # 4814_8 is new at 11:14:43 (line 3 keeps it), 4812 at 11:15:43 is new
-    assert (report.rows, report.rejects) == (2, 1)
-    assert rows(db, "SELECT line, reason FROM rejects") == [
-        (2, f"job 4812 at 2026-11-25T11:14:43Z already stored from {first.resolve()}")]
-    assert rows(db, "SELECT job_id, observed_at, line FROM pending_reasons WHERE file_id = 2 ORDER BY line") == [
-        ("4814_8", T1, 3), ("4812", datetime(2026, 11, 25, 11, 15, 43), 5)]
+    # 4814_7 (superseded), 4814_8 and 4812 at 11:15:43 are from it; 4812 and 4814_6 at 11:14:43 unchanged
+    assert (report.rows, report.rejects, report.superseded, report.unchanged) == (3, 0, 1, 2)
+    assert rows(db, "SELECT job_id, observed_at, reason, file_id, line FROM pending_reasons ORDER BY observed_at, job_id") == [
+        ("4812", T1, "Resources", 1, 2), ("4814_6", T1, "Priority", 1, 3), ("4814_7", T1, "Dependency", 2, 4),
+        ("4814_8", T1, "Priority", 2, 5), ("4812", datetime(2026, 11, 25, 11, 15, 43), "Resources", 2, 7)]
+    # either order, or both logs as one file, stores the same rows
+    other = tmp_path / "other.duckdb"
+    (a,) = ingest(other, later)
+    (b,) = ingest(other, first)
+    both = tmp_path / "both.duckdb"
+    (c,) = ingest(both, write(tmp_path / "both" / "squeue.log", first.read_text() + later.read_text()))
+    assert (b.superseded, b.unchanged, b.rejects) == (c.superseded, c.unchanged, c.rejects) == (1, 2, 0)
+    stored = "SELECT job_id, observed_at, reason FROM pending_reasons ORDER BY ALL"
+    assert rows(db, stored) == rows(both, stored)
+    # ingest order decides between reasons given for the same instant: here the Monday copy came last
+    assert rows(other, stored) == [r if r[0] != "4814_7" else ("4814_7", T1, "Priority") for r in rows(db, stored)]
 
 
 SACCT = "\n".join([

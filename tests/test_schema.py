@@ -25,7 +25,7 @@ def test_version_1_store_is_upgraded_keeping_its_rows(tmp_path: Path) -> None:
     con.execute("INSERT INTO jobs VALUES ('philly', 'j1', 'u', 'v', 'passed', 'Pass', '2017-10-10 10:00:00', 1)")
     con.close()
     with open_store(db) as con:
-        assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(7,)]
+        assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(8,)]
         assert {"eligible_at", "job_name", "cancelled_by"} <= _columns(con, "jobs")
         assert {"num_gpus", "num_nodes", "status"} <= _columns(con, "attempts")
         assert con.execute("SELECT job_id, eligible_at FROM jobs").fetchall() == [("j1", None)]
@@ -56,5 +56,5 @@ def test_a_report_upgrades_a_store_from_an_older_gca(tmp_path: Path) -> None:
     assert upgrade_older_store(db) is True
     with open_store(db, read_only=True) as con:
         assert "sm_active" in _columns(con, "gpu_sample_details")
-        assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(7,)]
+        assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(8,)]
     assert upgrade_older_store(db) is False  # current: left alone

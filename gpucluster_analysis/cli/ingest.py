@@ -343,6 +343,10 @@ def _print_summary(reports: list, db: Path) -> None:  # type: ignore[type-arg]
     if len(unchanged) > _SKIPPED_SHOWN:
         stderr.print(f"gca: ... and {len(unchanged) - _SKIPPED_SHOWN:,} more files ingested before with the same content", markup=False)
     for r in reports:
+        if r.superseded or r.unchanged:
+            # overlapping dumps (nightly sacct, squeue logs): what was met again is no reject
+            stderr.print(f"gca: {r.path}: {r.superseded:,} records superseded by a later one (the later kept),"
+                         f" {r.unchanged:,} unchanged (already stored)", markup=False)
         for line, reason in r.reject_samples:
             where = f"{r.path}:{line}" if line else str(r.path)
             stderr.print(f"gca: rejected {where}: {reason}", markup=False)

@@ -52,6 +52,10 @@ class LoadCounts:
     # machine's zone, a zone told by the content, relative seconds from an epoch); the
     # orchestrator records it in ingested_files.time_zone.
     time_zone: str | None = None
+    # Records of something already known (a job, a snapshot row, a limit) met again: replaced
+    # by a later one or replacing it (superseded), or the same as the one kept (unchanged).
+    superseded: int = 0
+    unchanged: int = 0
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,9 @@ class FileFormat:
     # Reads a file without the database, so that the orchestrator can read the next file
     # (in a thread) while it stores this one; `load` then finds the result in ctx.prepared.
     prepare: Callable[[Path, IngestOptions], object] | None = None
+    # Called inside the transaction before a file of this format is taken back (--replace),
+    # with its file_id: a format whose rows another file may also hold hands them over.
+    forget: Callable[[duckdb.DuckDBPyConnection, int], None] | None = None
 
 
 @dataclass
@@ -87,6 +94,8 @@ class FileReport:
     rows: int = 0
     rejects: int = 0
     seconds: float = 0.0
+    superseded: int = 0  # as LoadCounts
+    unchanged: int = 0
     message: str = ""
     reject_samples: list[tuple[int | None, str]] = field(default_factory=list)
     error: Exception | None = None  # the GcaError that failed the file, when status is failed

@@ -52,6 +52,7 @@ from gpucluster_analysis.ingest.files import (
 )
 from gpucluster_analysis.ingest.joblogs import LOG_LIKE_SUFFIXES
 from gpucluster_analysis.ingest.registry import (
+    FORMATS,
     claim_by_path,
     detect_format,
     format_named,
@@ -62,6 +63,7 @@ from gpucluster_analysis.sqlfiles import run_script
 _CONTRIBUTING_TABLES = (
     "rejects", "jobs", "attempts", "allocations", "machines", "gpu_samples", "gpu_sample_details", "host_samples",
     "attempt_hosts", "gpu_bindings", "gpu_devices", "gpu_events", "job_logs", "pending_reasons", "quotas",
+    "sacct_records",
 )
 _TEMP_PREFIXES = ("stage_",)
 # Parse-only formats (job logs) are stored this many files per transaction.
@@ -599,6 +601,7 @@ def ingest_file(
     return FileReport(
         path, fmt.name, "replaced" if previous else "loaded",
         rows=counts.rows, rejects=counts.rejects, seconds=time.perf_counter() - started,
+        superseded=counts.superseded, unchanged=counts.unchanged,
         reject_samples=[(line, reason) for line, reason in samples],
     )
 
@@ -627,6 +630,10 @@ def _register(con: duckdb.DuckDBPyConnection, path: Path, size: int, digest: str
 
 
 def _forget_file(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
+    (format_name,) = con.execute("SELECT format FROM ingested_files WHERE file_id = ?", [file_id]).fetchall()[0]
+    fmt = next((f for f in FORMATS if f.name == format_name), None)
+    if fmt is not None and fmt.forget is not None:
+        fmt.forget(con, file_id)
     for table in _CONTRIBUTING_TABLES:
         con.execute(f"DELETE FROM {table} WHERE file_id = ?", [file_id])
     con.execute("DELETE FROM ingested_files WHERE file_id = ?", [file_id])

@@ -7,7 +7,10 @@ cut (a `+` at the end of a full-width field is a cut: the file is refused, askin
 Each line is parsed here (job id, state, exit code, times, TRES, hostlist), streamed in
 bounded batches into a staging table, and `sql/ingest/slurm_sacct.sql` turns the staged
 rows into jobs, attempts and attempt_hosts: steps are matched to the allocation row above
-them, requeued runs become attempts, duplicates and orphan steps are rejected.
+them, requeued runs become attempts, duplicate steps and orphan steps are rejected. A job
+met again (overlapping nightly dumps, or one file of several dumps) keeps one record, the
+later one (finished before unfinished, then the later End); sacct_records remembers what
+was kept, so that the order the dumps come in does not matter.
 
 `slurm_scontrol` reads `scontrol show job -d` text (one or many jobs) into gpu_bindings:
 the GPU indices (`GRES=gpu:a100:4(IDX:0-3)`) each job holds on each node.
@@ -352,7 +355,7 @@ _STAGE_COLUMNS = [
     ("time_limit_s", pa.int64()), ("gpus", pa.int64()), ("req_gpus", pa.int64()), ("gpu_model", pa.string()),
     ("nnodes", pa.int32()),
     ("hosts", pa.int32()), ("start_unknown", pa.bool_()), ("cluster", pa.string()), ("qos", pa.string()),
-    ("text", pa.string()),
+    ("dump", pa.int32()), ("text", pa.string()),
 ]
 _STAGE_SCHEMA = pa.schema(_STAGE_COLUMNS)
 _HOST_SCHEMA = pa.schema([("line", pa.int64()), ("machine_id", pa.string())])
@@ -550,6 +553,7 @@ class _Reader:
     cols: _Columns | None = None
     header_text: str | None = None
     latin1_lines: set[int] = field(default_factory=set)  # lines read as Latin-1
+    headers: int = 0  # header lines read so far: each starts a dump (concatenated dumps repeat it)
 
     def set_layout(self, layout: Layout, line_no: int) -> None:
         names = set(layout.columns)
@@ -559,6 +563,7 @@ class _Reader:
                 hint="gca needs at least JobID and State; add them to sacct --format",
             )
         self.layout, self.cols = layout, _Columns(layout)
+        self.headers += 1
 
     def rows(self) -> Iterator[tuple[int, str, list[str] | int | str]]:
         """(line number, text, fields) of each data line; a field count instead of fields when
@@ -725,6 +730,7 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
                         "problem": f"{fields} fields where {reader.layout.named_by} {len(reader.layout.columns)}"}, [])
             continue
         row, hosts = _parse_fields(fields, reader.cols, line_no, text, zone)
+        row["dump"] = reader.headers
         gpus_accounted = gpus_accounted or bool(row.get("gpu_keyed"))
         stager.add(row, hosts)
     stager.flush()
@@ -741,7 +747,14 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
     if reader.layout is None:
         raise ParseError(f"{ctx.path}: no sacct header or data lines", hint="expected sacct output")
     run_script(ctx.con, "ingest", "slurm_sacct", {"file_id": ctx.file_id, "zone": zone}, on_statement=ctx.on_statement)
-    return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"), time_zone=zone)
+    superseded, unchanged = ctx.con.execute(
+        "SELECT coalesce(sum(superseded), 0), coalesce(sum(unchanged), 0) FROM stage_sacct_choice").fetchall()[0]
+    return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"), time_zone=zone,
+                      superseded=int(superseded), unchanged=int(unchanged))
+
+
+def _forget_sacct(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
+    run_script(con, "ingest", "slurm_sacct_forget", {"file_id": file_id})
 
 
 def _count(ctx: LoadContext, table: str) -> int:
@@ -910,7 +923,7 @@ FORMATS = [
     FileFormat(
         name="slurm_sacct", source=SOURCE,
         description="Slurm sacct output (-P, -p, or fixed width without cut fields); --columns for -n dumps",
-        file_names=("sacct",), sniff=_sniff_sacct, load=_load_sacct,
+        file_names=("sacct",), sniff=_sniff_sacct, load=_load_sacct, forget=_forget_sacct,
     ),
     FileFormat(
         name="slurm_scontrol", source=SOURCE,

@@ -10,6 +10,8 @@ optional `JOBID|REASON` header (squeue without -h) is skipped. Each data line be
 `pending_reasons` rows at the time of the timestamp line above it, with job ids named as
 the sacct reader names them: `123`, array task `123_4`, a pending array line
 `123_[6-11%3]` one row per task (`123_6` ... `123_11`), het component `123+1` job `123`.
+A job at a time met again (overlapping logs, in one file or across files) is one row: the
+same reason is unchanged, a different one from a later line or file supersedes it.
 
 DuckDB reads the lines whole and `sql/ingest/slurm_squeue.sql` does the rest (carrying the
 timestamp forward with a window, expanding arrays with generate_series), so every rejected
@@ -65,9 +67,11 @@ def _load(ctx: LoadContext) -> LoadCounts:
     (zone_read,) = ctx.con.execute(
         "SELECT count(*) > 0 FROM stage_squeue_stamp WHERE own_offset_s IS NULL AND problem IS NULL"
     ).fetchone()
+    superseded, unchanged = ctx.con.execute(
+        "SELECT coalesce(sum(superseded), 0), coalesce(sum(unchanged), 0) FROM stage_squeue_choice").fetchall()[0]
     # Recorded with the file only when some timestamp was read in it (`date -u ...Z` needs none).
     return LoadCounts(rows=_count(ctx, "pending_reasons"), rejects=_count(ctx, "rejects"),
-                      time_zone=zone if zone_read else None)
+                      time_zone=zone if zone_read else None, superseded=int(superseded), unchanged=int(unchanged))
 
 
 FORMATS = [

@@ -5,10 +5,14 @@
 --                     het_offset, step), fields, and `problem` when the line is unreadable;
 --   stage_sacct_host  (line, machine_id): the expanded NodeList of allocation rows;
 --   zone_periods      for $zone (gpucluster_analysis.timezones).
--- Rules (docs/schema.md, "Reading Slurm"): a step belongs to the nearest allocation row
--- above it with the same job id; each allocation row of a job id is a run (requeue), but
--- rows with the same job id, Submit and Start are one run (the last is kept); het components with
--- the same position among their component's rows form one attempt.
+-- Rules (docs/schema.md, "Reading Slurm"): a job's consecutive lines are one record of it
+-- (a concatenation of dumps repeats a job in another block); a step belongs to the nearest
+-- allocation row above it in its record; each allocation row of a record is a run (requeue),
+-- but rows of a record with the same Submit and Start are one run (the last is kept); het
+-- components with the same position among their component's rows form one attempt.
+-- Of a job's records, in this file and in the store (sacct_records), one is kept: a finished
+-- one before an unfinished one, then the one naming the latest time (End), then the later
+-- (stored before this file, earlier lines before later ones); an identical record changes nothing.
 
 -- Each distinct naive local time, converted once through the zone's offset periods. A time
 -- in the repeated fall-back hour gets its first occurrence (utc_ts) and its second
@@ -36,16 +40,24 @@ FROM parsed p ASOF LEFT JOIN periods z ON p.local_ts >= z.local_start
 UNION ALL
 SELECT t, CAST(t[2:] AS TIMESTAMP), NULL FROM texts WHERE t[1] = '@';
 
--- Every readable row with the line of its allocation row (its own line for an allocation).
+-- Every readable row with its record (record_no: the job's block of consecutive lines, counted
+-- in line order; a repeated header starts a new block, unreadable lines do not) and the line of its allocation row
+-- (its own line for an allocation).
 CREATE OR REPLACE TEMP TABLE stage_sacct_linked AS
-SELECT s.* EXCLUDE (text),
-    CASE WHEN s.step IS NULL THEN s.line
-         ELSE max(CASE WHEN s.step IS NULL THEN s.line END) OVER (
-             PARTITION BY s.job_id, s.het_offset ORDER BY s.line
+WITH blocks AS (
+    SELECT * EXCLUDE (text, prev_job, prev_dump),
+           sum(CASE WHEN job_id IS DISTINCT FROM prev_job OR dump IS DISTINCT FROM prev_dump THEN 1 ELSE 0 END)
+               OVER (ORDER BY line ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS record_no
+    FROM (SELECT *, lag(job_id) OVER (ORDER BY line) AS prev_job, lag(dump) OVER (ORDER BY line) AS prev_dump
+          FROM stage_sacct WHERE job_id IS NOT NULL)
+)
+SELECT b.*,
+    CASE WHEN b.step IS NULL THEN b.line
+         ELSE max(CASE WHEN b.step IS NULL THEN b.line END) OVER (
+             PARTITION BY b.record_no, b.het_offset ORDER BY b.line
              ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
     END AS alloc_line
-FROM stage_sacct s
-WHERE s.job_id IS NOT NULL;
+FROM blocks b;
 
 -- The UTC times of each allocation row. Start and End take their second reading in a
 -- repeated fall-back hour when only that keeps Submit <= Start <= End.
@@ -78,11 +90,11 @@ disorder AS (
            END AS reason
     FROM stage_sacct_alloc_time t JOIN allocs a USING (line)
 ),
--- Concatenated dumps repeat a job; the last row is the newest word on it (RUNNING, then COMPLETED).
--- A dump without Submit and Start cannot tell a repeat from a requeued run: its rows are
--- taken as sacct -D prints them, one run each.
+-- A record repeating a run: the last row is the newest word on it. (Repeated records of a job
+-- are chosen between below, not rejected.) A dump without Submit and Start cannot tell a
+-- repeat from a requeued run: its rows are taken as sacct -D prints them, one run each.
 repeats AS (
-    SELECT line, job_id, max(line) OVER (PARTITION BY job_id, het_offset, submit_t, start_t) AS last_line
+    SELECT line, job_id, max(line) OVER (PARTITION BY record_no, het_offset, submit_t, start_t) AS last_line
     FROM allocs WHERE problem IS NULL AND (submit_t IS NOT NULL OR start_t IS NOT NULL)
 ),
 problems AS (
@@ -92,12 +104,7 @@ problems AS (
     UNION ALL
     SELECT line, 'same JobID, Submit and Start as line ' || last_line || ', which is kept'
     FROM repeats WHERE line < last_line
-    UNION ALL
-    -- Overlapping dumps (a job running across the cut) belong in one file: cat them.
-    SELECT a.line, 'job ' || a.job_id || ' already stored from ' || f.path || ' (concatenate overlapping dumps into one file)'
-    FROM allocs a
-    JOIN jobs j ON j.source = 'slurm' AND j.job_id = a.job_id
-    JOIN ingested_files f ON f.file_id = j.file_id
+
 )
 SELECT line, min_by(reason, reason) AS reason FROM problems GROUP BY line;
 
@@ -142,14 +149,91 @@ CREATE OR REPLACE TEMP MACRO slurm_rank_status(rank) AS
         WHEN 5 THEN 'failed' WHEN 6 THEN 'node_fail' WHEN 7 THEN 'unknown' WHEN 8 THEN 'pending'
         WHEN 9 THEN 'running' END;
 
--- The allocation rows that are stored: one per run and het component.
+-- Each record of a job in this file that has a storable allocation row: whether it is finished
+-- (its last run, by start with a run not started last, is in a final state), the latest time
+-- it names, and a digest of its lines (as staged: the first 500 characters of each) and zone.
+CREATE OR REPLACE TEMP TABLE stage_sacct_record AS
+WITH good AS (
+    SELECT a.record_no, a.job_id, a.line, a.state, a.status, t.submit_at, t.eligible_at, t.start_at, t.end_at,
+           row_number() OVER (PARTITION BY a.record_no ORDER BY t.start_at DESC NULLS FIRST, a.line DESC) AS from_last
+    FROM stage_sacct_linked a
+    JOIN stage_sacct_alloc_time t USING (line)
+    WHERE a.step IS NULL AND a.line NOT IN (SELECT line FROM stage_sacct_alloc_problem)
+),
+summary AS (
+    SELECT record_no, any_value(job_id) AS job_id,
+           bool_or(from_last = 1 AND state NOT IN ('REQUEUED', 'REQUEUE_FED', 'REQUEUE_HOLD', 'SPECIAL_EXIT')
+                   AND status IN ('passed', 'failed', 'node_fail', 'killed', 'timeout', 'preempted')) AS finished,
+           max(greatest(submit_at, eligible_at, start_at, end_at)) AS last_at
+    FROM good GROUP BY record_no
+),
+-- md5 per line, then of the record's list: the aggregate holds 32 bytes a line, not the text
+digests AS (
+    SELECT l.record_no, md5($zone || ':' || string_agg(md5(s.text), '' ORDER BY s.line)) AS digest
+    FROM stage_sacct_linked l JOIN stage_sacct s USING (line)
+    WHERE l.record_no IN (SELECT record_no FROM summary)
+    GROUP BY l.record_no
+)
+SELECT s.*, d.digest FROM summary s JOIN digests d USING (record_no);
+
+-- Per job of this file: its versions (distinct digests) among its records here and the stored
+-- one, the version kept, and how many records were superseded by another version or repeated
+-- one (unchanged). seq orders the records in time: the stored one 0, this file's by line.
+CREATE OR REPLACE TEMP TABLE stage_sacct_choice AS
+WITH stored AS (
+    SELECT r.job_id, bool_or(r.finished) AS finished, max(r.last_at) AS last_at, any_value(r.digest) AS digest
+    FROM sacct_records r
+    WHERE r.source = 'slurm' AND r.job_id IN (SELECT job_id FROM stage_sacct_record)
+    GROUP BY r.job_id
+),
+candidates AS (
+    SELECT job_id, record_no AS seq, finished, last_at, digest FROM stage_sacct_record
+    UNION ALL
+    SELECT job_id, 0, finished, last_at, digest FROM stored
+),
+versions AS (
+    SELECT job_id, digest, max(seq) AS seq, bool_or(seq = 0) AS is_stored, count(*) AS copies,
+           any_value(finished) AS finished, any_value(last_at) AS last_at
+    FROM candidates GROUP BY job_id, digest
+),
+ranked AS (
+    SELECT *, row_number() OVER (PARTITION BY job_id ORDER BY finished DESC, last_at DESC NULLS LAST, seq DESC) AS place
+    FROM versions
+)
+SELECT job_id,
+       arg_min(seq, place) AS kept_seq,                       -- the record kept: its last copy
+       arg_min(is_stored, place) AS kept_stored,               -- ... which is the stored one
+       bool_or(is_stored) AS had_stored,
+       arg_min(copies, place) > 1 AS kept_repeated,            -- ... and this file has it too
+       arg_min(finished, place) AS finished, arg_min_null(last_at, place) AS last_at, arg_min_null(digest, place) AS digest,
+       count(*) - 1 AS superseded,
+       sum(copies) - count(*) AS unchanged
+FROM ranked GROUP BY job_id;
+
+-- A stored record that a record of this file supersedes goes, with all it made.
+DELETE FROM jobs WHERE source = 'slurm'
+    AND job_id IN (SELECT job_id FROM stage_sacct_choice WHERE had_stored AND NOT kept_stored);
+DELETE FROM attempts WHERE source = 'slurm'
+    AND job_id IN (SELECT job_id FROM stage_sacct_choice WHERE had_stored AND NOT kept_stored);
+DELETE FROM attempt_hosts WHERE source = 'slurm'
+    AND job_id IN (SELECT job_id FROM stage_sacct_choice WHERE had_stored AND NOT kept_stored);
+DELETE FROM sacct_records WHERE source = 'slurm'
+    AND job_id IN (SELECT job_id FROM stage_sacct_choice WHERE had_stored AND NOT kept_stored);
+
+-- The records of this file to store, and this file as a second holder of the stored ones it repeats.
+INSERT INTO sacct_records (source, job_id, finished, last_at, digest, file_id)
+SELECT 'slurm', job_id, finished, last_at, digest, $file_id
+FROM stage_sacct_choice WHERE NOT kept_stored OR kept_repeated;
+
+-- The allocation rows that are stored: one per run and het component, of the records kept.
 CREATE OR REPLACE TEMP TABLE stage_sacct_alloc AS
 SELECT a.*,
     (row_number() OVER (PARTITION BY a.job_id, a.het_offset ORDER BY a.line) - 1)::INTEGER AS source_index,
     t.submit_at, t.eligible_at, t.start_at, t.end_at
 FROM stage_sacct_linked a
 JOIN stage_sacct_alloc_time t USING (line)
-WHERE a.step IS NULL AND a.line NOT IN (SELECT line FROM stage_sacct_alloc_problem);
+WHERE a.step IS NULL AND a.line NOT IN (SELECT line FROM stage_sacct_alloc_problem)
+  AND a.record_no IN (SELECT kept_seq FROM stage_sacct_choice WHERE NOT kept_stored);
 
 -- What the steps add to their run's outcome. Only real failures count: the extern step
 -- (ssh sessions adopted into the job) never does, and CANCELLED/TIMEOUT steps, or a step

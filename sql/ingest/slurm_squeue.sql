@@ -121,59 +121,60 @@ LEFT JOIN stage_squeue_stamp s ON s.line = d.stamp_line;
 -- One row per job a readable line stands for: a pending array line for each of its tasks.
 CREATE OR REPLACE TEMP TABLE stage_squeue_task AS
 WITH expanded AS (
-    SELECT line, observed_at, reason, het_offset,
+    SELECT line, stamp_line, observed_at, reason, het_offset,
            base || CASE WHEN task <> '' THEN '_' || task ELSE '' END AS job_id
     FROM stage_squeue_data WHERE problem IS NULL AND spec = ''
     UNION ALL
-    SELECT line, observed_at, reason, het_offset,
+    SELECT line, stamp_line, observed_at, reason, het_offset,
            base || '_' || unnest(list_distinct(flatten(list_transform(ranges, lambda r: generate_series(
                TRY_CAST(r.lo AS BIGINT),
                coalesce(TRY_CAST(nullif(r.hi, '') AS BIGINT), TRY_CAST(r.lo AS BIGINT)),
                coalesce(TRY_CAST(nullif(r.step, '') AS BIGINT), 1))))))::VARCHAR AS job_id
     FROM stage_squeue_data WHERE problem IS NULL AND spec <> ''
-),
--- the same job twice at one time (from another file, or earlier in this one) is kept once
-stored AS (
-    SELECT e.*, f.path AS stored_in
-    FROM expanded e
-    LEFT JOIN (SELECT DISTINCT job_id, observed_at, file_id FROM pending_reasons WHERE source = 'slurm') r
-        ON r.job_id = e.job_id AND r.observed_at = e.observed_at
-    LEFT JOIN ingested_files f ON f.file_id = r.file_id
-),
-repeats AS (
-    SELECT *, min(line) OVER (PARTITION BY observed_at, job_id, het_offset) AS first_line
-    FROM stored WHERE stored_in IS NULL
 )
-SELECT line, observed_at, reason, job_id, NULL AS stored_in, first_line,
-       -- a het job is one job, as in sacct: its components at one time are one row, component 0's
-       CASE WHEN first_line = line
-            THEN row_number() OVER (PARTITION BY observed_at, job_id, first_line = line
-                                    ORDER BY het_offset NULLS FIRST, line) END AS component_rank
-FROM repeats
-UNION ALL
-SELECT line, observed_at, reason, job_id, stored_in, NULL, NULL FROM stored WHERE stored_in IS NOT NULL;
+-- a het job is one job, as in sacct: its components in one snapshot are one row, component 0's
+SELECT line, observed_at, reason, job_id
+FROM expanded
+QUALIFY het_offset IS NULL
+     OR row_number() OVER (PARTITION BY stamp_line, job_id, het_offset IS NULL ORDER BY het_offset, line) = 1;
+
+-- One job at one time, met again (a repeated snapshot in this file: overlapping copies of a
+-- log concatenated; or stored from another file) is one row: the same reason is unchanged, and
+-- of different reasons the later holds (later line, then this file over the store). seq orders
+-- them: the stored row 0, this file's by line.
+CREATE OR REPLACE TEMP TABLE stage_squeue_choice AS
+WITH candidates AS (
+    SELECT job_id, observed_at, reason, line AS seq FROM stage_squeue_task
+    UNION ALL
+    SELECT r.job_id, r.observed_at, r.reason, 0
+    FROM pending_reasons r
+    JOIN (SELECT DISTINCT job_id, observed_at FROM stage_squeue_task) t USING (job_id, observed_at)
+    WHERE r.source = 'slurm'
+),
+versions AS (
+    SELECT job_id, observed_at, reason, max(seq) AS seq, bool_or(seq = 0) AS is_stored, count(*) AS copies,
+           min(seq) FILTER (WHERE seq > 0) AS first_line
+    FROM candidates GROUP BY job_id, observed_at, reason
+)
+-- the version kept is the latest; of its copies, the first (the stored one, else its first line)
+SELECT job_id, observed_at,
+       arg_max(reason, seq) AS reason, arg_max(first_line, seq) AS kept_line, arg_max(is_stored, seq) AS kept_stored,
+       bool_or(is_stored) AS had_stored,
+       count(*) - 1 AS superseded, sum(copies) - count(*) AS unchanged
+FROM versions GROUP BY job_id, observed_at;
+
+DELETE FROM pending_reasons WHERE source = 'slurm' AND (job_id, observed_at) IN (
+    SELECT (job_id, observed_at) FROM stage_squeue_choice WHERE had_stored AND NOT kept_stored);
 
 INSERT INTO pending_reasons (source, job_id, observed_at, reason, file_id, line)
-SELECT 'slurm', job_id, observed_at, reason, $file_id, line
-FROM stage_squeue_task WHERE component_rank = 1;
+SELECT 'slurm', job_id, observed_at, reason, $file_id, kept_line
+FROM stage_squeue_choice WHERE NOT kept_stored;
 
--- A readable line none of whose jobs was new repeats what is stored: rejected with the others.
 INSERT INTO rejects (file_id, line, reason, text)
 SELECT $file_id, r.line, r.reason, left(l.text, 500)
 FROM (
     SELECT line, problem AS reason FROM stage_squeue_stamp WHERE problem IS NOT NULL
     UNION ALL
     SELECT line, problem FROM stage_squeue_data WHERE problem IS NOT NULL
-    UNION ALL
-    SELECT line,
-           CASE WHEN count(*) FILTER (WHERE stored_in IS NULL) > 0
-                THEN 'job ' || min(job_id) FILTER (WHERE stored_in IS NULL) || ' already listed at line '
-                     || min(first_line) FILTER (WHERE stored_in IS NULL) || ' for the same time'
-                ELSE 'job ' || min(job_id) || ' at ' || strftime(min(observed_at), '%Y-%m-%dT%H:%M:%SZ')
-                     || ' already stored from ' || min(stored_in)
-           END
-    FROM stage_squeue_task
-    GROUP BY line
-    HAVING count(component_rank) = 0
 ) r
 JOIN stage_squeue_line l USING (line);
