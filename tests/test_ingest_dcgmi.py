@@ -249,7 +249,7 @@ def test_rows_before_any_header_and_a_cut_last_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["b76d14397.dmon", "dcgm-guide-mig.dmon", "dcgm-151-instances.dmon"])
 def test_lines_read_in_small_chunks_store_what_whole_reads_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                 name: str) -> None:
-    from gpucluster_analysis.ingest import nvsmi
+    from gpucluster_analysis.ingest import telemetry
 
     options = {"time": "2026-07-14T06:00:00Z", "host": "n"}
 
@@ -258,7 +258,7 @@ def test_lines_read_in_small_chunks_store_what_whole_reads_store(tmp_path: Path,
                 rows(db, "SELECT line, reason, text FROM rejects ORDER BY ALL"))
 
     whole = ingest(tmp_path / "a.duckdb", REAL / name, **options)[0]  # type: ignore[arg-type]
-    monkeypatch.setattr(nvsmi, "CHUNK_BYTES", 37)  # chunk ends inside lines, several chunks per line
+    monkeypatch.setattr(telemetry, "CHUNK_BYTES", 37)  # chunk ends inside lines, several chunks per line
     chunked = ingest(tmp_path / "b.duckdb", REAL / name, **options)[0]  # type: ignore[arg-type]
     assert (chunked.status, chunked.rows, chunked.rejects) == (whole.status, whole.rows, whole.rejects)
     assert stored(tmp_path / "b.duckdb") == stored(tmp_path / "a.duckdb")

@@ -1088,7 +1088,7 @@ def test_a_pasted_command_then_its_header_and_a_mixed_case_header(tmp_path: Path
                                   "real/deepspeech-pucvmet.dmon", "real/h100-590.csv", "real/aicloud-v100.csv"])
 def test_lines_read_in_small_chunks_store_what_whole_reads_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                 name: str) -> None:
-    from gpucluster_analysis.ingest import nvsmi
+    from gpucluster_analysis.ingest import telemetry
 
     source = DATA / name
     cut = tmp_path / source.name
@@ -1102,7 +1102,7 @@ def test_lines_read_in_small_chunks_store_what_whole_reads_store(tmp_path: Path,
                 rows(db, "SELECT * EXCLUDE (file_id) FROM gpu_events ORDER BY ALL"))
 
     whole = [ingest(tmp_path / "a.duckdb", f, **options)[0] for f in (source, cut)]  # type: ignore[arg-type]
-    monkeypatch.setattr(nvsmi, "CHUNK_BYTES", 37)  # chunk ends inside lines, several chunks per line
+    monkeypatch.setattr(telemetry, "CHUNK_BYTES", 37)  # chunk ends inside lines, several chunks per line
     chunked = [ingest(tmp_path / "b.duckdb", f, **options)[0] for f in (source, cut)]  # type: ignore[arg-type]
     assert [(r.status, r.rows, r.rejects) for r in chunked] == [(r.status, r.rows, r.rejects) for r in whole]
     assert stored(tmp_path / "b.duckdb") == stored(tmp_path / "a.duckdb")

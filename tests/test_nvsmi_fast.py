@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from gpucluster_analysis.db import open_store
-from gpucluster_analysis.ingest import IngestOptions, ingest_paths, load, nvsmi, nvsmi_fast
+from gpucluster_analysis.ingest import IngestOptions, ingest_paths, load, nvsmi_fast, telemetry
 from gpucluster_analysis.timezones import local_periods
 
 DATA = Path(__file__).parent / "data" / "gpu"
@@ -115,7 +115,7 @@ def _three_ways(tmp_path: Path, path: Path, zone: str, monkeypatch: pytest.Monke
     with monkeypatch.context() as m:
         m.setattr(nvsmi_fast, "split_clean", counted)
         m.setattr(load, "READ_AHEAD_MAX_BYTES", 0)
-        m.setattr(nvsmi, "CHUNK_BYTES", 64 << 10)  # many chunks: offsets decided batch by batch
+        m.setattr(telemetry, "CHUNK_BYTES", 64 << 10)  # many chunks: offsets decided batch by batch
         streamed = _store(tmp_path / "streamed.duckdb", path, zone, **extra)
     return exact, ahead, streamed, fast_rows
 

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines
-from gpucluster_analysis.ingest.nvsmi import (
+from gpucluster_analysis.ingest.telemetry import (
     CUT_LINE,
     EVENT_COLUMNS,
     TOOL_ERROR,

@@ -23,7 +23,7 @@ from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines
 from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
-from gpucluster_analysis.ingest.nvsmi import read_lines
+from gpucluster_analysis.ingest.telemetry import read_lines
 
 _FIELD = re.compile(r"(\w+)=(\S*)")
 _GPU_GRES = re.compile(r"^gpu(?::([^:(]+))?(?::(\d+))(?:\(.*\))?$", re.IGNORECASE)

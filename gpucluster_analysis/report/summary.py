@@ -168,8 +168,9 @@ def text_rows(h: dict[str, Any]) -> list[tuple[str, str]]:
     if q["main_cause"] is None:
         add("Queueing", "waiting not split into causes")
     else:
+        # user limit only where it held someone (stores without per-user caps have it at 0)
         rest = ", ".join(f"{c.replace('_', ' ')} {fmt_pct(v)}" for c, v in q["cause_pct"].items()
-                         if c != q["main_cause"] and v is not None)
+                         if c != q["main_cause"] and v is not None and (c != "user_limit" or v > 0))
         add("Queueing", f"main cause {q['main_cause'].replace('_', ' ')} ({fmt_pct(q['main_cause_pct'])} of",
             f" {fmt_int(q['wait_gpu_hours'])} waiting GPU-hours; {rest})")
     if not f["failed_attempts"]:

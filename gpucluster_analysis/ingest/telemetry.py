@@ -1,0 +1,340 @@
+"""What every GPU telemetry reader shares (nvidia-smi CSV, dmon and XML; DCGM scrapes, exports
+and dcgmi dmon): staging batches handed to DuckDB as Arrow, the host and the times of a
+per-node file, DuckDB's memory bound while a file loads, reading lines in chunks, and the
+check and store of staged rows (sql/ingest/nvsmi_check.sql, nvsmi_store.sql).
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import re
+import zlib
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from gpucluster_analysis.errors import InputError, ParseError
+from gpucluster_analysis.ingest import nvsmi_fast
+from gpucluster_analysis.ingest.base import LoadContext, LoadCounts
+from gpucluster_analysis.ingest.files import open_binary
+from gpucluster_analysis.sqlfiles import run_script
+from gpucluster_analysis.timezones import check_zone, install_zone, local_zone, to_utc_python
+
+BATCH_ROWS = 50_000
+
+
+# stage_raw's columns (see sql/ingest/nvsmi_check.sql): values as the tool printed them.
+RAW_COLUMNS = {
+    "line": pa.int64(), "text": pa.string(), "machine_id": pa.string(),
+    "local_at": pa.timestamp("us"), "utc_at": pa.timestamp("us"), "time_text": pa.string(),
+    "index_text": pa.string(), "instance_text": pa.string(), "uuid": pa.string(), "pci_text": pa.string(),
+    "model": pa.string(), "util_text": pa.string(), "mem_util_text": pa.string(), "mem_used_text": pa.string(),
+    "mem_total_text": pa.string(), "power_text": pa.string(), "temp_text": pa.string(),
+    "sm_clock_text": pa.string(), "gr_engine_text": pa.string(), "throttle_mask_text": pa.string(),
+    "throttle_text": pa.string(), "problem": pa.string(),
+}
+EVENT_COLUMNS = {
+    "line": pa.int64(), "event_at": pa.timestamp("us"), "machine_id": pa.string(),
+    "gpu_index": pa.int16(), "kind": pa.string(), "detail": pa.string(),
+}
+SQL_TYPES = {pa.int64(): "BIGINT", pa.string(): "VARCHAR", pa.timestamp("us"): "TIMESTAMP", pa.int16(): "SMALLINT",
+              pa.int32(): "INTEGER"}
+
+# What nvidia-smi (and dmon) print instead of data. Only tested on lines that are not
+# well-formed data lines, so a `[Unknown Error]` value inside a row is never an event.
+TOOL_ERROR = re.compile(
+    r"no devices were found|unable to determine the device handle|nvidia-smi has failed|failed to initialize nvml"
+    r"|gpu is lost|unable to query|not supported on the device|failed to process command line"
+    r"|driver/library version mismatch|couldn't communicate with the nvidia driver|insufficient permissions"
+    r"|nvml library version|couldn't find libnvidia-ml|try adding directory that contains libnvidia-ml"
+    r"|unknown error|is not a valid field|invalid combination|error:",
+    re.IGNORECASE,
+)
+
+
+class Batches:
+    """Rows for one staging table, handed to DuckDB every BATCH_ROWS rows as an Arrow table."""
+
+    def __init__(self, con: Any, table: str, columns: dict[str, pa.DataType]) -> None:
+        self.con, self.table, self.columns = con, table, columns
+        self.rows: dict[str, list[Any]] = {c: [] for c in columns}
+        self.count = 0
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} ("
+                    + ", ".join(f"{c} {SQL_TYPES[t]}" for c, t in columns.items()) + ")")
+
+    def add(self, **values: Any) -> None:
+        for column, items in self.rows.items():
+            items.append(values.get(column))
+        self.count += 1
+        if len(self.rows["line"]) >= BATCH_ROWS:
+            self.flush()
+
+    def add_arrow(self, line: pa.Array, block: int, text: pa.Array) -> None:
+        """Many stage_lines rows at once, as Arrow arrays (no Python object per row)."""
+        self.flush()
+        batch = pa.table({"line": line, "block": pa.array(np.full(len(line), block, dtype=np.int32)),  # noqa: F841
+                          "text": text})
+        self.con.execute(f"INSERT INTO {self.table} SELECT * FROM batch")
+        self.count += len(line)
+
+    def flush(self) -> None:
+        if not self.rows["line"]:
+            return
+        batch = pa.table({c: pa.array(v, type=self.columns[c]) for c, v in self.rows.items()})  # noqa: F841 (read by DuckDB)
+        self.con.execute(f"INSERT INTO {self.table} SELECT * FROM batch")
+        self.rows = {c: [] for c in self.columns}
+
+
+_TOOL_NAMES = r"nvidia[-_]?smi|nvsmi|dmon|dcgmi|dcgm(?:[-_]exporter)?|gpus?|metrics|telemetry|query"
+# Not stripped from the front: many GPU nodes are named gpu-<...> (gpu-st-ml-1, AWS ParallelCluster).
+_LEADING_TOOL_NAMES = r"nvidia[-_]?smi|nvsmi|dmon|dcgmi|dcgm(?:[-_]exporter)?|metrics|telemetry|query"
+_GENERIC_NAMES = {"nvidia-smi", "nvidia_smi", "nvidiasmi", "nvsmi", "dmon", "dcgm", "dcgmi", "dcgm-exporter", "dcgm_exporter",
+                  "gpu", "gpus", "metrics", "telemetry", "query", "log", "logs", "output", "out", "data", "scrape",
+                  "snapshot", "smi", "nvidia", "stdout", "result", "results", "export", "query_range"}
+_STAMP = r"\d{4}-?\d{2}-?\d{2}(?:[T_-]?\d{2}:?\d{2}(?::?\d{2})?Z?)?|\d{10}"
+_HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def host_from_name(path: Path) -> str | None:
+    """The host a per-node log's file name gives, or None.
+
+    The name without compression and log extensions (`.gz .csv .log .txt .xml .prom
+    .json .out`), a date or epoch stamp at its end (`node01_2026-07-14.csv`), a tool
+    word at its start or end (`nvidia-smi-node01.csv`, `node01_gpu.log`, `node01.dmon.log`,
+    `dcgm-node01.prom`), but not `gpu-` in front, which starts many node names
+    (`gpu-st-ml-1.csv` is host gpu-st-ml-1). Names that are only a tool word
+    (`nvidia-smi.csv`, `metrics.prom`) or a number give none.
+    """
+    name = path.name
+    for _ in range(3):
+        name = re.sub(r"\.(gz|csv|log|txt|xml|prom|json|out|tsv)$", "", name, flags=re.IGNORECASE)
+    name = re.sub(rf"[-_.](?:{_STAMP})$", "", name)
+    name = re.sub(rf"^(?:{_LEADING_TOOL_NAMES})[-_.]", "", name, flags=re.IGNORECASE)
+    name = re.sub(rf"[-_.](?:{_TOOL_NAMES})$", "", name, flags=re.IGNORECASE)
+    name = re.sub(rf"[-_.](?:{_STAMP})$", "", name)
+    if not name or name.lower() in _GENERIC_NAMES or name.isdigit() or not _HOST.fullmatch(name):
+        return None
+    return name
+
+
+def host_of(ctx: LoadContext) -> str:
+    """`--host`, else the file name's host; a file that names none is an InputError."""
+    return host_for(ctx.path, ctx.options)
+
+
+def host_for(path: Path, options: Any) -> str:
+    if options.host:
+        return options.host
+    host = host_from_name(path)
+    if host is None:
+        raise InputError(
+            f"{path}: which machine is this? The file name names no host",
+            hint="pass --host NAME, or name the file after its host (e.g. node01.csv, nvidia-smi-node01.log)",
+        )
+    return host
+
+
+def site_zone(ctx: LoadContext) -> str:
+    return ctx.options.zone or local_zone()
+
+
+def parse_time_option(text: str, zone: str) -> datetime:
+    """`--time` as naive UTC: epoch seconds, or ISO 8601 (with Z/offset, else in `zone`)."""
+    value = text.strip()
+    try:
+        if re.fullmatch(r"\d+(\.\d+)?", value):
+            return datetime.fromtimestamp(float(value), UTC).replace(tzinfo=None)
+        parsed = datetime.fromisoformat(value.replace("/", "-"))
+    except (ValueError, OverflowError) as e:
+        raise InputError(
+            f"--time {text!r}: not a time",
+            hint="give ISO 8601 (2026-07-14T08:12:00 in the site's zone, or with Z or +02:00) or epoch seconds",
+        ) from e
+    if parsed.tzinfo is None:
+        return to_utc_python(parsed, zone)
+    return parsed.astimezone(UTC).replace(tzinfo=None)
+
+
+def start_time(ctx: LoadContext) -> datetime | None:
+    return parse_time_option(ctx.options.time, site_zone(ctx)) if ctx.options.time else None
+
+
+# DuckDB's memory limit while a telemetry file loads. Past it, the staging tables and the
+# sorts spill to the store's temp directory (<store>.tmp), so a log of several node-days of
+# 1 s samples needs no more memory than one day (benchmarks/RESULTS.md, GPU telemetry).
+MEMORY_LIMIT_BYTES = 512 * 1000**2
+_UNITS = {"b": 1, "bytes": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
+          "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
+
+
+def _limit_bytes(text: str) -> float | None:
+    match = re.fullmatch(r"\s*([\d.]+)\s*([A-Za-z]+)\s*", text)
+    if not match or match.group(2).lower() not in _UNITS:
+        return None
+    return float(match.group(1)) * _UNITS[match.group(2).lower()]
+
+
+@functools.cache
+def _default_memory_limit() -> str:
+    with duckdb.connect() as probe:
+        return str(probe.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+
+
+def bounded_memory(load: Callable[[LoadContext], LoadCounts]) -> Callable[[LoadContext], LoadCounts]:
+    """`load` with DuckDB's memory limit lowered to MEMORY_LIMIT_BYTES (never raised), then put back.
+
+    The limit is a setting of the whole database, set through a second connection so that it
+    can be put back even when a failed statement has aborted the file's transaction.
+    """
+
+    @functools.wraps(load)
+    def run(ctx: LoadContext) -> LoadCounts:
+        side = ctx.con.cursor()
+        try:
+            before = str(side.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+            current = _limit_bytes(before)
+            lowered = current is None or current > MEMORY_LIMIT_BYTES
+            if lowered:
+                side.execute(f"SET memory_limit = '{MEMORY_LIMIT_BYTES}B'")
+        except duckdb.Error:
+            lowered = False  # e.g. more already in use than the limit: load unbounded
+        try:
+            return load(ctx)
+        finally:
+            if lowered:
+                # RESET gives back DuckDB's default exactly; its printed form would round it down
+                side.execute("RESET memory_limit" if before == _default_memory_limit() else f"SET memory_limit = '{before}'")
+            side.close()
+
+    return run
+
+
+PROFILE_TEXT_COLUMNS = ("sm_active_text", "sm_occupancy_text", "tensor_active_text", "fp64_active_text",
+                        "fp32_active_text", "fp16_active_text", "dram_active_text", "pcie_tx_text", "pcie_rx_text",
+                        "nvlink_tx_text", "nvlink_rx_text")
+
+
+# stage_gpu's columns as nvsmi_check.sql makes them (fixed by its text), learned from its first
+# run: a file whose rows all took the fast way (nvsmi_fast.py) then skips that script, whose
+# planning alone costs more than storing a small file's rows.
+_stage_gpu_columns: str | None = None
+
+
+def store_staged(ctx: LoadContext, zone: str | None, *, pci_order: bool = False) -> LoadCounts:
+    """Check stage_raw (sql/ingest/nvsmi_check.sql), then store it, stage_fast and
+    stage_gpu_events (sql/ingest/nvsmi_store.sql)."""
+    global _stage_gpu_columns
+    zone = zone or "UTC"
+    check_zone(zone)
+    # rows the reader typed itself (nvidia-smi CSV); other readers have none
+    ctx.con.execute(f"CREATE TEMP TABLE IF NOT EXISTS stage_fast {nvsmi_fast.FAST_TABLE_COLUMNS}")
+    if _stage_gpu_columns is not None and not ctx.con.execute("SELECT count(*) FROM stage_raw").fetchall()[0][0]:
+        ctx.con.execute("DROP TABLE stage_raw")
+        ctx.con.execute(f"CREATE OR REPLACE TEMP TABLE stage_gpu ({_stage_gpu_columns})")
+    else:
+        install_zone(ctx.con, zone)
+        for column in PROFILE_TEXT_COLUMNS:  # readers without DCGM's profiling fields leave them out
+            ctx.con.execute(f"ALTER TABLE stage_raw ADD COLUMN IF NOT EXISTS {column} VARCHAR")
+        run_script(ctx.con, "ingest", "nvsmi_macros", {})
+        run_script(ctx.con, "ingest", "nvsmi_check", {"zone": zone, "pci_order": pci_order},
+                   on_statement=ctx.on_statement)
+        _stage_gpu_columns = ", ".join(
+            f'"{name}" {kind}' for name, kind in ctx.con.execute("SELECT column_name, column_type FROM "
+                                                                 "(DESCRIBE stage_gpu)").fetchall())
+    run_script(ctx.con, "ingest", "nvsmi_store", {"file_id": ctx.file_id}, on_statement=ctx.on_statement)
+    stored, rejected = ctx.con.execute(
+        "SELECT count(*) FILTER (WHERE problem IS NULL) + (SELECT count(*) FROM stage_fast),"
+        " count(*) FILTER (WHERE problem IS NOT NULL) FROM stage_gpu"
+    ).fetchall()[0]
+    return LoadCounts(rows=int(stored), rejects=int(rejected))
+
+
+# Never in the tools' text output (tabs indent nvidia-smi's XML; CR ends Windows lines).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROL_BYTES = bytes([*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
+
+
+def read_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
+    """(1-based number, stripped text, cut) of each line; gzip, a BOM and CRLF read alike.
+
+    cut: the line has no line end, so it is the file's last and was cut off while the
+    log was being written (a killed `nvidia-smi -l` leaves half a buffered line): a
+    number on it may have lost digits. UTF-16 (Windows PowerShell's `>`) and binary data
+    are refused in one line, as is a damaged gzip file.
+    """
+    number = 0
+    try:
+        with open_binary(path) as f:
+            for number, raw in enumerate(f, start=1):
+                if number == 1:
+                    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+                        raise ParseError(f"{path}:1: UTF-16 text (as Windows PowerShell saves command output)",
+                                         hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {path.name}")
+                    if raw.startswith(b"\xef\xbb\xbf"):
+                        raw = raw[3:]
+                text = raw.decode("utf-8", errors="replace")
+                if _CONTROL.search(text):
+                    raise ParseError(f"{path}:{number}: binary data, not the text nvidia-smi or dcgm-exporter prints",
+                                     hint="give gca the tool's text output (a .gz is read as such)")
+                yield number, text.strip(), not raw.endswith(b"\n")
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise ParseError(f"{path}:{number + 1}: the compressed file is damaged or cut short ({e})",
+                         hint=f"copy it again, or keep what is readable: zcat {path.name} > {path.stem} and ingest that") from e
+
+
+CHUNK_BYTES = 8 << 20
+
+
+def read_chunks(path: Path) -> Iterator[tuple[int, pa.Array, bool]]:
+    """(number of the first line, the lines stripped as an Arrow string array, last line cut)
+    for each ~8 MiB of the file: read_lines' lines and checks, without a Python string per line."""
+    number, rest, started = 1, b"", False
+    try:
+        with open_binary(path) as f:
+            while True:
+                block = f.read(CHUNK_BYTES)
+                if not started and block:
+                    started = True
+                    if block.startswith((b"\xff\xfe", b"\xfe\xff")):
+                        raise ParseError(f"{path}:1: UTF-16 text (as Windows PowerShell saves command output)",
+                                         hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {path.name}")
+                    if block.startswith(b"\xef\xbb\xbf"):
+                        block = block[3:]
+                data = rest + block
+                if not data:
+                    return
+                end = data.rfind(b"\n") + 1 if block else len(data)
+                if not end:
+                    rest = data
+                    continue
+                raw, rest = data[:end], data[end:]
+                text = raw.decode("utf-8", errors="replace")
+                # deleting the control bytes and comparing lengths is ~4x faster than a regex search
+                binary = _CONTROL.search(text) if len(raw.translate(None, _CONTROL_BYTES)) != len(raw) else None
+                if binary:  # the lines before it are read, then the file fails at it
+                    text = text[: text.rfind("\n", 0, binary.start()) + 1]
+                cut = bool(text) and not text.endswith("\n")
+                parts = pc.list_flatten(pc.split_pattern(pa.array([text]), "\n"))
+                if not cut:
+                    parts = parts.slice(0, len(parts) - 1)  # after the last line end
+                if len(parts):
+                    yield number, pc.utf8_trim_whitespace(parts), cut
+                number += len(parts)
+                if binary:
+                    raise ParseError(f"{path}:{number}: binary data, not the text nvidia-smi or dcgm-exporter prints",
+                                     hint="give gca the tool's text output (a .gz is read as such)")
+                if not block:
+                    return
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise ParseError(f"{path}:{number}: the compressed file is damaged or cut short ({e})",
+                         hint=f"copy it again, or keep what is readable: zcat {path.name} > {path.stem} and ingest that") from e
+
+
+CUT_LINE = "the line has no line end: the log was cut off while being written"
