@@ -175,3 +175,92 @@ def test_unnamed_series_take_the_file_names_metric(tmp_path: Path, monkeypatch: 
 def test_every_json_capture_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     exact, fast, inline, _ = both_ways(tmp_path, DATA / name, monkeypatch)
     assert fast == exact == inline
+
+
+# ----------------------------------------------------------------- dcgm-exporter scrape files
+
+
+def scrape_text(doc: dict, *, extra_lines: dict[int, list[str]] | None = None) -> str:  # type: ignore[type-arg]
+    """The answer's points as dcgm-exporter scrapes under `# time:` lines (integer times only),
+    with the exporter's HELP/TYPE lines and another exporter's metric beside them."""
+    by_time: dict[int, list[str]] = {}
+    for s in doc["data"]["result"]:
+        metric = dict(s["metric"])
+        name = metric.pop("__name__")
+        labels = ",".join(f'{k}="{v}"' for k, v in metric.items())
+        for ts, value in s["values"]:
+            if float(ts).is_integer():
+                by_time.setdefault(int(ts), []).append(f"{name}{{{labels}}} {value}")
+    out = ["$ while sleep 10; do date +'# time: %s'; curl -s node:9400/metrics; done"]
+    for k, ts in enumerate(sorted(by_time)):
+        out.append(f"# time: {ts}")
+        out += ["# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).", "# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
+        out += by_time[ts] + ["go_goroutines 12"] + (extra_lines or {}).get(k, [])
+    return "\n".join(out) + "\n"
+
+
+def _store_scrape(db: Path, path: Path, **options: object) -> dict[str, list[tuple]]:  # type: ignore[type-arg]
+    with open_store(db) as con:
+        (report,) = ingest_paths(con, [path], IngestOptions(**options), format_name="dcgm_prom")  # type: ignore[arg-type]
+        out = {name: sorted(con.execute(sql).fetchall(), key=repr) for name, sql in TABLES.items()}
+    out["report"] = [(report.status, report.message.replace(str(path), "<file>"))]
+    return out
+
+
+SCRAPE_CASES = {
+    "clean": (lambda: scrape_text(answer(31)), True),
+    "exporter_pod": (lambda: scrape_text(answer(32, extra={"pod": "dcgm-exporter-1"})), True),
+    "workload": (lambda: scrape_text(answer(33, extra={"pod": "train", "namespace": "a"})), False),
+    "own_timestamp": (lambda: scrape_text(answer(34), extra_lines={
+        2: ['DCGM_FI_DEV_FB_RESERVED{gpu="0",Hostname="node0"} 5 1784016000000']}), False),
+    "escaped_label": (lambda: scrape_text(answer(35), extra_lines={
+        1: ['DCGM_FI_DEV_FB_RESERVED{gpu="0",Hostname="node0",note="a \\"b\\""} 5']}), False),
+    "iso_time": (lambda: scrape_text(answer(36)).replace("# time: 1784016010", "# time: 2026-07-14T08:00:10Z"), False),
+    "untimed_first": (lambda: 'DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="node0"} 5\n' + scrape_text(answer(37)), False),
+    "xid": (lambda: scrape_text(answer(38), extra_lines={
+        0: ['DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="node0",UUID="GPU-0038-0-0"} 79']}), False),
+    "out_of_range": (lambda: scrape_text(answer(39), extra_lines={
+        3: ['DCGM_FI_DEV_GPU_UTIL{gpu="7",Hostname="node1"} 250']}), False),
+    "scraped_twice": (lambda: scrape_text(answer(40), extra_lines={
+        4: ['DCGM_FI_DEV_FB_RESERVED{gpu="2",Hostname="node1",UUID="GPU-0040-1-2"} 7'] * 2}), False),
+}
+
+
+@pytest.mark.parametrize("case", list(SCRAPE_CASES))
+def test_scrapes_fast_and_exact_ways_store_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    make, fast_expected = SCRAPE_CASES[case]
+    path = tmp_path / "node-metrics.prom"
+    path.write_text(make())
+    taken = []
+    read = dcgm_fast.read_scrapes
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        typed = read(*args, **kwargs)
+        taken.append(typed is not None)
+        return typed
+
+    with monkeypatch.context() as m:
+        m.setattr(dcgm_fast, "read_scrapes", lambda *a, **k: None)
+        exact = _store_scrape(tmp_path / "exact.duckdb", path)
+    with monkeypatch.context() as m:
+        m.setattr(dcgm_fast, "read_scrapes", spy)
+        fast = _store_scrape(tmp_path / "fast.duckdb", path)
+    for name in exact:
+        assert fast[name] == exact[name], name
+    assert taken and all(t == fast_expected for t in taken), taken
+    if fast_expected:
+        assert exact["ingested_files"][0][1] > 200 and exact["rejects"] == []
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.prom")) + sorted(
+    f"real/{p.name}" for p in (DATA / "real").glob("*.prom")))
+def test_every_scrape_capture_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    with monkeypatch.context() as m:
+        m.setattr(dcgm_fast, "read_scrapes", lambda *a, **k: None)
+        exact = _store_scrape(tmp_path / "exact.duckdb", DATA / name, zone="UTC", time="2026-07-14T08:00:00Z")
+    fast = _store_scrape(tmp_path / "fast.duckdb", DATA / name, zone="UTC", time="2026-07-14T08:00:00Z")
+    assert fast == exact
+    plain = [_store_scrape(tmp_path / f"{way}.plain.duckdb", DATA / name, zone="UTC") for way in ("a",)]
+    with monkeypatch.context() as m:
+        m.setattr(dcgm_fast, "read_scrapes", lambda *a, **k: None)
+        assert _store_scrape(tmp_path / "exact.plain.duckdb", DATA / name, zone="UTC") == plain[0]

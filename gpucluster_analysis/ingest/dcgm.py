@@ -29,6 +29,10 @@ PCIE/NVLINK_TX/RX_BYTES) beside it; a scrape of profiling fields only stores det
 no utilization samples. The workload labels dcgm-exporter puts on a GPU's series (pod,
 namespace, container, hpc_job) become gpu_workload_labels. DCGM_FI_DEV_XID_ERRORS
 becomes gpu_events (kind xid) where its value first appears or changes.
+
+A plainly clean file of either format is read, typed and pivoted in polars instead
+(`dcgm_fast.py`, read ahead in a thread); everything above is the exact way every other
+file takes, and the one that decides rejects.
 """
 
 from __future__ import annotations
@@ -198,7 +202,26 @@ _DCGM_START = r"^(?i:dcgm)"
 _TIME_LINE = r"^#\s*(?i:time|timestamp)\s*:"
 
 
+def _scrape_series(text: str) -> dict[str, str | None] | None:
+    """A scrape series' measure and stage columns as _stage_plain reads them (for dcgm_fast)."""
+    measure = METRICS.get((metric_name(text) or "").lower())
+    if measure is None:
+        return None
+    _, raw_labels, _, _ = parse_sample(text + " 0")
+    return {"measure": measure, **_series_columns({k.lower(): v for k, v in raw_labels.items()})}
+
+
+def _read_ahead_prom(path: Path, options: IngestOptions) -> object:
+    if options.host or options.time:
+        return _Exact()
+    typed = dcgm_fast.read_scrapes(path, _scrape_series)
+    return _Exact() if typed is None else typed
+
+
 def _load_prom(ctx: LoadContext) -> LoadCounts:
+    ahead = ctx.prepared if ctx.prepared is not None else _read_ahead_prom(ctx.path, ctx.options)
+    if isinstance(ahead, pl.DataFrame):
+        return _store_typed(ctx, ahead)
     zone = site_zone(ctx)
     stage = Batches(ctx.con, "stage_dcgm", _STAGE)
     ctx.con.execute("CREATE OR REPLACE TEMP TABLE stage_prom_plain (line BIGINT, text VARCHAR)")
@@ -449,7 +472,7 @@ FORMATS = [
     FileFormat(
         name="dcgm_prom", source="dcgm",
         description="dcgm-exporter Prometheus text scrape(s) (/metrics)",
-        file_names=(), sniff=_sniff_prom, load=bounded_memory(_load_prom),
+        file_names=(), sniff=_sniff_prom, load=bounded_memory(_load_prom), prepare=_read_ahead_prom,
     ),
     FileFormat(
         name="dcgm_query_range", source="dcgm",

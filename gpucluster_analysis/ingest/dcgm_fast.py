@@ -14,7 +14,9 @@ same. No database I/O here (the read may run in a thread).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+
 import polars as pl
 
 # Measures the fast way types (dcgm.METRICS' values), with the range nvsmi_check.sql accepts.
@@ -90,6 +92,27 @@ def _typed(answer: pl.DataFrame, metrics: dict[str, str], fallback: str | None) 
     if labelled.get_column("unnamed").any() and fallback is None:
         return None
     kept = labelled.filter(pl.col("measure").is_not_null())
+    if kept.is_empty():
+        return None
+    points = kept.select("series_no", "measure", "host", "gpu_text", "values").explode("values").filter(
+        pl.col("values").is_not_null())
+    if points.get_column("values").list.len().ne(2).any():
+        return None
+    points = points.select(
+        "series_no", "measure", "host", "gpu_text",
+        pl.col("values").list.get(0).cast(pl.Float64, strict=False).alias("ts"),
+        pl.col("values").list.get(1).alias("text"),
+    )
+    return _checked(kept, points)
+
+
+def _checked(kept: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame | None:
+    """The typed rows of a clean answer or scrape file, or None.
+
+    `kept`: one row per series of a metric gca reads (series_no, measure, host, gpu_text,
+    instance_text, uuid, pci_text, model, exported_pod, pod, pod_name, hpc_job);
+    `points`: series_no, measure, host, gpu_text, ts (epoch seconds), text (the value).
+    """
     if kept.is_empty() or not kept.get_column("measure").is_in(list(RANGES)).all():
         return None  # Xid, clock reasons, or no DCGM series at all: the exact way
     pod = pl.coalesce(pl.col("exported_pod"), pl.col("pod"), pl.col("pod_name"))
@@ -108,15 +131,6 @@ def _typed(answer: pl.DataFrame, metrics: dict[str, str], fallback: str | None) 
     devices = kept.select("host", "gpu_text", "uuid", "pci_text", "model").unique()
     if devices.select("host", "gpu_text").is_duplicated().any():
         return None  # one GPU, two UUIDs (or PCI ids, models): the exact way
-    points = kept.select("series_no", "measure", "host", "gpu_text", "values").explode("values").filter(
-        pl.col("values").is_not_null())
-    if points.get_column("values").list.len().ne(2).any():
-        return None
-    points = points.select(
-        "series_no", "measure", "host", "gpu_text",
-        pl.col("values").list.get(0).cast(pl.Float64, strict=False).alias("ts"),
-        pl.col("values").list.get(1).alias("text"),
-    )
     if points.get_column("ts").is_null().any() or (points.get_column("ts") < 0).any():
         return None
     # each series' times strictly increasing (as Prometheus answers): no time twice
@@ -189,3 +203,75 @@ def _missing(value: pl.Expr) -> pl.Expr:
 def _text(value: pl.Expr) -> pl.Expr:
     return pl.when(_missing(value)).then(None).otherwise(value.str.strip_chars(" "))
 
+
+
+# dcgm-exporter scrape files (dcgm_prom): the lines dcgm.py's exact way reads, in their plain shape.
+_TIME_COMMENT = r"^#\s*(?i:time|timestamp)\s*:"
+_EPOCH_COMMENT = r"^#\s*(?i:time|timestamp)\s*:\s*([0-9]+)$"
+_SAMPLE = r"^[A-Za-z_:][A-Za-z0-9_:]*\{[^{}\\]*\}\s+\S+$"  # no sample timestamp: the `# time:` line times it
+_CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
+
+
+def read_scrapes(path: Path, series_of: Callable[[str], dict[str, str | None] | None]) -> pl.DataFrame | None:
+    """read()'s typed rows for a file of dcgm-exporter scrapes, or None: the exact way.
+
+    Clean means, besides read()'s rules: uncompressed UTF-8 ending in a line end; every DCGM
+    line `NAME{labels} VALUE` with no escape or brace in the labels and no timestamp of its
+    own, under a `# time: <epoch seconds>` line; no promtool dump lines. `series_of(series)`
+    gives a series' stage columns and measure as dcgm.py's exact way reads them (None: a
+    metric gca does not store; ValueError: labels that do not parse).
+    """
+    try:
+        with path.open("rb") as f:
+            head = f.read(3)
+            f.seek(-1, 2)
+            if f.read(1) != b"\n" or head.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff", b"\x1f\x8b")):
+                return None
+        lines = pl.read_csv(path, has_header=False, separator="\x1f", quote_char=None, new_columns=["text"],
+                            infer_schema=False, raise_if_empty=False)
+        if lines.width != 1:
+            return None
+        return _scrapes(lines, series_of)
+    except (pl.exceptions.PolarsError, ValueError, OSError):
+        return None
+
+
+def _scrapes(lines: pl.DataFrame, series_of: Callable[[str], dict[str, str | None] | None]) -> pl.DataFrame | None:
+    text = pl.col("text").str.strip_chars()
+    dcgm = pl.col("text").str.slice(0, 4).str.to_lowercase() == "dcgm"
+    df = lines.select(text.alias("text")).filter(pl.col("text").is_not_null() & (pl.col("text") != "")).with_row_index("n")
+    if df.select(pl.col("text").str.contains(_CONTROL).any() | pl.col("text").str.starts_with("{").any()).item():
+        return None  # binary data, or promtool dump lines: the exact way
+    # each regex on the lines it concerns: comments (~20% of a scrape), DCGM samples
+    comments = df.filter(pl.col("text").str.starts_with("#"))
+    if comments.select((pl.col("text").str.contains(_TIME_COMMENT) & ~pl.col("text").str.contains(_EPOCH_COMMENT)).any()).item():
+        return None
+    if not df.filter(dcgm).select(pl.col("text").str.contains(_SAMPLE).all()).item():
+        return None
+    timed = df.with_columns(
+        pl.col("text").str.extract(_EPOCH_COMMENT, 1).cast(pl.Float64).forward_fill().alias("ts"),
+        dcgm.alias("sample"),
+    ).filter(pl.col("sample"))
+    if timed.is_empty() or timed.get_column("ts").null_count():
+        return None  # a sample before any `# time:` line: the exact way times it or says why not
+    close = pl.col("text").str.find("}", literal=True)
+    samples = timed.select("n", "ts", pl.col("text").str.slice(0, close + 1).alias("series"),
+                           pl.col("text").str.slice(close + 1).str.strip_chars().alias("value"))
+    names = samples.get_column("series").unique(maintain_order=True).to_list()
+    rows = []
+    for number, series in enumerate(names):
+        columns = series_of(series)
+        if columns is not None:
+            rows.append({"series": series, "series_no": number, **columns})
+    if not rows:
+        return None
+    kept = pl.DataFrame(rows, infer_schema_length=None).with_columns(
+        pl.lit(None, dtype=pl.String).alias("exported_pod"), pl.lit(None, dtype=pl.String).alias("pod_name"))
+    for column in ("host", "gpu_text", "instance_text", "uuid", "pci_text", "model", "pod", "hpc_job"):
+        if column not in kept.columns:
+            kept = kept.with_columns(pl.lit(None, dtype=pl.String).alias(column))
+        kept = kept.with_columns(pl.col(column).cast(pl.String))
+    points = (samples.join(kept.select("series", "series_no", "measure", "host", "gpu_text"), on="series")
+              .sort("series_no", "n").select("series_no", "measure", "host", "gpu_text", "ts",
+                                             pl.col("value").alias("text")))
+    return _checked(kept, points)

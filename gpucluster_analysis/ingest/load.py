@@ -231,8 +231,9 @@ CHECKPOINT_BYTES = 256 << 20
 
 
 # A file read ahead is held in memory whole until its turn: only files up to this size
-# (a day of one node's nvidia-smi log at 1 s is ~90 MB); bigger ones stream as they load.
-READ_AHEAD_MAX_BYTES = 128 << 20
+# (a day of one node's nvidia-smi log at 1 s is ~90 MB, of its dcgm-exporter scrapes at 10 s
+# ~160 MB); bigger ones stream as they load.
+READ_AHEAD_MAX_BYTES = 256 << 20
 # Files read ahead at once, each in its own thread: with the one being stored, two cores stay
 # busy even where reading a file takes longer than storing it (DCGM's query_range answers).
 READ_AHEAD_FILES = 2
