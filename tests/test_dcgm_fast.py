@@ -264,3 +264,16 @@ def test_every_scrape_capture_the_same_both_ways(tmp_path: Path, monkeypatch: py
     with monkeypatch.context() as m:
         m.setattr(dcgm_fast, "read_scrapes", lambda *a, **k: None)
         assert _store_scrape(tmp_path / "exact.plain.duckdb", DATA / name, zone="UTC") == plain[0]
+
+
+def test_a_file_over_the_size_bound_takes_the_exact_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpucluster_analysis.ingest.dcgm import METRICS, _scrape_series
+
+    answer_file, scrape_file = tmp_path / "node0.json", tmp_path / "node0.prom"
+    answer_file.write_text(json.dumps(answer(50, hosts=1)))
+    scrape_file.write_text(scrape_text(answer(50, hosts=1)))
+    assert dcgm_fast.read(answer_file, METRICS, None) is not None
+    assert dcgm_fast.read_scrapes(scrape_file, _scrape_series) is not None
+    monkeypatch.setattr(dcgm_fast, "MAX_BYTES", 1000)
+    assert dcgm_fast.read(answer_file, METRICS, None) is None
+    assert dcgm_fast.read_scrapes(scrape_file, _scrape_series) is None

@@ -35,6 +35,9 @@ COLUMNS = {"util_pct": "util", "mem_util_pct": "mem_util", "mem_used_mib": "mem_
            "temp_c": "temp", "sm_clock_mhz": "sm_clock", "gr_engine_active": "gr_engine",
            **{m: m for m in PROFILE}}
 _NUMBER = r"^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$"
+# The fast way holds a whole file in memory (several times its size while polars reads it);
+# bigger files take the exact way, which streams them under DuckDB's memory limit.
+MAX_BYTES = 256 << 20
 _MISSING_WORDS = ("n/a", "-", "unknown", "none", "not supported", "not available")
 _WORKLOAD = ("exported_pod", "pod", "pod_name", "hpc_job")
 
@@ -47,6 +50,8 @@ def read(path: Path, metrics: dict[str, str], fallback: str | None) -> pl.DataFr
     file name gives series without __name__.
     """
     try:
+        if path.stat().st_size > MAX_BYTES:
+            return None
         answer = pl.read_json(path, infer_schema_length=None)
         return _typed(answer, metrics, fallback)
     except (pl.exceptions.PolarsError, ValueError, OSError, TypeError):
@@ -222,6 +227,8 @@ def read_scrapes(path: Path, series_of: Callable[[str], dict[str, str | None] | 
     metric gca does not store; ValueError: labels that do not parse).
     """
     try:
+        if path.stat().st_size > MAX_BYTES:
+            return None
         with path.open("rb") as f:
             head = f.read(3)
             f.seek(-1, 2)
