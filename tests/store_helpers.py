@@ -41,3 +41,25 @@ def jobs_csv(db: Path) -> dict[str, dict[str, object]]:
         prepare(con)
         table = format_for_csv(jobs_table(con))
     return {row["job_id"]: row for row in table.to_dicts()}
+
+
+# Every table a GPU telemetry file fills, as the fast-way tests compare them (file ids apart).
+TELEMETRY_TABLES = {
+    "gpu_samples": "SELECT sample_at, machine_id, gpu_index, util_pct FROM gpu_samples",
+    "gpu_sample_details": "SELECT * EXCLUDE (file_id) FROM gpu_sample_details",
+    "gpu_devices": "SELECT * EXCLUDE (file_id) FROM gpu_devices",
+    "rejects": "SELECT line, reason, text FROM rejects",
+    "gpu_events": "SELECT * EXCLUDE (file_id) FROM gpu_events",
+    "gpu_workload_labels": "SELECT * EXCLUDE (file_id) FROM gpu_workload_labels",
+    "ingested_files": "SELECT format, rows_loaded, rejects FROM ingested_files",
+}
+
+
+def telemetry_stored(db: Path, path: Path, format_name: str, **options: object) -> dict[str, list[tuple]]:  # type: ignore[type-arg]
+    """Ingest one telemetry file into a new store; every TELEMETRY_TABLES table (rows sorted)
+    and the file's status and message."""
+    (report,) = ingest(db, path, format_name=format_name, **options)
+    with open_store(db, read_only=True) as con:
+        out = {name: sorted(con.execute(sql).fetchall(), key=repr) for name, sql in TELEMETRY_TABLES.items()}
+    out["report"] = [(report.status, report.message.replace(str(path), "<file>"))]
+    return out

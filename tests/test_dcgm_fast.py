@@ -14,21 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster_analysis.db import open_store
-from gpucluster_analysis.ingest import IngestOptions, dcgm_fast, ingest_paths, load
+from gpucluster_analysis.ingest import dcgm_fast, load
+from tests.store_helpers import telemetry_stored
 
 DATA = Path(__file__).parent / "data" / "gpu"
 T0 = 1_784_016_000
 
-TABLES = {
-    "gpu_samples": "SELECT sample_at, machine_id, gpu_index, util_pct FROM gpu_samples",
-    "gpu_sample_details": "SELECT * EXCLUDE (file_id) FROM gpu_sample_details",
-    "gpu_devices": "SELECT * EXCLUDE (file_id) FROM gpu_devices",
-    "rejects": "SELECT line, reason, text FROM rejects",
-    "gpu_events": "SELECT * EXCLUDE (file_id) FROM gpu_events",
-    "gpu_workload_labels": "SELECT * EXCLUDE (file_id) FROM gpu_workload_labels",
-    "ingested_files": "SELECT format, rows_loaded, rejects FROM ingested_files",
-}
 FIELDS = {"DCGM_FI_DEV_GPU_UTIL": (0, 100), "DCGM_FI_DEV_MEM_COPY_UTIL": (0, 100), "DCGM_FI_DEV_FB_USED": (0, 80000),
           "DCGM_FI_DEV_FB_FREE": (0, 80000), "DCGM_FI_DEV_POWER_USAGE": (50, 700), "DCGM_FI_DEV_GPU_TEMP": (25, 90),
           "DCGM_FI_DEV_SM_CLOCK": (300, 2000), "DCGM_FI_PROF_SM_ACTIVE": (0, 1), "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": (0, 1),
@@ -70,17 +61,13 @@ def answer(seed: int, *, hosts: int = 2, gpus: int = 3, points: int = 40, host_l
     return {"status": "success", "data": {"resultType": "matrix", "result": result}}
 
 
-def _store(db: Path, path: Path, **options: object) -> dict[str, list[tuple]]:  # type: ignore[type-arg]
-    with open_store(db) as con:
-        (report,) = ingest_paths(con, [path], IngestOptions(**options), format_name="dcgm_query_range")  # type: ignore[arg-type]
-        out = {name: sorted(con.execute(sql).fetchall(), key=repr) for name, sql in TABLES.items()}
-    out["report"] = [(report.status, report.message.replace(str(path), "<file>"))]
-    return out
-
-
-def both_ways(tmp_path: Path, path: Path, monkeypatch: pytest.MonkeyPatch, **options: object):  # type: ignore[no-untyped-def]
+def both_ways(tmp_path: Path, path: Path, monkeypatch: pytest.MonkeyPatch, *, scrapes: bool = False,
+              **options: object):  # type: ignore[no-untyped-def]
+    """The file stored with the fast way off, on, and (answers) read in this thread rather than
+    ahead, as a live Prometheus pull does; and whether each fast read took the file."""
+    reader, fmt = ("read_scrapes", "dcgm_prom") if scrapes else ("read", "dcgm_query_range")
     taken = []
-    read = dcgm_fast.read
+    read = getattr(dcgm_fast, reader)
 
     def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
         typed = read(*args, **kwargs)
@@ -88,15 +75,13 @@ def both_ways(tmp_path: Path, path: Path, monkeypatch: pytest.MonkeyPatch, **opt
         return typed
 
     with monkeypatch.context() as m:
-        m.setattr(dcgm_fast, "read", lambda *a, **k: None)
-        exact = _store(tmp_path / "exact.duckdb", path, **options)
+        m.setattr(dcgm_fast, reader, lambda *a, **k: None)
+        exact = telemetry_stored(tmp_path / "exact.duckdb", path, fmt, **options)
     with monkeypatch.context() as m:
-        m.setattr(dcgm_fast, "read", spy)
-        fast = _store(tmp_path / "fast.duckdb", path, **options)
-    with monkeypatch.context() as m:  # read in this thread, not ahead (as a live Prometheus pull does)
-        m.setattr(dcgm_fast, "read", spy)
+        m.setattr(dcgm_fast, reader, spy)
+        fast = telemetry_stored(tmp_path / "fast.duckdb", path, fmt, **options)
         m.setattr(load, "READ_AHEAD_MAX_BYTES", 0)
-        inline = _store(tmp_path / "inline.duckdb", path, **options)
+        inline = telemetry_stored(tmp_path / "inline.duckdb", path, fmt, **options)
     return exact, fast, inline, taken
 
 
@@ -199,14 +184,6 @@ def scrape_text(doc: dict, *, extra_lines: dict[int, list[str]] | None = None) -
     return "\n".join(out) + "\n"
 
 
-def _store_scrape(db: Path, path: Path, **options: object) -> dict[str, list[tuple]]:  # type: ignore[type-arg]
-    with open_store(db) as con:
-        (report,) = ingest_paths(con, [path], IngestOptions(**options), format_name="dcgm_prom")  # type: ignore[arg-type]
-        out = {name: sorted(con.execute(sql).fetchall(), key=repr) for name, sql in TABLES.items()}
-    out["report"] = [(report.status, report.message.replace(str(path), "<file>"))]
-    return out
-
-
 SCRAPE_CASES = {
     "clean": (lambda: scrape_text(answer(31)), True),
     "exporter_pod": (lambda: scrape_text(answer(32, extra={"pod": "dcgm-exporter-1"})), True),
@@ -231,22 +208,10 @@ def test_scrapes_fast_and_exact_ways_store_the_same(tmp_path: Path, monkeypatch:
     make, fast_expected = SCRAPE_CASES[case]
     path = tmp_path / "node-metrics.prom"
     path.write_text(make())
-    taken = []
-    read = dcgm_fast.read_scrapes
-
-    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        typed = read(*args, **kwargs)
-        taken.append(typed is not None)
-        return typed
-
-    with monkeypatch.context() as m:
-        m.setattr(dcgm_fast, "read_scrapes", lambda *a, **k: None)
-        exact = _store_scrape(tmp_path / "exact.duckdb", path)
-    with monkeypatch.context() as m:
-        m.setattr(dcgm_fast, "read_scrapes", spy)
-        fast = _store_scrape(tmp_path / "fast.duckdb", path)
+    exact, fast, inline, taken = both_ways(tmp_path, path, monkeypatch, scrapes=True)
     for name in exact:
         assert fast[name] == exact[name], name
+        assert inline[name] == exact[name], name
     assert taken and all(t == fast_expected for t in taken), taken
     if fast_expected:
         assert exact["ingested_files"][0][1] > 200 and exact["rejects"] == []
@@ -255,15 +220,10 @@ def test_scrapes_fast_and_exact_ways_store_the_same(tmp_path: Path, monkeypatch:
 @pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.prom")) + sorted(
     f"real/{p.name}" for p in (DATA / "real").glob("*.prom")))
 def test_every_scrape_capture_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    with monkeypatch.context() as m:
-        m.setattr(dcgm_fast, "read_scrapes", lambda *a, **k: None)
-        exact = _store_scrape(tmp_path / "exact.duckdb", DATA / name, zone="UTC", time="2026-07-14T08:00:00Z")
-    fast = _store_scrape(tmp_path / "fast.duckdb", DATA / name, zone="UTC", time="2026-07-14T08:00:00Z")
-    assert fast == exact
-    plain = [_store_scrape(tmp_path / f"{way}.plain.duckdb", DATA / name, zone="UTC") for way in ("a",)]
-    with monkeypatch.context() as m:
-        m.setattr(dcgm_fast, "read_scrapes", lambda *a, **k: None)
-        assert _store_scrape(tmp_path / "exact.plain.duckdb", DATA / name, zone="UTC") == plain[0]
+    """Real scrapes have no `# time:` lines and carry Xid series, so the fast way declines them
+    all: this guards against it taking one it cannot store alike."""
+    exact, fast, inline, _ = both_ways(tmp_path, DATA / name, monkeypatch, scrapes=True, zone="UTC")
+    assert fast == exact == inline
 
 
 def test_a_file_over_the_size_bound_takes_the_exact_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,9 +16,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from gpucluster_analysis.db import open_store
-from gpucluster_analysis.ingest import IngestOptions, ingest_paths, load, nvsmi_fast, telemetry
+from gpucluster_analysis.ingest import load, nvsmi_fast, telemetry
 from gpucluster_analysis.timezones import local_periods
+from tests.store_helpers import telemetry_stored
 
 DATA = Path(__file__).parent / "data" / "gpu"
 
@@ -78,23 +78,8 @@ def write_hostile(path: Path, *, seed: int, start: datetime, rows: int, step_s: 
     path.write_text("\n".join(lines) + "\n")
 
 
-TABLES = {
-    "gpu_samples": "SELECT sample_at, machine_id, gpu_index, util_pct FROM gpu_samples",
-    "gpu_sample_details": "SELECT * EXCLUDE (file_id) FROM gpu_sample_details",
-    "gpu_devices": "SELECT * EXCLUDE (file_id) FROM gpu_devices",
-    "rejects": "SELECT line, reason, text FROM rejects",
-    "gpu_events": "SELECT * EXCLUDE (file_id) FROM gpu_events",
-    "ingested_files": "SELECT rows_loaded, rejects FROM ingested_files",
-}
-
-
 def _store(db: Path, path: Path, zone: str, **extra: object) -> dict[str, list[tuple]]:  # type: ignore[type-arg]
-    options = IngestOptions(zone=zone, host="node01", **extra)  # type: ignore[arg-type]
-    with open_store(db) as con:
-        (report,) = ingest_paths(con, [path], options, format_name="nvsmi_csv")
-        out = {name: sorted(con.execute(sql).fetchall(), key=repr) for name, sql in TABLES.items()}
-    out["report"] = [(report.status, report.message.replace(str(path), "<file>"))]
-    return out
+    return telemetry_stored(db, path, "nvsmi_csv", zone=zone, host="node01", **extra)
 
 
 def _three_ways(tmp_path: Path, path: Path, zone: str, monkeypatch: pytest.MonkeyPatch, **extra: object):  # type: ignore[no-untyped-def]
