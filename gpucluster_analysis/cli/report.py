@@ -10,7 +10,6 @@ import typer
 
 from gpucluster_analysis.cli._options import DEFAULT_DB, DbOption
 from gpucluster_analysis.cli._output import guarded, print_json, print_rows, stderr
-from gpucluster_analysis.errors import InputError
 
 
 @guarded
@@ -53,22 +52,16 @@ def report(
     from gpucluster_analysis.replay.rules import load_quotas, parse_locality
     from gpucluster_analysis.report.build import build_report
 
-    from gpucluster_analysis.report.selection import Selection, parse_instant
+    from gpucluster_analysis.report.selection import Selection, parse_period
 
     rule = parse_locality(locality)
     quota_file = load_quotas(quotas) if quotas is not None else None
-    selection = Selection(
-        since=parse_instant(since, "--since") if since else None, until=parse_instant(until, "--until") if until else None,
-        vcs=tuple(vc or ()), users=tuple(user or ()), sources=tuple(source or ()))
-    if selection.since and selection.until and selection.since >= selection.until:
-        raise InputError(f"--since {since} is not before --until {until}", hint="the period is [since, until)")
+    start, end = parse_period(since, until)
+    selection = Selection(start, end, vcs=tuple(vc or ()), users=tuple(user or ()), sources=tuple(source or ()))
     baseline = None
     if baseline_since or baseline_until:
-        baseline = replace(selection, since=parse_instant(baseline_since, "--baseline-since") if baseline_since else None,
-                           until=parse_instant(baseline_until, "--baseline-until") if baseline_until else None)
-        if baseline.since and baseline.until and baseline.since >= baseline.until:
-            raise InputError(f"--baseline-since {baseline_since} is not before --baseline-until {baseline_until}",
-                             hint="the baseline period is [since, until)")
+        start, end = parse_period(baseline_since, baseline_until, baseline=True)
+        baseline = replace(selection, since=start, until=end)
     from gpucluster_analysis.report import summary
 
     def log(msg: str) -> None:

@@ -31,9 +31,10 @@ FAST_COLUMNS = {
     "util_pct": pl.Float64, "mem_util_pct": pl.Float64, "mem_used_mib": pl.Float64, "mem_total_mib": pl.Float64,
     "power_w": pl.Float64, "temp_c": pl.Float64, "sm_clock_mhz": pl.Float64,
 }
-FAST_TABLE_COLUMNS = ("(line BIGINT, machine_id VARCHAR, sample_at TIMESTAMP, gpu_index SMALLINT, uuid VARCHAR, "
-                      "pci_bus_id VARCHAR, model VARCHAR, util_pct DOUBLE, mem_util_pct DOUBLE, mem_used_mib DOUBLE, "
-                      "mem_total_mib DOUBLE, power_w DOUBLE, temp_c DOUBLE, sm_clock_mhz DOUBLE)")
+_SQL_TYPES = {pl.Int64: "BIGINT", pl.String: "VARCHAR", pl.Datetime("us"): "TIMESTAMP", pl.Int16: "SMALLINT",
+              pl.Float64: "DOUBLE"}
+# the same columns as a DuckDB table's, for the staging table of a log streamed chunk by chunk
+FAST_TABLE_COLUMNS = "(" + ", ".join(f"{name} {_SQL_TYPES[kind]}" for name, kind in FAST_COLUMNS.items()) + ")"
 
 # position column of the block layout -> (stage column, units the field may carry, upper bound)
 _MEASURES: dict[str, tuple[str, str, float | None]] = {

@@ -80,6 +80,17 @@ def parse_instant(text: str, option: str) -> datetime:
     return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo else parsed
 
 
+def parse_period(since: str | None, until: str | None, *, baseline: bool = False) -> tuple[datetime | None, datetime | None]:
+    """--since/--until (or --baseline-since/--baseline-until) as naive UTC; since must come first."""
+    prefix = "--baseline-" if baseline else "--"
+    start = parse_instant(since, f"{prefix}since") if since else None
+    end = parse_instant(until, f"{prefix}until") if until else None
+    if start and end and start >= end:
+        raise InputError(f"{prefix}since {since} is not before {prefix}until {until}",
+                         hint=f"the {'baseline ' if baseline else ''}period is [since, until)")
+    return start, end
+
+
 def apply(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
     """Narrow the report to `selection` (after the replay, before the job-level tables that
     follow it); returns how many jobs it holds. Without a selection it only makes the
