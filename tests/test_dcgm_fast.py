@@ -108,9 +108,21 @@ CASES = {
     "workload": (lambda: answer(9, extra={"pod": "train-abc", "namespace": "team-a", "container": "main"}), {}, False),
     "hpc_job": (lambda: answer(10, extra={"hpc_job": "12345"}), {}, False),
     "mig": (lambda: answer(11, series_extra=[_mig({"gpu": "0", "Hostname": "node0", "UUID": "GPU-0011-0-0"})]), {}, False),
-    "xid": (lambda: answer(12, series_extra=[{"metric": {"__name__": "DCGM_FI_DEV_XID_ERRORS", "gpu": "0",
-                                                         "Hostname": "node0"}, "values": [[T0, "0"], [T0 + 10, "79"]]}]),
-            {}, False),
+    # Xid series (the default dcgm-exporter's): events where a value first shows or changes
+    "xid": (lambda: answer(12, series_extra=[
+        {"metric": {"__name__": "DCGM_FI_DEV_XID_ERRORS", "gpu": "0", "Hostname": "node0"},
+         "values": [[T0, "0"], [T0 + 10, "79"], [T0 + 20, "79"], [T0 + 30, "NaN"], [T0 + 40, "79"], [T0 + 50, "0"],
+                    [T0 + 60, "13"], [T0 + 70, "48"]]},
+        {"metric": {"__name__": "DCGM_FI_DEV_XID_ERRORS", "gpu": "1", "Hostname": "node1", "UUID": "GPU-other"},
+         "values": [[T0 + k * 10, "0"] for k in range(30)]},
+        {"metric": {"__name__": "DCGM_FI_DEV_XID_ERRORS", "gpu": "9", "Hostname": "node1"},  # a GPU with nothing else
+         "values": [[T0, "31"]]}]), {}, True),
+    "xid_fractional": (lambda: answer(18, series_extra=[{"metric": {"__name__": "DCGM_FI_DEV_XID_ERRORS", "gpu": "0",
+                                                                    "Hostname": "node0"}, "values": [[T0, "79.5"]]}]),
+                       {}, False),
+    "xid_twice": (lambda: answer(19, series_extra=[
+        {"metric": {"__name__": "DCGM_FI_DEV_XID_ERRORS", "gpu": "0", "Hostname": "node0", "err_code": str(k)},
+         "values": [[T0, str(k)]]} for k in (43, 79)]), {}, False),
     "two_uuids": (lambda: answer(13, series_extra=[{"metric": {"__name__": "DCGM_FI_DEV_FB_RESERVED", "gpu": "0",
                                                                "Hostname": "node0", "UUID": "GPU-other"},
                                                     "values": [[T0, "10"]]}]), {}, False),
@@ -141,6 +153,24 @@ def test_fast_and_exact_ways_store_the_same(tmp_path: Path, monkeypatch: pytest.
     assert all(t == fast_expected for t in taken) and (taken or not fast_expected), taken
     if fast_expected:
         assert exact["ingested_files"][0][1] > 200 and exact["rejects"] == []
+
+
+def test_xid_events_are_where_a_value_first_shows_or_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """By hand from the "xid" case: node0 GPU 0 reads 0, 79, 79, NaN, 79, 0, 13, 48 (the NaN
+    scrape changes nothing); node1 GPU 1 only 0; node1 GPU 9 reads 31 once."""
+    path = tmp_path / "node-metrics.json"
+    path.write_text(json.dumps(CASES["xid"][0]()))
+    exact, fast, _, taken = both_ways(tmp_path, path, monkeypatch)
+    from datetime import UTC, datetime
+
+    def at(k: int) -> datetime:
+        return datetime.fromtimestamp(T0 + 10 * k, UTC).replace(tzinfo=None)
+
+    expected = [(at(1), "node0", 0, "xid", "Xid 79"), (at(6), "node0", 0, "xid", "Xid 13"),
+                (at(7), "node0", 0, "xid", "Xid 48"), (at(0), "node1", 9, "xid", "Xid 31")]
+    for stored in (exact, fast):
+        assert sorted(e[:5] for e in stored["gpu_events"]) == sorted(expected)
+    assert all(taken)
 
 
 def test_unnamed_series_take_the_file_names_metric(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -195,7 +225,18 @@ SCRAPE_CASES = {
     "iso_time": (lambda: scrape_text(answer(36)).replace("# time: 1784016010", "# time: 2026-07-14T08:00:10Z"), False),
     "untimed_first": (lambda: 'DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="node0"} 5\n' + scrape_text(answer(37)), False),
     "xid": (lambda: scrape_text(answer(38), extra_lines={
-        0: ['DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="node0",UUID="GPU-0038-0-0"} 79']}), False),
+        k: [f'DCGM_FI_DEV_XID_ERRORS{{gpu="0",Hostname="node0",UUID="GPU-0038-0-0"}} {x}',
+            'DCGM_FI_DEV_XID_ERRORS{gpu="1",Hostname="node0",UUID="GPU-0038-0-1"} 0']
+        for k, x in enumerate(["0", "79", "79", "NaN", "79", "0", "13", "48"])}), True),
+    "xid_fractional": (lambda: scrape_text(answer(41), extra_lines={
+        2: ['DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="node0",UUID="GPU-0041-0-0"} 1.5']}), False),
+    "control_byte_in_help": (lambda: scrape_text(answer(42)).replace("GPU utilization (in %).", "GPU \x07utilization",
+                                                                     1), False),
+    "two_braces": (lambda: scrape_text(answer(43), extra_lines={
+        1: ['DCGM_FI_DEV_FB_RESERVED{gpu="0",Hostname="node0",note="}"} 5']}), False),
+    "indented": (lambda: scrape_text(answer(44), extra_lines={
+        1: ['  DCGM_FI_DEV_FB_RESERVED{gpu="0",Hostname="node0",UUID="GPU-0044-0-0"} 5']}), False),
+    "crlf": (lambda: scrape_text(answer(45)).replace("\n", "\r\n"), True),
     "out_of_range": (lambda: scrape_text(answer(39), extra_lines={
         3: ['DCGM_FI_DEV_GPU_UTIL{gpu="7",Hostname="node1"} 250']}), False),
     "scraped_twice": (lambda: scrape_text(answer(40), extra_lines={
@@ -220,8 +261,8 @@ def test_scrapes_fast_and_exact_ways_store_the_same(tmp_path: Path, monkeypatch:
 @pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.prom")) + sorted(
     f"real/{p.name}" for p in (DATA / "real").glob("*.prom")))
 def test_every_scrape_capture_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    """Real scrapes have no `# time:` lines and carry Xid series, so the fast way declines them
-    all: this guards against it taking one it cannot store alike."""
+    """Real captures are single scrapes without `# time:` lines (timed by --time or the file
+    name), so the fast way declines them: this guards against it taking one it cannot store alike."""
     exact, fast, inline, _ = both_ways(tmp_path, DATA / name, monkeypatch, scrapes=True, zone="UTC")
     assert fast == exact == inline
 

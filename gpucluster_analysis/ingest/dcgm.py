@@ -43,7 +43,6 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -220,7 +219,7 @@ def _read_ahead_prom(path: Path, options: IngestOptions) -> object:
 
 def _load_prom(ctx: LoadContext) -> LoadCounts:
     ahead = ctx.prepared if ctx.prepared is not None else _read_ahead_prom(ctx.path, ctx.options)
-    if isinstance(ahead, pl.DataFrame):
+    if isinstance(ahead, dcgm_fast.Typed):
         return _store_typed(ctx, ahead)
     zone = site_zone(ctx)
     stage = Batches(ctx.con, "stage_dcgm", _STAGE)
@@ -363,7 +362,7 @@ def _read_ahead_query_range(path: Path, options: IngestOptions) -> object:
 
 def _load_query_range(ctx: LoadContext) -> LoadCounts:
     ahead = ctx.prepared if ctx.prepared is not None else _read_ahead_query_range(ctx.path, ctx.options)
-    if isinstance(ahead, pl.DataFrame):
+    if isinstance(ahead, dcgm_fast.Typed):
         return _store_typed(ctx, ahead)
     if ctx.path.stat().st_size > _MAX_RESPONSE_BYTES:
         raise ParseError(f"{ctx.path}: a Prometheus API response over 1 GiB, read whole as one JSON value",
@@ -417,14 +416,16 @@ def _load_query_range(ctx: LoadContext) -> LoadCounts:
 
 
 
-def _store_typed(ctx: LoadContext, typed: pl.DataFrame) -> LoadCounts:
+def _store_typed(ctx: LoadContext, typed: dcgm_fast.Typed) -> LoadCounts:
     """Store what dcgm_fast typed (sql/ingest/dcgm_typed_store.sql): rows in place, no rejects."""
-    ctx.con.register("stage_dcgm_typed", typed.to_arrow())
+    ctx.con.register("stage_dcgm_typed", typed.rows.to_arrow())
+    ctx.con.register("stage_dcgm_xid", typed.xid_events.to_arrow())
     try:
         run_script(ctx.con, "ingest", "dcgm_typed_store", {"file_id": ctx.file_id}, on_statement=ctx.on_statement)
     finally:
         ctx.con.unregister("stage_dcgm_typed")
-    return LoadCounts(rows=typed.height, rejects=0)
+        ctx.con.unregister("stage_dcgm_xid")
+    return LoadCounts(rows=typed.rows.height, rejects=0)
 
 
 def load_query_range(ctx: LoadContext) -> LoadCounts:

@@ -1,20 +1,22 @@
-"""Typed rows of an ordinary Prometheus query_range answer of DCGM series, read in polars.
+"""Typed rows of an ordinary Prometheus query_range answer or file of dcgm-exporter scrapes
+of DCGM series, read in polars.
 
 A day of one node's DCGM fields is ~700k points; staging each as text with its series'
 labels, pivoting and checking the text in SQL (dcgm_query_range.sql, dcgm_pivot.sql,
-nvsmi_check.sql) costs ~2 s a node (benchmarks/RESULTS.md). polars reads the answer and
-types, checks and pivots it in a fraction of that. Only an answer that is plainly clean takes
+nvsmi_check.sql) costs ~2 s a node (benchmarks/RESULTS.md). polars reads the file and
+types, checks and pivots it in a fraction of that. Only a file that is plainly clean takes
 this way, whole: every series of a DCGM metric gca reads names its host and GPU index by its
 labels, no two series give one GPU the same measure, every value is a decimal number in its
-measure's range or NaN, and nothing needs what only the exact way does (MIG instances,
-workload labels, Xid or clock-reason series, --host). Any other answer goes the exact way,
-which also decides its rejects; `tests/test_dcgm_fast.py` checks that both ways store the
-same. No database I/O here (the read may run in a thread).
+measure's range or NaN (Xid codes whole numbers), and nothing needs what only the exact way
+does (MIG instances, workload labels, clock-reason series, --host). Any other file goes the
+exact way, which also decides its rejects; `tests/test_dcgm_fast.py` checks that both ways
+store the same. No database I/O here (the read may run in a thread).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -42,9 +44,19 @@ _MISSING_WORDS = ("n/a", "-", "unknown", "none", "not supported", "not available
 _WORKLOAD = ("exported_pod", "pod", "pod_name", "hpc_job")
 
 
-def read(path: Path, metrics: dict[str, str], fallback: str | None) -> pl.DataFrame | None:
-    """One row per GPU and time of a clean answer (columns: machine_id, sample_at, gpu_index,
-    uuid, pci_bus_id, model, the measures, in_samples, has_details), or None: the exact way.
+@dataclass(frozen=True)
+class Typed:
+    """What the fast way read of a clean file: `rows`, one per GPU and time as read() says, and
+    `xid_events` (line, event_at, machine_id, gpu_index, kind, detail) as dcgm_pivot.sql finds them."""
+
+    rows: pl.DataFrame
+    xid_events: pl.DataFrame
+
+
+def read(path: Path, metrics: dict[str, str], fallback: str | None) -> Typed | None:
+    """A clean answer's rows, one per GPU and time (columns: machine_id, sample_at, gpu_index,
+    uuid, pci_bus_id, model, the measures, in_samples, has_details), and its Xid events; or
+    None: the exact way.
 
     `metrics`: lower-case metric name -> measure (dcgm.METRICS); `fallback`: the measure the
     file name gives series without __name__.
@@ -58,7 +70,7 @@ def read(path: Path, metrics: dict[str, str], fallback: str | None) -> pl.DataFr
         return None
 
 
-def _typed(answer: pl.DataFrame, metrics: dict[str, str], fallback: str | None) -> pl.DataFrame | None:
+def _typed(answer: pl.DataFrame, metrics: dict[str, str], fallback: str | None) -> Typed | None:
     if answer.height != 1 or set(answer.columns) - {"status", "data"} or "data" not in answer.columns:
         return None
     if answer.item(0, "status") != "success":
@@ -99,27 +111,28 @@ def _typed(answer: pl.DataFrame, metrics: dict[str, str], fallback: str | None) 
     kept = labelled.filter(pl.col("measure").is_not_null())
     if kept.is_empty():
         return None
-    points = kept.select("series_no", "measure", "host", "gpu_text", "values").explode("values").filter(
-        pl.col("values").is_not_null())
+    points = kept.select("series_no", "values").explode("values").filter(pl.col("values").is_not_null())
     if points.get_column("values").list.len().ne(2).any():
         return None
     points = points.select(
-        "series_no", "measure", "host", "gpu_text",
+        "series_no", pl.lit(None, dtype=pl.Int64).alias("line"),  # JSON has no lines (dcgm_query_range.sql)
         pl.col("values").list.get(0).cast(pl.Float64, strict=False).alias("ts"),
         pl.col("values").list.get(1).alias("text"),
     )
     return _checked(kept, points)
 
 
-def _checked(kept: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame | None:
-    """The typed rows of a clean answer or scrape file, or None.
+def _checked(kept: pl.DataFrame, points: pl.DataFrame, *, numbers_checked: bool = False) -> Typed | None:
+    """The typed rows and Xid events of a clean answer or scrape file, or None.
 
     `kept`: one row per series of a metric gca reads (series_no, measure, host, gpu_text,
     instance_text, uuid, pci_text, model, exported_pod, pod, pod_name, hpc_job);
-    `points`: series_no, measure, host, gpu_text, ts (epoch seconds), text (the value).
+    `points`: series_no, line (None in an answer), ts (epoch seconds), text (the value), each
+    series' points in the order the file gives them. `numbers_checked`: every text is
+    already known to match _NUMBER or be NaN.
     """
-    if kept.is_empty() or not kept.get_column("measure").is_in(list(RANGES)).all():
-        return None  # Xid, clock reasons, or no DCGM series at all: the exact way
+    if kept.is_empty() or not kept.get_column("measure").is_in([*RANGES, "xid"]).all():
+        return None  # clock reasons, or no DCGM series at all: the exact way
     pod = pl.coalesce(pl.col("exported_pod"), pl.col("pod"), pl.col("pod_name"))
     clean_series = kept.select(
         pl.col("host").is_not_null() & (pl.col("host") != "") & (pl.col("host") == pl.col("host").str.strip_chars(" "))
@@ -133,44 +146,93 @@ def _checked(kept: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame | None:
         return None
     if kept.select("host", "gpu_text", "measure").is_duplicated().any():
         return None  # a GPU's measure twice: maybe a conflict, which the exact way tells
-    devices = kept.select("host", "gpu_text", "uuid", "pci_text", "model").unique()
+    # the pivot (dcgm_pivot.sql) leaves Xid series out: they name no device
+    gauges = kept.filter(pl.col("measure") != "xid")
+    if gauges.is_empty():
+        return None
+    devices = gauges.select("host", "gpu_text", "uuid", "pci_text", "model").unique()
     if devices.select("host", "gpu_text").is_duplicated().any():
         return None  # one GPU, two UUIDs (or PCI ids, models): the exact way
-    if points.get_column("ts").is_null().any() or (points.get_column("ts") < 0).any():
+    devices = devices.sort("host", "gpu_text").with_row_index("device_no")
+    # series in (measure, GPU) order: after one stable sort of the points, each measure's points
+    # are one slice, in GPU and time order
+    series = kept.join(devices.select("host", "gpu_text", "device_no"), on=["host", "gpu_text"], how="left").select(
+        pl.col("series_no").cast(pl.Int64), "measure", "device_no", "host", "gpu_text").sort(
+        "measure", "device_no", "series_no", nulls_last=True).with_row_index("order")
+    if points.get_column("ts").null_count() or (points.get_column("ts") < 0).any():
         return None
-    # each series' times strictly increasing (as Prometheus answers): no time twice
-    same_series = pl.col("series_no") == pl.col("series_no").shift()
-    if points.select((same_series & (pl.col("ts") <= pl.col("ts").shift())).any()).item():
+    if not numbers_checked and not points.select(
+            (pl.col("text").str.to_lowercase() == "nan").or_(pl.col("text").str.contains(_NUMBER)).all()).item():
         return None
-    nan = points.get_column("text").str.to_lowercase() == "nan"
-    if not (nan | points.get_column("text").str.contains(_NUMBER)).all():
-        return None
-    points = points.with_columns(
-        pl.when(nan).then(None).otherwise(pl.col("text").cast(pl.Float64, strict=False)).alias("value"),
+    points = points.select(
+        pl.col("series_no").cast(pl.Int64), "line",
+        pl.col("text").cast(pl.Float64, strict=False).alias("value"),  # "nan" (any case) -> NaN, checked above
         # make_timestamp(round(ts * 10^6)): half away from zero, as DuckDB rounds (times are >= 0)
         ((pl.col("ts") * 1_000_000 + 0.5).floor().cast(pl.Int64).cast(pl.Datetime("us"))).alias("sample_at"),
-    )
-    bounds = points.group_by("measure").agg(pl.col("value").min().alias("low"), pl.col("value").max().alias("high"),
-                                            pl.col("value").is_infinite().any().alias("infinite"))
-    for row in bounds.iter_rows(named=True):
-        low, high = RANGES[row["measure"]]
-        if row["infinite"] or (row["low"] is not None and (
-                (low is not None and row["low"] < low) or (high is not None and row["high"] > high))):
+    ).join(series.select("series_no", "order", "device_no"), on="series_no", how="left").sort("order", maintain_order=True)
+    # each series' times strictly increasing (as Prometheus answers): no time twice
+    same_series = pl.col("order") == pl.col("order").shift()
+    if points.select((same_series & (pl.col("sample_at") <= pl.col("sample_at").shift())).any()).item():
+        return None
+    # one slice of points per series and per measure
+    order = points.get_column("order")
+    starts = order.search_sorted(series.get_column("order"), side="left").to_list() + [points.height]
+    by_measure: dict[str, list[tuple[int, int, int | None]]] = {}  # measure -> (start, end, device_no)
+    for (measure, device_no), start, end in zip(series.select("measure", "device_no").iter_rows(), starts, starts[1:],
+                                                strict=False):
+        by_measure.setdefault(measure, []).append((start, end, device_no))
+    slices = {m: points.slice(parts[0][0], parts[-1][1] - parts[0][0]) for m, parts in by_measure.items()}
+    for measure, part in slices.items():
+        if measure == "xid":
+            continue
+        low, high = RANGES[measure]
+        values = part.get_column("value").fill_nan(None)
+        if part.get_column("value").is_infinite().any() or (values.null_count() < len(values) and (
+                (low is not None and values.min() < low) or (high is not None and values.max() > high))):  # type: ignore[operator]
             return None
-    return _pivot(points, devices)
+    xid = slices.pop("xid", None)
+    if not slices:
+        return None
+    events = _EMPTY_EVENTS if xid is None else _xid_events(xid.join(series.select("order", "host", "gpu_text"), on="order"))
+    if events is None:
+        return None
+    rows = _pivot(slices, series, devices)
+    return None if rows is None else Typed(rows, events)
 
 
-def _pivot(points: pl.DataFrame, devices: pl.DataFrame) -> pl.DataFrame | None:
-    # one point per GPU, time and measure (checked above): a join of the measures on (GPU, time)
-    keys = ["host", "gpu_text", "sample_at"]
-    parts = points.select(*keys, "measure", "value").partition_by("measure", as_dict=True)
-    present = sorted(str(k[0]) for k in parts)
-    wide = None
-    for m in present:
-        part = parts[(m,)].select(*keys, pl.col("value").alias(m), pl.lit(True).alias(f"has_{m}"))
-        wide = part if wide is None else wide.join(part, on=keys, how="full", coalesce=True)
-    assert wide is not None
-    wide = wide.with_columns(pl.col(f"has_{m}").fill_null(False) for m in present)
+_EMPTY_EVENTS = pl.DataFrame(schema={"line": pl.Int64, "event_at": pl.Datetime("us"), "machine_id": pl.String,
+                                     "gpu_index": pl.Int16, "kind": pl.String, "detail": pl.String})
+
+
+def _xid_events(xid: pl.DataFrame) -> pl.DataFrame | None:
+    """dcgm_pivot.sql's Xid events: where a series first shows a non-zero value or it changes."""
+    code = pl.col("value")
+    if not xid.select((code.is_nan() | (code == code.floor())).all()).item():
+        return None  # a fractional Xid: the exact way's rounding decides its name
+    previous = code.shift().over("order")  # the last finite value (a NaN changes nothing)
+    return xid.filter(code.is_finite()).filter((code != 0) & (previous.is_null() | (code != previous))).select(
+        pl.col("line").cast(pl.Int64), pl.col("sample_at").alias("event_at"), pl.col("host").alias("machine_id"),
+        pl.col("gpu_text").cast(pl.Int16).alias("gpu_index"), pl.lit("xid").alias("kind"),
+        (pl.lit("Xid ") + code.cast(pl.Int64).cast(pl.String)).alias("detail"))
+
+
+def _pivot(slices: dict[str, pl.DataFrame], series: pl.DataFrame, devices: pl.DataFrame) -> pl.DataFrame | None:
+    """One row per GPU and time with its measures side by side (one point per GPU, time and
+    measure, checked above). `slices`: each measure's points in GPU and time order."""
+    keys = ["device_no", "sample_at"]
+    present = sorted(slices)
+    first = slices[present[0]].select(keys)
+    if all(slices[m].height == first.height for m in present) and all(
+            slices[m].get_column(k).equals(first.get_column(k)) for m in present[1:] for k in keys):
+        # every scrape has every measure of every GPU (the usual file): the slices line up
+        wide = first.with_columns(
+            *[slices[m].get_column("value").alias(m) for m in present],
+            *[pl.lit(True).alias(f"has_{m}") for m in present])
+    else:
+        long = pl.concat([part.select(*keys, "value", pl.lit(m).alias("measure")) for m, part in slices.items()])
+        wide = long.pivot(on="measure", index=keys, values="value", aggregate_function=None, sort_columns=True)
+        wide = wide.with_columns(pl.col(m).is_not_null().alias(f"has_{m}") for m in present)
+    wide = wide.with_columns(pl.col(m).fill_nan(None) for m in present)
     for m in RANGES:
         if m not in present:
             wide = wide.with_columns(pl.lit(None, dtype=pl.Float64).alias(m), pl.lit(False).alias(f"has_{m}"))
@@ -179,8 +241,7 @@ def _pivot(points: pl.DataFrame, devices: pl.DataFrame) -> pl.DataFrame | None:
              .otherwise(pl.col("mem_used") + pl.col("mem_free") + pl.col("mem_reserved")))
     profile_text = pl.any_horizontal(*[pl.col(f"has_{m}") for m in PROFILE])
     has_profile = pl.any_horizontal(*[pl.col(m).is_not_null() for m in PROFILE])
-    typed = wide.with_columns(total.alias("mem_total_mib")).join(
-        devices, on=["host", "gpu_text"], how="left").select(
+    typed = wide.with_columns(total.alias("mem_total_mib")).join(devices, on="device_no", how="left").select(
         pl.col("host").alias("machine_id"), "sample_at", pl.col("gpu_text").cast(pl.Int16).alias("gpu_index"),
         _text(pl.col("uuid")).alias("uuid"),
         pl.when(_missing(pl.col("pci_text"))).then(None)
@@ -213,18 +274,21 @@ def _text(value: pl.Expr) -> pl.Expr:
 # dcgm-exporter scrape files (dcgm_prom): the lines dcgm.py's exact way reads, in their plain shape.
 _TIME_COMMENT = r"^#\s*(?i:time|timestamp)\s*:"
 _EPOCH_COMMENT = r"^#\s*(?i:time|timestamp)\s*:\s*([0-9]+)$"
-_SAMPLE = r"^[A-Za-z_:][A-Za-z0-9_:]*\{[^{}\\]*\}\s+\S+$"  # no sample timestamp: the `# time:` line times it
+# a DCGM line up to its only `}`: `NAME{labels}` without escapes, braces or control bytes
+_SERIES = r"^[A-Za-z_:][A-Za-z0-9_:]*\{[^{}\\\x00-\x1f\x7f]*$"
+# ... and after it: the value alone (a sample timestamp of its own: the exact way)
+_VALUE = r"^[ \t]+(?:-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|(?i:nan))[ \t\r]*$"
 _CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
 
 
-def read_scrapes(path: Path, series_of: Callable[[str], dict[str, str | None] | None]) -> pl.DataFrame | None:
-    """read()'s typed rows for a file of dcgm-exporter scrapes, or None: the exact way.
+def read_scrapes(path: Path, series_of: Callable[[str], dict[str, str | None] | None]) -> Typed | None:
+    """read()'s rows and events for a file of dcgm-exporter scrapes, or None: the exact way.
 
     Clean means, besides read()'s rules: uncompressed UTF-8 ending in a line end; every DCGM
-    line `NAME{labels} VALUE` with no escape or brace in the labels and no timestamp of its
-    own, under a `# time: <epoch seconds>` line; no promtool dump lines. `series_of(series)`
-    gives a series' stage columns and measure as dcgm.py's exact way reads them (None: a
-    metric gca does not store; ValueError: labels that do not parse).
+    line `NAME{labels} VALUE` with no escape, brace or control byte in the labels and no
+    timestamp of its own, under a `# time: <epoch seconds>` line; no promtool dump lines.
+    `series_of(series)` gives a series' stage columns and measure as dcgm.py's exact way reads
+    them (None: a metric gca does not store; ValueError: labels that do not parse).
     """
     try:
         if path.stat().st_size > MAX_BYTES:
@@ -234,42 +298,52 @@ def read_scrapes(path: Path, series_of: Callable[[str], dict[str, str | None] | 
             f.seek(-1, 2)
             if f.read(1) != b"\n" or head.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff", b"\x1f\x8b")):
                 return None
-        lines = pl.read_csv(path, has_header=False, separator="\x1f", quote_char=None, new_columns=["text"],
-                            infer_schema=False, raise_if_empty=False)
-        if lines.width != 1:
-            return None
+        # Split at `}`: a DCGM line's series and its value come apart without a regex over the
+        # line; a line with two `}` makes polars fail, and the exact way reads the file.
+        lines = pl.read_csv(path, has_header=False, separator="}", quote_char=None,
+                            schema={"series": pl.String, "value": pl.String}, missing_columns="insert",
+                            raise_if_empty=False)
         return _scrapes(lines, series_of)
     except (pl.exceptions.PolarsError, ValueError, OSError):
         return None
 
 
-def _scrapes(lines: pl.DataFrame, series_of: Callable[[str], dict[str, str | None] | None]) -> pl.DataFrame | None:
-    text = pl.col("text").str.strip_chars()
-    dcgm = pl.col("text").str.slice(0, 4).str.to_lowercase() == "dcgm"
-    df = lines.select(text.alias("text")).filter(pl.col("text").is_not_null() & (pl.col("text") != "")).with_row_index("n")
-    if df.select(pl.col("text").str.contains(_CONTROL).any() | pl.col("text").str.starts_with("{").any()).item():
-        return None  # binary data, or promtool dump lines: the exact way
-    # each regex on the lines it concerns: comments (~20% of a scrape), DCGM samples
-    comments = df.filter(pl.col("text").str.starts_with("#"))
-    if comments.select((pl.col("text").str.contains(_TIME_COMMENT) & ~pl.col("text").str.contains(_EPOCH_COMMENT)).any()).item():
+def _scrapes(lines: pl.DataFrame, series_of: Callable[[str], dict[str, str | None] | None]) -> Typed | None:
+    head = pl.col("series")
+    df = lines.with_row_index("line", offset=1)
+    is_sample = df.select(head.str.starts_with("DCGM") | head.str.starts_with("dcgm")).to_series().fill_null(False)
+    rest = df.filter(~is_sample)
+    # the lines that are no plain sample: no control byte anywhere; among those that are no
+    # HELP or TYPE line, no DCGM line of another case or indented, no promtool dump line, and
+    # no `# time:` the plain way cannot read
+    if rest.select(head.str.contains(_CONTROL).any() | pl.col("value").str.contains(_CONTROL).any()).item():
         return None
-    if not df.filter(dcgm).select(pl.col("text").str.contains(_SAMPLE).all()).item():
+    odd = rest.filter(~(head.str.starts_with("# HELP ") | head.str.starts_with("# TYPE ")).fill_null(False))
+    stripped = (head.fill_null("") + pl.when(pl.col("value").is_null()).then(pl.lit("")).otherwise(
+        pl.lit("}") + pl.col("value"))).str.strip_chars()
+    odd = odd.select("line", stripped.alias("text"))
+    text = pl.col("text")
+    if odd.select((text.str.slice(0, 4).str.to_lowercase() == "dcgm").any() | text.str.starts_with("{").any()).item():
         return None
-    timed = df.with_columns(
-        pl.col("text").str.extract(_EPOCH_COMMENT, 1).cast(pl.Float64).forward_fill().alias("ts"),
-        dcgm.alias("sample"),
-    ).filter(pl.col("sample"))
-    if timed.is_empty() or timed.get_column("ts").null_count():
-        return None  # a sample before any `# time:` line: the exact way times it or says why not
-    close = pl.col("text").str.find("}", literal=True)
-    samples = timed.select("n", "ts", pl.col("text").str.slice(0, close + 1).alias("series"),
-                           pl.col("text").str.slice(close + 1).str.strip_chars().alias("value"))
-    names = samples.get_column("series").unique(maintain_order=True).to_list()
+    times = odd.filter(text.str.contains(_TIME_COMMENT)).select(
+        "line", text.str.extract(_EPOCH_COMMENT, 1).cast(pl.Int64, strict=False).alias("epoch"))
+    if times.get_column("epoch").null_count():
+        return None  # an ISO time or a time with a `}`: the exact way reads it or says why not
+    df = df.filter(is_sample)
+    samples = df
+    if samples.is_empty() or samples.get_column("value").null_count():
+        return None  # a DCGM line without labels: the exact way
+    # each distinct series (a few hundred a node) parsed once, by the exact way's own functions
+    codes = samples.get_column("series").cast(pl.Categorical)
+    distinct = codes.unique()
+    names = distinct.cast(pl.String)
+    if not names.str.contains(_SERIES).all():
+        return None
     rows = []
-    for number, series in enumerate(names):
-        columns = series_of(series)
+    for code, name in zip(distinct.to_physical().to_list(), names.to_list(), strict=True):
+        columns = series_of(name + "}")
         if columns is not None:
-            rows.append({"series": series, "series_no": number, **columns})
+            rows.append({"series_no": code, **columns})
     if not rows:
         return None
     kept = pl.DataFrame(rows, infer_schema_length=None).with_columns(
@@ -278,7 +352,18 @@ def _scrapes(lines: pl.DataFrame, series_of: Callable[[str], dict[str, str | Non
         if column not in kept.columns:
             kept = kept.with_columns(pl.lit(None, dtype=pl.String).alias(column))
         kept = kept.with_columns(pl.col(column).cast(pl.String))
-    points = (samples.join(kept.select("series", "series_no", "measure", "host", "gpu_text"), on="series")
-              .sort("series_no", "n").select("series_no", "measure", "host", "gpu_text", "ts",
-                                             pl.col("value").alias("text")))
-    return _checked(kept, points)
+    samples = samples.with_columns(codes.to_physical().cast(pl.Int64).alias("series_no"))
+    stored = pl.col("series_no").is_in(kept.get_column("series_no").cast(pl.Int64).implode())
+    # a stored series' value is a number; any other DCGM line only has the plain shape
+    shape = pl.when(stored).then(pl.col("value").str.contains(_VALUE)).otherwise(
+        pl.col("value").str.contains(r"^[ \t]+[^ \t\r\x00-\x1f\x7f]+[ \t\r]*$"))
+    if not samples.select(shape.all()).item():
+        return None
+    # each sample under the last `# time:` line above it
+    above = (times.get_column("line").search_sorted(samples.get_column("line"), side="right").cast(pl.Int64) - 1)
+    if times.is_empty() or (above < 0).any():
+        return None  # a sample before any `# time:` line: the exact way times it or says why not
+    points = samples.with_columns(times.get_column("epoch").cast(pl.Float64).gather(above).alias("ts")).filter(
+        stored).sort("series_no", maintain_order=True).select(
+        "series_no", pl.col("line").cast(pl.Int64), "ts", pl.col("value").str.strip_chars(" \t\r").alias("text"))
+    return _checked(kept, points, numbers_checked=True)

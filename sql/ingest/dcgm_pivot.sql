@@ -94,16 +94,17 @@ FROM stage_dcgm WHERE problem IS NOT NULL;
 DROP TABLE stage_keyed;
 
 -- DCGM_FI_DEV_XID_ERRORS holds the last Xid a GPU raised, repeated in every scrape: an
--- event where a series first shows a non-zero value or the value changes.
+-- event where a series first shows a non-zero value or the value changes. A scrape without
+-- a value (NaN) changes nothing: the Xid before and after it is the same error.
 CREATE OR REPLACE TEMP TABLE stage_gpu_events AS
 SELECT line, utc_at AS event_at, host AS machine_id, TRY_CAST(gpu_text AS SMALLINT) AS gpu_index, 'xid' AS kind,
        'Xid ' || CAST(CAST(x AS BIGINT) AS VARCHAR) || coalesce(' (GPU instance ' || instance_text || ')', '') AS detail
 FROM (
-    SELECT *, TRY_CAST(value_text AS DOUBLE) AS x,
-           lag(TRY_CAST(value_text AS DOUBLE)) OVER (PARTITION BY host, gpu_text, instance_text ORDER BY utc_at, line) AS previous
-    FROM stage_dcgm WHERE problem IS NULL AND measure = 'xid'
+    SELECT *, lag(x) OVER (PARTITION BY host, gpu_text, instance_text ORDER BY utc_at, line) AS previous
+    FROM (SELECT *, TRY_CAST(value_text AS DOUBLE) AS x FROM stage_dcgm WHERE problem IS NULL AND measure = 'xid')
+    WHERE isfinite(x)
 )
-WHERE isfinite(x) AND x <> 0 AND x IS DISTINCT FROM previous;
+WHERE x <> 0 AND x IS DISTINCT FROM previous;
 
 -- Which workload each GPU served, as the series' labels say: one row per GPU (or MIG
 -- instance) and label set, with its first and last sample. A `pod` that is dcgm-exporter's

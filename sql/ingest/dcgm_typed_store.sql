@@ -20,3 +20,8 @@ FROM stage_dcgm_typed WHERE has_details;
 INSERT INTO gpu_devices (machine_id, gpu_index, uuid, pci_bus_id, model, file_id)
 SELECT DISTINCT machine_id, gpu_index, uuid, pci_bus_id, model, $file_id
 FROM stage_dcgm_typed WHERE uuid IS NOT NULL OR pci_bus_id IS NOT NULL OR model IS NOT NULL;
+
+-- Xid events (stage_dcgm_xid: line, event_at, machine_id, gpu_index, kind, detail), found as
+-- dcgm_pivot.sql finds them.
+INSERT INTO gpu_events (event_at, machine_id, gpu_index, kind, detail, file_id, line)
+SELECT event_at, machine_id, gpu_index, kind, detail, $file_id, line FROM stage_dcgm_xid;
