@@ -419,11 +419,13 @@ def _load_query_range(ctx: LoadContext) -> LoadCounts:
 def _store_typed(ctx: LoadContext, typed: dcgm_fast.Typed) -> LoadCounts:
     """Store what dcgm_fast typed (sql/ingest/dcgm_typed_store.sql): rows in place, no rejects."""
     ctx.con.register("stage_dcgm_typed", typed.rows.to_arrow())
+    ctx.con.register("stage_dcgm_devices", typed.devices.to_arrow())
     ctx.con.register("stage_dcgm_xid", typed.xid_events.to_arrow())
     try:
         run_script(ctx.con, "ingest", "dcgm_typed_store", {"file_id": ctx.file_id}, on_statement=ctx.on_statement)
     finally:
         ctx.con.unregister("stage_dcgm_typed")
+        ctx.con.unregister("stage_dcgm_devices")
         ctx.con.unregister("stage_dcgm_xid")
     return LoadCounts(rows=typed.rows.height, rejects=0)
 

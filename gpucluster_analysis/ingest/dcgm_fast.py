@@ -46,17 +46,18 @@ _WORKLOAD = ("exported_pod", "pod", "pod_name", "hpc_job")
 
 @dataclass(frozen=True)
 class Typed:
-    """What the fast way read of a clean file: `rows`, one per GPU and time as read() says, and
+    """What the fast way read of a clean file: `rows`, one per GPU and time as read() says;
+    `devices` (machine_id, gpu_index, uuid, pci_bus_id, model) for gpu_devices; and
     `xid_events` (line, event_at, machine_id, gpu_index, kind, detail) as dcgm_pivot.sql finds them."""
 
     rows: pl.DataFrame
+    devices: pl.DataFrame
     xid_events: pl.DataFrame
 
 
 def read(path: Path, metrics: dict[str, str], fallback: str | None) -> Typed | None:
     """A clean answer's rows, one per GPU and time (columns: machine_id, sample_at, gpu_index,
-    uuid, pci_bus_id, model, the measures, in_samples, has_details), and its Xid events; or
-    None: the exact way.
+    the measures, in_samples, has_details), its devices and Xid events; or None: the exact way.
 
     `metrics`: lower-case metric name -> measure (dcgm.METRICS); `fallback`: the measure the
     file name gives series without __name__.
@@ -196,8 +197,8 @@ def _checked(kept: pl.DataFrame, points: pl.DataFrame, *, numbers_checked: bool 
     events = _EMPTY_EVENTS if xid is None else _xid_events(xid.join(series.select("order", "host", "gpu_text"), on="order"))
     if events is None:
         return None
-    rows = _pivot(slices, series, devices)
-    return None if rows is None else Typed(rows, events)
+    pivoted = _pivot(slices, devices)
+    return None if pivoted is None else Typed(*pivoted, events)
 
 
 _EMPTY_EVENTS = pl.DataFrame(schema={"line": pl.Int64, "event_at": pl.Datetime("us"), "machine_id": pl.String,
@@ -216,9 +217,10 @@ def _xid_events(xid: pl.DataFrame) -> pl.DataFrame | None:
         (pl.lit("Xid ") + code.cast(pl.Int64).cast(pl.String)).alias("detail"))
 
 
-def _pivot(slices: dict[str, pl.DataFrame], series: pl.DataFrame, devices: pl.DataFrame) -> pl.DataFrame | None:
+def _pivot(slices: dict[str, pl.DataFrame], devices: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame] | None:
     """One row per GPU and time with its measures side by side (one point per GPU, time and
-    measure, checked above). `slices`: each measure's points in GPU and time order."""
+    measure, checked above), and the gpu_devices rows. `slices`: each measure's points in GPU
+    and time order."""
     keys = ["device_no", "sample_at"]
     present = sorted(slices)
     first = slices[present[0]].select(keys)
@@ -241,12 +243,15 @@ def _pivot(slices: dict[str, pl.DataFrame], series: pl.DataFrame, devices: pl.Da
              .otherwise(pl.col("mem_used") + pl.col("mem_free") + pl.col("mem_reserved")))
     profile_text = pl.any_horizontal(*[pl.col(f"has_{m}") for m in PROFILE])
     has_profile = pl.any_horizontal(*[pl.col(m).is_not_null() for m in PROFILE])
-    typed = wide.with_columns(total.alias("mem_total_mib")).join(devices, on="device_no", how="left").select(
-        pl.col("host").alias("machine_id"), "sample_at", pl.col("gpu_text").cast(pl.Int16).alias("gpu_index"),
+    named = devices.select(
+        "device_no", pl.col("host").alias("machine_id"), pl.col("gpu_text").cast(pl.Int16).alias("gpu_index"),
         _text(pl.col("uuid")).alias("uuid"),
         pl.when(_missing(pl.col("pci_text"))).then(None)
         .otherwise(pl.col("pci_text").str.strip_chars(" ").str.slice(-12).str.to_lowercase()).alias("pci_bus_id"),
-        _text(pl.col("model")).alias("model"),
+        _text(pl.col("model")).alias("model"))
+    typed = wide.with_columns(total.alias("mem_total_mib")).join(
+        named.select("device_no", "machine_id", "gpu_index"), on="device_no", how="left").select(
+        "machine_id", "sample_at", "gpu_index",
         *[pl.col(m).alias(c) for c, m in COLUMNS.items()], "mem_total_mib",
         # a scrape of profiling fields only has no utilization sample (nvsmi_check.sql's profile_only)
         (pl.col("has_util") | ~profile_text).alias("in_samples"),
@@ -257,7 +262,11 @@ def _pivot(slices: dict[str, pl.DataFrame], series: pl.DataFrame, devices: pl.Da
     totals = typed.get_column("mem_total_mib").drop_nulls()
     if not totals.is_empty() and (totals.min() < 0 or not totals.is_finite().all()):  # type: ignore[operator]
         return None  # a total nvsmi_check.sql would reject
-    return typed
+    # the devices of GPUs with a row, as nvsmi_store.sql keeps them
+    sampled = named.filter(pl.col("device_no").is_in(wide.get_column("device_no").unique().implode())
+                           & (pl.col("uuid").is_not_null() | pl.col("pci_bus_id").is_not_null()
+                              | pl.col("model").is_not_null())).drop("device_no")
+    return typed, sampled
 
 
 def _missing(value: pl.Expr) -> pl.Expr:

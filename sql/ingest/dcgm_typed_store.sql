@@ -1,8 +1,9 @@
--- Store the rows dcgm_fast.py typed from a clean Prometheus query_range answer (one per GPU
--- and time, values checked as nvsmi_check.sql checks them): as nvsmi_store.sql stores checked rows.
--- Parameters: $file_id. Input: stage_dcgm_typed (machine_id, sample_at, gpu_index, uuid,
--- pci_bus_id, model, util_pct, mem_util_pct, mem_used_mib, mem_total_mib, power_w, temp_c,
--- sm_clock_mhz, gr_engine_active, the profiling fields, in_samples, has_details).
+-- Store what dcgm_fast.py typed from a clean Prometheus query_range answer or scrape file
+-- (values checked as nvsmi_check.sql checks them): as nvsmi_store.sql stores checked rows.
+-- Parameters: $file_id. Input: stage_dcgm_typed (one row per GPU and time: machine_id,
+-- sample_at, gpu_index, util_pct, mem_util_pct, mem_used_mib, mem_total_mib, power_w, temp_c,
+-- sm_clock_mhz, gr_engine_active, the profiling fields, in_samples, has_details),
+-- stage_dcgm_devices (machine_id, gpu_index, uuid, pci_bus_id, model), stage_dcgm_xid.
 
 INSERT INTO gpu_samples (sample_at, machine_id, gpu_index, util_pct, file_id)
 SELECT sample_at, machine_id, gpu_index, util_pct, $file_id FROM stage_dcgm_typed WHERE in_samples;
@@ -17,9 +18,9 @@ SELECT sample_at, machine_id, gpu_index, mem_util_pct, mem_used_mib, mem_total_m
        pcie_tx_bytes, pcie_rx_bytes, nvlink_tx_bytes, nvlink_rx_bytes, $file_id
 FROM stage_dcgm_typed WHERE has_details;
 
+-- one row per GPU with rows that names it (stage_dcgm_devices)
 INSERT INTO gpu_devices (machine_id, gpu_index, uuid, pci_bus_id, model, file_id)
-SELECT DISTINCT machine_id, gpu_index, uuid, pci_bus_id, model, $file_id
-FROM stage_dcgm_typed WHERE uuid IS NOT NULL OR pci_bus_id IS NOT NULL OR model IS NOT NULL;
+SELECT machine_id, gpu_index, uuid, pci_bus_id, model, $file_id FROM stage_dcgm_devices;
 
 -- Xid events (stage_dcgm_xid: line, event_at, machine_id, gpu_index, kind, detail), found as
 -- dcgm_pivot.sql finds them.
