@@ -128,8 +128,8 @@ def _checked(kept: pl.DataFrame, points: pl.DataFrame, *, numbers_checked: bool 
 
     `kept`: one row per series of a metric gca reads (series_no, measure, host, gpu_text,
     instance_text, uuid, pci_text, model, exported_pod, pod, pod_name, hpc_job);
-    `points`: series_no, line (None in an answer), ts (epoch seconds), text (the value), each
-    series' points in the order the file gives them. `numbers_checked`: every text is
+    `points`: series_no, line (None in an answer), ts (epoch seconds), text (the value), in
+    the order the file gives them. `numbers_checked`: every text is
     already known to match _NUMBER or be NaN.
     """
     if kept.is_empty() or not kept.get_column("measure").is_in([*RANGES, "xid"]).all():
@@ -373,6 +373,6 @@ def _scrapes(lines: pl.DataFrame, series_of: Callable[[str], dict[str, str | Non
     if times.is_empty() or (above < 0).any():
         return None  # a sample before any `# time:` line: the exact way times it or says why not
     points = samples.with_columns(times.get_column("epoch").cast(pl.Float64).gather(above).alias("ts")).filter(
-        stored).sort("series_no", maintain_order=True).select(
+        stored).select(
         "series_no", pl.col("line").cast(pl.Int64), "ts", pl.col("value").str.strip_chars(" \t\r").alias("text"))
     return _checked(kept, points, numbers_checked=True)
