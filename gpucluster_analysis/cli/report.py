@@ -18,6 +18,12 @@ def report(
     from_dir: Annotated[Path | None, typer.Option(
         "--from", help="Read a Parquet dataset directory (gca export, gca ingest --to) instead of a --db store.",
         file_okay=False, show_default=False)] = None,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="duckdb, or spark: the heavy queries (samples attributed to jobs) run as Spark SQL over the"
+        " --from dataset (needs the [spark] extra and Java 17+).")] = "duckdb",
+    master: Annotated[str | None, typer.Option(
+        "--master", help="With --engine spark: the Spark master URL (spark://host:7077, yarn, local[4]); default:"
+        " PySpark's local mode, or what spark-submit sets.")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory for index.html and the CSV tables.", file_okay=False)] = Path("reports"),
     quotas: Annotated[Path | None, typer.Option(
         "--quotas", help="TOML file with a [quotas] table of vc = GPUs for the queueing replay (it wins); without it a"
@@ -51,6 +57,7 @@ def report(
 
     Example: gca report --db philly.duckdb --out reports/philly --quotas quotas.toml
     From Parquet shards: gca report --from /shared/site-parquet --out reports/site
+    With Spark: gca report --from /shared/site-parquet --engine spark --master spark://head:7077 --out reports/site
     A week of one VC: gca report --db philly.duckdb --out reports/week --since 2017-10-02 --until 2017-10-09 --vc 6214e9
     """
     from gpucluster_analysis.errors import InputError
@@ -75,7 +82,7 @@ def report(
             stderr.print(f"gca: {msg}", markup=False)
 
     written = build_report(db, out, log=log, quotas=quota_file, locality=rule, selection=selection, baseline=baseline,
-                           dataset=from_dir)
+                           dataset=from_dir, engine=engine, master=master)
     log(f"wrote {written.html} and {len(written.tables)} CSV tables in {written.out_dir}")
     if as_json:
         print_json(written.summary)

@@ -85,6 +85,8 @@ def build_report(
     selection: Selection = EVERY_JOB,
     baseline: Selection | None = None,
     dataset: Path | None = None,
+    engine: str = "duckdb",
+    master: str | None = None,
 ) -> Written:
     """Write `out/index.html` and the CSV tables (jobs.csv first) for the store at `db`.
 
@@ -92,7 +94,8 @@ def build_report(
     and the `locality` rule. The report covers the jobs of `selection` (report/selection.py);
     with a `baseline` selection it also sets the two side by side (report/comparison.py,
     comparison.csv). With `dataset`, a Parquet dataset directory (gca export, gca ingest --to),
-    the report reads that instead of the store `db`.
+    the report reads that instead of the store `db`; with `engine` "spark" too, the heavy
+    queries run in Spark (`master`: its URL, default PySpark's own local mode).
 
     Raises StoreError when the store is missing or holds no jobs, ReportError when `out`
     cannot be written.
@@ -100,17 +103,18 @@ def build_report(
     db, out = Path(db), Path(out)
     if out.exists() and not out.is_dir():
         raise ReportError(f"{out}: exists and is not a directory", hint="pass --out a directory")
+    _check_engine(engine, dataset, master)
     started = time.perf_counter()
-    with _open_input(db, dataset, log) as con:
+    with _open_input(db, dataset, log) as con, _heavy_engine(engine, dataset, master, log) as heavy:
         _check_store(con, db if dataset is None else dataset)
         # stdout is for data: no progress bars from long queries
         con.execute("SET enable_progress_bar = false")
         before = None
         if baseline is not None:
             log(f"baseline: {baseline.describe()}")
-            before = _compute(con, log, quotas, locality, baseline)
+            before = _compute(con, log, quotas, locality, baseline, heavy)
             log(f"compared period: {selection.describe()}")
-        now = _compute(con, log, quotas, locality, selection)
+        now = _compute(con, log, quotas, locality, selection, heavy)
     results = now.results
     if before is not None:
         results["comparison"] = comparison.compare(before, now)
@@ -142,12 +146,43 @@ def _open_input(db: Path, dataset: Path | None, log: Callable[[str], None]) -> I
         yield con
 
 
+def _check_engine(engine: str, dataset: Path | None, master: str | None) -> None:
+    """Refuse an engine that cannot run, before anything is read."""
+    if engine == "duckdb":
+        if master is not None:
+            raise ReportError("--master is the Spark master's URL", hint="pass it with --engine spark")
+        return
+    if engine != "spark":
+        raise ReportError(f"--engine {engine}: not an engine gca knows", hint="pass --engine duckdb or --engine spark")
+    from gpucluster_analysis import spark
+
+    spark.require()
+    if dataset is None:
+        raise ReportError("--engine spark reads a Parquet dataset",
+                          hint="pass --from DIR (gca export --db STORE --to DIR writes one)")
+
+
+@contextmanager
+def _heavy_engine(engine: str, dataset: Path | None, master: str | None,
+                  log: Callable[[str], None]) -> Iterator[dict[str, Callable[[duckdb.DuckDBPyConnection], None]]]:
+    """The temp tables another engine computes (none for DuckDB), for as long as the report runs."""
+    if engine == "duckdb" or dataset is None:
+        yield {}
+        return
+    from gpucluster_analysis.dataset.layout import read_dataset
+    from gpucluster_analysis.spark.engine import SparkEngine
+
+    with SparkEngine(dataset, read_dataset(Path(dataset).resolve()), master, log) as session:
+        yield session.heavy_tables()
+
+
 def _compute(con: duckdb.DuckDBPyConnection, log: Callable[[str], None], quotas: Quotas | None,
-             locality: LocalityRule, selection: Selection) -> comparison.Period:
+             locality: LocalityRule, selection: Selection,
+             heavy: dict[str, Callable[[duckdb.DuckDBPyConnection], None]]) -> comparison.Period:
     """Everything the report shows of one selection: jobs.csv, the query results, the tests."""
     timed = _timed_tables(log)
     with _step(log, "preparing: attempt windows, GPU-sample attribution, queueing replay, job tables"):
-        replay = prepare(con, on_table=timed, quotas=quotas, locality=locality, selection=selection)
+        replay = prepare(con, on_table=timed, quotas=quotas, locality=locality, selection=selection, heavy=heavy)
         prepare_report(con, on_table=timed)
     with _step(log, "jobs table"):
         jobs = format_for_csv(jobs_table(con))
