@@ -15,8 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpucluster_analysis.cli import app
-from gpucluster_analysis.dataset import export_store, open_dataset
-from gpucluster_analysis.dataset import layout
+from gpucluster_analysis.dataset import export_store, layout, open_dataset
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import ExitCode
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
@@ -60,7 +59,7 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_export_writes_every_row_of_every_table_and_the_same_bytes_twice(synthetic: Path, tmp_path: Path) -> None:
     first = export_store(synthetic, tmp_path / "a")
-    second = export_store(synthetic, tmp_path / "b")
+    export_store(synthetic, tmp_path / "b")
     assert first.shard.name == "synthetic"
     assert files_under(tmp_path / "a") == files_under(tmp_path / "b")
     root = tmp_path / "a"
