@@ -29,7 +29,7 @@ def assert_one_line_error(result, code: ExitCode, *fragments: str) -> None:  # t
         assert fragment in errors[0]
 
 
-@pytest.mark.parametrize("command", [[], ["ingest"], ["report"], ["synth"], ["classify"]])
+@pytest.mark.parametrize("command", [[], ["ingest"], ["report"], ["export"], ["synth"], ["classify"]])
 def test_every_command_has_help(command: list[str]) -> None:
     result = run(*command, "--help")
     assert result.exit_code == 0

@@ -11,6 +11,7 @@ import typer
 
 from gpucluster_analysis import __version__
 from gpucluster_analysis.cli import classify as _classify
+from gpucluster_analysis.cli import export as _export
 from gpucluster_analysis.cli import ingest as _ingest
 from gpucluster_analysis.cli import report as _report
 from gpucluster_analysis.cli import synth as _synth
@@ -48,6 +49,7 @@ def _root(
 
 app.command("ingest", epilog=EXIT_CODES_EPILOG)(_ingest.ingest)
 app.command("report", epilog=EXIT_CODES_EPILOG)(_report.report)
+app.command("export", epilog=EXIT_CODES_EPILOG)(_export.export)
 app.command("synth", epilog=EXIT_CODES_EPILOG)(_synth.synth)
 app.command("classify", epilog=EXIT_CODES_EPILOG)(_classify.classify)
 

@@ -12,3 +12,11 @@ DbOption = Annotated[
     typer.Option("--db", help="The gca store (a DuckDB file).", dir_okay=False, envvar="GCA_DB"),
 ]
 DEFAULT_DB = Path("gca.duckdb")
+ShardOption = Annotated[
+    str | None,
+    typer.Option("--shard", help="Name of the shard to write in the dataset (letters, digits, '.', '_', '-')."),
+]
+OverwriteOption = Annotated[
+    bool,
+    typer.Option("--overwrite", help="Replace a shard of the same name already in the dataset."),
+]

@@ -7,13 +7,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from gpucluster_analysis.cli._options import DEFAULT_DB, DbOption
+from gpucluster_analysis.cli._options import DEFAULT_DB, DbOption, OverwriteOption, ShardOption
 from gpucluster_analysis.cli._output import guarded, stderr
-from gpucluster_analysis.errors import ExitCode, GcaError
+from gpucluster_analysis.errors import ExitCode, GcaError, InputError
 
 if TYPE_CHECKING:  # heavy: imported inside the command
     import duckdb
 
+    from gpucluster_analysis.ingest import IngestOptions
     from gpucluster_analysis.ingest.prometheus import PullPlan
 
 # Files smaller than this finish before a progress bar would be worth drawing.
@@ -87,6 +88,14 @@ def ingest(
         typer.Option("--match", help="Prometheus pull: a regular expression for the metric names to pull, e.g. 'DCGM_FI_.*' "
                      "(default: the DCGM metrics gca reads)."),
     ] = None,
+    to: Annotated[
+        Path | None,
+        typer.Option("--to", help="Write what is ingested as one shard of this Parquet dataset directory instead of into a"
+                     " --db store (through a temporary store); many processes can each write their own shard.",
+                     file_okay=False),
+    ] = None,
+    shard: ShardOption = None,
+    overwrite: OverwriteOption = False,
     header: Annotated[
         list[str] | None,
         typer.Option("--header", help="Prometheus pull: an HTTP header to send, 'Name: value' (e.g. 'Authorization: Bearer TOKEN'); "
@@ -128,11 +137,14 @@ def ingest(
     --until at --step, in chunks; a pull that stopped resumes when run again, and
     a range pulled before is not pulled twice.
 
+    Parquet shards: --to DIR writes the files as one shard of a dataset (default name:
+    UTC time, host and process id; --shard to choose), read by gca report --from DIR.
+    Each job (scheduler record) and each file must be in one shard only.
+
     Example: gca ingest ../philly-traces/trace-data/ --db philly.duckdb
+    One node's day as a shard: gca ingest node17/2024-05-01/ --to /shared/site-parquet --shard node17-2024-05-01
     """
-    from gpucluster_analysis.db import open_store
-    from gpucluster_analysis.ingest import IngestOptions, ingest_paths
-    from gpucluster_analysis.ingest.load import logs_without_jobs
+    from gpucluster_analysis.ingest import IngestOptions
     from gpucluster_analysis.ingest.prometheus import looks_like_url, plan_pulls
     from gpucluster_analysis.timezones import check_zone
 
@@ -161,13 +173,41 @@ def ingest(
     options = IngestOptions(zone=tz, replace=replace, strict=strict, log_pattern=log_pattern, signatures=tuple(signatures or ()),
                             columns=tuple(c for c in columns.split(",") if c.strip()) if columns else None,
                             host=host, time=time, interval_s=interval, epoch=epoch)
+    target = None
+    if to is not None:
+        from gpucluster_analysis.dataset.write import ShardTarget
+
+        if db != DEFAULT_DB:
+            raise InputError(f"--db {db} and --to {to}: ingest writes one of them", hint="pass --db or --to")
+        target = ShardTarget(to, shard, overwrite)  # refuses a bad target before anything is read
+        db = target.store
+    elif shard is not None or overwrite:
+        raise InputError("--shard and --overwrite name a shard of a dataset", hint="pass --to DIR with them")
+    try:
+        _ingest(files, pulls, db, options, format_name, orphans_matter=target is None)
+        if target is not None:
+            written = target.publish()
+            rows = sum(t["rows"] for t in written.shard.tables.values())
+            stderr.print(f"gca: wrote shard {written.shard.name} of {written.root}: {rows:,} rows in {written.files} files",
+                         markup=False)
+    finally:
+        if target is not None:
+            target.discard()
+
+
+def _ingest(files: list[Path], pulls: list[PullPlan], db: Path, options: IngestOptions, format_name: str | None,
+            orphans_matter: bool) -> None:
+    from gpucluster_analysis.db import open_store
+    from gpucluster_analysis.ingest import ingest_paths
+    from gpucluster_analysis.ingest.load import logs_without_jobs
+
     listener = _RichListener()
     reports = []
     with open_store(db) as con:
         if files:
             with listener:
                 reports = ingest_paths(con, files, options, format_name=format_name, listener=listener)
-            orphans, examples = logs_without_jobs(con)
+            orphans, examples = logs_without_jobs(con) if orphans_matter else (0, [])
             _print_summary(reports, db)
             if orphans:
                 stderr.print(
@@ -181,6 +221,7 @@ def ingest(
     if failed:
         for r in failed:
             stderr.print(f"gca: error: {r.message}", markup=False)
+        # with --to, no shard is written: a failed task of a job array leaves nothing behind
         raise typer.Exit(code=int(max(r.error.exit_code if isinstance(r.error, GcaError) else ExitCode.DATA for r in failed)))
 
 

@@ -15,6 +15,15 @@ from gpucluster_analysis.cli._output import guarded, print_json, print_rows, std
 @guarded
 def report(
     db: DbOption = DEFAULT_DB,
+    from_dir: Annotated[Path | None, typer.Option(
+        "--from", help="Read a Parquet dataset directory (gca export, gca ingest --to) instead of a --db store.",
+        file_okay=False, show_default=False)] = None,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="duckdb, or spark: the heavy queries (samples attributed to jobs) run as Spark SQL over the"
+        " --from dataset (needs the [spark] extra and Java 17+).")] = "duckdb",
+    master: Annotated[str | None, typer.Option(
+        "--master", help="With --engine spark: the Spark master URL (spark://host:7077, yarn, local[4]); default:"
+        " PySpark's local mode, or what spark-submit sets.")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory for index.html and the CSV tables.", file_okay=False)] = Path("reports"),
     quotas: Annotated[Path | None, typer.Option(
         "--quotas", help="TOML file with a [quotas] table of vc = GPUs for the queueing replay (it wins); without it a"
@@ -47,13 +56,17 @@ def report(
     then print its headline numbers (jobs, GPU-hours, utilization, queueing, failures, speed) on stdout.
 
     Example: gca report --db philly.duckdb --out reports/philly --quotas quotas.toml
+    From Parquet shards: gca report --from /shared/site-parquet --out reports/site
+    With Spark: gca report --from /shared/site-parquet --engine spark --master spark://head:7077 --out reports/site
     A week of one VC: gca report --db philly.duckdb --out reports/week --since 2017-10-02 --until 2017-10-09 --vc 6214e9
     """
+    from gpucluster_analysis.errors import InputError
     from gpucluster_analysis.replay.rules import load_quotas, parse_locality
     from gpucluster_analysis.report.build import build_report
-
     from gpucluster_analysis.report.selection import Selection, parse_period
 
+    if from_dir is not None and db != DEFAULT_DB:
+        raise InputError(f"--db {db} and --from {from_dir}: the report reads one of them", hint="pass --db or --from")
     rule = parse_locality(locality)
     quota_file = load_quotas(quotas) if quotas is not None else None
     start, end = parse_period(since, until)
@@ -68,7 +81,8 @@ def report(
         if not quiet:
             stderr.print(f"gca: {msg}", markup=False)
 
-    written = build_report(db, out, log=log, quotas=quota_file, locality=rule, selection=selection, baseline=baseline)
+    written = build_report(db, out, log=log, quotas=quota_file, locality=rule, selection=selection, baseline=baseline,
+                           dataset=from_dir, engine=engine, master=master)
     log(f"wrote {written.html} and {len(written.tables)} CSV tables in {written.out_dir}")
     if as_json:
         print_json(written.summary)

@@ -1,4 +1,4 @@
-"""Open the store. This is the one place that calls `duckdb.connect`."""
+"""Open the store (or an in-memory database). This is the one place that calls `duckdb.connect`."""
 
 from __future__ import annotations
 
@@ -37,17 +37,39 @@ def open_store(path: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDB
             hint="check that it is a gca DuckDB file and that no other gca process holds it",
         ) from e
     try:
-        # Times are stored as naive UTC; make sure nothing converts them on the way.
-        con.execute("SET TimeZone = 'UTC'")
-        # Keep progress tracking (gca draws its own bar on stderr) but never let DuckDB print one.
-        con.execute("SET enable_progress_bar = true")
-        con.execute("SET enable_progress_bar_print = false")
-        run_script(con, "session", "macros", {})
+        configure_session(con)
         if not read_only:
             apply_schema(con)
         yield con
     finally:
         con.close()
+
+
+@contextmanager
+def open_memory() -> Iterator[duckdb.DuckDBPyConnection]:
+    """An in-memory database set up as a store's connection, spilling to a temporary
+    directory of its own (not the working directory's .tmp) when a query outgrows memory."""
+    import shutil
+    import tempfile
+
+    spill = tempfile.mkdtemp(prefix="gca-duckdb-")
+    con = duckdb.connect(":memory:", config={"temp_directory": spill})
+    try:
+        configure_session(con)
+        yield con
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+def configure_session(con: duckdb.DuckDBPyConnection) -> None:
+    """What every gca connection needs before the named queries run (a store or a dataset's views)."""
+    # Times are stored as naive UTC; make sure nothing converts them on the way.
+    con.execute("SET TimeZone = 'UTC'")
+    # Keep progress tracking (gca draws its own bar on stderr) but never let DuckDB print one.
+    con.execute("SET enable_progress_bar = true")
+    con.execute("SET enable_progress_bar_print = false")
+    run_script(con, "session", "macros", {})
 
 
 def upgrade_older_store(path: Path) -> bool:

@@ -84,13 +84,18 @@ def build_report(
     locality: LocalityRule = DEFAULT_LOCALITY,
     selection: Selection = EVERY_JOB,
     baseline: Selection | None = None,
+    dataset: Path | None = None,
+    engine: str = "duckdb",
+    master: str | None = None,
 ) -> Written:
     """Write `out/index.html` and the CSV tables (jobs.csv first) for the store at `db`.
 
     The queueing replay runs under `quotas` (VC -> GPUs; inferred from the store when None)
     and the `locality` rule. The report covers the jobs of `selection` (report/selection.py);
     with a `baseline` selection it also sets the two side by side (report/comparison.py,
-    comparison.csv).
+    comparison.csv). With `dataset`, a Parquet dataset directory (gca export, gca ingest --to),
+    the report reads that instead of the store `db`; with `engine` "spark" too, the heavy
+    queries run in Spark (`master`: its URL, default PySpark's own local mode).
 
     Raises StoreError when the store is missing or holds no jobs, ReportError when `out`
     cannot be written.
@@ -98,40 +103,86 @@ def build_report(
     db, out = Path(db), Path(out)
     if out.exists() and not out.is_dir():
         raise ReportError(f"{out}: exists and is not a directory", hint="pass --out a directory")
+    _check_engine(engine, dataset, master)
     started = time.perf_counter()
-    if upgrade_older_store(db):
-        log(f"upgraded {db} to the current schema (it came from an older gca)")
-    with open_store(db, read_only=True) as con:
-        _check_store(con, db)
+    with _open_input(db, dataset, log) as con, _heavy_engine(engine, dataset, master, log) as heavy:
+        _check_store(con, db if dataset is None else dataset)
         # stdout is for data: no progress bars from long queries
         con.execute("SET enable_progress_bar = false")
         before = None
         if baseline is not None:
             log(f"baseline: {baseline.describe()}")
-            before = _compute(con, log, quotas, locality, baseline)
+            before = _compute(con, log, quotas, locality, baseline, heavy)
             log(f"compared period: {selection.describe()}")
-        now = _compute(con, log, quotas, locality, selection)
+        now = _compute(con, log, quotas, locality, selection, heavy)
     results = now.results
     if before is not None:
         results["comparison"] = comparison.compare(before, now)
-    content = sections.compose(results, now.tests, db.name, selection.describe(),
+    name = (db if dataset is None else dataset).name
+    content = sections.compose(results, now.tests, name, selection.describe(),
                                None if baseline is None else baseline.describe())
     with _step(log, "writing HTML and CSV"):
-        page = render_html(content, title=f"GPU cluster report: {db.name}")
+        page = render_html(content, title=f"GPU cluster report: {name}")
         tables = _write_outputs(out, now.jobs, results, page)
     log(f"report built in {time.perf_counter() - started:.1f} s")
-    headline = summary.headline(results, db.name, out / "index.html", selection.describe())
+    headline = summary.headline(results, name, out / "index.html", selection.describe())
     if before is not None:
         headline["comparison"] = summary.comparison(results["comparison"], baseline.describe())  # type: ignore[union-attr]
     return Written(html=out / "index.html", tables=tables, out_dir=out, summary=headline)
 
 
+@contextmanager
+def _open_input(db: Path, dataset: Path | None, log: Callable[[str], None]) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The store, read-only (upgraded first when an older gca wrote it), or a Parquet dataset's views."""
+    if dataset is not None:
+        from gpucluster_analysis.dataset import open_dataset
+
+        with open_dataset(dataset) as con:
+            yield con
+        return
+    if upgrade_older_store(db):
+        log(f"upgraded {db} to the current schema (it came from an older gca)")
+    with open_store(db, read_only=True) as con:
+        yield con
+
+
+def _check_engine(engine: str, dataset: Path | None, master: str | None) -> None:
+    """Refuse an engine that cannot run, before anything is read."""
+    if engine == "duckdb":
+        if master is not None:
+            raise ReportError("--master is the Spark master's URL", hint="pass it with --engine spark")
+        return
+    if engine != "spark":
+        raise ReportError(f"--engine {engine}: not an engine gca knows", hint="pass --engine duckdb or --engine spark")
+    from gpucluster_analysis import spark
+
+    spark.require()
+    if dataset is None:
+        raise ReportError("--engine spark reads a Parquet dataset",
+                          hint="pass --from DIR (gca export --db STORE --to DIR writes one)")
+
+
+@contextmanager
+def _heavy_engine(engine: str, dataset: Path | None, master: str | None,
+                  log: Callable[[str], None]) -> Iterator[dict[str, Callable[[duckdb.DuckDBPyConnection], None]]]:
+    """The temp tables another engine computes (none for DuckDB), for as long as the report runs."""
+    if engine == "duckdb" or dataset is None:
+        yield {}
+        return
+    from gpucluster_analysis.dataset.layout import read_dataset
+    from gpucluster_analysis.spark.engine import SparkEngine
+
+    with SparkEngine(dataset, read_dataset(Path(dataset).resolve()), master, log) as session:
+        yield session.heavy_tables()
+
+
 def _compute(con: duckdb.DuckDBPyConnection, log: Callable[[str], None], quotas: Quotas | None,
-             locality: LocalityRule, selection: Selection) -> comparison.Period:
+             locality: LocalityRule, selection: Selection,
+             heavy: dict[str, Callable[[duckdb.DuckDBPyConnection], None]]) -> comparison.Period:
     """Everything the report shows of one selection: jobs.csv, the query results, the tests."""
     timed = _timed_tables(log)
     with _step(log, "preparing: attempt windows, GPU-sample attribution, queueing replay, job tables"):
-        replay = prepare(con, on_table=timed, quotas=quotas, locality=locality, selection=selection)
+        replay = prepare(con, on_table=timed, quotas=quotas, locality=locality, selection=selection, heavy=heavy)
         prepare_report(con, on_table=timed)
     with _step(log, "jobs table"):
         jobs = format_for_csv(jobs_table(con))
@@ -185,7 +236,9 @@ def _step(log: Callable[[str], None], what: str) -> Iterator[None]:
 
 def _check_store(con: duckdb.DuckDBPyConnection, db: Path) -> None:
     hint = f"run `gca ingest PATH... --db {db}` first"
-    tables = {r[0] for r in con.sql("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall()}
+    # information_schema lists views too: a dataset's tables are views over its Parquet files
+    tables = {r[0] for r in con.sql("SELECT table_name FROM information_schema.tables"
+                                     " WHERE table_catalog = current_database() AND table_schema = 'main'").fetchall()}
     if "jobs" not in tables:
         raise StoreError(f"{db}: not a gca store (it has no jobs table)", hint=hint)
     if not con.sql("SELECT count(*) FROM jobs").fetchall()[0][0]:

@@ -10,7 +10,7 @@ job-level tables the report's figure queries read (after `prepare`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 
 import duckdb
@@ -69,6 +69,7 @@ def prepare(
     quotas: Quotas | None = None,
     locality: LocalityRule = DEFAULT_LOCALITY,
     selection: Selection = EVERY_JOB,
+    heavy: Mapping[str, Callable[[duckdb.DuckDBPyConnection], None]] | None = None,
 ) -> Replay:
     """Create the report's temp tables (idempotent within a connection) and replay the queueing.
 
@@ -76,7 +77,9 @@ def prepare(
     under `quotas` (else inferred) and `locality` over every job; its per-job waits become
     the temp table replay_job_waits, and the whole replay is returned for the report's
     Queueing section. Then the tables narrow to `selection`; an empty one is a ReportError.
+    `heavy` maps a temp table to what creates it instead of DuckDB (spark/engine.py).
     """
+    heavy = heavy or {}
     selected.reset(con)  # the store's own tables, whole, for the replay
     create_temp_tables(con, [(name, name) for name in REPLAY_TABLES], on_table)
     replay = _replay(con, on_table, quotas, locality, (selection.since, selection.until))
@@ -84,7 +87,14 @@ def prepare(
         raise ReportError(f"no job in the selection ({selection.describe()})",
                           hint="widen --since/--until or check the --vc/--user/--source names (jobs.csv of an "
                                "unfiltered report lists them)")
-    create_temp_tables(con, [(name, name) for name in SELECTED_TABLES], on_table)
+    for name in SELECTED_TABLES:
+        if name in heavy:
+            started = time.perf_counter()
+            heavy[name](con)
+            if on_table is not None:
+                on_table(f"{name} (Spark)", time.perf_counter() - started)
+        else:
+            create_temp_tables(con, [(name, name)], on_table)
     return replay
 
 

@@ -4,7 +4,8 @@
 -- Parameters: $rows (BIGINT): how many stored rows to look at.
 -- Output: interval_s (NULL when fewer than two distinct times), gaps (how many gaps were seen).
 WITH times AS (
-    SELECT DISTINCT sample_at FROM gpu_samples WHERE rowid < $rows
+    -- LIMIT, not rowid: a dataset's gpu_samples is a view over Parquet files (in time order)
+    SELECT DISTINCT sample_at FROM (SELECT sample_at FROM gpu_samples LIMIT $rows)
 ),
 gaps AS (
     SELECT epoch(sample_at) - epoch(lag(sample_at) OVER (ORDER BY sample_at)) AS gap_s FROM times
