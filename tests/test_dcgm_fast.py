@@ -38,9 +38,10 @@ def _value(rng: random.Random, low: float, high: float) -> str:
 
 
 def answer(seed: int, *, hosts: int = 2, gpus: int = 3, points: int = 40, host_label: str = "Hostname",
-           extra: dict | None = None, series_extra: list[dict] | None = None) -> dict:  # type: ignore[type-arg]
+           extra: dict | None = None, series_extra: list[dict] | None = None, gaps: bool = True) -> dict:  # type: ignore[type-arg]
     """A clean answer: every field of every GPU of every host, 10 s apart, a few points
-    missing here and there (scrapes that failed), NaN values, some FB_RESERVED and FB_TOTAL."""
+    missing here and there (scrapes that failed), NaN values, some FB_RESERVED and FB_TOTAL.
+    Without `gaps`: every field of every GPU at every time (FB_RESERVED on all, no FB_TOTAL)."""
     rng = random.Random(seed)
     result = []
     for h in range(hosts):
@@ -49,13 +50,14 @@ def answer(seed: int, *, hosts: int = 2, gpus: int = 3, points: int = 40, host_l
                       "device": f"nvidia{g}", "modelName": "NVIDIA H100 80GB HBM3", host_label: f"node{h}:9400"
                       if host_label == "instance" else f"node{h}", **(extra or {})}
             fields = dict(FIELDS)
-            if (h + g) % 2:
+            if (h + g) % 2 or not gaps:
                 fields["DCGM_FI_DEV_FB_RESERVED"] = (0, 600)
-            if h == 1 and g == 0:
+            if h == 1 and g == 0 and gaps:
                 fields["DCGM_FI_DEV_FB_TOTAL"] = (80000, 81559)
             for name, (low, high) in fields.items():
-                values = [[T0 + 10 * k + (0.5 if name.endswith("UTIL") and k % 7 == 0 else 0), _value(rng, low, high)]
-                          for k in range(points) if rng.random() > 0.03]
+                late = gaps and name.endswith("UTIL")  # a scrape half a second late, now and then
+                values = [[T0 + 10 * k + (0.5 if late and k % 7 == 0 else 0), _value(rng, low, high)]
+                          for k in range(points) if rng.random() > (0.03 if gaps else 0)]
                 result.append({"metric": {"__name__": name, **labels}, "values": values})
     result += series_extra or []
     return {"status": "success", "data": {"resultType": "matrix", "result": result}}
@@ -92,6 +94,7 @@ def _mig(labels: dict) -> dict:  # type: ignore[type-arg]
 CASES = {
     # name: (answer, options, fast way expected)
     "clean": (lambda: answer(1), {}, True),
+    "no_gaps": (lambda: answer(21, gaps=False), {}, True),  # every measure at every time: lined up, no pivot
     "instance_label": (lambda: answer(2, host_label="instance"), {}, True),
     "kubernetes_node": (lambda: answer(3, host_label="kubernetes_node"), {}, True),
     "exporter_pod": (lambda: answer(4, extra={"pod": "dcgm-exporter-x7z", "namespace": "gpu-operator"}), {}, True),
@@ -173,6 +176,26 @@ def test_xid_events_are_where_a_value_first_shows_or_changes(tmp_path: Path, mon
     assert all(taken)
 
 
+@pytest.mark.parametrize("scrapes", [False, True])
+def test_complete_files_line_measures_up_without_a_pivot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         scrapes: bool) -> None:
+    """The usual file has every measure of every GPU at every time: its measures are lined up
+    side by side (the no_gaps cases check they store what the exact way stores)."""
+    from gpucluster_analysis.ingest.dcgm import METRICS, _scrape_series
+
+    doc = answer(47, gaps=False)
+    path = tmp_path / ("node.prom" if scrapes else "node.json")
+    path.write_text(scrape_text(doc) if scrapes else json.dumps(doc))
+    import polars as pl
+
+    def no_pivot(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("pivoted")
+
+    monkeypatch.setattr(pl.DataFrame, "pivot", no_pivot)
+    typed = dcgm_fast.read_scrapes(path, _scrape_series) if scrapes else dcgm_fast.read(path, METRICS, None)
+    assert typed is not None and typed.rows.height == 2 * 3 * 40
+
+
 def test_unnamed_series_take_the_file_names_metric(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     doc = answer(20, hosts=1, gpus=2)
     doc["data"]["result"] = [s for s in doc["data"]["result"] if s["metric"]["__name__"] == "DCGM_FI_DEV_GPU_UTIL"]
@@ -216,6 +239,7 @@ def scrape_text(doc: dict, *, extra_lines: dict[int, list[str]] | None = None) -
 
 SCRAPE_CASES = {
     "clean": (lambda: scrape_text(answer(31)), True),
+    "no_gaps": (lambda: scrape_text(answer(46, gaps=False)), True),
     "exporter_pod": (lambda: scrape_text(answer(32, extra={"pod": "dcgm-exporter-1"})), True),
     "workload": (lambda: scrape_text(answer(33, extra={"pod": "train", "namespace": "a"})), False),
     "own_timestamp": (lambda: scrape_text(answer(34), extra_lines={
