@@ -308,26 +308,38 @@ def read_scrapes(path: Path, series_of: Callable[[str], dict[str, str | None] | 
             if f.read(1) != b"\n" or head.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff", b"\x1f\x8b")):
                 return None
         # Split at `}`: a DCGM line's series and its value come apart without a regex over the
-        # line; a line with two `}` makes polars fail, and the exact way reads the file.
+        # line; a line with two `}` makes polars fail, and the exact way reads the file. What
+        # stands before the `}` repeats (the series, HELP and TYPE lines): read as categories
+        # of this file alone, it is never a string per line, and each distinct one is looked
+        # at once.
         lines = pl.read_csv(path, has_header=False, separator="}", quote_char=None,
-                            schema={"series": pl.String, "value": pl.String}, missing_columns="insert",
-                            raise_if_empty=False)
+                            schema={"head": pl.Categorical(pl.Categories.random()), "value": pl.String},
+                            missing_columns="insert", raise_if_empty=False)
         return _scrapes(lines, series_of)
     except (pl.exceptions.PolarsError, ValueError, OSError):
         return None
 
 
 def _scrapes(lines: pl.DataFrame, series_of: Callable[[str], dict[str, str | None] | None]) -> Typed | None:
-    head = pl.col("series")
-    df = lines.with_row_index("line", offset=1)
-    is_sample = df.select(head.str.starts_with("DCGM") | head.str.starts_with("dcgm")).to_series().fill_null(False)
+    distinct = lines.get_column("head").unique().drop_nulls()
+    heads = pl.DataFrame({"code": distinct.to_physical(), "head": distinct.cast(pl.String)})
+    head = pl.col("head")
+    if heads.select(head.str.contains(_CONTROL).any()).item():
+        return None
+    is_dcgm = head.str.starts_with("DCGM") | head.str.starts_with("dcgm")
+    sample_codes = heads.filter(is_dcgm).get_column("code")
+    plain_codes = heads.filter(head.str.starts_with("# HELP ") | head.str.starts_with("# TYPE ")).get_column("code")
+    df = lines.select(pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("line"),
+                      pl.col("head").to_physical().alias("code"), "value")
+    is_sample = df.select(pl.col("code").is_in(sample_codes.implode()).fill_null(False)).to_series()
     rest = df.filter(~is_sample)
     # the lines that are no plain sample: no control byte anywhere; among those that are no
     # HELP or TYPE line, no DCGM line of another case or indented, no promtool dump line, and
     # no `# time:` the plain way cannot read
-    if rest.select(head.str.contains(_CONTROL).any() | pl.col("value").str.contains(_CONTROL).any()).item():
+    if rest.select(pl.col("value").str.contains(_CONTROL).any()).item():
         return None
-    odd = rest.filter(~(head.str.starts_with("# HELP ") | head.str.starts_with("# TYPE ")).fill_null(False))
+    odd = rest.filter(~pl.col("code").is_in(plain_codes.implode()).fill_null(False)).join(
+        heads, on="code", how="left")
     stripped = (head.fill_null("") + pl.when(pl.col("value").is_null()).then(pl.lit("")).otherwise(
         pl.lit("}") + pl.col("value"))).str.strip_chars()
     odd = odd.select("line", stripped.alias("text"))
@@ -338,18 +350,15 @@ def _scrapes(lines: pl.DataFrame, series_of: Callable[[str], dict[str, str | Non
         "line", text.str.extract(_EPOCH_COMMENT, 1).cast(pl.Int64, strict=False).alias("epoch"))
     if times.get_column("epoch").null_count():
         return None  # an ISO time or a time with a `}`: the exact way reads it or says why not
-    df = df.filter(is_sample)
-    samples = df
+    samples = df.filter(is_sample)
     if samples.is_empty() or samples.get_column("value").null_count():
         return None  # a DCGM line without labels: the exact way
     # each distinct series (a few hundred a node) parsed once, by the exact way's own functions
-    codes = samples.get_column("series").cast(pl.Categorical)
-    distinct = codes.unique()
-    names = distinct.cast(pl.String)
-    if not names.str.contains(_SERIES).all():
+    series = heads.filter(is_dcgm)
+    if not series.select(head.str.contains(_SERIES).all()).item():
         return None
     rows = []
-    for code, name in zip(distinct.to_physical().to_list(), names.to_list(), strict=True):
+    for code, name in series.select("code", "head").iter_rows():
         columns = series_of(name + "}")
         if columns is not None:
             rows.append({"series_no": code, **columns})
@@ -361,7 +370,7 @@ def _scrapes(lines: pl.DataFrame, series_of: Callable[[str], dict[str, str | Non
         if column not in kept.columns:
             kept = kept.with_columns(pl.lit(None, dtype=pl.String).alias(column))
         kept = kept.with_columns(pl.col(column).cast(pl.String))
-    samples = samples.with_columns(codes.to_physical().cast(pl.Int64).alias("series_no"))
+    samples = samples.select("line", pl.col("code").cast(pl.Int64).alias("series_no"), "value")
     stored = pl.col("series_no").is_in(kept.get_column("series_no").cast(pl.Int64).implode())
     # a stored series' value is a number; any other DCGM line only has the plain shape
     shape = pl.when(stored).then(pl.col("value").str.contains(_VALUE)).otherwise(

@@ -89,11 +89,13 @@ def first_lines(head: str, n: int) -> list[str]:
 def sha256_of(path: Path, on_bytes: Callable[[int], None] | None = None) -> str:
     """Hex sha256 of the raw file bytes, read in 4 MiB chunks."""
     digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(4 << 20):
-            digest.update(chunk)
+    buffer = bytearray(4 << 20)  # one buffer for the whole file: no new 4 MiB of pages per chunk
+    view = memoryview(buffer)
+    with path.open("rb", buffering=0) as f:
+        while size := f.readinto(buffer):  # type: ignore[attr-defined]
+            digest.update(view[:size])
             if on_bytes:
-                on_bytes(len(chunk))
+                on_bytes(size)
     return digest.hexdigest()
 
 
