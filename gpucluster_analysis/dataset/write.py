@@ -22,6 +22,7 @@ import duckdb
 from gpucluster_analysis.dataset import layout
 from gpucluster_analysis.db import open_store, upgrade_older_store
 from gpucluster_analysis.errors import InputError, StoreError
+from gpucluster_analysis.textfiles import write_atomic
 
 # Rows per record batch fetched from DuckDB and per Parquet row group: a row group is the
 # unit Spark and DuckDB read in parallel and skip by its statistics.
@@ -138,7 +139,7 @@ def prepare_root(root: Path) -> None:
     try:
         root.mkdir(parents=True, exist_ok=True)
         (root / layout.SHARDS_DIR).mkdir(exist_ok=True)
-        _write_atomic(manifest, layout.manifest_text(layout.dataset_manifest()))
+        write_atomic(manifest, layout.manifest_text(layout.dataset_manifest()))
     except OSError as e:
         raise InputError(f"{root}: cannot create the dataset: {e.strerror or e}",
                          hint="check that the directory is writable") from e
@@ -202,7 +203,7 @@ def _publish(root: Path, staging: Path, manifest: layout.Shard, previous: layout
             target = root / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(staging / relative, target)
-    _write_atomic(manifest_path, layout.manifest_text(manifest.to_json()))
+    write_atomic(manifest_path, layout.manifest_text(manifest.to_json()))
 
 
 def _remove_empty_parents(path: Path, root: Path) -> None:
@@ -210,12 +211,3 @@ def _remove_empty_parents(path: Path, root: Path) -> None:
     while parent != root and parent.is_dir() and not any(parent.iterdir()):
         parent.rmdir()
         parent = parent.parent
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 
 import html
-import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -43,6 +42,7 @@ from gpucluster_analysis.report.tables import (
     run_query,
 )
 from gpucluster_analysis.speed import variability
+from gpucluster_analysis.textfiles import write_atomic
 
 # The report's named queries; each result is written as <name>.csv.
 REPORT_QUERIES = (
@@ -308,25 +308,15 @@ def csv_text(df: pl.DataFrame) -> str:
 def _write_outputs(out: Path, jobs: pl.DataFrame, results: dict[str, pl.DataFrame], page: str) -> list[Path]:
     try:
         out.mkdir(parents=True, exist_ok=True)
-        tables = [_write_atomic(out / "jobs.csv", csv_text(jobs))]
+        tables = [write_atomic(out / "jobs.csv", csv_text(jobs))]
         for name, df in results.items():
-            tables.append(_write_atomic(out / f"{name}.csv", csv_text(df)))
+            tables.append(write_atomic(out / f"{name}.csv", csv_text(df)))
         # index.html last: when it is there, the tables it links to are too
-        _write_atomic(out / "index.html", page)
+        write_atomic(out / "index.html", page)
     except OSError as e:
         raise ReportError(f"{out}: cannot write the report: {e.strerror or e}",
                           hint="check that the directory is writable and the disk is not full") from e
     return tables
-
-
-def _write_atomic(path: Path, text: str) -> Path:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
 
 
 # ---------------------------------------------------------------- HTML
