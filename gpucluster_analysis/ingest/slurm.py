@@ -383,15 +383,20 @@ _HOST_SCHEMA = pa.schema([("line", pa.int64()), ("machine_id", pa.string())])
 
 
 class _Stager:
-    """Accumulates parsed rows and flushes them to DuckDB every BATCH_ROWS rows."""
+    """Collects the staged rows: those parsed line by line go to DuckDB every BATCH_ROWS rows
+    (stage_sacct_exact), those slurm_fast typed stay polars frames until finish(), which hands
+    them to DuckDB in place (a copy costs seconds at a million jobs). stage_sacct and
+    stage_sacct_host are views over both."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
         self.rows: dict[str, list] = {name: [] for name, _ in _STAGE_COLUMNS}  # type: ignore[type-arg]
         self.hosts: dict[str, list] = {"line": [], "machine_id": []}  # type: ignore[type-arg]
+        self.typed: list[Any] = []
+        self.typed_hosts: list[Any] = []
         names = ", ".join(f"{n} {_duck_type(t)}" for n, t in _STAGE_COLUMNS)
-        con.execute(f"CREATE OR REPLACE TEMP TABLE stage_sacct ({names})")
-        con.execute("CREATE OR REPLACE TEMP TABLE stage_sacct_host (line BIGINT, machine_id VARCHAR)")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE stage_sacct_exact ({names})")
+        con.execute("CREATE OR REPLACE TEMP TABLE stage_sacct_exact_host (line BIGINT, machine_id VARCHAR)")
 
     def add(self, row: dict[str, object], hosts: list[str]) -> None:
         for name in self.rows:
@@ -404,19 +409,69 @@ class _Stager:
 
     def add_typed(self, rows: Any, hosts: Any) -> None:
         """Rows typed by slurm_fast (polars frames with the staging columns, in order)."""
-        self.con.execute("INSERT INTO stage_sacct SELECT * FROM rows")
+        self.typed.append(rows)
         if hosts.height:
-            self.con.execute("INSERT INTO stage_sacct_host SELECT * FROM hosts")
+            self.typed_hosts.append(hosts)
 
     def flush(self) -> None:
         if self.rows["line"]:
             batch = pa.Table.from_pydict(self.rows, schema=_STAGE_SCHEMA)  # noqa: F841 (read by DuckDB by name)
-            self.con.execute("INSERT INTO stage_sacct SELECT * FROM batch")
+            self.con.execute("INSERT INTO stage_sacct_exact SELECT * FROM batch")
             self.rows = {name: [] for name in self.rows}
         if self.hosts["line"]:
             host_batch = pa.Table.from_pydict(self.hosts, schema=_HOST_SCHEMA)  # noqa: F841 (read by DuckDB by name)
-            self.con.execute("INSERT INTO stage_sacct_host SELECT * FROM host_batch")
+            self.con.execute("INSERT INTO stage_sacct_exact_host SELECT * FROM host_batch")
             self.hosts = {"line": [], "machine_id": []}
+
+    def finish(self, gpus_accounted: bool) -> None:
+        """Stage the rest, then the views stage_sacct and stage_sacct_host over both ways' rows."""
+        self.flush()
+        fast, fast_hosts = _STAGE_SCHEMA.empty_table(), _HOST_SCHEMA.empty_table()
+        if self.typed:
+            import polars as pl  # only where slurm_fast, which needs it, has typed rows
+
+            typed = pl.concat(self.typed, rechunk=False)
+            self.typed = []
+            clusters = set(typed["cluster"].drop_nulls().unique().to_list()) | {
+                r[0] for r in self.con.execute(
+                    "SELECT DISTINCT cluster FROM stage_sacct_exact WHERE cluster IS NOT NULL").fetchall()}
+            if len(clusters) > 1:
+                typed = typed.with_columns(job_id=pl.when(pl.col("cluster").is_not_null())
+                                           .then(pl.col("cluster") + "/" + pl.col("job_id")).otherwise(pl.col("job_id")))
+            if not gpus_accounted:
+                typed = typed.with_columns(gpus=pl.lit(None, dtype=pl.Int64), req_gpus=pl.lit(None, dtype=pl.Int64))
+            fast = typed.to_arrow()
+            if self.typed_hosts:
+                fast_hosts = pl.concat(self.typed_hosts, rechunk=False).to_arrow()
+                self.typed_hosts = []
+        else:
+            clusters = {r[0] for r in self.con.execute(
+                "SELECT DISTINCT cluster FROM stage_sacct_exact WHERE cluster IS NOT NULL").fetchall()}
+        # sacct -M all: job ids repeat across clusters, so a dump of several keeps them apart as
+        # <cluster>/<job id> (one cluster's dump keeps sacct's ids, which its logs and scontrol use)
+        if len(clusters) > 1:
+            self.con.execute("UPDATE stage_sacct_exact SET job_id = cluster || '/' || job_id"
+                             " WHERE job_id IS NOT NULL AND cluster IS NOT NULL").fetchall()
+        if not gpus_accounted:
+            # No row names a GPU: the site does not account GPUs in TRES (AccountingStorageTRES
+            # without gres/gpu), so a TRES without one says nothing about GPUs. Unknown, not 0.
+            self.con.execute("UPDATE stage_sacct_exact SET gpus = NULL, req_gpus = NULL").fetchall()
+        self.con.register("stage_sacct_fast", fast)
+        self.con.register("stage_sacct_fast_host", fast_hosts)
+        self.con.execute("CREATE OR REPLACE TEMP VIEW stage_sacct AS "
+                         "SELECT * FROM stage_sacct_fast UNION ALL SELECT * FROM stage_sacct_exact")
+        self.con.execute("CREATE OR REPLACE TEMP VIEW stage_sacct_host AS "
+                         "SELECT * FROM stage_sacct_fast_host UNION ALL SELECT * FROM stage_sacct_exact_host")
+
+    def close(self) -> None:
+        """Let go of the typed rows held in memory."""
+        for view in ("stage_sacct", "stage_sacct_host"):
+            self.con.execute(f"DROP VIEW IF EXISTS {view}")
+        for name in ("stage_sacct_fast", "stage_sacct_fast_host"):
+            try:
+                self.con.unregister(name)
+            except duckdb.Error:
+                pass  # never registered: the file failed before finish()
 
 
 def _duck_type(t: pa.DataType) -> str:
@@ -831,6 +886,13 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
     install_zone(ctx.con, zone)
     reader = _Reader(ctx.path, ctx.options.columns)
     stager = _Stager(ctx.con)
+    try:
+        return _stage_and_store(ctx, reader, stager, zone)
+    finally:
+        stager.close()
+
+
+def _stage_and_store(ctx: LoadContext, reader: _Reader, stager: _Stager, zone: str) -> LoadCounts:
     gpus_accounted = False
     for item in reader.rows():
         if not isinstance(item, tuple):  # rows slurm_fast typed
@@ -850,17 +912,7 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
         row["dump"] = reader.headers
         gpus_accounted = gpus_accounted or bool(row.get("gpu_keyed"))
         stager.add(row, hosts)
-    stager.flush()
-    # sacct -M all: job ids repeat across clusters, so a dump of several keeps them apart as
-    # <cluster>/<job id> (one cluster's dump keeps sacct's ids, which its logs and scontrol use)
-    ctx.con.execute(
-        "UPDATE stage_sacct SET job_id = cluster || '/' || job_id"
-        " WHERE job_id IS NOT NULL AND cluster IS NOT NULL AND (SELECT count(DISTINCT cluster) FROM stage_sacct) > 1"
-    ).fetchall()
-    if not gpus_accounted:
-        # No row names a GPU: the site does not account GPUs in TRES (AccountingStorageTRES
-        # without gres/gpu), so a TRES without one says nothing about GPUs. Unknown, not 0.
-        ctx.con.execute("UPDATE stage_sacct SET gpus = NULL, req_gpus = NULL").fetchall()
+    stager.finish(gpus_accounted)
     if reader.layout is None:
         raise ParseError(f"{ctx.path}: no sacct header or data lines", hint="expected sacct output")
     run_script(ctx.con, "ingest", "slurm_sacct", {"file_id": ctx.file_id, "zone": zone}, on_statement=ctx.on_statement)
