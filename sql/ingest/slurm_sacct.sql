@@ -44,7 +44,8 @@ SELECT t, CAST(t[2:] AS TIMESTAMP), NULL FROM texts WHERE t[1] = '@';
 -- in line order; a repeated header starts a new block, unreadable lines do not) and the line of its allocation row
 -- (its own line for an allocation).
 -- The windows run over the keys alone (a sort of the whole dump that carries every column
--- costs ~10x more at a million jobs), then the rows are joined back.
+-- costs ~10x more at a million jobs), then the columns the checks read are joined back;
+-- stage_sacct_alloc takes the rest of the rows it keeps from stage_sacct.
 CREATE OR REPLACE TEMP TABLE stage_sacct_linked AS
 WITH keyed AS (
     SELECT line, het_offset, step IS NULL AS is_alloc,
@@ -66,7 +67,8 @@ linked AS (
         END AS alloc_line
     FROM blocks
 )
-SELECT s.* EXCLUDE (text), l.record_no, l.alloc_line
+SELECT s.line, s.job_id, s.het_offset, s.step, s.problem, s.state, s.status, s.exit_code,
+       s.submit_t, s.eligible_t, s.start_t, s.end_t, l.record_no, l.alloc_line
 FROM stage_sacct s JOIN linked l USING (line);
 
 -- The UTC times of each allocation row. Start and End take their second reading in a
@@ -237,10 +239,11 @@ FROM stage_sacct_choice WHERE NOT kept_stored OR kept_repeated;
 
 -- The allocation rows that are stored: one per run and het component, of the records kept.
 CREATE OR REPLACE TEMP TABLE stage_sacct_alloc AS
-SELECT a.*,
+SELECT s.* EXCLUDE (text), a.record_no, a.alloc_line,
     (row_number() OVER (PARTITION BY a.job_id, a.het_offset ORDER BY a.line) - 1)::INTEGER AS source_index,
     t.submit_at, t.eligible_at, t.start_at, t.end_at
 FROM stage_sacct_linked a
+JOIN stage_sacct s USING (line)
 JOIN stage_sacct_alloc_time t USING (line)
 WHERE a.step IS NULL AND a.line NOT IN (SELECT line FROM stage_sacct_alloc_problem)
   AND a.record_no IN (SELECT kept_seq FROM stage_sacct_choice WHERE NOT kept_stored);
