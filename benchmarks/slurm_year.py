@@ -6,7 +6,12 @@ The dumps repeat one synthetic Slurm trace (`gca synth --format slurm`: 2,000 jo
 nodes of 8 GPUs over 3 days, with job steps, requeues, arrays, cancelled-while-pending jobs)
 back to back: copy k has its job ids offset by k x 10^7 and its times moved on by k x 3 days,
 so jobs never collide and the nodes stay as busy as in the base trace. Only the sacct dump
-and the node list are ingested (no logs, no telemetry): the cost under test is per job.
+and the trace's scontrol snapshots are ingested (no logs, no telemetry): the cost under test
+is per job. "Jobs" are jobs as gca stores them (an array task is a job, a requeued job one
+job); a dump of 1M jobs has ~4.8M lines (920 MiB).
+
+Each step runs as its own process: wall time, user+sys CPU time (the machine may be shared:
+the load average is printed) and peak RSS.
 
     python benchmarks/slurm_year.py                       # 100k, 300k, 1M
     python benchmarks/slurm_year.py --jobs 100000 --keep  # one size; keep dump and store
@@ -15,6 +20,7 @@ and the node list are ingested (no logs, no telemetry): the cost under test is p
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -24,7 +30,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from run import machine_line, run_step
+from run import machine_line
+
+from gpucluster_analysis.ingest.slurm import parse_job_id
 
 BASE_JOBS, BASE_DAYS, NODES = 2000, 3.0, 5
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
@@ -43,8 +51,8 @@ def base_trace(work: Path) -> Path:
 def write_dump(base: Path, out: Path, jobs: int) -> int:
     """The base dump repeated until it holds `jobs` jobs (whole copies); returns the jobs written."""
     header, *rows = base.read_text().splitlines()
-    job_rows = [r for r in rows if "." not in r.split("|", 1)[0]]
-    copies = max(1, round(jobs / len(job_rows)))
+    ids = {parsed[0] for r in rows if (parsed := parse_job_id(r.split("|", 1)[0])) is not None and parsed[2] is None}
+    copies = max(1, round(jobs / len(ids)))
     shift = timedelta(days=BASE_DAYS)
 
     def moved(row: str, k: int) -> str:
@@ -55,7 +63,26 @@ def write_dump(base: Path, out: Path, jobs: int) -> int:
         f.write(header + "\n")
         for k in range(copies):
             f.write("\n".join(moved(r, k) for r in rows) + "\n")
-    return copies * len(job_rows)
+    return copies * len(ids)
+
+
+# As run.py's, with the child's CPU time: the grandchild's rusage covers that step alone.
+_MEASURE = (
+    "import resource, subprocess, sys, time; t = time.perf_counter(); "
+    "subprocess.run(sys.argv[1:], check=True, stdout=sys.stderr); "
+    "r = resource.getrusage(resource.RUSAGE_CHILDREN); "
+    "print(time.perf_counter() - t, r.ru_utime + r.ru_stime, r.ru_maxrss)"
+)
+
+
+def run_step(name: str, args: list[str]) -> tuple[float, float, float, float]:
+    """(wall s, CPU s, peak RSS GiB, 1-minute load average at the end) of one step."""
+    out = subprocess.run([sys.executable, "-c", _MEASURE, *args], check=True, stdout=subprocess.PIPE, text=True)
+    wall, cpu, peak_kib = out.stdout.split()[-3:]
+    load = os.getloadavg()[0]
+    print(f"{name}: {float(wall):.1f} s, {float(cpu):.1f} CPU-s, peak RSS {int(peak_kib) / (1 << 20):.2f} GiB,"
+          f" load average {load:.1f}", file=sys.stderr)
+    return float(wall), float(cpu), int(peak_kib) / (1 << 20), load
 
 
 def main() -> None:
@@ -75,6 +102,7 @@ def main() -> None:
             stale.unlink(missing_ok=True)
         written = write_dump(base / "sacct.txt", dump, size)
         print(f"{dump.name}: {written:,} jobs, {dump.stat().st_size / 2**20:,.0f} MiB", file=sys.stderr)
+        # the base's scontrol snapshots too: one file each, as a site's would come
         rows.append((written, dump.stat().st_size,
                      run_step(f"ingest {written:,} jobs", [*gca, "ingest", str(dump), str(base / "scontrol"),
                                                            "--db", str(db), "--tz", "UTC"]),
@@ -84,10 +112,12 @@ def main() -> None:
             dump.unlink()
             db.unlink(missing_ok=True)
     print(f"\nMachine: {machine_line()}\n")
-    print("| jobs | dump (MiB) | ingest (s) | ingest peak RSS (GiB) | report (s) | report peak RSS (GiB) |")
-    print("|---:|---:|---:|---:|---:|---:|")
-    for jobs, size, (_, ingest_s, ingest_gib), (_, report_s, report_gib) in rows:
-        print(f"| {jobs:,} | {size / 2**20:,.0f} | {ingest_s:.1f} | {ingest_gib:.2f} | {report_s:.1f} | {report_gib:.2f} |")
+    print("| jobs | dump (MiB) | ingest wall (s) | ingest CPU (s) | ingest peak RSS (GiB) | report wall (s) "
+          "| report CPU (s) | report peak RSS (GiB) | load avg (ingest, report) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for jobs, size, ingest, report in rows:
+        print(f"| {jobs:,} | {size / 2**20:,.0f} | {ingest[0]:.1f} | {ingest[1]:.1f} | {ingest[2]:.2f} | {report[0]:.1f} "
+              f"| {report[1]:.1f} | {report[2]:.2f} | {ingest[3]:.1f}, {report[3]:.1f} |")
 
 
 if __name__ == "__main__":

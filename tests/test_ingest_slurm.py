@@ -22,6 +22,7 @@ from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
 from gpucluster_analysis.ingest.slurm import (
     SONAR_COLUMNS,
     parse_duration_s,
+    parse_exit,
     parse_gpu_indices,
     parse_job_id,
     parse_state,
@@ -59,7 +60,7 @@ def test_job_ids(text: str, expected: tuple) -> None:  # type: ignore[type-arg]
     assert parse_job_id(text) == expected
 
 
-@pytest.mark.parametrize("text", ["abc", "123.", "123_", "12 3", "", "123+x"])
+@pytest.mark.parametrize("text", ["abc", "123.", "123_", "12 3", "", "123+x", "123+99999999999"])
 def test_job_ids_that_are_not(text: str) -> None:
     assert parse_job_id(text) is None
 
@@ -87,10 +88,19 @@ def test_durations(text: str, seconds: int | None) -> None:
     assert parse_duration_s(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["2 hours", "12:61:00", "-1", "1-2-3"])
+@pytest.mark.parametrize("text", ["2 hours", "12:61:00", "-1", "1-2-3", "99999999999999999999-00:00:00"])
 def test_bad_durations(text: str) -> None:
     with pytest.raises(ValueError):
         parse_duration_s(text)
+
+
+def test_numbers_too_big_for_the_store_are_unreadable_not_a_crash() -> None:
+    for text in ("gres/gpu=99999999999", "node=99999999999", "gres/gpu=\u00b2"):
+        with pytest.raises(ValueError):
+            parse_tres(text)
+    with pytest.raises(ValueError):
+        parse_exit("99999999999:0")
+    assert parse_exit("-1:0") == (-1, 0)
 
 
 def test_tres_prefers_the_untyped_gpu_count_and_keeps_the_model() -> None:
@@ -749,7 +759,8 @@ def test_times(text: str, expected: str | None) -> None:
     assert parse_time(text, "America/New_York") == expected
 
 
-@pytest.mark.parametrize("text", ["Tue 10:00", "2024-02-30T10:00:00", "2024-01-01", "12 Jan 09:00"])
+@pytest.mark.parametrize("text", ["Tue 10:00", "2024-02-30T10:00:00", "2024-01-01", "12 Jan 09:00",
+                                  "99999999999999999999", "\u00b2"])
 def test_times_that_are_not(text: str) -> None:
     with pytest.raises(ValueError):
         parse_time(text, "UTC")

@@ -5,7 +5,8 @@ another `--delimiter`, with a header line or, for `--noheader` dumps, the column
 given with `gca ingest --columns`; and the default fixed-width output where no field was
 cut (a `+` at the end of a full-width field is a cut: the file is refused, asking for `-P`).
 Each line is parsed here (job id, state, exit code, times, TRES, hostlist), streamed in
-bounded batches into a staging table, and `sql/ingest/slurm_sacct.sql` turns the staged
+bounded batches into a staging table (plain `-P`/`-p` rows are typed in bulk by
+`slurm_fast.py`, to the same staged values), and `sql/ingest/slurm_sacct.sql` turns the staged
 rows into jobs, attempts and attempt_hosts: steps are matched to the allocation row above
 them, requeued runs become attempts, duplicate steps and orphan steps are rejected. A job
 met again (overlapping nightly dumps, or one file of several dumps) keeps one record, the
@@ -26,9 +27,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
@@ -85,6 +89,8 @@ _DURATION = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?(?:\.\d+)?$")
 _NO_LIMIT = frozenset({"unlimited", "partition_limit", "invalid", "none", ""})
 _EXIT = re.compile(r"^(-?\d+):(-?\d+)$")
 _GPU_TYPE = re.compile(r"^[A-Za-z0-9_.\-]+$")  # a100, a100_3g.20gb, nvidia_h100-80gb
+# Counts (GPUs, nodes, het offsets, exit codes) beyond this are typos; the staging columns are 32-bit.
+_MAX_COUNT = 2**31 - 1
 
 
 def parse_job_id(text: str) -> tuple[str, int | None, str | None] | None:
@@ -97,6 +103,8 @@ def parse_job_id(text: str) -> tuple[str, int | None, str | None] | None:
     if not match:
         return None
     het = match.group("het")
+    if het is not None and int(het) > _MAX_COUNT:  # het_offset is a 32-bit column
+        return None
     return match.group("job"), (int(het) if het is not None else None), match.group("step")
 
 
@@ -131,10 +139,12 @@ def parse_time(text: str, zone: str = "UTC") -> str | None:
     """
     if text.lower() in _MISSING:
         return None
-    if text.isdigit():
+    if text.isdecimal():
         seconds = int(text)
         if seconds == 0:
             return None
+        if seconds >= 2**40:  # past any year gca reads, and past what datetime holds
+            raise YearOutOfRange(text)
         utc = datetime(1970, 1, 1) + timedelta(seconds=seconds)
         if not _FIRST_YEAR <= utc.year <= _LAST_YEAR:
             raise YearOutOfRange(text)
@@ -169,9 +179,20 @@ def parse_duration_s(text: str) -> int | None:
     elif len(numbers) == 2:  # MM:SS
         numbers = [0, *numbers]
     hours, minutes, seconds = numbers
-    if minutes >= 60 or seconds >= 60:
+    total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    if minutes >= 60 or seconds >= 60 or total >= 2**63:
         raise ValueError(text)
-    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    return total
+
+
+def parse_limit_minutes(text: str) -> int | None:
+    """Seconds of a TimelimitRaw (minutes); None when it is not a number (UNLIMITED, ...)."""
+    if not text.isdecimal():
+        return None
+    seconds = int(text) * 60
+    if seconds >= 2**63:
+        raise ValueError(text)
+    return seconds
 
 
 @dataclass(frozen=True)
@@ -195,7 +216,7 @@ def parse_tres(text: str) -> Tres | None:
         if not sep or not key:
             raise ValueError(item)
         if key == "gres/gpu" or key.startswith("gres/gpu:") or key == "node":
-            if not value.isdigit():
+            if not value.isdecimal() or int(value) > _MAX_COUNT:
                 raise ValueError(item)
             if key == "gres/gpu":
                 untyped = int(value)
@@ -220,7 +241,7 @@ def parse_gres(text: str) -> Tres | None:
         parts = re.sub(r"\(.*$", "", entry.strip()).split(":")
         if parts[0] != "gpu":
             continue
-        if len(parts) not in (2, 3) or not parts[-1].isdigit():
+        if len(parts) not in (2, 3) or not parts[-1].isdecimal() or int(parts[-1]) > _MAX_COUNT:
             raise ValueError(entry)
         gpus += int(parts[-1])
         keyed = True
@@ -233,7 +254,7 @@ def parse_exit(text: str) -> tuple[int | None, int | None]:
     if text.lower() in _MISSING:
         return None, None
     match = _EXIT.match(text)
-    if not match:
+    if not match or max(abs(int(match.group(1))), abs(int(match.group(2)))) > _MAX_COUNT:
         raise ValueError(text)
     return int(match.group(1)), int(match.group(2))
 
@@ -362,15 +383,20 @@ _HOST_SCHEMA = pa.schema([("line", pa.int64()), ("machine_id", pa.string())])
 
 
 class _Stager:
-    """Accumulates parsed rows and flushes them to DuckDB every BATCH_ROWS rows."""
+    """Collects the staged rows: those parsed line by line go to DuckDB every BATCH_ROWS rows
+    (stage_sacct_exact), those slurm_fast typed stay polars frames until finish(), which hands
+    them to DuckDB in place (a copy costs seconds at a million jobs). stage_sacct and
+    stage_sacct_host are views over both."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
         self.rows: dict[str, list] = {name: [] for name, _ in _STAGE_COLUMNS}  # type: ignore[type-arg]
         self.hosts: dict[str, list] = {"line": [], "machine_id": []}  # type: ignore[type-arg]
+        self.typed: list[Any] = []
+        self.typed_hosts: list[Any] = []
         names = ", ".join(f"{n} {_duck_type(t)}" for n, t in _STAGE_COLUMNS)
-        con.execute(f"CREATE OR REPLACE TEMP TABLE stage_sacct ({names})")
-        con.execute("CREATE OR REPLACE TEMP TABLE stage_sacct_host (line BIGINT, machine_id VARCHAR)")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE stage_sacct_exact ({names})")
+        con.execute("CREATE OR REPLACE TEMP TABLE stage_sacct_exact_host (line BIGINT, machine_id VARCHAR)")
 
     def add(self, row: dict[str, object], hosts: list[str]) -> None:
         for name in self.rows:
@@ -381,15 +407,67 @@ class _Stager:
         if len(self.rows["line"]) >= BATCH_ROWS:
             self.flush()
 
+    def add_typed(self, rows: Any, hosts: Any) -> None:
+        """Rows typed by slurm_fast (polars frames with the staging columns, in order), kept as
+        Arrow: a compact copy, where the polars frame's strings are views that keep every
+        intermediate buffer of the chunk alive (3x the memory at a million jobs)."""
+        # 32-bit string offsets: half the memory of polars' 64-bit ones, for 17 string columns
+        self.typed.append(rows.to_arrow().cast(_STAGE_SCHEMA))
+        if hosts.height:
+            self.typed_hosts.append(hosts.to_arrow().cast(_HOST_SCHEMA))
+
     def flush(self) -> None:
         if self.rows["line"]:
             batch = pa.Table.from_pydict(self.rows, schema=_STAGE_SCHEMA)  # noqa: F841 (read by DuckDB by name)
-            self.con.execute("INSERT INTO stage_sacct SELECT * FROM batch")
+            self.con.execute("INSERT INTO stage_sacct_exact SELECT * FROM batch")
             self.rows = {name: [] for name in self.rows}
         if self.hosts["line"]:
             host_batch = pa.Table.from_pydict(self.hosts, schema=_HOST_SCHEMA)  # noqa: F841 (read by DuckDB by name)
-            self.con.execute("INSERT INTO stage_sacct_host SELECT * FROM host_batch")
+            self.con.execute("INSERT INTO stage_sacct_exact_host SELECT * FROM host_batch")
             self.hosts = {"line": [], "machine_id": []}
+
+    def finish(self, gpus_accounted: bool) -> None:
+        """Stage the rest, then the views stage_sacct and stage_sacct_host over both ways' rows."""
+        self.flush()
+        fast = pa.concat_tables(self.typed) if self.typed else _STAGE_SCHEMA.empty_table()
+        fast_hosts = pa.concat_tables(self.typed_hosts) if self.typed_hosts else _HOST_SCHEMA.empty_table()
+        self.typed, self.typed_hosts = [], []
+        # sacct -M all: job ids repeat across clusters, so a dump of several keeps them apart as
+        # <cluster>/<job id> (one cluster's dump keeps sacct's ids, which its logs and scontrol use)
+        clusters = set(pc.unique(fast.column("cluster")).drop_null().to_pylist()) | {
+            r[0] for r in self.con.execute(
+                "SELECT DISTINCT cluster FROM stage_sacct_exact WHERE cluster IS NOT NULL").fetchall()}
+        if len(clusters) > 1:
+            job_id = pc.if_else(pc.is_null(fast.column("cluster")), fast.column("job_id"),
+                                pc.binary_join_element_wise(fast.column("cluster"), fast.column("job_id"), "/"))
+            fast = fast.set_column(fast.schema.get_field_index("job_id"), "job_id", job_id)
+        # No row names a GPU: the site does not account GPUs in TRES (AccountingStorageTRES
+        # without gres/gpu), so a TRES without one says nothing about GPUs. Unknown, not 0.
+        if not gpus_accounted:
+            for name in ("gpus", "req_gpus"):
+                at = fast.schema.get_field_index(name)
+                fast = fast.set_column(at, name, pa.nulls(len(fast), fast.schema.field(name).type))
+        if len(clusters) > 1:
+            self.con.execute("UPDATE stage_sacct_exact SET job_id = cluster || '/' || job_id"
+                             " WHERE job_id IS NOT NULL AND cluster IS NOT NULL").fetchall()
+        if not gpus_accounted:
+            self.con.execute("UPDATE stage_sacct_exact SET gpus = NULL, req_gpus = NULL").fetchall()
+        self.con.register("stage_sacct_fast", fast)
+        self.con.register("stage_sacct_fast_host", fast_hosts)
+        self.con.execute("CREATE OR REPLACE TEMP VIEW stage_sacct AS "
+                         "SELECT * FROM stage_sacct_fast UNION ALL SELECT * FROM stage_sacct_exact")
+        self.con.execute("CREATE OR REPLACE TEMP VIEW stage_sacct_host AS "
+                         "SELECT * FROM stage_sacct_fast_host UNION ALL SELECT * FROM stage_sacct_exact_host")
+
+    def close(self) -> None:
+        """Let go of the typed rows held in memory."""
+        for view in ("stage_sacct", "stage_sacct_host"):
+            self.con.execute(f"DROP VIEW IF EXISTS {view}")
+        for name in ("stage_sacct_fast", "stage_sacct_fast_host"):
+            try:
+                self.con.unregister(name)
+            except duckdb.Error:
+                pass  # never registered: the file failed before finish()
 
 
 def _duck_type(t: pa.DataType) -> str:
@@ -476,10 +554,10 @@ def _parse_fields(
     try:
         if cols.timelimit is not None:
             row["time_limit_s"] = parse_duration_s(_value(fields, cols.timelimit))
-        elif cols.timelimit_raw is not None and _value(fields, cols.timelimit_raw).isdigit():
-            row["time_limit_s"] = int(_value(fields, cols.timelimit_raw)) * 60
+        elif cols.timelimit_raw is not None:
+            row["time_limit_s"] = parse_limit_minutes(_value(fields, cols.timelimit_raw))
     except ValueError:
-        problems.append(f"unreadable Timelimit {_value(fields, cols.timelimit)!r}")
+        problems.append(f"unreadable Timelimit {_value(fields, cols.timelimit if cols.timelimit is not None else cols.timelimit_raw)!r}")
     tres = None
     requested: dict[str, Tres] = {}
     for i, label, reader in ((cols.alloc_tres, "AllocTRES", parse_tres), (cols.req_tres, "ReqTRES", parse_tres),
@@ -506,7 +584,7 @@ def _parse_fields(
         except HostlistError as e:
             problems.append(f"unreadable NodeList {nodelist!r}: {e}")
     nnodes_text = _value(fields, cols.nnodes)
-    if nnodes_text and not nnodes_text.isdigit():
+    if nnodes_text and not (nnodes_text.isdecimal() and int(nnodes_text) <= _MAX_COUNT):
         problems.append(f"unreadable NNodes {nnodes_text!r}")
     if problems:
         row["problem"] = "; ".join(problems)
@@ -554,6 +632,7 @@ class _Reader:
     header_text: str | None = None
     latin1_lines: set[int] = field(default_factory=set)  # lines read as Latin-1
     headers: int = 0  # header lines read so far: each starts a dump (concatenated dumps repeat it)
+    pending_header: tuple[int, str] | None = None  # fixed width: a header, its rule expected next
 
     def set_layout(self, layout: Layout, line_no: int) -> None:
         names = set(layout.columns)
@@ -565,58 +644,94 @@ class _Reader:
         self.layout, self.cols = layout, _Columns(layout)
         self.headers += 1
 
-    def rows(self) -> Iterator[tuple[int, str, list[str] | int | str]]:
+    def rows(self) -> Iterator[tuple[int, str, list[str] | int | str] | Any]:
         """(line number, text, fields) of each data line; a field count instead of fields when
-        it is wrong, the reason for a line that is no row (a message of the tool, a prompt)."""
-        pending_header: tuple[int, str] | None = None  # fixed width: a header, its rule expected next
-        for line_no, text in _text_lines(self.path, self.latin1_lines):
-            if not text.strip():
+        it is wrong, the reason for a line that is no row (a message of the tool, a prompt).
+
+        Runs of plain `-P`/`-p` data lines go to slurm_fast, which types the clean ones itself
+        and yields them as one slurm_fast.FastRows; the rest of each run comes back here."""
+        # imported here: slurm_fast imports this module's parsers, and polars is slow to import
+        from gpucluster_analysis.ingest import slurm_fast
+
+        for first, lines in _text_chunks(self.path, self.latin1_lines):
+            if isinstance(lines, list):  # a chunk that is not plain UTF-8 text: line by line
+                for offset, text in enumerate(lines):
+                    if (row := self.feed(first + offset, text)) is not None:
+                        yield row
                 continue
-            if pending_header is not None:
-                header_no, header = pending_header
-                pending_header = None
-                if not _RULE.match(text):
-                    raise ParseError(
-                        f"{self.path}:{line_no}: fixed-width sacct output without the dashed rule under its header",
-                        hint="export with sacct --parsable2 (-P)",
-                    )
-                layout = _fixed_layout(header, text)
-                if layout is None:
-                    raise ParseError(
-                        f"{self.path}:{header_no}: the fixed-width header does not line up with the dashed rule under it"
-                        " (spaces changed, e.g. by a copy from a terminal or tabs)",
-                        hint="export with sacct --parsable2 (-P)",
-                    )
-                self.set_layout(layout, header_no)
-                continue
-            if text.startswith(_TOOL_MESSAGES):
-                yield line_no, text, "a message of sacct, not a row"  # sacct 2>&1: recorded, not read
-                continue
-            if self.layout is None and _PROMPT.match(text):
-                yield line_no, text, "the shell's prompt and command, not a row"  # a pasted terminal session
-                continue
-            # The header comes first, and again wherever dumps were concatenated.
-            if self.layout is None or text == self.header_text or text.lstrip()[:5].lower() == "jobid":
-                header = _header_fields(text)
-                if header is not None:
-                    self.header_text = text
-                    fields, delimiter = header
-                    if delimiter is None:
-                        pending_header = (line_no, text)
-                    else:
-                        trailing = text.rstrip().endswith(delimiter)
-                        self.set_layout(
-                            Layout([f.lower() for f in fields], delimiter, trailing=trailing, names=fields), line_no
-                        )
-                    continue
-            if self.layout is None:
-                self._headerless(line_no, text)
-            yield line_no, text, self._split(text, line_no)
-        if pending_header is not None:
+            size, pos = len(lines), 0
+            mask, mask_for = None, None
+            while pos < size:
+                fast = (self.layout is not None and self.pending_header is None
+                        and slurm_fast.eligible(self.layout))
+                if fast:
+                    assert self.layout is not None and self.cols is not None
+                    if mask_for != self.headers:  # every new layout comes with a new header count
+                        mask, mask_for = slurm_fast.plain_rows(lines, self.layout), self.headers
+                    assert mask is not None
+                    run = int(mask[pos:].argmin()) if not mask[pos:].all() else size - pos
+                    if run:
+                        numbers = np.arange(first + pos, first + pos + run, dtype=np.int64)
+                        texts = lines.slice(pos, run)
+                        typed, other = slurm_fast.split_clean(texts, numbers, self.layout, self.cols, self.headers)
+                        if typed.rows.height:
+                            yield typed
+                        # plain lines are data rows of this layout: what feed() does with them
+                        for line_no, text in zip(numbers[other].tolist(), texts.filter(pa.array(other)).to_pylist()):
+                            yield line_no, text, self._split(text, line_no)
+                        pos += run
+                        continue
+                if (row := self.feed(first + pos, lines[pos].as_py())) is not None:
+                    yield row
+                pos += 1
+        if self.pending_header is not None:
             raise ParseError(
-                f"{self.path}:{pending_header[0]}: fixed-width sacct header without the dashed rule under it",
+                f"{self.path}:{self.pending_header[0]}: fixed-width sacct header without the dashed rule under it",
                 hint="export with sacct --parsable2 (-P)",
             )
+
+    def feed(self, line_no: int, text: str) -> tuple[int, str, list[str] | int | str] | None:
+        """What one line is: None for a header, a rule or a blank line, else as rows() yields it."""
+        if not text.strip():
+            return None
+        if self.pending_header is not None:
+            header_no, header = self.pending_header
+            self.pending_header = None
+            if not _RULE.match(text):
+                raise ParseError(
+                    f"{self.path}:{line_no}: fixed-width sacct output without the dashed rule under its header",
+                    hint="export with sacct --parsable2 (-P)",
+                )
+            layout = _fixed_layout(header, text)
+            if layout is None:
+                raise ParseError(
+                    f"{self.path}:{header_no}: the fixed-width header does not line up with the dashed rule under it"
+                    " (spaces changed, e.g. by a copy from a terminal or tabs)",
+                    hint="export with sacct --parsable2 (-P)",
+                )
+            self.set_layout(layout, header_no)
+            return None
+        if text.startswith(_TOOL_MESSAGES):
+            return line_no, text, "a message of sacct, not a row"  # sacct 2>&1: recorded, not read
+        if self.layout is None and _PROMPT.match(text):
+            return line_no, text, "the shell's prompt and command, not a row"  # a pasted terminal session
+        # The header comes first, and again wherever dumps were concatenated.
+        if self.layout is None or text == self.header_text or text.lstrip()[:5].lower() == "jobid":
+            header = _header_fields(text)
+            if header is not None:
+                self.header_text = text
+                fields, delimiter = header
+                if delimiter is None:
+                    self.pending_header = (line_no, text)
+                else:
+                    trailing = text.rstrip().endswith(delimiter)
+                    self.set_layout(
+                        Layout([f.lower() for f in fields], delimiter, trailing=trailing, names=fields), line_no
+                    )
+                return None
+        if self.layout is None:
+            self._headerless(line_no, text)
+        return line_no, text, self._split(text, line_no)
 
     def _headerless(self, line_no: int, text: str) -> None:
         spec, named_by = self.columns_option, "--columns names"
@@ -687,25 +802,73 @@ def _text_lines(path: Path, latin1: set[int] | None = None, control: re.Pattern[
     """(1-based line number, text) of each line, streaming: without a byte-order mark or line
     end; a line that is not UTF-8 is read as Latin-1 (a JobName typed on an old terminal),
     and its number added to `latin1`. A character `control` matches refuses the file (binary)."""
-    control = control or _CONTROL
     with open_binary(path) as f:
         for number, raw in enumerate(f, start=1):
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            if number == 1 and raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-                raise ParseError(f"{path}:1: UTF-16 text (as Windows PowerShell saves command output)",
-                                 hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {path.name}")
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                text = raw.decode("latin-1")
-                if latin1 is not None:
-                    latin1.add(number)
-            text = text.rstrip("\r\n")
-            if control.search(text):
-                raise ParseError(f"{path}:{number}: binary data, not Slurm's text output",
-                                 hint="give gca the text sacct or scontrol printed")
-            yield number, text
+            yield number, _decode_line(path, number, raw, latin1, control or _CONTROL)
+
+
+def _decode_line(path: Path, number: int, raw: bytes, latin1: set[int] | None, control: re.Pattern[str]) -> str:
+    if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    if number == 1 and raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ParseError(f"{path}:1: UTF-16 text (as Windows PowerShell saves command output)",
+                         hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {path.name}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("latin-1")
+        if latin1 is not None:
+            latin1.add(number)
+    text = text.rstrip("\r\n")
+    if control.search(text):
+        raise ParseError(f"{path}:{number}: binary data, not Slurm's text output",
+                         hint="give gca the text sacct or scontrol printed")
+    return text
+
+
+_CHUNK_BYTES = 8 << 20
+# _CONTROL's characters but CR, which ends a line read from Windows
+_CONTROL_BYTES = bytes([*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
+
+
+def _text_chunks(path: Path, latin1: set[int]) -> Iterator[tuple[int, pa.Array | list[str]]]:
+    """The lines of _text_lines, ~8 MiB at a time: (number of the first line, the lines as an
+    Arrow string array), without a Python string per line. A chunk that is not plainly UTF-8
+    text (Latin-1 lines, control characters, a CR inside a line) comes as _text_lines' strings."""
+    number, rest, first = 1, b"", True
+    with open_binary(path) as f:
+        while True:
+            block = f.read(_CHUNK_BYTES)
+            data = rest + block
+            if not data:
+                return
+            end = data.rfind(b"\n") + 1 if block else len(data)
+            if not end:
+                rest = data
+                continue
+            raw, rest = data[:end], data[end:]
+            pieces = raw.split(b"\n")
+            if pieces[-1] == b"":  # after the last line end
+                pieces.pop()
+            lines: pa.Array | list[str] | None = None
+            if not (first and raw.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff"))) \
+                    and len(raw.translate(None, _CONTROL_BYTES)) == len(raw):
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    text = None
+                if text is not None:
+                    parts = pc.list_flatten(pc.split_pattern(pa.array([text]), "\n"))
+                    parts = pc.utf8_rtrim(parts.slice(0, len(pieces)), "\r")
+                    if not pc.any(pc.match_substring(parts, "\r")).as_py():
+                        lines = parts
+            if lines is None:
+                lines = [_decode_line(path, number + k, piece, latin1, _CONTROL) for k, piece in enumerate(pieces)]
+            first = False
+            yield number, lines
+            number += len(pieces)
+            if not block:
+                return
 
 
 def _load_sacct(ctx: LoadContext) -> LoadCounts:
@@ -719,8 +882,20 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
     install_zone(ctx.con, zone)
     reader = _Reader(ctx.path, ctx.options.columns)
     stager = _Stager(ctx.con)
+    try:
+        return _stage_and_store(ctx, reader, stager, zone)
+    finally:
+        stager.close()
+
+
+def _stage_and_store(ctx: LoadContext, reader: _Reader, stager: _Stager, zone: str) -> LoadCounts:
     gpus_accounted = False
-    for line_no, text, fields in reader.rows():
+    for item in reader.rows():
+        if not isinstance(item, tuple):  # rows slurm_fast typed
+            stager.add_typed(item.rows, item.hosts)
+            gpus_accounted = gpus_accounted or item.gpu_keyed
+            continue
+        line_no, text, fields = item
         if isinstance(fields, str):
             stager.add({"line": line_no, "text": text[:_TEXT_LIMIT], "problem": fields}, [])
             continue
@@ -733,17 +908,7 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
         row["dump"] = reader.headers
         gpus_accounted = gpus_accounted or bool(row.get("gpu_keyed"))
         stager.add(row, hosts)
-    stager.flush()
-    # sacct -M all: job ids repeat across clusters, so a dump of several keeps them apart as
-    # <cluster>/<job id> (one cluster's dump keeps sacct's ids, which its logs and scontrol use)
-    ctx.con.execute(
-        "UPDATE stage_sacct SET job_id = cluster || '/' || job_id"
-        " WHERE job_id IS NOT NULL AND cluster IS NOT NULL AND (SELECT count(DISTINCT cluster) FROM stage_sacct) > 1"
-    ).fetchall()
-    if not gpus_accounted:
-        # No row names a GPU: the site does not account GPUs in TRES (AccountingStorageTRES
-        # without gres/gpu), so a TRES without one says nothing about GPUs. Unknown, not 0.
-        ctx.con.execute("UPDATE stage_sacct SET gpus = NULL, req_gpus = NULL").fetchall()
+    stager.finish(gpus_accounted)
     if reader.layout is None:
         raise ParseError(f"{ctx.path}: no sacct header or data lines", hint="expected sacct output")
     run_script(ctx.con, "ingest", "slurm_sacct", {"file_id": ctx.file_id, "zone": zone}, on_statement=ctx.on_statement)

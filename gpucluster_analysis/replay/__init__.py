@@ -265,15 +265,11 @@ def _split_classes(
         first = members[0]
         vc, g = int(jobs.vc[first]), float(jobs.gpus[first])
         a, b = jobs.wait_from[members], jobs.wait_until[members]
-        lo = int(tl.index(a).min())
-        hi = int(tl.index(b).max())
+        part = split.covered_intervals(tl.index(a), tl.index(b))
         q = quota.get(vc) if vc >= 0 else None
-        elsewhere = None
-        if idle_quota is not None and q is not None:
-            elsewhere = idle_quota - np.maximum(q - usage[vc], 0.0)
-        user_over = caps.over(lo, hi, g, (int(caps.job_assoc[first]), int(caps.job_qos[first])))
-        state = split.class_state(tl, lo, hi, g, usage.get(vc) if q is not None else None, q, elsewhere, rule,
-                                  user_over)
+        user_over = caps.over(part, g, (int(caps.job_assoc[first]), int(caps.job_qos[first])))
+        state = split.class_state(tl, part, g, usage.get(vc) if q is not None else None, q,
+                                  idle_quota if q is not None else None, rule, user_over)
         seconds[members] = split.seconds_by_cause(state, a, b)
         if g > RELAX_ABOVE_GPUS and tl.placement_known:
             fragmented = state.cause == split.FRAGMENTATION
@@ -311,10 +307,11 @@ def _pending(
         for key in np.unique(keys, axis=0):
             sel = wait_rows[np.all(keys == key, axis=1)]
             vc, g = int(key[0]), float(key[1])
-            lo, hi = int(tl.index(t[sel]).min()), int(tl.index(t[sel]).max())
+            at = tl.index(t[sel])
+            part = split.covered_intervals(at, at)
             q = quota.get(vc) if vc >= 0 else None
-            user_over = caps.over(lo, hi, g, (int(key[2]), int(key[3])))
-            state = split.class_state(tl, lo, hi, g, usage.get(vc) if q is not None else None, q, None, rule,
+            user_over = caps.over(part, g, (int(key[2]), int(key[3])))
+            state = split.class_state(tl, part, g, usage.get(vc) if q is not None else None, q, None, rule,
                                       user_over)
             causes = split.cause_at(state, t[sel])
             label[sel] = np.array(CAUSES, dtype=object)[causes]

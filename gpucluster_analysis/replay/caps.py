@@ -14,7 +14,7 @@ array per user over the whole trace.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
@@ -40,20 +40,30 @@ class UserCaps:
     def any(self) -> bool:
         return len(self.caps) > 0
 
-    def over(self, lo: int, hi: int, gpus: float, groups: tuple[int, ...]) -> np.ndarray | None:
-        """On intervals lo..hi: whether a job of `gpus` GPUs is over one of its groups' caps;
-        None when it has no group."""
-        n = hi + 1 - lo
+    _held: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    def held(self, group: int) -> tuple[np.ndarray, np.ndarray]:
+        """The group's holdings swept once: (sorted intervals where what it holds changes,
+        what it holds from each on)."""
+        if group not in self._held:
+            rows = self.members[group]
+            at, inverse = np.unique(np.concatenate([self.start_i[rows], self.end_i[rows]]), return_inverse=True)
+            change = np.bincount(inverse, weights=np.concatenate([self.gpus[rows], -self.gpus[rows]]),
+                                 minlength=len(at))
+            self._held[group] = at, np.round(np.cumsum(change), 6)
+        return self._held[group]
+
+    def over(self, part: np.ndarray, gpus: float, groups: tuple[int, ...]) -> np.ndarray | None:
+        """On the grid intervals `part`: whether a job of `gpus` GPUs is over one of its
+        groups' caps; None when it has no group. A lookup in each group's own sweep, so a
+        user's many waits never re-sweep the user's many holdings."""
         out = None
         for group in groups:
             if group < 0:
                 continue
-            rows = self.members[group]
-            s = np.clip(self.start_i[rows], lo, hi + 1) - lo
-            e = np.clip(self.end_i[rows], lo, hi + 1) - lo
-            held_delta = (np.bincount(s, weights=self.gpus[rows], minlength=n + 1)
-                          - np.bincount(e, weights=self.gpus[rows], minlength=n + 1))
-            held = np.round(np.cumsum(held_delta[:n]), 6)
+            at, held_from = self.held(group)
+            k = np.searchsorted(at, part, side="right") - 1
+            held = np.where(k >= 0, held_from[np.maximum(k, 0)], 0.0)
             over = held + gpus > self.caps[group] + EPS
             out = over if out is None else out | over
         return out

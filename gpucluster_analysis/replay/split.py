@@ -12,7 +12,11 @@ First match wins, at every instant of [wait_from, wait_until):
   other          a placement under the rule existed and the job still waited.
 The cause depends on the job only through its VC, GPU count and per-user cap groups, so it is
 computed once per (VC, GPUs, cap groups) class over the intervals its jobs' waits cover, and each job's seconds per
-cause are differences of cumulative sums at its two ends.
+cause are differences of cumulative sums at its two ends. Only the intervals some wait of the
+class covers are computed (covered_intervals), not every interval between its first wait and
+its last: a class that waits now and then over a year costs what its waits cover, so that the
+classes together (one per user where sacctmgr caps users) cost at most the waits, not classes
+x the year's events.
 
 What-ifs come from the same state, first-order (each job alone, the others as they were):
 had locality been relaxed after T minutes of waiting, the job could have started at the
@@ -46,50 +50,70 @@ class WaitJobs:
     wait_until: np.ndarray
 
 
+def covered_intervals(first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """The sorted distinct grid intervals in any of [first[j], last[j]] (inclusive)."""
+    if not first.size:
+        return np.zeros(0, dtype=np.int64)
+    order = np.argsort(first, kind="stable")
+    lo, hi = first[order], np.maximum.accumulate(last[order])
+    # islands of overlapping ranges: a new one where a range starts after all before it ended
+    new = np.r_[True, lo[1:] > hi[:-1]]
+    starts = lo[new]
+    ends = hi[np.r_[np.flatnonzero(new)[1:] - 1, len(lo) - 1]]
+    lengths = ends - starts + 1
+    offsets = np.repeat(starts - np.r_[0, np.cumsum(lengths)[:-1]], lengths)
+    return offsets + np.arange(int(lengths.sum()), dtype=np.int64)
+
+
 @dataclass
 class ClassState:
-    """What one (VC, GPUs) class sees on a slice of the grid."""
+    """What one (VC, GPUs) class sees on some intervals of the grid (sorted; consecutive
+    within each of its jobs' waits)."""
 
-    T: np.ndarray
+    T: np.ndarray  # start of each interval
+    durations: np.ndarray  # length of each (the open last interval of the grid: 0)
     cause: np.ndarray  # int8 per interval
     placeable: np.ndarray  # a placement under the rule exists (capacity and locality)
     borrowable: np.ndarray | None  # fair-share instants when idle quota elsewhere would have covered it
 
 
 def class_state(
-    tl: Timeline, lo: int, hi: int, gpus: float, usage: np.ndarray | None, quota: float | None,
-    idle_quota_elsewhere: np.ndarray | None, rule: LocalityRule, user_over: np.ndarray | None = None,
+    tl: Timeline, part: np.ndarray, gpus: float, usage: np.ndarray | None, quota: float | None,
+    idle_quota: np.ndarray | None, rule: LocalityRule, user_over: np.ndarray | None = None,
 ) -> ClassState:
-    """Causes on intervals lo..hi (inclusive) for jobs of `gpus` GPUs in a VC using `usage` of `quota`;
-    `user_over` (on lo..hi): the intervals when the jobs' user is at one of their per-user caps."""
-    part = slice(lo, hi + 1)
+    """Causes on the grid intervals `part` (sorted) for jobs of `gpus` GPUs in a VC using `usage`
+    of `quota`; `idle_quota`: all VCs' quota left idle (this VC's own is taken out here);
+    `user_over` (on `part`): the intervals when the jobs' user is at one of their per-user caps."""
     capacity = tl.free[part] + EPS < gpus
     if tl.placement_known:
         k = rule.max_machines(gpus, tl.largest_machine, tl.machines)
         fragmented = tl.top_free(k)[part] + EPS < gpus
     else:
-        fragmented = np.zeros(hi + 1 - lo, dtype=bool)
+        fragmented = np.zeros(len(part), dtype=bool)
     fair_share = (usage[part] + gpus > quota + EPS) if usage is not None and quota is not None else None
-    cause = np.full(hi + 1 - lo, OTHER, dtype=np.int8)
+    cause = np.full(len(part), OTHER, dtype=np.int8)
     cause[fragmented] = FRAGMENTATION
     cause[capacity] = CAPACITY
     borrowable = None
     if fair_share is not None:
         cause[fair_share] = FAIR_SHARE
-        if idle_quota_elsewhere is not None:
+        if idle_quota is not None:
+            assert usage is not None and quota is not None
+            elsewhere = idle_quota[part] - np.maximum(quota - usage[part], 0.0)
             over = usage[part] + gpus - quota
-            borrowable = fair_share & ~capacity & ~fragmented & (idle_quota_elsewhere[part] + EPS >= over)
+            borrowable = fair_share & ~capacity & ~fragmented & (elsewhere + EPS >= over)
     if user_over is not None:
         cause[user_over] = USER_LIMIT
         if borrowable is not None:
             borrowable &= ~user_over  # borrowed quota does not lift a per-user cap
-    return ClassState(tl.T[part], cause, ~capacity & ~fragmented, borrowable)
+    durations = np.append(np.diff(tl.T), 0.0)[part]
+    return ClassState(tl.T[part], durations, cause, ~capacity & ~fragmented, borrowable)
 
 
 def seconds_by_cause(state: ClassState, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(jobs, causes) seconds of [a, b) spent in each cause (columns in CAUSES order)."""
     out = np.empty((len(a), len(CAUSES)))
-    durations = np.diff(state.T)
+    durations = state.durations[:-1]
     ia = np.maximum(np.searchsorted(state.T, a, side="right") - 1, 0)
     ib = np.maximum(np.searchsorted(state.T, b, side="right") - 1, 0)
     for c in range(len(CAUSES)):

@@ -43,21 +43,33 @@ SELECT t, CAST(t[2:] AS TIMESTAMP), NULL FROM texts WHERE t[1] = '@';
 -- Every readable row with its record (record_no: the job's block of consecutive lines, counted
 -- in line order; a repeated header starts a new block, unreadable lines do not) and the line of its allocation row
 -- (its own line for an allocation).
+-- The windows run over the keys alone (a sort of the whole dump that carries every column
+-- costs ~10x more at a million jobs), then the columns the checks read are joined back;
+-- stage_sacct_alloc takes the rest of the rows it keeps from stage_sacct.
 CREATE OR REPLACE TEMP TABLE stage_sacct_linked AS
-WITH blocks AS (
-    SELECT * EXCLUDE (text, prev_job, prev_dump),
-           sum(CASE WHEN job_id IS DISTINCT FROM prev_job OR dump IS DISTINCT FROM prev_dump THEN 1 ELSE 0 END)
-               OVER (ORDER BY line ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS record_no
-    FROM (SELECT *, lag(job_id) OVER (ORDER BY line) AS prev_job, lag(dump) OVER (ORDER BY line) AS prev_dump
-          FROM stage_sacct WHERE job_id IS NOT NULL)
+WITH keyed AS (
+    SELECT line, het_offset, step IS NULL AS is_alloc,
+           (job_id IS DISTINCT FROM lag(job_id) OVER w OR dump IS DISTINCT FROM lag(dump) OVER w)::INTEGER AS starts
+    FROM stage_sacct WHERE job_id IS NOT NULL
+    WINDOW w AS (ORDER BY line)
+),
+blocks AS (
+    SELECT line, het_offset, is_alloc,
+           sum(starts) OVER (ORDER BY line ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS record_no
+    FROM keyed
+),
+linked AS (
+    SELECT line, record_no,
+        CASE WHEN is_alloc THEN line
+             ELSE max(CASE WHEN is_alloc THEN line END) OVER (
+                 PARTITION BY record_no, het_offset ORDER BY line
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+        END AS alloc_line
+    FROM blocks
 )
-SELECT b.*,
-    CASE WHEN b.step IS NULL THEN b.line
-         ELSE max(CASE WHEN b.step IS NULL THEN b.line END) OVER (
-             PARTITION BY b.record_no, b.het_offset ORDER BY b.line
-             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-    END AS alloc_line
-FROM blocks b;
+SELECT s.line, s.job_id, s.het_offset, s.step, s.problem, s.state, s.status, s.exit_code,
+       s.submit_t, s.eligible_t, s.start_t, s.end_t, l.record_no, l.alloc_line
+FROM stage_sacct s JOIN linked l USING (line);
 
 -- The UTC times of each allocation row. Start and End take their second reading in a
 -- repeated fall-back hour when only that keeps Submit <= Start <= End.
@@ -227,10 +239,11 @@ FROM stage_sacct_choice WHERE NOT kept_stored OR kept_repeated;
 
 -- The allocation rows that are stored: one per run and het component, of the records kept.
 CREATE OR REPLACE TEMP TABLE stage_sacct_alloc AS
-SELECT a.*,
+SELECT s.* EXCLUDE (text), a.record_no, a.alloc_line,
     (row_number() OVER (PARTITION BY a.job_id, a.het_offset ORDER BY a.line) - 1)::INTEGER AS source_index,
     t.submit_at, t.eligible_at, t.start_at, t.end_at
 FROM stage_sacct_linked a
+JOIN stage_sacct s USING (line)
 JOIN stage_sacct_alloc_time t USING (line)
 WHERE a.step IS NULL AND a.line NOT IN (SELECT line FROM stage_sacct_alloc_problem)
   AND a.record_no IN (SELECT kept_seq FROM stage_sacct_choice WHERE NOT kept_stored);

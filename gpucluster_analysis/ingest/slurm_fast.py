@@ -1,0 +1,281 @@
+"""Typed staging of plain `sacct -P` rows, vectorized in polars.
+
+A busy site's year is millions of sacct lines of the same shape (`123|train|ann|ml|gpu|
+COMPLETED|0:0|2024-05-01T08:00:00|...|billing=8,cpu=8,gres/gpu=2,node=1|gpu01`); parsing
+them one by one in Python (slurm._parse_fields) costs ~20 µs a line. Here the rows of a run
+of plain lines (slurm._Reader: a `|` layout, a digit first, the layout's field count, ASCII)
+are split and typed at once. Only rows whose every value the reader uses is plainly valid
+are typed here: a job id of _JOB_ID's form, a known State (optionally `by <uid>`), an
+`exit:signal` ExitCode, times of the form `2024-05-01T08:00:00` in the years gca reads (or a
+missing spelling), a Timelimit, TRES, NodeList and NNodes that slurm.py's own parsers read
+without complaint. Every other row goes back to the reader and through _parse_fields, which
+rejects it with its reason, so a row is staged the same whichever way it took:
+tests/test_slurm_fast.py checks both ways store the same, table by table.
+
+Values with few distinct forms (Timelimit, the GPU and node items of a TRES, NodeList) are
+parsed once per distinct value by slurm.py's own functions; times stay text here (as
+_parse_fields stages them), so the zone and its changes of clocks are sql/ingest/slurm_sacct.sql's
+business, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
+from gpucluster_analysis.ingest.slurm import (
+    _FIRST_YEAR,
+    _JOB_ID,
+    _LAST_YEAR,
+    _MISSING,
+    _STAGE_COLUMNS,
+    _TEXT_LIMIT,
+    KNOWN_STATES,
+    REQUEUE_STATES,
+    STATUS_OF_STATE,
+    Layout,
+    _Columns,
+    parse_duration_s,
+    parse_limit_minutes,
+    parse_tres,
+)
+
+_POLARS_TYPES = {pa.int64(): pl.Int64, pa.int32(): pl.Int32, pa.string(): pl.String, pa.bool_(): pl.Boolean}
+STAGE_SCHEMA = {name: _POLARS_TYPES[kind] for name, kind in _STAGE_COLUMNS}
+
+# What the fast way reads of each value; anything else is the exact way's to judge.
+_STATE = r"^(?P<word>[A-Z_]+)(?: by (?P<by>[^ \t]+))?$"  # COMPLETED, CANCELLED by 1234
+_EXIT = r"^(?P<code>-?\d{1,9}):(?P<signal>-?\d{1,9})$"
+# fromisoformat's clock: no hour 24, no leap second; the day of the month is checked apart
+_TIME = r"^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])[T ](?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d$"
+# key=value items without blanks (parse_tres strips them; here a blank sends the row the exact way)
+_TRES = r"^[^,= \t]+=[^, \t]*(?:,[^,= \t]+=[^, \t]*)*$"
+# the items parse_tres reads (the others it only checks for a key and an '='); with a ',' before each
+_TRES_GPU_ITEM = r",(?:gres/gpu(?::[^,=]*)?|node)=[^,]*"
+_NNODES = r"^\d{0,9}$"
+_PENDING_STATES = [state for state, status in STATUS_OF_STATE.items() if status == "pending"]
+_NO_NODE = ["none assigned", "(null)", ""]
+_MISSING_TEXTS = sorted(_MISSING)
+# a whole number parsed by Python that a 64-bit column must hold
+_INT_LIMIT = 2**62
+
+
+@dataclass
+class FastRows:
+    """Staged rows typed here: `rows` has stage_sacct's columns in order, `hosts` stage_sacct_host's."""
+
+    rows: pl.DataFrame
+    hosts: pl.DataFrame
+    gpu_keyed: bool  # some row names a GPU in its TRES (gres/gpu=0 included)
+
+
+def eligible(layout: Layout) -> bool:
+    """Whether a layout's lines may take the fast way: `|`-separated, without the old
+    AllocGRES/ReqGRES columns (parse_gres' forms stay with the exact way)."""
+    return layout.delimiter == "|" and not ({"allocgres", "reqgres"} & set(layout.columns))
+
+
+def plain_rows(texts: pa.Array, layout: Layout) -> np.ndarray:
+    """Which lines are plainly data rows of the layout (numpy booleans): ASCII, a digit first,
+    and the layout's field count (`-p`: ending in the trailing `|`). Headers, sacct's messages
+    and blank lines never are; a JobName holding `|` is not (the exact way rejoins it)."""
+    n = len(layout.columns)
+    pipes = pc.count_substring(texts, "|")
+    shape = pc.and_(pc.string_is_ascii(texts), pc.match_substring_regex(texts, "^[0-9]"))
+    if layout.trailing:
+        count = pc.and_(pc.equal(pipes, n), pc.ends_with(texts, "|"))
+    else:
+        count = pc.equal(pipes, n - 1)
+    return pc.and_(shape, count).fill_null(False).to_numpy(zero_copy_only=False).copy()
+
+
+def _lookup(values: pl.Series, parse: Callable[[str], tuple[Any, ...]], schema: dict[str, Any]) -> pl.DataFrame:
+    """`parse` of each distinct value (one Python call per value, not per row), as a frame
+    keyed by `key` to join back."""
+    keys = values.drop_nulls().unique().to_list()
+    out = pl.DataFrame([parse(k) for k in keys], schema=schema, orient="row")
+    return out.with_columns(pl.Series("key", keys, dtype=pl.String))
+
+
+def _parsed_limit(text: str) -> tuple[int | None, bool]:
+    try:
+        seconds = parse_duration_s(text)
+    except ValueError:
+        return None, False
+    return seconds, True
+
+
+def _parsed_limit_raw(text: str) -> tuple[int | None, bool]:
+    try:
+        return parse_limit_minutes(text), True
+    except ValueError:
+        return None, False
+
+
+def _parsed_tres(text: str) -> tuple[int | None, str | None, int | None, bool | None, bool]:
+    try:
+        tres = parse_tres(text)
+    except ValueError:
+        return None, None, None, None, False
+    assert tres is not None  # never missing: it starts with a dummy item
+    # typed GPU keys are summed: a sum too big for the staging column goes the exact way
+    return tres.gpus, tres.model, tres.nodes, tres.keyed, tres.gpus < _INT_LIMIT
+
+
+def _parsed_hosts(text: str) -> tuple[list[str], bool]:
+    try:
+        return expand_hostlist(text), True
+    except HostlistError:
+        return [], False
+
+
+_TRES_SCHEMA = {"gpus": pl.Int64, "model": pl.String, "nodes": pl.Int64, "keyed": pl.Boolean, "ok": pl.Boolean}
+
+
+def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Columns, dump: int) -> tuple[FastRows, np.ndarray]:
+    """(the staged rows of the clean lines, a numpy mask of the other lines).
+
+    `texts`: lines plain_rows() passed, `lines` their numbers, `dump` the reader's header count.
+    """
+    n = len(layout.columns)
+    text = pl.Series("text", pl.from_arrow(texts), dtype=pl.String)
+    body = text.str.strip_suffix("|") if layout.trailing else text
+    frame = pl.DataFrame({"line": pl.Series(lines, dtype=pl.Int64), "text": text,
+                          "fields": body.str.split_exact("|", n - 1)})
+
+    def value(i: int | None) -> pl.Expr:
+        if i is None:
+            return pl.lit("", dtype=pl.String)
+        return pl.col("fields").struct.field(f"field_{i}").str.strip_chars(" \t")
+
+    def missing(expr: pl.Expr) -> pl.Expr:
+        return expr.str.to_lowercase().is_in(_MISSING_TEXTS)
+
+    def time_of(i: int | None, name: str) -> list[pl.Expr]:
+        t = value(i)
+        readable = (t.str.contains(_TIME) & t.str.slice(0, 10).str.strptime(pl.Date, "%Y-%m-%d", strict=False).is_not_null()
+                    & t.str.slice(0, 4).cast(pl.Int32, strict=False).is_between(_FIRST_YEAR, _LAST_YEAR))
+        return [pl.when(missing(t)).then(None).otherwise(t.str.replace("T", " ", literal=True)).alias(name),
+                (missing(t) | readable).alias(f"{name}_ok")]
+
+    def tres_items(i: int | None, name: str) -> list[pl.Expr]:
+        t = value(i)
+        present = ~missing(t) if i is not None else pl.lit(False)
+        items = pl.concat_str(pl.lit(","), t).str.extract_all(_TRES_GPU_ITEM).list.join("")
+        return [present.alias(f"{name}_present"),
+                (~present | t.str.contains(_TRES)).alias(f"{name}_form_ok"),
+                pl.when(present).then(pl.concat_str(pl.lit("x=1"), items)).alias(f"{name}_key")]
+
+    job_id = value(cols.job_id).str.extract_groups(_JOB_ID.pattern)
+    state = value(cols.state).str.extract_groups(_STATE)
+    exit_text = value(cols.exit)
+    exit_parts = exit_text.str.extract_groups(_EXIT)
+    columns = [
+        pl.col("line"), pl.col("text"),
+        job_id.struct.field("job").alias("job_id"), job_id.struct.field("het").alias("het_text"),
+        job_id.struct.field("step").alias("step"),
+        state.struct.field("word").alias("word"), state.struct.field("by").alias("cancelled_by"),
+        value(cols.state).alias("source_status"),
+        pl.when(missing(exit_text)).then(None).otherwise(exit_parts.struct.field("code")).cast(pl.Int32).alias("exit_code"),
+        pl.when(missing(exit_text)).then(None).otherwise(exit_parts.struct.field("signal")).cast(pl.Int32).alias("exit_signal"),
+        (missing(exit_text) | exit_parts.struct.field("code").is_not_null()).alias("exit_ok"),
+        *time_of(cols.submit, "submit_t"), *time_of(cols.eligible, "eligible_t"),
+        *time_of(cols.start, "start_t"), *time_of(cols.end, "end_t"),
+        value(cols.timelimit if cols.timelimit is not None else cols.timelimit_raw).alias("limit_key"),
+        *tres_items(cols.alloc_tres, "alloc"), *tres_items(cols.req_tres, "req"),
+        value(cols.alloc_tres).alias("alloc_text"),
+        value(cols.nodelist).alias("nodelist"),
+        value(cols.nnodes).alias("nnodes_text"),
+        *[pl.when(value(i) == "").then(None).otherwise(value(i)).alias(name)
+          for i, name in ((cols.job_name, "job_name"), (cols.user, "user_name"), (cols.account, "account"),
+                          (cols.partition, "partition"), (cols.qos, "qos"), (cols.cluster, "cluster"))],
+    ]
+    typed = frame.lazy().select(columns).collect()
+
+    # per distinct value, by slurm.py's own parsers
+    if cols.timelimit is not None or cols.timelimit_raw is not None:
+        parse = _parsed_limit if cols.timelimit is not None else _parsed_limit_raw
+        limits = _lookup(typed["limit_key"], parse, {"time_limit_s": pl.Int64, "limit_ok": pl.Boolean})
+        typed = typed.join(limits, left_on="limit_key", right_on="key", how="left", maintain_order="left")
+    else:
+        typed = typed.with_columns(time_limit_s=pl.lit(None, dtype=pl.Int64), limit_ok=pl.lit(True))
+    for name in ("alloc", "req"):
+        found = _lookup(typed[f"{name}_key"], _parsed_tres, {f"{name}_{k}": v for k, v in _TRES_SCHEMA.items()})
+        typed = typed.join(found, left_on=f"{name}_key", right_on="key", how="left", maintain_order="left")
+    if cols.nodelist is not None:
+        hostlists = _lookup(typed["nodelist"], _parsed_hosts, {"host_list": pl.List(pl.String), "hosts_ok": pl.Boolean})
+        typed = typed.join(hostlists, left_on="nodelist", right_on="key", how="left", maintain_order="left")
+    else:
+        typed = typed.with_columns(host_list=pl.lit([], dtype=pl.List(pl.String)), hosts_ok=pl.lit(True))
+
+    step = pl.col("step").is_not_null()
+    known = pl.col("word").is_in(sorted(KNOWN_STATES)).fill_null(False)
+    row_ok = pl.col("job_id").is_not_null() & (pl.col("het_text").str.len_chars() < 10).fill_null(True) & known \
+        & pl.col("exit_ok")
+    alloc_ok = (pl.col("submit_t_ok") & pl.col("eligible_t_ok") & pl.col("start_t_ok") & pl.col("end_t_ok")
+                & pl.col("limit_ok") & pl.col("hosts_ok") & pl.col("nnodes_text").str.contains(_NNODES)
+                & pl.col("alloc_form_ok") & pl.col("req_form_ok")
+                & (~pl.col("alloc_present") | pl.col("alloc_ok")) & (~pl.col("req_present") | pl.col("req_ok")))
+    typed = typed.with_columns(clean=(row_ok & (step | alloc_ok)).fill_null(False))
+    mask = typed["clean"].to_numpy()
+    typed = typed.filter(pl.col("clean"))
+
+    # _parse_fields' rules, row by row, for the clean rows
+    alloc = pl.col("alloc_present")
+    req = pl.col("req_present")
+    tres_gpus = pl.when(alloc).then(pl.col("alloc_gpus")).when(req).then(pl.col("req_gpus"))
+    # AllocTRES untyped and ReqTRES naming the type: the model is ReqTRES'
+    tres_model = pl.when(alloc).then(pl.coalesce("alloc_model", pl.when(req).then(pl.col("req_model")))) \
+        .when(req).then(pl.col("req_model"))
+    tres_nodes = pl.when(alloc).then(pl.col("alloc_nodes")).when(req).then(pl.col("req_nodes"))
+    tres_keyed = pl.when(alloc).then(pl.col("alloc_keyed")).when(req).then(pl.col("req_keyed"))
+    n_hosts = pl.col("host_list").list.len().cast(pl.Int32)
+    # a start that is none: a pending job's forecast, or a job that ended without a node
+    no_start = pl.col("word").is_in(_PENDING_STATES)
+    if cols.nodelist is not None:
+        no_start = no_start | pl.col("nodelist").str.to_lowercase().is_in(_NO_NODE)
+    elif cols.alloc_tres is not None:
+        no_start = no_start | ((pl.col("alloc_text") == "") & (pl.col("start_t") == pl.col("end_t")).fill_null(False))
+    start_t = pl.when(pl.col("start_t").is_not_null() & no_start).then(None).otherwise(pl.col("start_t"))
+    started = step | start_t.is_not_null()
+    status = (pl.when(pl.col("word").is_in(sorted(REQUEUE_STATES)))
+              .then(pl.when(started).then(pl.lit("preempted")).otherwise(pl.lit("pending")))
+              .otherwise(pl.col("word").replace_strict(STATUS_OF_STATE, default="unknown", return_dtype=pl.String)))
+
+    def alloc_only(expr: pl.Expr) -> pl.Expr:
+        return pl.when(step).then(None).otherwise(expr)
+
+    nnodes = pl.when(pl.col("nnodes_text") != "").then(pl.col("nnodes_text").cast(pl.Int64, strict=False)) \
+        .when(tres_nodes.fill_null(0) != 0).then(tres_nodes) \
+        .when(n_hosts > 0).then(n_hosts)
+    out = typed.with_columns(
+        het_offset=pl.col("het_text").cast(pl.Int32),
+        problem=pl.lit(None, dtype=pl.String),
+        state=pl.col("word"),
+        status=status,
+        submit_t=alloc_only(pl.col("submit_t")), eligible_t=alloc_only(pl.col("eligible_t")),
+        start_t=alloc_only(start_t), end_t=alloc_only(pl.col("end_t")),
+        time_limit_s=alloc_only(pl.col("time_limit_s")),
+        gpus=alloc_only(tres_gpus),
+        req_gpus=alloc_only(pl.when(req).then(pl.col("req_gpus")).when(alloc).then(pl.col("alloc_gpus"))),
+        gpu_model=alloc_only(tres_model),
+        nnodes=alloc_only(nnodes),
+        hosts=alloc_only(n_hosts),
+        start_unknown=alloc_only(pl.lit(cols.start is None)),
+        gpu_keyed=alloc_only(tres_keyed),
+        dump=pl.lit(dump, dtype=pl.Int32),
+        text=pl.col("text").str.slice(0, _TEXT_LIMIT),
+        **{name: alloc_only(pl.col(name)) for name in ("job_name", "user_name", "account", "partition", "qos")},
+    )
+    hosts = (out.filter(pl.col("step").is_null()).select("line", pl.col("host_list").alias("machine_id"))
+             .explode("machine_id").drop_nulls("machine_id"))
+    rows = out.select([pl.col(name).cast(kind) for name, kind in STAGE_SCHEMA.items()])
+    gpu_keyed = bool(out["gpu_keyed"].fill_null(False).any())
+    return FastRows(rows, hosts.cast({"line": pl.Int64, "machine_id": pl.String}), gpu_keyed), ~mask
