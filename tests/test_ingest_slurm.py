@@ -395,6 +395,57 @@ def test_requeued_then_pending(tmp_path: Path) -> None:
     ]
 
 
+
+# Real `sacct -a -D -P` of Slurm 22.05 (scripts/slurm_live.sh, tests/data/slurm/live): job 17 ran,
+# was requeued at 23:53:43 and ran again from 23:55:44. sacct lists each run where its own
+# submission falls, so other jobs come between the two runs of 17 (16 is the job listed before it).
+REQUEUED_APART = """JobID|JobName|User|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|Timelimit|NNodes|ReqTRES|AllocTRES|NodeList
+16|infra-filler|gcauser1|infra|gpu|normal|COMPLETED|0:0|2026-11-26T23:53:23|2026-11-26T23:53:23|2026-11-26T23:53:24|2026-11-26T23:54:34|00:02:00|1|billing=1,cpu=1,gres/gpu=1,mem=250G,node=1|billing=1,cpu=1,gres/gpu=1,node=1|gpu4
+16.batch|batch||infra|||COMPLETED|0:0|2026-11-26T23:53:24|2026-11-26T23:53:24|2026-11-26T23:53:24|2026-11-26T23:54:34||1||cpu=1,gres/gpu=1,mem=0,node=1|gpu4
+17|requeue-me|gcauser4|nlp|gpu|normal|REQUEUED|0:0|2026-11-26T23:53:23|2026-11-26T23:53:23|2026-11-26T23:53:24|2026-11-26T23:53:43|00:02:00|1|billing=1,cpu=1,gres/gpu=1,mem=250G,node=1|billing=1,cpu=1,gres/gpu=1,node=1|gpu4
+17.batch|batch||nlp|||CANCELLED|0:15|2026-11-26T23:53:24|2026-11-26T23:53:24|2026-11-26T23:53:24|2026-11-26T23:53:43||1||cpu=1,gres/gpu=1,mem=0,node=1|gpu4
+9_0|nlp-array|gcauser3|nlp|gpu|capped|COMPLETED|0:0|2026-11-26T23:53:23|2026-11-26T23:53:24|2026-11-26T23:53:24|2026-11-26T23:53:49|00:02:00|1|billing=1,cpu=1,gres/gpu=1,mem=250G,node=1|billing=1,cpu=1,gres/gpu=1,node=1|gpu2
+9_0.batch|batch||nlp|||COMPLETED|0:0|2026-11-26T23:53:24|2026-11-26T23:53:24|2026-11-26T23:53:24|2026-11-26T23:53:49||1||cpu=1,gres/gpu=1,mem=0,node=1|gpu2
+20|too-big|gcauser2|infra|gpu|normal|COMPLETED|0:0|2026-11-26T23:53:28|2026-11-26T23:53:28|2026-11-26T23:54:45|2026-11-26T23:55:15|00:02:00|2|billing=2,cpu=2,gres/gpu=8,mem=500G,node=2|billing=2,cpu=2,gres/gpu=8,node=2|gpu[1-2]
+20.batch|batch||infra|||COMPLETED|0:0|2026-11-26T23:54:45|2026-11-26T23:54:45|2026-11-26T23:54:45|2026-11-26T23:55:15||1||cpu=1,gres/gpu=4,mem=0,node=1|gpu1
+17|requeue-me|gcauser4|nlp|gpu|normal|COMPLETED|0:0|2026-11-26T23:53:43|2026-11-26T23:55:44|2026-11-26T23:55:44|2026-11-26T23:56:19|00:02:00|1|billing=1,cpu=1,gres/gpu=1,mem=250G,node=1|billing=1,cpu=1,gres/gpu=1,node=1|gpu1
+17.batch|batch||nlp|||COMPLETED|0:0|2026-11-26T23:55:44|2026-11-26T23:55:44|2026-11-26T23:55:44|2026-11-26T23:56:19||1||cpu=1,gres/gpu=1,mem=0,node=1|gpu1
+"""
+
+
+def _runs_of_17(db: Path) -> list[tuple]:  # type: ignore[type-arg]
+    return rows(db, "SELECT attempt_no, status, start_at, end_at FROM attempts WHERE job_id = '17' ORDER BY attempt_no")
+
+
+def test_requeued_runs_listed_apart_are_one_record(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    path = tmp_path / "sacct.txt"
+    path.write_text(REQUEUED_APART)
+    (report,) = ingest(db, path, zone="UTC")
+    # two runs of one job, not two records of it: nothing superseded, both runs are attempts
+    assert (report.rows, report.rejects, report.superseded, report.unchanged) == (4, 0, 0, 0)
+    assert _runs_of_17(db) == [
+        (0, "preempted", datetime(2026, 11, 26, 23, 53, 24), datetime(2026, 11, 26, 23, 53, 43)),
+        (1, "passed", datetime(2026, 11, 26, 23, 55, 44), datetime(2026, 11, 26, 23, 56, 19)),
+    ]
+    assert rows(db, "SELECT status, submit_at FROM jobs WHERE job_id = '17'") == [
+        ("passed", datetime(2026, 11, 26, 23, 53, 23))]
+    # the wait between the runs: the first run's end to the second's start
+    assert jobs_csv(db)["17"]["wait_retry_s"] == 121.0
+
+
+def test_a_dump_repeated_under_one_header_repeats_records_not_runs(tmp_path: Path) -> None:
+    """The same lines twice under one header (dumps concatenated without their second header):
+    a block that lists a run seen before (the same Submit) starts another record of the job."""
+    db = tmp_path / "s.duckdb"
+    header, body = REQUEUED_APART.split("\n", 1)
+    path = tmp_path / "sacct.txt"
+    path.write_text(header + "\n" + body + body)
+    (report,) = ingest(db, path, zone="UTC")
+    assert (report.rows, report.rejects, report.superseded, report.unchanged) == (4, 0, 0, 4)
+    assert [r[:2] for r in _runs_of_17(db)] == [(0, "preempted"), (1, "passed")]
+
+
 # ---------------------------------------------------------------- broken rows
 
 

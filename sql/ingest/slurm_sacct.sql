@@ -5,9 +5,9 @@
 --                     het_offset, step), fields, and `problem` when the line is unreadable;
 --   stage_sacct_host  (line, machine_id): the expanded NodeList of allocation rows;
 --   zone_periods      for $zone (gpucluster_analysis.timezones).
--- Rules (docs/schema.md, "Reading Slurm"): a job's consecutive lines are one record of it
--- (a concatenation of dumps repeats a job in another block); a step belongs to the nearest
--- allocation row above it in its record; each allocation row of a record is a run (requeue),
+-- Rules (docs/schema.md, "Reading Slurm"): a job's lines in one dump are one record of it,
+-- but for a block of them that lists a run again (a concatenation of dumps repeats a job in
+-- another block); a step belongs to the nearest allocation row above it in its block; each allocation row of a record is a run (requeue),
 -- but rows of a record with the same Submit and Start are one run (the last is kept); het
 -- components with the same position among their component's rows form one attempt.
 -- Of a job's records, in this file and in the store (sacct_records), one is kept: a finished
@@ -40,32 +40,57 @@ FROM parsed p ASOF LEFT JOIN periods z ON p.local_ts >= z.local_start
 UNION ALL
 SELECT t, CAST(t[2:] AS TIMESTAMP), NULL FROM texts WHERE t[1] = '@';
 
--- Every readable row with its record (record_no: the job's block of consecutive lines, counted
--- in line order; a repeated header starts a new block, unreadable lines do not) and the line of its allocation row
--- (its own line for an allocation).
+-- Every readable row with its record (record_no) and the line of its allocation row (its own
+-- line for an allocation). A block is a job's run of consecutive lines; a repeated header
+-- starts a new one. sacct -D lists each run of a requeued job where its own Submit falls
+-- among the other jobs' (Slurm 22.05), so a job's later block in the same dump continues its
+-- record, unless it lists a run seen in an earlier block (an allocation row with the same
+-- Submit, or one without Submit, which cannot tell): then it is another copy of the job, as
+-- in dumps concatenated without their header. record_no is the record's first block.
 -- The windows run over the keys alone (a sort of the whole dump that carries every column
 -- costs ~10x more at a million jobs), then the columns the checks read are joined back;
 -- stage_sacct_alloc takes the rest of the rows it keeps from stage_sacct.
 CREATE OR REPLACE TEMP TABLE stage_sacct_linked AS
 WITH keyed AS (
-    SELECT line, het_offset, step IS NULL AS is_alloc,
+    SELECT line, job_id, dump, het_offset, step IS NULL AS is_alloc, submit_t,
            (job_id IS DISTINCT FROM lag(job_id) OVER w OR dump IS DISTINCT FROM lag(dump) OVER w)::INTEGER AS starts
     FROM stage_sacct WHERE job_id IS NOT NULL
     WINDOW w AS (ORDER BY line)
 ),
 blocks AS (
-    SELECT line, het_offset, is_alloc,
-           sum(starts) OVER (ORDER BY line ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS record_no
+    SELECT line, job_id, dump, het_offset, is_alloc, submit_t,
+           sum(starts) OVER (ORDER BY line ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS block_no
     FROM keyed
 ),
+-- only jobs met in more than one block of a dump need more (few: requeues and repeats)
+split AS (
+    SELECT job_id, dump FROM blocks GROUP BY job_id, dump HAVING min(block_no) <> max(block_no)
+),
+block_runs AS (
+    SELECT b.job_id, b.dump, b.block_no,
+           list(DISTINCT b.submit_t) FILTER (WHERE b.is_alloc AND b.submit_t IS NOT NULL) AS submits,
+           bool_or(b.is_alloc AND b.submit_t IS NULL) AS unkeyed
+    FROM blocks b SEMI JOIN split s ON s.job_id = b.job_id AND s.dump IS NOT DISTINCT FROM b.dump
+    GROUP BY b.job_id, b.dump, b.block_no
+),
+copies AS (
+    SELECT b.job_id, b.dump, b.block_no, count(e.block_no) AS copy_no
+    FROM block_runs b LEFT JOIN block_runs e
+      ON e.job_id = b.job_id AND e.dump IS NOT DISTINCT FROM b.dump AND e.block_no < b.block_no
+     AND (b.unkeyed OR e.unkeyed OR list_has_any(e.submits, b.submits))
+    GROUP BY b.job_id, b.dump, b.block_no
+),
+records AS (
+    SELECT block_no, min(block_no) OVER (PARTITION BY job_id, dump, copy_no) AS record_no FROM copies
+),
 linked AS (
-    SELECT line, record_no,
-        CASE WHEN is_alloc THEN line
-             ELSE max(CASE WHEN is_alloc THEN line END) OVER (
-                 PARTITION BY record_no, het_offset ORDER BY line
+    SELECT b.line, coalesce(r.record_no, b.block_no) AS record_no,
+        CASE WHEN b.is_alloc THEN b.line
+             ELSE max(CASE WHEN b.is_alloc THEN b.line END) OVER (
+                 PARTITION BY b.block_no, b.het_offset ORDER BY b.line
                  ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
         END AS alloc_line
-    FROM blocks
+    FROM blocks b LEFT JOIN records r USING (block_no)
 )
 SELECT s.line, s.job_id, s.het_offset, s.step, s.problem, s.state, s.status, s.exit_code,
        s.submit_t, s.eligible_t, s.start_t, s.end_t, l.record_no, l.alloc_line
