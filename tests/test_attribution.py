@@ -175,7 +175,7 @@ def test_shared_machines_are_found_by_counting_as_a_pairwise_check_would(tmp_pat
     from datetime import datetime, timedelta
 
     from gpucluster_analysis.db import open_store
-    from gpucluster_analysis.db.queries import run_query
+    from gpucluster_analysis.db.queries import create_temp_tables, run_query
 
     rng = random.Random(seed)
     t0 = datetime(2024, 1, 1)
@@ -197,6 +197,7 @@ def test_shared_machines_are_found_by_counting_as_a_pairwise_check_would(tmp_pat
         con.executemany("INSERT INTO attempt_hosts (source, job_id, attempt_no, machine_id, gpus, file_id)"
                         " VALUES ('slurm', ?, ?, ?, NULL, 1)", [[p[0], p[1], p[2]] for p in placements])
         con.execute("INSERT INTO machines (machine_id, listed_gpus, file_id) VALUES ('n1', 8, 1), ('n2', 8, 1), ('n3', 8, 1)")
+        create_temp_tables(con, [("gpu_samples_by_machine", "gpu_samples_by_machine")])  # the machines' sampled GPUs
         got = {(r["job_id"], r["attempt_no"]): r["attribution"]
                for r in run_query(con, "attempt_attribution").unique(["job_id", "attempt_no", "attribution"]).to_dicts()}
     want = {}

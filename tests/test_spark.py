@@ -1,12 +1,14 @@
 """`gca report --engine spark` (issue #11, part 3): the heavy queries translated to Spark SQL.
 
 The Spark tests run PySpark in local mode (local[2]), one session for the module, and are
-skipped where PySpark or Java is missing (CI installs neither yet). They compare what
-Spark computes with what DuckDB computes from the same Parquet dataset.
+skipped where PySpark or Java is missing (CI installs neither yet). They compare every CSV
+of `gca report --engine spark` with `--engine duckdb` on the same Parquet dataset: the
+examples and a small `gca synth` trace.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -16,17 +18,19 @@ import pytest
 from typer.testing import CliRunner
 
 from gpucluster_analysis.cli import app
-from gpucluster_analysis.dataset import export_store, open_dataset
-from gpucluster_analysis.dataset.layout import read_dataset
-from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import ExitCode
-from gpucluster_analysis.ingest import IngestOptions, ingest_paths
-from gpucluster_analysis.report.tables import format_for_csv, jobs_table, prepare
 from tests.test_cli import assert_one_line_error
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLES = {"synthetic": (REPO / "examples" / "synthetic", {}),
-            "slurm": (REPO / "examples" / "slurm", {"zone": "America/Los_Angeles"})}
+# name -> (gca ingest arguments, or None: the small gca synth trace below; gca report arguments)
+TRACES = {"synthetic": ([str(REPO / "examples" / "synthetic")], []),
+          "slurm": ([str(REPO / "examples" / "slurm"), "--tz", "America/Los_Angeles"], []),
+          # a period set beside a baseline: two passes, and the period's samples (period_* views)
+          "synth": (None, ["--baseline-since", "2017-11-03T07:00Z", "--baseline-until", "2017-11-03T12:00Z",
+                           "--since", "2017-11-03T12:00Z"])}
+# Slurm format (nvidia-smi, DCGM profiling, scontrol, job logs), from 2017-11-03 00:00 Los
+# Angeles time (07:00 UTC) for half a day; small for speed.
+SYNTH = ["--format", "slurm", "--jobs", "60", "--machines", "4", "--days", "0.5", "--seed", "11"]
 
 
 def test_engine_spark_without_pyspark_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,6 +58,26 @@ def test_translation_keeps_duckdb_meaning() -> None:
     assert "EXPLODE(SEQUENCE(1, 3))" in flat  # range's end is excluded, sequence's is not
 
 
+def test_translation_divides_doubles_as_duckdb_does() -> None:
+    """DuckDB's `/` is a DOUBLE whatever its operands; Spark would divide a DECIMAL as a DECIMAL."""
+    pytest.importorskip("sqlglot")
+    from gpucluster_analysis.spark.translate import to_spark
+
+    flat = " ".join(to_spark("SELECT 100.0 * count(*) / nullif(count(x), 0) AS p, n // 2 AS h FROM v").split())
+    assert "CAST(100.0 * COUNT(*) AS DOUBLE) / NULLIF(COUNT(x), 0) AS p" in flat
+    assert "n DIV 2 AS h" in flat  # integer division stays integral
+
+
+def test_translation_refuses_parameters_and_lists_what_a_query_reads() -> None:
+    pytest.importorskip("sqlglot")
+    from gpucluster_analysis.spark.translate import tables_read, to_spark
+
+    with pytest.raises(ValueError, match="parameters"):
+        to_spark("SELECT * FROM v WHERE x > $limit")
+    assert tables_read("WITH a AS (SELECT * FROM t1) SELECT * FROM a JOIN t2 USING (k), (SELECT 1 FROM t3)") == {
+        "t1", "t2", "t3"}
+
+
 def _java() -> bool:
     home = os.environ.get("JAVA_HOME")
     return bool(shutil.which("java") or (home and Path(home, "bin", "java").exists()))
@@ -61,43 +85,51 @@ def _java() -> bool:
 
 @pytest.fixture(scope="module")
 def spark():  # type: ignore[no-untyped-def]
+    """One local session for the module; SparkEngine takes the active session as the caller's."""
     pytest.importorskip("pyspark")
     pytest.importorskip("sqlglot")
     if not _java():
         pytest.skip("no Java runtime (Spark needs 17 or newer)")
     from pyspark.sql import SparkSession
 
+    # Tuned for seconds-long runs over KBs: the JVM's quick compiler only, no adaptive
+    # re-planning between stages, two shuffle partitions (halves the module's time).
     session = (SparkSession.builder.master("local[2]").appName("gca tests")
-               .config("spark.sql.session.timeZone", "UTC").config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "4")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2").config("spark.sql.adaptive.enabled", "false")
+               .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
 
 
-@pytest.mark.spark
-@pytest.mark.parametrize("example", sorted(EXAMPLES))
-def test_spark_attributes_samples_as_duckdb_does(spark, example: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """attributed_util (every sample matched to its job's attempt windows, summed per job and
-    binned per cohort) and jobs.csv, from Spark and from DuckDB on the same dataset."""
-    from gpucluster_analysis.spark.engine import SparkEngine
+def _invoke(*args: str) -> None:
+    result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
 
-    path, options = EXAMPLES[example]
-    db = tmp_path / "s.duckdb"
-    with open_store(db) as con:
-        assert all(r.status == "loaded" for r in ingest_paths(con, [path], IngestOptions(**options)))
-    export_store(db, tmp_path / "d")
-    results = {}
+
+@pytest.mark.spark
+@pytest.mark.parametrize("trace", sorted(TRACES))
+def test_spark_report_equals_duckdb_report(spark, trace: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Every CSV of the report (jobs.csv and each table) from `--engine spark` and from
+    `--engine duckdb`, byte for byte, on the same Parquet dataset."""
+    ingest, options = TRACES[trace]
+    if ingest is None:
+        _invoke("synth", "--out", str(tmp_path / "trace"), *SYNTH)
+        ingest = [str(tmp_path / "trace"), "--tz", json.loads((tmp_path / "trace" / "truth.json").read_text())["zone"]]
+    _invoke("ingest", *ingest, "--to", str(tmp_path / "d"))
     for engine in ("duckdb", "spark"):
-        with open_dataset(tmp_path / "d") as con:
-            if engine == "spark":
-                with SparkEngine(tmp_path / "d", read_dataset(tmp_path / "d"), session=spark) as session:
-                    prepare(con, heavy=session.heavy_tables())
-            else:
-                prepare(con)
-            rows = con.execute("SELECT * FROM attributed_util ORDER BY ALL").fetchall()
-            results[engine] = (rows, format_for_csv(jobs_table(con)).rows())
-    assert results["spark"][0] == results["duckdb"][0]
-    assert len(results["duckdb"][0]) > 50 and any(r[3] for r in results["duckdb"][0])
-    assert results["spark"][1] == results["duckdb"][1]
+        _invoke("report", "--from", str(tmp_path / "d"), "--engine", engine, "--out", str(tmp_path / engine), "--quiet",
+                *options)
+    csvs = sorted(p.name for p in (tmp_path / "duckdb").glob("*.csv"))
+    assert csvs == sorted(p.name for p in (tmp_path / "spark").glob("*.csv")) and len(csvs) > 50
+    assert [n for n in csvs if (tmp_path / "spark" / n).read_bytes() != (tmp_path / "duckdb" / n).read_bytes()] == []
+    # what Spark computed is there to compare: samples attributed to jobs, host samples binned
+    jobs = (tmp_path / "duckdb" / "jobs.csv").read_text().splitlines()
+    assert len(jobs) > 30
+    header = jobs[0].split(",")
+    assert any(row.split(",")[header.index("util_samples")] not in ("", "0") for row in jobs[1:])
+    host = (tmp_path / "duckdb" / "host_util_cdf_by_activity.csv").read_text().splitlines()
+    assert len(host) > 1 or trace != "synthetic"
+    assert (tmp_path / "duckdb" / "comparison.csv").exists() == bool(options)

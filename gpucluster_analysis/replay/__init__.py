@@ -46,7 +46,8 @@ __all__ = ["CAUSES", "LocalityRule", "Quotas", "Replay", "load_quotas", "parse_l
 TIMELINE_MAX_BINS = 1500
 _BIN_WIDTHS_S = (60, 300, 600, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 86400, 28 * 86400)
 # Tables the replay's queries join; the report builds them too (the same named queries).
-_NEEDED = (("attempt_sizes", "attempt_sizes"), ("job_keys", "job_keys"), ("attempt_attribution", "attempt_attribution"))
+_NEEDED = (("gpu_samples_by_machine", "gpu_samples_by_machine"), ("attempt_sizes", "attempt_sizes"),
+           ("job_keys", "job_keys"), ("attempt_attribution", "attempt_attribution"))
 
 
 @dataclass

@@ -35,10 +35,12 @@ from gpucluster_analysis.report.sections.text import fmt_dur
 from gpucluster_analysis.report.selection import Selection
 from gpucluster_analysis.report.tables import (
     EVERY_JOB,
+    Engine,
     format_for_csv,
     jobs_table,
     prepare,
     prepare_report,
+    run_named,
     run_query,
 )
 from gpucluster_analysis.speed import variability
@@ -164,21 +166,21 @@ def _check_engine(engine: str, dataset: Path | None, master: str | None) -> None
 
 @contextmanager
 def _heavy_engine(engine: str, dataset: Path | None, master: str | None,
-                  log: Callable[[str], None]) -> Iterator[dict[str, Callable[[duckdb.DuckDBPyConnection], None]]]:
-    """The temp tables another engine computes (none for DuckDB), for as long as the report runs."""
+                  log: Callable[[str], None]) -> Iterator[Engine | None]:
+    """The engine of the heavy queries (None: DuckDB runs them all), for as long as the report runs."""
     if engine == "duckdb" or dataset is None:
-        yield {}
+        yield None
         return
     from gpucluster_analysis.dataset.layout import read_dataset
     from gpucluster_analysis.spark.engine import SparkEngine
 
     with SparkEngine(dataset, read_dataset(Path(dataset).resolve()), master, log) as session:
-        yield session.heavy_tables()
+        yield session
 
 
 def _compute(con: duckdb.DuckDBPyConnection, log: Callable[[str], None], quotas: Quotas | None,
              locality: LocalityRule, selection: Selection,
-             heavy: dict[str, Callable[[duckdb.DuckDBPyConnection], None]]) -> comparison.Period:
+             heavy: Engine | None) -> comparison.Period:
     """Everything the report shows of one selection: jobs.csv, the query results, the tests."""
     timed = _timed_tables(log)
     with _step(log, "preparing: attempt windows, GPU-sample attribution, queueing replay, job tables"):
@@ -188,10 +190,10 @@ def _compute(con: duckdb.DuckDBPyConnection, log: Callable[[str], None], quotas:
         jobs = format_for_csv(jobs_table(con))
         sizes = con.sql("SELECT source, job_id, size_bucket, size_order FROM job_keys").pl()
     with _step(log, f"{len(REPORT_QUERIES)} report queries"):
-        results = _run_queries(con, log)
+        results = _run_queries(con, log, heavy)
         results.update(quotas=replay.quotas, wait_clusters=replay.clusters, wait_timeline=replay.timeline,
                        pending_reasons_vs_replay=replay.pending)
-        results.update(_speed_results(con))
+        results.update(_speed_results(con, heavy))
         per_job = run_query(con, "job_gpu_util_by_attributes")
     results = {name: whole_counts(df) for name, df in results.items()}
     tests = analysis.locality_tests(whole_counts(per_job))
@@ -245,7 +247,8 @@ def _check_store(con: duckdb.DuckDBPyConnection, db: Path) -> None:
         raise StoreError(f"{db}: the store holds no jobs, so there is nothing to report", hint=hint)
 
 
-def _run_queries(con: duckdb.DuckDBPyConnection, log: Callable[[str], None]) -> dict[str, pl.DataFrame]:
+def _run_queries(con: duckdb.DuckDBPyConnection, log: Callable[[str], None],
+                 heavy: Engine | None = None) -> dict[str, pl.DataFrame]:
     interval = run_query(con, "gpu_sample_interval", rows=INTERVAL_PROBE_ROWS)
     interval_s = interval.get_column("interval_s")[0] if interval.height else None
     params = {"top_vcs": queueing.TOP_VCS, "sample_interval_s": interval_s, "top_repeaters": failures.TOP_REPEATERS,
@@ -255,13 +258,13 @@ def _run_queries(con: duckdb.DuckDBPyConnection, log: Callable[[str], None]) -> 
     for name in REPORT_QUERIES:
         if name not in results:
             started = time.perf_counter()
-            results[name] = run_query(con, name, **params)
+            results[name] = run_named(con, name, heavy, **params)
             if (seconds := time.perf_counter() - started) >= 1.0:
                 log(f"  {name}: {seconds:.1f} s")
     return results
 
 
-def _speed_results(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
+def _speed_results(con: duckdb.DuckDBPyConnection, heavy: Engine | None = None) -> dict[str, pl.DataFrame]:
     """Training speed by machine and GPU relative to the same families elsewhere, and locality's cost in speed."""
     attempts = con.sql("SELECT * FROM attempt_speeds ORDER BY source, job_id, attempt_no").pl()
     placed = run_query(con, "attempt_machines")
@@ -271,7 +274,7 @@ def _speed_results(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
                          on=["source", "job_id", "attempt_no", "machine_id"])
     gpus = variability.relative_speed(by_gpu, ["machine_id", "gpu_index"])
     loc = variability.locality_cost(attempts)
-    health = run_query(con, "machine_telemetry_health")
+    health = run_named(con, "machine_telemetry_health", heavy)
     flagged = health.join(machines.select("machine_id", "flag"), on="machine_id", how="inner")
     telemetry = (flagged.group_by("flag").agg(
         pl.len().alias("machines"), pl.col("detail_samples").sum(), pl.col("throttled_pct").mean(),

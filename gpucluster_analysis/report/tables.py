@@ -10,8 +10,9 @@ job-level tables the report's figure queries read (after `prepare`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
+from typing import Protocol
 
 import duckdb
 import polars as pl
@@ -28,12 +29,13 @@ EVERY_JOB = Selection()
 # Temp tables built once per report, in this order; later queries refer to them by name.
 # Before the replay: what it reads (gpu_samples_by_machine and machine_capacity_snapshot give
 # it its machines) over every job; a selection (report/selection.py) then narrows them.
-REPLAY_TABLES = ("attempt_sizes", "attempt_attribution", "attempt_windows", "job_keys", "gpu_samples_by_machine",
+# gpu_samples_by_machine first: attempt_attribution reads it instead of the samples.
+REPLAY_TABLES = ("gpu_samples_by_machine", "attempt_sizes", "attempt_attribution", "attempt_windows", "job_keys",
                  "machine_capacity_snapshot")
-# After it, over the selected jobs. attributed_util is the only query that joins gpu_samples
-# row by row (one pass).
-SELECTED_TABLES = ("attributed_util", "job_gpu_util", "attributed_activity", "log_attempts", "attempt_failures",
-                   "attempt_speeds")
+# After it, over the selected jobs (and the period's samples). attributed_util is the only
+# query that joins gpu_samples row by row (one pass).
+SELECTED_TABLES = ("attributed_util", "job_gpu_util", "attributed_activity", "period_sample_totals", "log_attempts",
+                   "attempt_failures", "attempt_speeds")
 PREPARED_TABLES = REPLAY_TABLES + SELECTED_TABLES
 # The replay's per-job waits (gpucluster_analysis.replay), as a temp table jobs.sql and the wait queries join.
 REPLAY_JOBS_TABLE = "replay_job_waits"
@@ -63,13 +65,36 @@ JOBS_COLUMNS = [
 ]
 
 
+class Engine(Protocol):
+    """Another engine that runs some named queries in DuckDB's stead (spark/engine.py)."""
+
+    name: str
+    queries: frozenset[str]  # the named queries it runs (none takes parameters)
+
+    def period(self, selection: Selection) -> None:
+        """Take the period of `selection` for the period_<samples> views its queries read."""
+
+    def table(self, con: duckdb.DuckDBPyConnection, query: str) -> None:
+        """CREATE TEMP TABLE <query> in DuckDB from the named query it ran."""
+
+    def frame(self, con: duckdb.DuckDBPyConnection, query: str) -> pl.DataFrame:
+        """The named query's result, as run_query would give it."""
+
+
+def run_named(con: duckdb.DuckDBPyConnection, name: str, engine: Engine | None = None, **params: object) -> pl.DataFrame:
+    """run_query, or the other `engine` when it runs that query."""
+    if engine is not None and name in engine.queries:
+        return engine.frame(con, name)
+    return run_query(con, name, **params)
+
+
 def prepare(
     con: duckdb.DuckDBPyConnection,
     on_table: Callable[[str, float], None] | None = None,
     quotas: Quotas | None = None,
     locality: LocalityRule = DEFAULT_LOCALITY,
     selection: Selection = EVERY_JOB,
-    heavy: Mapping[str, Callable[[duckdb.DuckDBPyConnection], None]] | None = None,
+    heavy: Engine | None = None,
 ) -> Replay:
     """Create the report's temp tables (idempotent within a connection) and replay the queueing.
 
@@ -77,25 +102,31 @@ def prepare(
     under `quotas` (else inferred) and `locality` over every job; its per-job waits become
     the temp table replay_job_waits, and the whole replay is returned for the report's
     Queueing section. Then the tables narrow to `selection`; an empty one is a ReportError.
-    `heavy` maps a temp table to what creates it instead of DuckDB (spark/engine.py).
+    The temp tables whose query `heavy` runs come from it (spark/engine.py), the rest from DuckDB.
     """
-    heavy = heavy or {}
     selected.reset(con)  # the store's own tables, whole, for the replay
-    create_temp_tables(con, [(name, name) for name in REPLAY_TABLES], on_table)
+    _create(con, REPLAY_TABLES, on_table, heavy)
     replay = _replay(con, on_table, quotas, locality, (selection.since, selection.until))
     if not selected.apply(con, selection) and not selection.everything:
         raise ReportError(f"no job in the selection ({selection.describe()})",
                           hint="widen --since/--until or check the --vc/--user/--source names (jobs.csv of an "
                                "unfiltered report lists them)")
-    for name in SELECTED_TABLES:
-        if name in heavy:
+    if heavy is not None:
+        heavy.period(selection)
+    _create(con, SELECTED_TABLES, on_table, heavy)
+    return replay
+
+
+def _create(con: duckdb.DuckDBPyConnection, names: tuple[str, ...], on_table: Callable[[str, float], None] | None,
+            heavy: Engine | None) -> None:
+    for name in names:
+        if heavy is not None and name in heavy.queries:
             started = time.perf_counter()
-            heavy[name](con)
+            heavy.table(con, name)
             if on_table is not None:
-                on_table(f"{name} (Spark)", time.perf_counter() - started)
+                on_table(f"{name} ({heavy.name})", time.perf_counter() - started)
         else:
             create_temp_tables(con, [(name, name)], on_table)
-    return replay
 
 
 def _replay(con: duckdb.DuckDBPyConnection, on_table: Callable[[str, float], None] | None,

@@ -1,36 +1,57 @@
 """A Spark session over a Parquet dataset, running the report's heavy named queries.
 
-The report still runs in DuckDB over the dataset's views (dataset/read.py); the temp
-tables named in `HEAVY_TABLES` are computed by Spark instead: the small tables they join
-(built by DuckDB just before) are shipped to Spark as temp views, the query is the same
-named query translated (spark/translate.py), and its result comes back as a DuckDB temp
-table of the same name, so the queries after it read it unchanged.
+The report still runs in DuckDB over the dataset's views (dataset/read.py); the named
+queries in `HEAVY_QUERIES`, those that scan the sample tables, run in Spark instead
+(report/tables.py's Engine). Each is the same named query translated (spark/translate.py).
+What it reads is found in its SQL: a sample table is the dataset's, read by Spark;
+`period_<sample table>` is its rows in the report's period (`period()`, as
+report/selection.py's views); any other name is DuckDB's temp table or view of that name,
+built by DuckDB just before and shipped to Spark (they are per job or per machine: small
+beside the samples). The result comes back typed as DuckDB types the same query, as a
+temp table of the query's name (`table`) or a polars frame (`frame`), so what follows
+reads it unchanged.
 
-Spark reads each canonical table from `DIR/<table>` with partition discovery, keeps the
+Spark reads each sample table from `DIR/<table>` with partition discovery, keeps the
 shards that have a manifest and offsets file ids as the DuckDB reader does.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import polars as pl
+import pyarrow as pa
 
 from gpucluster_analysis.dataset import layout
 from gpucluster_analysis.errors import QueryError
-from gpucluster_analysis.spark.translate import named_query
+from gpucluster_analysis.report.selection import PERIOD_TABLES, Selection
+from gpucluster_analysis.spark.translate import named_query, tables_read
+from gpucluster_analysis.sqlfiles import load_sql
 
-# Temp table -> (the dataset's tables it reads, the DuckDB temp tables it joins).
-HEAVY_TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "attributed_util": (("gpu_samples",), ("attempt_windows", "job_keys")),
-}
+# Every named query that scans a sample table, but gpu_sample_interval: that one reads the
+# first rows stored (a bounded LIMIT without ORDER BY), which Spark, splitting files by
+# size, would not read the same; it is a probe, not a scan, and stays in DuckDB.
+HEAVY_QUERIES = frozenset({
+    "gpu_samples_by_machine",  # per machine: sampled GPUs, counts, span (capacity, attribution, coverage)
+    "attributed_util",  # every GPU sample matched to its job's attempts, per job and per cohort
+    "attributed_activity",  # the same for DCGM's profiling samples
+    "period_sample_totals",  # the period's sample counts (overview_totals)
+    "host_util_cdf_by_activity",  # every host sample, by whether a job held the machine
+    "machine_telemetry_health",  # every detail sample, per machine
+})
 
 
 class SparkEngine:
     """One SparkSession for one report (`with SparkEngine(root, shards, master) as engine`)."""
+
+    name = "Spark"
+    queries = HEAVY_QUERIES
 
     def __init__(self, root: Path, shards: list[layout.Shard], master: str | None = None,
                  log: Callable[[str], None] = lambda _msg: None, session: Any = None) -> None:
@@ -38,30 +59,34 @@ class SparkEngine:
         self.shards = shards
         self.master = master
         self.log = log
-        # a session given is the caller's (tests share one): used, never stopped
+        # a session given is the caller's: used, never stopped
         self.spark: Any = session
-        self._owned = session is None
 
     def __enter__(self) -> SparkEngine:
         from pyspark.sql import SparkSession
 
-        if not self._owned:
-            self._register_tables()
-            return self
         started = time.perf_counter()
-        builder = SparkSession.builder.appName("gca report")
-        if self.master:
-            builder = builder.master(self.master)
-        # Times are naive UTC, as in the store; no web UI for a batch report.
-        builder = (builder.config("spark.sql.session.timeZone", "UTC").config("spark.ui.enabled", "false")
-                   .config("spark.ui.showConsoleProgress", "false"))
-        if not self.master or self.master.startswith("local"):
-            # a local run's data is small enough that Spark's default 200 shuffle partitions only cost
-            builder = builder.config("spark.sql.shuffle.partitions", "8")
-        self.spark = builder.getOrCreate()
-        self.spark.sparkContext.setLogLevel("ERROR")
+        # one already active in this process is the caller's too (a notebook, a test module's)
+        self.spark = self.spark or SparkSession.getActiveSession()
+        self._owned = self.spark is None
+        if self._owned:
+            builder = SparkSession.builder.appName("gca report")
+            if self.master:
+                builder = builder.master(self.master)
+            # no web UI for a batch report
+            builder = builder.config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+            if not self.master or self.master.startswith("local"):
+                # a local run's data is small enough that Spark's default 200 shuffle partitions only cost
+                builder = builder.config("spark.sql.shuffle.partitions", "8")
+            self.spark = builder.getOrCreate()
+            self.spark.sparkContext.setLogLevel("ERROR")
+        # Times are naive UTC, as in the store: DuckDB's TIMESTAMP is Spark's TIMESTAMP_NTZ.
+        self.spark.conf.set("spark.sql.session.timeZone", "UTC")
+        self.spark.conf.set("spark.sql.timestampType", "TIMESTAMP_NTZ")
         self._register_tables()
-        self.log(f"Spark session ({self.spark.sparkContext.master}): {time.perf_counter() - started:.1f} s")
+        self.period(Selection())
+        if self._owned:
+            self.log(f"Spark session ({self.spark.sparkContext.master}): {time.perf_counter() - started:.1f} s")
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -75,7 +100,7 @@ class SparkEngine:
         bases = layout.file_bases(self.shards)
         shards = self.spark.createDataFrame(sorted(bases.items()), "shard STRING, file_base INT")
         held = {table for shard in self.shards for table in shard.tables}
-        read = {table for tables, _ in HEAVY_TABLES.values() for table in tables}
+        read = {name.removeprefix("period_") for query in HEAVY_QUERIES for name in tables_read(load_sql("queries", query))}
         for table, columns in layout.canonical_tables().items():
             if table not in read:
                 continue  # listing a table's files costs a Spark job: only what the heavy queries read
@@ -90,29 +115,72 @@ class SparkEngine:
             view = joined.select(*[(F.col("file_id") + F.col("file_base")).alias("file_id") if c.name == "file_id"
                                    else F.col(c.name) for c in columns])
             view.createOrReplaceTempView(table)
+        self._dataset_tables = read & set(layout.canonical_tables())
 
-    def heavy_tables(self) -> dict[str, Callable[[duckdb.DuckDBPyConnection], None]]:
-        """Temp table -> what creates it in DuckDB by running its query in Spark."""
-        return {name: (lambda con, name=name: self.create_temp_table(con, name)) for name in HEAVY_TABLES}
+    def period(self, selection: Selection) -> None:
+        """The views period_<sample table> over the samples of `selection`'s period."""
+        from pyspark.sql import functions as F
 
-    def create_temp_table(self, con: duckdb.DuckDBPyConnection, name: str) -> None:
-        """CREATE TEMP TABLE <name> in DuckDB from its named query run by Spark."""
-        for inputs in HEAVY_TABLES[name][1]:
-            arrow = con.sql(f"SELECT * FROM {inputs}").to_arrow_table()
-            self.spark.createDataFrame(arrow).createOrReplaceTempView(inputs)
-        from pyspark.errors import PySparkException
+        for table in PERIOD_TABLES:
+            if table not in self._dataset_tables:
+                continue
+            view = self.spark.table(table)
+            if selection.since is not None or selection.until is not None:
+                # the bounds as text cast in Spark: a Python datetime would be read in the local zone
+                since = F.lit(_text(selection.since or datetime(1, 1, 1))).cast("timestamp_ntz")
+                until = F.lit(_text(selection.until or datetime(9999, 12, 31))).cast("timestamp_ntz")
+                view = view.where((F.col("sample_at") >= since) & (F.col("sample_at") < until))
+            view.createOrReplaceTempView(f"period_{table}")
 
+    def table(self, con: duckdb.DuckDBPyConnection, query: str) -> None:
+        """CREATE TEMP TABLE <query> in DuckDB from the named query run by Spark."""
+        with self._result(con, query) as select:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {query} AS {select}")
+
+    def frame(self, con: duckdb.DuckDBPyConnection, query: str) -> pl.DataFrame:
+        """The named query run by Spark, as run_query gives it from DuckDB."""
+        with self._result(con, query) as select:
+            return con.sql(select).pl()
+
+    @contextmanager
+    def _result(self, con: duckdb.DuckDBPyConnection, query: str) -> Iterator[str]:
+        """A DuckDB SELECT of the query's result from Spark, with DuckDB's names and types."""
+        sql = load_sql("queries", query)
+        shape = con.sql(sql)  # bound, not run: the names and types DuckDB gives the result
+        names, types = shape.columns, [str(t) for t in shape.types]
+        result = self._run(con, query, sql)
+        if result.num_columns != len(names):
+            raise QueryError(f"query {query} gave {result.num_columns} columns in Spark, {len(names)} in DuckDB",
+                             hint="report it: the translation (spark/translate.py) lost or added a column")
+        con.register("spark_result", result.rename_columns([f"c{i}" for i in range(len(names))]))
         try:
-            result = self.spark.sql(named_query(name)).toArrow()
-        except PySparkException as e:
-            first_line = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise QueryError(f"query {name} failed in Spark: {first_line}",
-                             hint="check the dataset and the Spark master; if it persists, report it") from e
-        con.register("spark_result", result)
-        try:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM spark_result")
+            yield "SELECT " + ", ".join(f'CAST(c{i} AS {t}) AS "{n}"'
+                                        for i, (n, t) in enumerate(zip(names, types, strict=True))) + " FROM spark_result"
         finally:
             con.unregister("spark_result")
+
+    def _run(self, con: duckdb.DuckDBPyConnection, query: str, sql: str) -> pa.Table:
+        from pyspark.errors import PySparkException
+
+        temp = {r[0] for r in con.sql("SELECT table_name FROM duckdb_tables() WHERE temporary"
+                                      " UNION ALL SELECT view_name FROM duckdb_views() WHERE temporary").fetchall()}
+        for name in sorted(tables_read(sql)):
+            if name in self._dataset_tables or name.removeprefix("period_") in self._dataset_tables:
+                continue  # Spark's own: the dataset's samples, or their period
+            if name not in temp:
+                raise QueryError(f"query {query}: Spark has no table {name}",
+                                 hint="report it: DuckDB must build it before the query runs in Spark")
+            self.spark.createDataFrame(con.sql(f"SELECT * FROM {name}").to_arrow_table()).createOrReplaceTempView(name)
+        try:
+            return self.spark.sql(named_query(query)).toArrow()
+        except PySparkException as e:
+            first_line = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise QueryError(f"query {query} failed in Spark: {first_line}",
+                             hint="check the dataset and the Spark master; if it persists, report it") from e
+
+
+def _text(at: datetime) -> str:
+    return at.isoformat(" ")
 
 
 def _spark_type(duckdb_type: str) -> str:

@@ -10,6 +10,11 @@ below rewrite the tree so that Spark computes what DuckDB computes, digit for di
   truncates in Spark: the operand is wrapped in `rint()`, Spark's half-to-even rounding.
 * `sum` of integers is exact in DuckDB (128 bits) and overflows at 64 bits in Spark: a sum
   over a cast to an integer type sums DECIMAL(38,0) instead, as exact as DuckDB's.
+* `/` is a DOUBLE in DuckDB whatever its operands; Spark divides a DECIMAL (`100.0 * n`,
+  a DECIMAL sum) as a DECIMAL of its own scale: the dividend is cast to DOUBLE first, so
+  both divide the same doubles.
+
+A translated query takes no parameters (`$name`): Spark's are spelled and bound otherwise.
 
 tests/test_spark.py runs the translated queries in Spark and compares with DuckDB.
 """
@@ -24,11 +29,13 @@ _INTEGER_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT")
 
 
 def to_spark(sql: str) -> str:
-    """The DuckDB query `sql` as Spark SQL (one statement)."""
+    """The DuckDB query `sql` as Spark SQL (one statement); ValueError when it takes parameters."""
     import sqlglot
     from sqlglot import exp
 
     tree = sqlglot.parse_one(sql, read="duckdb")
+    if tree.find(exp.Parameter, exp.Placeholder):
+        raise ValueError("a query with parameters is not translated")
 
     def integral(node: exp.Expression) -> bool:
         return isinstance(node, exp.Cast) and node.to.this.name in _INTEGER_TYPES
@@ -47,9 +54,21 @@ def to_spark(sql: str) -> str:
             node.this.set("to", exp.DataType.build("DECIMAL(38, 0)"))
         elif integral(node):
             round_operand(node)
+        elif isinstance(node, exp.Div):
+            node.set("this", exp.Cast(this=node.this, to=exp.DataType.build("DOUBLE")))
         return node
 
     return tree.transform(rewrite).sql(dialect="spark", pretty=True)
+
+
+def tables_read(sql: str) -> set[str]:
+    """The tables and views the DuckDB query `sql` reads (its CTEs left out)."""
+    import sqlglot
+    from sqlglot import exp
+
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
+    return {table.name for table in tree.find_all(exp.Table)} - ctes
 
 
 @cache

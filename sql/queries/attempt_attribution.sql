@@ -16,6 +16,7 @@
 -- the others are unknown. A machine's GPUs are
 -- indices 0..n-1, n the largest of its listed count, the indices telemetry describes
 -- (gpu_devices) and the indices sampled on it.
+-- Needs the temp table gpu_samples_by_machine.
 -- Parameters: none.
 -- Output: source, job_id, attempt_no, attribution, machine_id, gpu_index (NULL for none).
 WITH ordered AS (
@@ -41,7 +42,8 @@ host_gpus AS (
         UNION ALL
         SELECT machine_id, max(gpu_index) + 1 FROM gpu_devices WHERE machine_id IN (SELECT machine_id FROM hosts) GROUP BY machine_id
         UNION ALL
-        SELECT machine_id, max(gpu_index) + 1 FROM gpu_samples WHERE machine_id IN (SELECT machine_id FROM hosts) GROUP BY machine_id
+        -- the samples' side from the temp table gpu_samples_by_machine (one scan per report)
+        SELECT machine_id, sampled_gpus FROM gpu_samples_by_machine WHERE machine_id IN (SELECT machine_id FROM hosts)
     ) GROUP BY machine_id
 ),
 -- Every placement on a machine, from either kind of source, to see who shared it.

@@ -1,7 +1,8 @@
 -- gpu_time_coverage: how much of the jobs' GPU time the GPU telemetry covers.
 -- GPU time = the jobs' (machine, GPU) windows (temp table attempt_windows, overlapping
 -- attempts of one job merged); the part inside the telemetry's span is what samples could
--- cover (temp tables attempt_windows, attributed_util, gpu_samples_by_machine).
+-- cover (temp tables attempt_windows, attributed_util, gpu_samples_by_machine: the
+-- samples themselves are not read).
 -- Expected samples = GPU-seconds in span / $sample_interval_s; coverage = attributed
 -- non-null samples (the per-job rows of attributed_util) / expected.
 -- Parameters: $sample_interval_s (DOUBLE, may be NULL: then coverage is NULL).
@@ -9,9 +10,9 @@
 -- attributed_samples, expected_samples, coverage_pct, gpu_samples_non_null, attributed_share_pct
 -- (attributed samples / non-null samples: how much of the telemetry falls in some job's window).
 WITH telemetry AS (
-    SELECT min(sample_at) AS first_at, max(sample_at) AS last_at,
-           (SELECT coalesce(sum(non_null), 0) FROM gpu_samples_by_machine) AS non_null
-    FROM gpu_samples
+    -- the samples' span and count from the one scan of them (gpu_samples_by_machine)
+    SELECT min(first_at) AS first_at, max(last_at) AS last_at, coalesce(sum(non_null), 0) AS non_null
+    FROM gpu_samples_by_machine
 ),
 windows AS (
     SELECT sum(epoch(end_at) - epoch(start_at)) AS window_s,

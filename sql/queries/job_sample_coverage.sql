@@ -1,12 +1,12 @@
 -- job_sample_coverage: jobs by how much of their GPU time inside the telemetry's span is
 -- covered by attributed samples (util_samples x $sample_interval_s / GPU-seconds in span).
 -- Jobs with no GPU time inside the span are not counted.
--- Needs the temp tables attempt_windows, job_facts.
+-- Needs the temp tables attempt_windows, job_facts, gpu_samples_by_machine (the telemetry's span).
 -- Parameters: $sample_interval_s (DOUBLE; NULL gives no rows).
 -- Output: coverage_bucket ('none', '<25%', '25-50%', '50-75%', '75-95%', '>=95%'),
 -- bucket_order, jobs, gpu_hours_in_span.
 WITH telemetry AS (
-    SELECT min(sample_at) AS first_at, max(sample_at) AS last_at FROM gpu_samples
+    SELECT min(first_at) AS first_at, max(last_at) AS last_at FROM gpu_samples_by_machine
 ),
 span AS (
     SELECT source, job_id,

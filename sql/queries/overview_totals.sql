@@ -2,7 +2,7 @@
 -- Needs the temp tables job_facts and machine_capacity_snapshot (the view machine_capacity):
 -- "listed" as the machine list says, "observed" as allocations and non-null GPU samples
 -- show (highest GPU index + 1), gpus (capacity) the larger of the two. Samples are those of
--- the report's period (temp views period_gpu_samples, period_host_samples: report/selection.py).
+-- the report's period, counted once in the temp table period_sample_totals.
 -- Parameters: none.
 -- Output: first_at, last_at (earliest submit/start, latest end/submit), jobs, users, vcs,
 -- attempts, machines, machines_listed, machines_observed, gpus, gpus_listed, gpus_observed,
@@ -27,14 +27,12 @@ m AS (
     FROM machine_capacity_snapshot
 ),
 g AS (
-    -- count, min and max come from the table's statistics: no scan
-    SELECT count(*) AS gpu_samples, min(sample_at) AS gpu_samples_first_at, max(sample_at) AS gpu_samples_last_at
-    FROM period_gpu_samples
+    SELECT * FROM period_sample_totals
 )
 SELECT j.first_at, j.last_at, j.jobs, j.users, j.vcs, CAST(j.attempts AS BIGINT) AS attempts,
        m.machines, m.machines_listed, m.machines_observed,
        CAST(m.gpus AS BIGINT) AS gpus, CAST(m.gpus_listed AS BIGINT) AS gpus_listed,
        CAST(m.gpus_observed AS BIGINT) AS gpus_observed,
-       j.gpu_hours, g.gpu_samples, (SELECT count(*) FROM period_host_samples) AS host_samples,
+       j.gpu_hours, g.gpu_samples, g.host_samples,
        g.gpu_samples_first_at, g.gpu_samples_last_at
 FROM j, m, g
