@@ -63,8 +63,6 @@ REPORT_QUERIES = (
     "gpu_sample_interval", "gpu_time_coverage", "job_sample_coverage", "rejects_by_file", "reject_examples",
     "machine_capacity_mismatch", "jobs_missing_times", "gpu_time_by_attribution",
 )
-# Stored rows the sample-interval query looks at (a bounded prefix of gpu_samples).
-INTERVAL_PROBE_ROWS = 1_000_000
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 
 
@@ -249,7 +247,7 @@ def _check_store(con: duckdb.DuckDBPyConnection, db: Path) -> None:
 
 def _run_queries(con: duckdb.DuckDBPyConnection, log: Callable[[str], None],
                  heavy: Engine | None = None) -> dict[str, pl.DataFrame]:
-    interval = run_query(con, "gpu_sample_interval", rows=INTERVAL_PROBE_ROWS)
+    interval = run_query(con, "gpu_sample_interval")
     interval_s = interval.get_column("interval_s")[0] if interval.height else None
     params = {"top_vcs": queueing.TOP_VCS, "sample_interval_s": interval_s, "top_repeaters": failures.TOP_REPEATERS,
               "busy_util_pct": activity.BUSY_UTIL_PCT, "idle_sm_pct": activity.IDLE_SM_PCT,

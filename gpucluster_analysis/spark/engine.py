@@ -34,9 +34,8 @@ from gpucluster_analysis.report.selection import PERIOD_TABLES, Selection
 from gpucluster_analysis.spark.translate import named_query, tables_read
 from gpucluster_analysis.sqlfiles import load_sql
 
-# Every named query that scans a sample table, but gpu_sample_interval: that one reads the
-# first rows stored (a bounded LIMIT without ORDER BY), which Spark, splitting files by
-# size, would not read the same; it is a probe, not a scan, and stays in DuckDB.
+# Every named query that scans a sample table, but gpu_sample_interval: that one reads only
+# the telemetry's first day (a probe, not a scan), and stays in DuckDB.
 HEAVY_QUERIES = frozenset({
     "gpu_samples_by_machine",  # per machine: sampled GPUs, counts, span (capacity, attribution, coverage)
     "attributed_util",  # every GPU sample matched to its job's attempts, per job and per cohort

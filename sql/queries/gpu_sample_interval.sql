@@ -1,12 +1,17 @@
--- gpu_sample_interval: the telemetry's sampling interval, as the most common gap (in whole seconds) between
--- consecutive distinct sample times among the first $rows stored GPU sample rows (a bounded
--- read: nvidia-smi exporters sample at a fixed period, so a prefix of the table is enough).
--- Parameters: $rows (BIGINT): how many stored rows to look at.
+-- gpu_sample_interval: the telemetry's sampling interval, as the most common gap (in whole
+-- seconds) between consecutive distinct sample times in the telemetry's first day (a bounded
+-- read: exporters sample at a fixed period, so a day is enough). A day, not the first N rows
+-- stored: which rows come first is not fixed over a dataset's Parquet files, and the same
+-- store must give the same report; sample_at's zone maps let DuckDB skip the other days.
+-- Parameters: none. Input: temp table gpu_samples_by_machine (first_at).
 -- Output: interval_s (whole seconds; NULL when no two distinct times are 0.5 s or more apart),
 -- gaps (how many gaps were seen).
-WITH times AS (
-    -- LIMIT, not rowid: a dataset's gpu_samples is a view over Parquet files (in time order)
-    SELECT DISTINCT sample_at FROM (SELECT sample_at FROM gpu_samples LIMIT $rows)
+WITH span AS (
+    SELECT min(first_at) AS first_at FROM gpu_samples_by_machine
+),
+times AS (
+    SELECT DISTINCT s.sample_at FROM gpu_samples s, span
+    WHERE s.sample_at >= span.first_at AND s.sample_at < span.first_at + INTERVAL 1 DAY
 ),
 gaps AS (
     SELECT epoch(sample_at) - epoch(lag(sample_at) OVER (ORDER BY sample_at)) AS gap_s FROM times
