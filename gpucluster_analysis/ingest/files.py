@@ -22,6 +22,30 @@ def open_binary(path: Path) -> IO[bytes]:
     return path.open("rb")
 
 
+# Control characters but tab, LF and CR (a CR ends a line read from Windows): a text with
+# none keeps its length when they are deleted, ~4x faster to test than a regex search.
+CONTROL_BYTES = bytes([*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
+
+
+def line_blocks(f: IO[bytes], size: int) -> Iterator[bytes]:
+    """The bytes of `f` about `size` at a time, each block cut after its last line end (the
+    last block: what follows the file's last line end, when anything does)."""
+    rest = b""
+    while True:
+        block = f.read(size)
+        data = rest + block
+        if not data:
+            return
+        end = data.rfind(b"\n") + 1 if block else len(data)
+        if not end:
+            rest = data
+            continue
+        raw, rest = data[:end], data[end:]
+        yield raw
+        if not block:
+            return
+
+
 def read_head(path: Path, size: int = HEAD_BYTES) -> str:
     """The first `size` bytes of the (decompressed) file, decoded leniently."""
     try:

@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
-from gpucluster_analysis.ingest.files import first_lines, open_binary
+from gpucluster_analysis.ingest.files import CONTROL_BYTES, first_lines, line_blocks, open_binary
 from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
 from gpucluster_analysis.sqlfiles import run_script
 from gpucluster_analysis.timezones import install_zone, local_zone, to_utc_python
@@ -827,32 +827,21 @@ def _decode_line(path: Path, number: int, raw: bytes, latin1: set[int] | None, c
 
 
 _CHUNK_BYTES = 8 << 20
-# _CONTROL's characters but CR, which ends a line read from Windows
-_CONTROL_BYTES = bytes([*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
 
 
 def _text_chunks(path: Path, latin1: set[int]) -> Iterator[tuple[int, pa.Array | list[str]]]:
     """The lines of _text_lines, ~8 MiB at a time: (number of the first line, the lines as an
     Arrow string array), without a Python string per line. A chunk that is not plainly UTF-8
     text (Latin-1 lines, control characters, a CR inside a line) comes as _text_lines' strings."""
-    number, rest, first = 1, b"", True
+    number, first = 1, True
     with open_binary(path) as f:
-        while True:
-            block = f.read(_CHUNK_BYTES)
-            data = rest + block
-            if not data:
-                return
-            end = data.rfind(b"\n") + 1 if block else len(data)
-            if not end:
-                rest = data
-                continue
-            raw, rest = data[:end], data[end:]
+        for raw in line_blocks(f, _CHUNK_BYTES):
             pieces = raw.split(b"\n")
             if pieces[-1] == b"":  # after the last line end
                 pieces.pop()
             lines: pa.Array | list[str] | None = None
             if not (first and raw.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff"))) \
-                    and len(raw.translate(None, _CONTROL_BYTES)) == len(raw):
+                    and len(raw.translate(None, CONTROL_BYTES)) == len(raw):
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError:
@@ -867,8 +856,6 @@ def _text_chunks(path: Path, latin1: set[int]) -> Iterator[tuple[int, pa.Array |
             first = False
             yield number, lines
             number += len(pieces)
-            if not block:
-                return
 
 
 def _load_sacct(ctx: LoadContext) -> LoadCounts:

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest import nvsmi_fast
 from gpucluster_analysis.ingest.base import LoadContext, LoadCounts
-from gpucluster_analysis.ingest.files import open_binary
+from gpucluster_analysis.ingest.files import CONTROL_BYTES, line_blocks, open_binary
 from gpucluster_analysis.sqlfiles import run_script
 from gpucluster_analysis.timezones import check_zone, install_zone, local_zone, to_utc_python
 
@@ -258,7 +258,6 @@ def store_staged(ctx: LoadContext, zone: str | None, *, pci_order: bool = False)
 
 # Never in the tools' text output (tabs indent nvidia-smi's XML; CR ends Windows lines).
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_CONTROL_BYTES = bytes([*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
 
 
 def read_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
@@ -295,29 +294,18 @@ CHUNK_BYTES = 8 << 20
 def read_chunks(path: Path) -> Iterator[tuple[int, pa.Array, bool]]:
     """(number of the first line, the lines stripped as an Arrow string array, last line cut)
     for each ~8 MiB of the file: read_lines' lines and checks, without a Python string per line."""
-    number, rest, started = 1, b"", False
+    number = 1
     try:
         with open_binary(path) as f:
-            while True:
-                block = f.read(CHUNK_BYTES)
-                if not started and block:
-                    started = True
-                    if block.startswith((b"\xff\xfe", b"\xfe\xff")):
+            for raw in line_blocks(f, CHUNK_BYTES):
+                if number == 1:
+                    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
                         raise ParseError(f"{path}:1: UTF-16 text (as Windows PowerShell saves command output)",
                                          hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {path.name}")
-                    if block.startswith(b"\xef\xbb\xbf"):
-                        block = block[3:]
-                data = rest + block
-                if not data:
-                    return
-                end = data.rfind(b"\n") + 1 if block else len(data)
-                if not end:
-                    rest = data
-                    continue
-                raw, rest = data[:end], data[end:]
+                    if raw.startswith(b"\xef\xbb\xbf"):
+                        raw = raw[3:]
                 text = raw.decode("utf-8", errors="replace")
-                # deleting the control bytes and comparing lengths is ~4x faster than a regex search
-                binary = _CONTROL.search(text) if len(raw.translate(None, _CONTROL_BYTES)) != len(raw) else None
+                binary = _CONTROL.search(text) if len(raw.translate(None, CONTROL_BYTES)) != len(raw) else None
                 if binary:  # the lines before it are read, then the file fails at it
                     text = text[: text.rfind("\n", 0, binary.start()) + 1]
                 cut = bool(text) and not text.endswith("\n")
@@ -330,8 +318,6 @@ def read_chunks(path: Path) -> Iterator[tuple[int, pa.Array, bool]]:
                 if binary:
                     raise ParseError(f"{path}:{number}: binary data, not the text nvidia-smi or dcgm-exporter prints",
                                      hint="give gca the tool's text output (a .gz is read as such)")
-                if not block:
-                    return
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
         raise ParseError(f"{path}:{number}: the compressed file is damaged or cut short ({e})",
                          hint=f"copy it again, or keep what is readable: zcat {path.name} > {path.stem} and ingest that") from e
