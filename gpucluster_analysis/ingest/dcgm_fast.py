@@ -175,14 +175,13 @@ def _checked(kept: pl.DataFrame, points: pl.DataFrame, *, numbers_checked: bool 
     same_series = pl.col("order") == pl.col("order").shift()
     if points.select((same_series & (pl.col("sample_at") <= pl.col("sample_at").shift())).any()).item():
         return None
-    # one slice of points per series and per measure
+    # each measure's points are one slice (series are numbered in measure order)
     order = points.get_column("order")
-    starts = order.search_sorted(series.get_column("order"), side="left").to_list() + [points.height]
-    by_measure: dict[str, list[tuple[int, int, int | None]]] = {}  # measure -> (start, end, device_no)
-    for (measure, device_no), start, end in zip(series.select("measure", "device_no").iter_rows(), starts, starts[1:],
-                                                strict=False):
-        by_measure.setdefault(measure, []).append((start, end, device_no))
-    slices = {m: points.slice(parts[0][0], parts[-1][1] - parts[0][0]) for m, parts in by_measure.items()}
+    slices = {}
+    for measure, first, last in series.group_by("measure", maintain_order=True).agg(pl.col("order").min(), pl.col("order").max().alias("last")
+                                                               ).iter_rows():
+        start, end = order.search_sorted(first, side="left"), order.search_sorted(last, side="right")
+        slices[measure] = points.slice(start, end - start)  # type: ignore[operator]
     for measure, part in slices.items():
         if measure == "xid":
             continue
