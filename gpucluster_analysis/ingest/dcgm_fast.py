@@ -178,8 +178,9 @@ def _checked(kept: pl.DataFrame, points: pl.DataFrame, *, numbers_checked: bool 
     # each measure's points are one slice (series are numbered in measure order)
     order = points.get_column("order")
     slices = {}
-    for measure, first, last in series.group_by("measure", maintain_order=True).agg(pl.col("order").min(), pl.col("order").max().alias("last")
-                                                               ).iter_rows():
+    spans = series.group_by("measure", maintain_order=True).agg(
+        pl.col("order").min().alias("first"), pl.col("order").max().alias("last"))
+    for measure, first, last in spans.iter_rows():
         start, end = order.search_sorted(first, side="left"), order.search_sorted(last, side="right")
         slices[measure] = points.slice(start, end - start)  # type: ignore[operator]
     for measure, part in slices.items():
