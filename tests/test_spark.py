@@ -1,9 +1,10 @@
 """`gca report --engine spark` (issue #11, part 3): the heavy queries translated to Spark SQL.
 
 The Spark tests run PySpark in local mode (local[2]), one session for the module, and are
-skipped where PySpark or Java is missing (CI installs neither yet). They compare every CSV
-of `gca report --engine spark` with `--engine duckdb` on the same Parquet dataset: the
-examples and a small `gca synth` trace.
+skipped where PySpark or Java is missing (the test extra installs PySpark; `.ci/run` installs
+Java). They compare every CSV of `gca report --engine spark` with `--engine duckdb` on the
+same Parquet dataset: the examples and a small `gca synth` trace; and once through
+`spark-submit`, as the README runs it on a cluster.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -133,3 +135,39 @@ def test_spark_report_equals_duckdb_report(spark, trace: str, tmp_path: Path) ->
     host = (tmp_path / "duckdb" / "host_util_cdf_by_activity.csv").read_text().splitlines()
     assert len(host) > 1 or trace != "synthetic"
     assert (tmp_path / "duckdb" / "comparison.csv").exists() == bool(options)
+
+
+def _spark_submit() -> Path | None:
+    try:
+        import pyspark
+    except ImportError:
+        return None
+    script = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    return script if script.exists() else (Path(found) if (found := shutil.which("spark-submit")) else None)
+
+
+@pytest.mark.spark
+def test_spark_submit_runs_the_readme_command(tmp_path: Path) -> None:
+    """The README's cluster command, `spark-submit ... <gca's __main__.py> report --engine
+    spark` with no --master (spark-submit's own master is used), in a process of its own:
+    the same CSVs as the DuckDB engine on the same dataset."""
+    submit = _spark_submit()
+    if submit is None or not _java():
+        pytest.skip("spark-submit (PySpark) or Java is missing")
+    import gpucluster_analysis.__main__ as entry
+
+    _invoke("ingest", str(REPO / "examples" / "synthetic"), "--to", str(tmp_path / "d"))
+    _invoke("report", "--from", str(tmp_path / "d"), "--out", str(tmp_path / "duckdb"), "--quiet")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run(
+        [str(submit), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+         "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.sql.adaptive.enabled=false",
+         "--driver-java-options", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+         entry.__file__, "report", "--from", str(tmp_path / "d"), "--engine", "spark",
+         "--out", str(tmp_path / "spark"), "--quiet"],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    csvs = sorted(p.name for p in (tmp_path / "duckdb").glob("*.csv"))
+    assert len(csvs) > 50 and csvs == sorted(p.name for p in (tmp_path / "spark").glob("*.csv"))
+    assert [n for n in csvs if (tmp_path / "spark" / n).read_bytes() != (tmp_path / "duckdb" / n).read_bytes()] == []
