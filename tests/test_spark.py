@@ -4,7 +4,8 @@ The Spark tests run PySpark in local mode (local[2]), one session for the module
 skipped where PySpark or Java is missing (the test extra installs PySpark; `.ci/run` installs
 Java). They compare every CSV of `gca report --engine spark` with `--engine duckdb` on the
 same Parquet dataset: the examples and a small `gca synth` trace; and once through
-`spark-submit`, as the README runs it on a cluster.
+`spark-submit` to a real standalone cluster (a master and a worker on 127.0.0.1, started and
+stopped by the fixture), as the README runs it on a cluster.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -80,6 +83,9 @@ def test_translation_refuses_parameters_and_lists_what_a_query_reads() -> None:
         "t1", "t2", "t3"}
 
 
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 def _java() -> bool:
     home = os.environ.get("JAVA_HOME")
     return bool(shutil.which("java") or (home and Path(home, "bin", "java").exists()))
@@ -99,7 +105,7 @@ def spark():  # type: ignore[no-untyped-def]
     session = (SparkSession.builder.master("local[2]").appName("gca tests")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "2").config("spark.sql.adaptive.enabled", "false")
-               .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+               .config("spark.driver.extraJavaOptions", QUICK_JVM)
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session
@@ -137,37 +143,87 @@ def test_spark_report_equals_duckdb_report(spark, trace: str, tmp_path: Path) ->
     assert (tmp_path / "duckdb" / "comparison.csv").exists() == bool(options)
 
 
-def _spark_submit() -> Path | None:
+
+def _spark_bin(name: str) -> Path | None:
     try:
         import pyspark
     except ImportError:
         return None
-    script = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    return script if script.exists() else (Path(found) if (found := shutil.which("spark-submit")) else None)
+    script = Path(pyspark.__file__).parent / "bin" / name
+    return script if script.exists() else (Path(found) if (found := shutil.which(name)) else None)
+
+
+@pytest.fixture(scope="module")
+def standalone_master(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """A real Spark standalone cluster on 127.0.0.1: a master and one worker (its executors
+    are JVMs of their own), started from PySpark's own Spark and stopped by PID."""
+    spark_class = _spark_bin("spark-class")
+    if spark_class is None or _spark_bin("spark-submit") is None or not _java():
+        pytest.skip("PySpark's spark-class/spark-submit or Java is missing")
+    from tests.test_ingest_prometheus import free_port
+
+    work = tmp_path_factory.mktemp("spark-standalone")
+    # the daemons and executors with the JVM's quick compiler only, as the session fixture
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(work), "SPARK_WORKER_DIR": str(work),
+           "SPARK_DAEMON_JAVA_OPTS": QUICK_JVM, "SPARK_DAEMON_MEMORY": "256m"}
+    port, ui = free_port(), free_port()
+    master_url = f"spark://127.0.0.1:{port}"
+    processes = [subprocess.Popen(
+        [str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+         "--webui-port", str(ui)], env=env, stdout=(work / "master.log").open("w"), stderr=subprocess.STDOUT)]
+    try:
+        processes.append(subprocess.Popen(
+            [str(spark_class), "org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1",
+             "--cores", "2", "--memory", "1g", "--webui-port", str(free_port()), "--work-dir", str(work)],
+            env=env, stdout=(work / "worker.log").open("w"), stderr=subprocess.STDOUT))
+        deadline = time.monotonic() + 120
+        while True:  # the master's status page counts the workers registered with it
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2) as answer:
+                    if json.load(answer).get("aliveworkers", 0) >= 1:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
+                pytest.fail("the standalone Spark did not come up: " + (work / "master.log").read_text()[-2000:]
+                            + (work / "worker.log").read_text()[-2000:])
+            time.sleep(0.5)
+        yield master_url, work
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 @pytest.mark.spark
-def test_spark_submit_runs_the_readme_command(tmp_path: Path) -> None:
-    """The README's cluster command, `spark-submit ... <gca's __main__.py> report --engine
-    spark` with no --master (spark-submit's own master is used), in a process of its own:
-    the same CSVs as the DuckDB engine on the same dataset."""
-    submit = _spark_submit()
-    if submit is None or not _java():
-        pytest.skip("spark-submit (PySpark) or Java is missing")
+def test_spark_submit_to_a_standalone_cluster_runs_the_readme_command(standalone_master: tuple[str, Path],
+                                                                     tmp_path: Path) -> None:
+    """The README's cluster command, `spark-submit --master spark://... <gca's __main__.py>
+    report --engine spark` (gca sets no master: spark-submit's is used), against a real
+    standalone master and worker: the same CSVs as the DuckDB engine on the same dataset."""
     import gpucluster_analysis.__main__ as entry
 
+    master, worker_dir = standalone_master
     _invoke("ingest", str(REPO / "examples" / "synthetic"), "--to", str(tmp_path / "d"))
     _invoke("report", "--from", str(tmp_path / "d"), "--out", str(tmp_path / "duckdb"), "--quiet")
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+           "PYSPARK_DRIVER_PYTHON": sys.executable,
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     run = subprocess.run(
-        [str(submit), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+        [str(_spark_bin("spark-submit")), "--master", master, "--deploy-mode", "client",
+         "--executor-memory", "1g", "--conf", "spark.ui.enabled=false",
          "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.sql.adaptive.enabled=false",
-         "--driver-java-options", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+         "--driver-java-options", QUICK_JVM, "--conf", f"spark.executor.extraJavaOptions={QUICK_JVM}",
          entry.__file__, "report", "--from", str(tmp_path / "d"), "--engine", "spark",
          "--out", str(tmp_path / "spark"), "--quiet"],
         env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
+    assert list(worker_dir.glob("app-*/*/stderr")), "no executor ran on the standalone worker"
     csvs = sorted(p.name for p in (tmp_path / "duckdb").glob("*.csv"))
     assert len(csvs) > 50 and csvs == sorted(p.name for p in (tmp_path / "spark").glob("*.csv"))
     assert [n for n in csvs if (tmp_path / "spark" / n).read_bytes() != (tmp_path / "duckdb" / n).read_bytes()] == []
