@@ -1,6 +1,7 @@
 """The report's heaviest results kept from ingest (report/kept.py, issue #11 part 2): used only
-while the store's inputs are those they were computed from, computed again by the next
-`gca ingest`, and equal to what the report computes itself."""
+while the store's inputs are those they were computed from, and equal to what the report
+computes itself. That `gca ingest` keeps them: tests/test_cli.py; that a report reading them
+writes the same bytes: tests/test_report_determinism.py."""
 
 from __future__ import annotations
 
@@ -8,10 +9,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from typer.testing import CliRunner
 
 from tests.conftest import PHILLY_SAMPLE, require
-from gpucluster_analysis.cli import app
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.db.queries import run_query
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
@@ -35,8 +34,7 @@ def _kept(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[object, ...]]]
             for q in kept.KEPT}
 
 
-def test_a_later_file_makes_kept_results_stale_and_the_next_ingest_keeps_them_again(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_later_file_makes_kept_results_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = require(PHILLY_SAMPLE)
     monkeypatch.setattr(kept, "KEEP_MIN_SAMPLES", 0)
     db = tmp_path / "s.duckdb"
@@ -54,17 +52,14 @@ def test_a_later_file_makes_kept_results_stale_and_the_next_ingest_keeps_them_ag
         ingest_paths(con, [data / "cluster_gpu_util"], IngestOptions())
         assert kept.usable(con, EVERY_JOB) == frozenset()
         assert kept.usable(con, Selection(vcs=("7f04ca",))) == frozenset()
-    # `gca ingest` keeps again once it has stored its files (here none is new)
-    result = CliRunner().invoke(app, ["ingest", str(data / "cluster_gpu_util"), "--db", str(db)])
-    assert result.exit_code == 0, result.output
-    assert "kept the report's sample attribution" in result.stderr
-    with open_store(db, read_only=True) as con:
+        # until it is kept again (what `gca ingest` does once it has stored its files: test_cli.py)
+        assert kept.keep(con) is not None
         assert kept.usable(con, EVERY_JOB) == frozenset(kept.KEPT)
         now, computed = _kept(con), _computed(con)
     assert now == computed
     assert now["attributed_util"] and now["attributed_util"] != before["attributed_util"]
     assert now["gpu_samples_by_machine"] != before["gpu_samples_by_machine"]
-    # the host samples are the same, but which of them a job ran beside changed with its GPUs' windows
+    # the same host samples, binned by whether a job ran beside them
     assert sum(r[3] for r in now["host_util_cdf_by_activity"]) == sum(r[3] for r in before["host_util_cdf_by_activity"])
 
 
