@@ -51,7 +51,10 @@ def test_entry_point_runs_as_a_module() -> None:
     assert out.returncode == 0 and out.stdout.startswith("gca ")
 
 
-def test_ingest_then_summary_on_stderr_and_nothing_on_stdout(tmp_path: Path) -> None:
+def test_ingest_then_summary_on_stderr_and_nothing_on_stdout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpucluster_analysis.report import kept
+
+    monkeypatch.setattr(kept, "KEEP_MIN_SAMPLES", 0)  # keep the report's heaviest results even of this store
     log = tmp_path / "cluster_job_log"
     log.write_text(JOB_LOG)
     result = run("ingest", str(log), "--db", str(tmp_path / "s.duckdb"))
@@ -59,8 +62,10 @@ def test_ingest_then_summary_on_stderr_and_nothing_on_stdout(tmp_path: Path) -> 
     assert result.stdout == ""
     assert "philly_job_log" in result.stderr
     assert "rejected cluster_job_log:17" in result.stderr.replace(str(tmp_path) + "/", "")
+    assert "kept the report's sample attribution" in result.stderr
     again = run("ingest", str(log), "--db", str(tmp_path / "s.duckdb"))
     assert again.exit_code == 0 and "unchanged" in again.stderr
+    assert "kept" not in again.stderr  # the store did not change: what it kept still holds
 
 
 def test_unknown_file_exits_2_and_stores_nothing(tmp_path: Path) -> None:

@@ -9,12 +9,14 @@ CSV floats were rounded at the writer).
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from gpucluster_analysis.db import open_store
+from gpucluster_analysis.report import kept
 from gpucluster_analysis.report.build import CSV_SIGNIFICANT_DIGITS, build_report, csv_text
 
 
@@ -25,8 +27,19 @@ def store(store_5910: Path) -> Path:
     return store_5910
 
 
-def test_two_reports_of_one_store_are_byte_identical(store: Path, tmp_path: Path) -> None:
-    first, second = build_report(store, tmp_path / "a"), build_report(store, tmp_path / "b")
+def test_two_reports_of_one_store_are_byte_identical(store: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # the second from a copy that kept the heaviest results at ingest (report/kept.py): the
+    # same bytes whether the attribution is computed or read back
+    copy = tmp_path / "kept" / store.name  # the page names the store
+    copy.parent.mkdir()
+    shutil.copyfile(store, copy)
+    monkeypatch.setattr(kept, "KEEP_MIN_SAMPLES", 0)
+    with open_store(copy) as con:
+        assert kept.keep(con) is not None
+    messages: list[str] = []
+    first, second = build_report(store, tmp_path / "a"), build_report(copy, tmp_path / "b", log=messages.append)
+    assert f"kept from ingest, not computed again: {', '.join(sorted(kept.KEPT))}" in messages
     names = sorted(p.name for p in first.tables)
     assert names == sorted(p.name for p in second.tables) and "jobs.csv" in names
     differing = [n for n in names if (tmp_path / "a" / n).read_bytes() != (tmp_path / "b" / n).read_bytes()]

@@ -34,6 +34,7 @@ def test_version_1_store_is_upgraded_keeping_its_rows(tmp_path: Path) -> None:
         assert {"cpus", "memory_mib", "gpu_model", "source"} <= _columns(con, "machines")
         assert {"sm_active", "tensor_active", "dram_active", "nvlink_rx_bytes"} <= _columns(con, "gpu_sample_details")
         assert con.execute("SELECT count(*) FROM prometheus_chunks").fetchall() == [(0,)]
+        assert con.execute("SELECT count(*) FROM kept_results").fetchall() == [(0,)]  # none until the next ingest
 
 
 def test_store_from_a_newer_gca_is_refused(tmp_path: Path) -> None:
@@ -51,10 +52,12 @@ def test_a_report_upgrades_a_store_from_an_older_gca(tmp_path: Path) -> None:
     db = tmp_path / "v3.duckdb"
     with open_store(db) as con:
         con.execute("DROP TABLE prometheus_chunks")
+        con.execute("DROP TABLE kept_results")
         con.execute("ALTER TABLE gpu_sample_details DROP COLUMN sm_active")
         con.execute("UPDATE schema_version SET version = 3")
     assert upgrade_older_store(db) is True
     with open_store(db, read_only=True) as con:
         assert "sm_active" in _columns(con, "gpu_sample_details")
+        assert "kept_results" in {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
         assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(8,)]
     assert upgrade_older_store(db) is False  # current: left alone

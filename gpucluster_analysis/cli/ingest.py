@@ -184,7 +184,7 @@ def ingest(
     elif shard is not None or overwrite:
         raise InputError("--shard and --overwrite name a shard of a dataset", hint="pass --to DIR with them")
     try:
-        _ingest(files, pulls, db, options, format_name, orphans_matter=target is None)
+        _ingest(files, pulls, db, options, format_name, orphans_matter=target is None, keep_results=target is None)
         if target is not None:
             written = target.publish()
             rows = sum(t["rows"] for t in written.shard.tables.values())
@@ -196,7 +196,7 @@ def ingest(
 
 
 def _ingest(files: list[Path], pulls: list[PullPlan], db: Path, options: IngestOptions, format_name: str | None,
-            orphans_matter: bool) -> None:
+            orphans_matter: bool, keep_results: bool = True) -> None:
     from gpucluster_analysis.db import open_store
     from gpucluster_analysis.ingest import ingest_paths
     from gpucluster_analysis.ingest.load import logs_without_jobs
@@ -217,12 +217,26 @@ def _ingest(files: list[Path], pulls: list[PullPlan], db: Path, options: IngestO
                 )
         for pull in pulls:
             _pull(con, pull)
+        if keep_results:  # a shard written with --to holds no kept results (dataset/layout.py)
+            _keep(con)
     failed = [r for r in reports if r.status == "failed"]
     if failed:
         for r in failed:
             stderr.print(f"gca: error: {r.message}", markup=False)
         # with --to, no shard is written: a failed task of a job array leaves nothing behind
         raise typer.Exit(code=int(max(r.error.exit_code if isinstance(r.error, GcaError) else ExitCode.DATA for r in failed)))
+
+
+def _keep(con: duckdb.DuckDBPyConnection) -> None:
+    """Keep the report's heaviest results for the store as it now is (report/kept.py)."""
+    from gpucluster_analysis.report.kept import keep
+
+    def log(msg: str) -> None:
+        stderr.print(f"gca: {msg}", markup=False)
+
+    seconds = keep(con, log)
+    if seconds is not None:
+        log(f"kept the report's sample attribution for the store as it now is: {seconds:.1f} s")
 
 
 def _pull(con: duckdb.DuckDBPyConnection, pull: PullPlan) -> None:

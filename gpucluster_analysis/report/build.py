@@ -29,6 +29,8 @@ from gpucluster_analysis.db import open_store, upgrade_older_store
 from gpucluster_analysis.errors import ReportError, StoreError
 from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas
 from gpucluster_analysis.report import analysis, comparison, sections, summary
+from gpucluster_analysis.report.kept import read_kept
+from gpucluster_analysis.report.kept import usable as usable_kept
 from gpucluster_analysis.report.sections import activity, failures, queueing
 from gpucluster_analysis.report.sections.blocks import Figure, Findings, Paragraph, Section, Table
 from gpucluster_analysis.report.sections.text import fmt_dur
@@ -181,14 +183,19 @@ def _compute(con: duckdb.DuckDBPyConnection, log: Callable[[str], None], quotas:
              heavy: Engine | None) -> comparison.Period:
     """Everything the report shows of one selection: jobs.csv, the query results, the tests."""
     timed = _timed_tables(log)
+    # what ingest kept of the heaviest queries' results, where still current (report/kept.py)
+    kept = frozenset() if heavy is not None else usable_kept(con, selection)
+    if kept:
+        log(f"kept from ingest, not computed again: {', '.join(sorted(kept))}")
     with _step(log, "preparing: attempt windows, GPU-sample attribution, queueing replay, job tables"):
-        replay = prepare(con, on_table=timed, quotas=quotas, locality=locality, selection=selection, heavy=heavy)
+        replay = prepare(con, on_table=timed, quotas=quotas, locality=locality, selection=selection, heavy=heavy,
+                         kept=kept)
         prepare_report(con, on_table=timed)
     with _step(log, "jobs table"):
         jobs = format_for_csv(jobs_table(con))
         sizes = con.sql("SELECT source, job_id, size_bucket, size_order FROM job_keys").pl()
     with _step(log, f"{len(REPORT_QUERIES)} report queries"):
-        results = _run_queries(con, log, heavy)
+        results = _run_queries(con, log, heavy, kept)
         results.update(quotas=replay.quotas, wait_clusters=replay.clusters, wait_timeline=replay.timeline,
                        pending_reasons_vs_replay=replay.pending)
         results.update(_speed_results(con, heavy))
@@ -246,7 +253,7 @@ def _check_store(con: duckdb.DuckDBPyConnection, db: Path) -> None:
 
 
 def _run_queries(con: duckdb.DuckDBPyConnection, log: Callable[[str], None],
-                 heavy: Engine | None = None) -> dict[str, pl.DataFrame]:
+                 heavy: Engine | None = None, kept: frozenset[str] = frozenset()) -> dict[str, pl.DataFrame]:
     interval = run_query(con, "gpu_sample_interval")
     interval_s = interval.get_column("interval_s")[0] if interval.height else None
     params = {"top_vcs": queueing.TOP_VCS, "sample_interval_s": interval_s, "top_repeaters": failures.TOP_REPEATERS,
@@ -256,7 +263,10 @@ def _run_queries(con: duckdb.DuckDBPyConnection, log: Callable[[str], None],
     for name in REPORT_QUERIES:
         if name not in results:
             started = time.perf_counter()
-            results[name] = run_named(con, name, heavy, **params)
+            if name in kept:
+                results[name] = con.sql(read_kept(con, name)).pl()
+            else:
+                results[name] = run_named(con, name, heavy, **params)
             if (seconds := time.perf_counter() - started) >= 1.0:
                 log(f"  {name}: {seconds:.1f} s")
     return results

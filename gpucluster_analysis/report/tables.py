@@ -22,6 +22,7 @@ from gpucluster_analysis.errors import ReportError
 from gpucluster_analysis.replay import Replay, replay_store
 from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas
 from gpucluster_analysis.report import selection as selected
+from gpucluster_analysis.report.kept import read_kept
 from gpucluster_analysis.report.selection import Selection
 
 EVERY_JOB = Selection()
@@ -95,6 +96,7 @@ def prepare(
     locality: LocalityRule = DEFAULT_LOCALITY,
     selection: Selection = EVERY_JOB,
     heavy: Engine | None = None,
+    kept: frozenset[str] = frozenset(),
 ) -> Replay:
     """Create the report's temp tables (idempotent within a connection) and replay the queueing.
 
@@ -102,10 +104,11 @@ def prepare(
     under `quotas` (else inferred) and `locality` over every job; its per-job waits become
     the temp table replay_job_waits, and the whole replay is returned for the report's
     Queueing section. Then the tables narrow to `selection`; an empty one is a ReportError.
-    The temp tables whose query `heavy` runs come from it (spark/engine.py), the rest from DuckDB.
+    The temp tables whose query `heavy` runs come from it (spark/engine.py), those named in
+    `kept` from the store's kept results (report/kept.py: `usable`), the rest from DuckDB.
     """
     selected.reset(con)  # the store's own tables, whole, for the replay
-    _create(con, REPLAY_TABLES, on_table, heavy)
+    _create(con, REPLAY_TABLES, on_table, heavy, kept)
     replay = _replay(con, on_table, quotas, locality, (selection.since, selection.until))
     if not selected.apply(con, selection) and not selection.everything:
         raise ReportError(f"no job in the selection ({selection.describe()})",
@@ -113,14 +116,19 @@ def prepare(
                                "unfiltered report lists them)")
     if heavy is not None:
         heavy.period(selection)
-    _create(con, SELECTED_TABLES, on_table, heavy)
+    _create(con, SELECTED_TABLES, on_table, heavy, kept)
     return replay
 
 
 def _create(con: duckdb.DuckDBPyConnection, names: tuple[str, ...], on_table: Callable[[str, float], None] | None,
-            heavy: Engine | None) -> None:
+            heavy: Engine | None, kept: frozenset[str] = frozenset()) -> None:
     for name in names:
-        if heavy is not None and name in heavy.queries:
+        if name in kept:
+            started = time.perf_counter()
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {read_kept(con, name)}")
+            if on_table is not None:
+                on_table(f"{name} (kept from ingest)", time.perf_counter() - started)
+        elif heavy is not None and name in heavy.queries:
             started = time.perf_counter()
             heavy.table(con, name)
             if on_table is not None:

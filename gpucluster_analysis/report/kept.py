@@ -1,0 +1,143 @@
+"""The report's heaviest results, kept in the store from ingest (issue 11, part 2).
+
+Three named queries read every sample of the store: `gpu_samples_by_machine` (one scan of
+gpu_samples), `attributed_util` (the samples joined to the jobs' windows) and
+`host_util_cdf_by_activity` (the host samples joined to the machines' busy windows). At full
+Philly scale they are most of a report's time. `keep(con)` runs them once `gca ingest` has
+stored its files, exactly as an unfiltered report runs them (the same temp tables before
+them), into tables `kept_<query>`, and records in `kept_results` the digest of what they were
+computed from (`inputs_digest`): the store's `ingested_files` (every row a file puts in the
+store is under its file_id, and a file ingested, taken back or replaced adds, removes or
+changes its row there), the schema version, and the text of gca's SQL.
+
+`usable(con, selection)` names the kept results whose digest is the store's current one;
+the report reads those instead of running the query and runs every other as before (a stale
+one, a store without them, a Parquet dataset). A selection of jobs (report/selection.py)
+changes `attributed_util` and `host_util_cdf_by_activity`, not `gpu_samples_by_machine`
+(every machine, before the selection): a filtered report uses only that one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+
+import duckdb
+
+from gpucluster_analysis.db.queries import create_temp_tables
+from gpucluster_analysis.report import selection as selected
+from gpucluster_analysis.report.selection import Selection
+from gpucluster_analysis.sqlfiles import list_sql, load_sql
+
+# The kept queries, in the order keep() computes them.
+KEPT = ("gpu_samples_by_machine", "attributed_util", "host_util_cdf_by_activity")
+# Kept results that do not depend on which jobs a report selects.
+EVERY_SELECTION = frozenset({"gpu_samples_by_machine"})
+# What the kept queries read before them, as the report builds it (report/tables.py).
+_BEFORE = ("gpu_samples_by_machine", "attempt_sizes", "attempt_attribution", "attempt_windows", "job_keys")
+# Below this many samples (GPU and host rows) a report computes the kept queries in about a
+# second: ingest then keeps nothing, and costs nothing more.
+KEEP_MIN_SAMPLES = 5_000_000
+
+
+def inputs_digest(con: duckdb.DuckDBPyConnection) -> str:
+    """What the store's kept results must have been computed from to be used: a sha256 of
+    its ingested files (all their columns but the seconds they took), its schema version
+    and the text of gca's queries and session macros."""
+    database = _database(con)
+    files, version = con.execute(
+        "SELECT (SELECT coalesce(md5(string_agg(concat_ws(' ', file_id, path, size_bytes, content_hash, format,"
+        "                                                 coalesce(time_zone, '-'), rows_loaded, rejects, ingested_at),"
+        "                                       chr(10) ORDER BY file_id)), '')"
+        f"         FROM \"{database}\".main.ingested_files),"
+        f"       (SELECT max(version) FROM \"{database}\".main.schema_version)").fetchall()[0]
+    digest = hashlib.sha256(f"schema {version}\nfiles {files}\n".encode())
+    for group in ("queries", "session"):
+        for name in list_sql(group):
+            digest.update(f"{group}/{name}\n".encode())
+            digest.update(load_sql(group, name).encode())
+    return digest.hexdigest()
+
+
+def usable(con: duckdb.DuckDBPyConnection, selection: Selection) -> frozenset[str]:
+    """The kept results a report of `selection` may read instead of running their query."""
+    database = _database(con)
+    tables = {r[0] for r in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND schema_name = 'main'", [database]).fetchall()}
+    if "kept_results" not in tables:
+        return frozenset()
+    current = {r[0] for r in con.execute(f'SELECT query FROM "{database}".main.kept_results WHERE inputs = ?',
+                                         [inputs_digest(con)]).fetchall()}
+    names = frozenset(q for q in KEPT if q in current and f"kept_{q}" in tables)
+    return names if selection.everything else names & EVERY_SELECTION
+
+
+def read_kept(con: duckdb.DuckDBPyConnection, query: str) -> str:
+    """SELECT text of a kept result (its rows in the order the query gave them)."""
+    return f'SELECT * FROM "{_database(con)}".main.kept_{query}'
+
+
+def keep(con: duckdb.DuckDBPyConnection, log: Callable[[str], None] = lambda _msg: None) -> float | None:
+    """Compute the kept results of a writable store whose kept ones are not current (after
+    `gca ingest`), in one transaction; the seconds it took, or None when there was nothing
+    to do. A store with fewer than KEEP_MIN_SAMPLES samples, or no jobs, keeps nothing."""
+    from gpucluster_analysis.report.tables import EVERY_JOB
+
+    if usable(con, EVERY_JOB) == frozenset(KEPT):
+        return None
+    started = time.perf_counter()
+    samples, jobs = con.execute("SELECT (SELECT count(*) FROM gpu_samples) + (SELECT count(*) FROM host_samples),"
+                                " (SELECT count(*) FROM jobs)").fetchall()[0]
+    stale = con.execute("SELECT count(*) FROM kept_results").fetchall()[0][0]
+    worth = samples >= KEEP_MIN_SAMPLES and jobs > 0
+    if not worth and not stale:
+        return None
+    digest = inputs_digest(con)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute("DELETE FROM kept_results")
+        for query in KEPT:
+            con.execute(f"DROP TABLE IF EXISTS main.kept_{query}")
+        if worth:
+            _compute(con, digest, log)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    finally:
+        selected.reset(con)
+        for name in (*_BEFORE, *KEPT, "job_machine_windows"):
+            con.execute(f"DROP TABLE IF EXISTS temp.main.{name}")
+        for table in selected.PERIOD_TABLES:
+            con.execute(f"DROP VIEW IF EXISTS temp.main.period_{table}")
+    return time.perf_counter() - started if worth else None
+
+
+def _compute(con: duckdb.DuckDBPyConnection, digest: str, log: Callable[[str], None]) -> None:
+    from gpucluster_analysis.report.tables import EVERY_JOB
+
+    seconds: dict[str, float] = {}
+
+    def on_table(name: str, took: float) -> None:
+        seconds[name] = took
+
+    # the report's own steps up to these queries, for every job (report/tables.py prepare)
+    selected.reset(con)
+    create_temp_tables(con, [(name, name) for name in _BEFORE], on_table)
+    selected.apply(con, EVERY_JOB)
+    create_temp_tables(con, [("attributed_util", "attributed_util"), ("job_machine_windows", "job_machine_windows")],
+                       on_table)
+    for query in KEPT:
+        started = time.perf_counter()
+        if query in seconds or query == "attributed_util":  # a temp table already
+            con.execute(f"CREATE TABLE main.kept_{query} AS SELECT * FROM temp.main.{query}")
+        else:
+            con.execute(f"CREATE TABLE main.kept_{query} AS {load_sql('queries', query)}")
+        took = seconds.get(query, 0.0) + time.perf_counter() - started
+        con.execute("INSERT INTO kept_results VALUES (?, ?, ?, now()::TIMESTAMP)", [query, digest, took])
+        log(f"  kept {query}: {took:.1f} s")
+
+
+def _database(con: duckdb.DuckDBPyConnection) -> str:
+    return str(con.execute("SELECT current_database()").fetchall()[0][0])
