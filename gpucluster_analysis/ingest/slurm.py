@@ -836,26 +836,45 @@ def _text_chunks(path: Path, latin1: set[int]) -> Iterator[tuple[int, pa.Array |
     number, first = 1, True
     with open_binary(path) as f:
         for raw in line_blocks(f, _CHUNK_BYTES):
-            pieces = raw.split(b"\n")
-            if pieces[-1] == b"":  # after the last line end
-                pieces.pop()
+            count = raw.count(b"\n") + (not raw.endswith(b"\n"))
             lines: pa.Array | list[str] | None = None
             if not (first and raw.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff"))) \
                     and len(raw.translate(None, CONTROL_BYTES)) == len(raw):
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    text = None
-                if text is not None:
-                    parts = pc.list_flatten(pc.split_pattern(pa.array([text]), "\n"))
-                    parts = pc.utf8_rtrim(parts.slice(0, len(pieces)), "\r")
-                    if not pc.any(pc.match_substring(parts, "\r")).as_py():
-                        lines = parts
+                lines = _plain_lines(raw, count)
             if lines is None:
+                pieces = raw.split(b"\n")[:count]
                 lines = [_decode_line(path, number + k, piece, latin1, _CONTROL) for k, piece in enumerate(pieces)]
             first = False
             yield number, lines
-            number += len(pieces)
+            number += count
+
+
+def _plain_lines(raw: bytes, count: int) -> pa.Array | None:
+    """The `count` lines of a block without control characters as an Arrow string array, or
+    None when it is not UTF-8 or a CR stands inside a line. Without any CR the array is built
+    on the block's bytes with the line ends taken out (no split, no string per line)."""
+    if b"\r" not in raw:
+        if not raw.isascii():
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        ends = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == 10)
+        offsets = np.empty(count + 1, dtype=np.int32)
+        offsets[0] = 0
+        offsets[1:len(ends) + 1] = ends - np.arange(len(ends))
+        data = raw.replace(b"\n", b"")
+        offsets[count] = len(data)  # a last line without its line end, if any
+        return pa.StringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    parts = pc.list_flatten(pc.split_pattern(pa.array([text]), "\n"))
+    parts = pc.utf8_rtrim(parts.slice(0, count), "\r")
+    if pc.any(pc.match_substring(parts, "\r")).as_py():
+        return None
+    return parts
 
 
 def _load_sacct(ctx: LoadContext) -> LoadCounts:
