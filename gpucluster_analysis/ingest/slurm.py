@@ -379,6 +379,10 @@ _STAGE_COLUMNS = [
     ("dump", pa.int32()), ("text", pa.string()),
 ]
 _STAGE_SCHEMA = pa.schema(_STAGE_COLUMNS)
+# as staged: `digest` is md5 of the line's text (as cut), for the nightly-dump rules; `text`
+# is kept for the rows read line by line only (the typed rows' lines are read again from the
+# file for the few that SQL rejects: a million jobs' lines held till then were ~1 GB)
+_STAGED_SCHEMA = _STAGE_SCHEMA.append(pa.field("digest", pa.string()))
 _HOST_SCHEMA = pa.schema([("line", pa.int64()), ("machine_id", pa.string())])
 
 
@@ -394,7 +398,7 @@ class _Stager:
         self.hosts: dict[str, list] = {"line": [], "machine_id": []}  # type: ignore[type-arg]
         self.typed: list[Any] = []
         self.typed_hosts: list[Any] = []
-        names = ", ".join(f"{n} {_duck_type(t)}" for n, t in _STAGE_COLUMNS)
+        names = ", ".join(f"{f.name} {_duck_type(f.type)}" for f in _STAGED_SCHEMA)
         con.execute(f"CREATE OR REPLACE TEMP TABLE stage_sacct_exact ({names})")
         con.execute("CREATE OR REPLACE TEMP TABLE stage_sacct_exact_host (line BIGINT, machine_id VARCHAR)")
 
@@ -412,14 +416,17 @@ class _Stager:
         Arrow: a compact copy, where the polars frame's strings are views that keep every
         intermediate buffer of the chunk alive (3x the memory at a million jobs)."""
         # 32-bit string offsets: half the memory of polars' 64-bit ones, for 17 string columns
-        self.typed.append(rows.to_arrow().cast(_STAGE_SCHEMA))
+        typed = rows.to_arrow().cast(_STAGE_SCHEMA)
+        digest = self.con.sql("SELECT md5(text) FROM typed").to_arrow_table().column(0)
+        text_at = typed.schema.get_field_index("text")
+        self.typed.append(typed.set_column(text_at, "text", pa.nulls(len(typed), pa.string())).append_column("digest", digest))
         if hosts.height:
             self.typed_hosts.append(hosts.to_arrow().cast(_HOST_SCHEMA))
 
     def flush(self) -> None:
         if self.rows["line"]:
             batch = pa.Table.from_pydict(self.rows, schema=_STAGE_SCHEMA)  # noqa: F841 (read by DuckDB by name)
-            self.con.execute("INSERT INTO stage_sacct_exact SELECT * FROM batch")
+            self.con.execute("INSERT INTO stage_sacct_exact SELECT *, md5(text) FROM batch")
             self.rows = {name: [] for name in self.rows}
         if self.hosts["line"]:
             host_batch = pa.Table.from_pydict(self.hosts, schema=_HOST_SCHEMA)  # noqa: F841 (read by DuckDB by name)
@@ -429,7 +436,7 @@ class _Stager:
     def finish(self, gpus_accounted: bool) -> None:
         """Stage the rest, then the views stage_sacct and stage_sacct_host over both ways' rows."""
         self.flush()
-        fast = pa.concat_tables(self.typed) if self.typed else _STAGE_SCHEMA.empty_table()
+        fast = pa.concat_tables(self.typed) if self.typed else _STAGED_SCHEMA.empty_table()
         fast_hosts = pa.concat_tables(self.typed_hosts) if self.typed_hosts else _HOST_SCHEMA.empty_table()
         self.typed, self.typed_hosts = [], []
         # sacct -M all: job ids repeat across clusters, so a dump of several keeps them apart as
@@ -918,10 +925,28 @@ def _stage_and_store(ctx: LoadContext, reader: _Reader, stager: _Stager, zone: s
     if reader.layout is None:
         raise ParseError(f"{ctx.path}: no sacct header or data lines", hint="expected sacct output")
     run_script(ctx.con, "ingest", "slurm_sacct", {"file_id": ctx.file_id, "zone": zone}, on_statement=ctx.on_statement)
+    _reject_texts(ctx)
     superseded, unchanged = ctx.con.execute(
         "SELECT coalesce(sum(superseded), 0), coalesce(sum(unchanged), 0) FROM stage_sacct_choice").fetchall()[0]
     return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"), time_zone=zone,
                       superseded=int(superseded), unchanged=int(unchanged))
+
+
+def _reject_texts(ctx: LoadContext) -> None:
+    """The text of the rejected rows slurm_fast typed (staged without it), read again from the file."""
+    lines = {r[0] for r in ctx.con.execute(
+        "SELECT line FROM rejects WHERE file_id = ? AND text IS NULL", [ctx.file_id]).fetchall()}
+    if not lines:
+        return
+    found: dict[str, list] = {"line": [], "text": []}  # type: ignore[type-arg]
+    with open_binary(ctx.path) as f:
+        for number, raw in enumerate(f, start=1):
+            if number in lines:  # a typed row: plain ASCII, no CR inside
+                found["line"].append(number)
+                found["text"].append(raw.decode("utf-8").rstrip("\r\n")[:_TEXT_LIMIT])
+    texts = pa.Table.from_pydict(found, schema=pa.schema([("line", pa.int64()), ("text", pa.string())]))  # noqa: F841
+    ctx.con.execute("UPDATE rejects SET text = t.text FROM texts t WHERE rejects.file_id = ? AND rejects.line = t.line",
+                    [ctx.file_id]).fetchall()
 
 
 def _forget_sacct(con: duckdb.DuckDBPyConnection, file_id: int) -> None:

@@ -3,6 +3,8 @@
 -- Needs the temp tables filled by gpucluster_analysis/ingest/slurm.py:
 --   stage_sacct       one row per data line: the parsed job id (job_id with the array task,
 --                     het_offset, step), fields, and `problem` when the line is unreadable;
+--                     `digest`, md5 of its text; `text` where it was read line by line
+--                     (rejects of the other rows get theirs from slurm.py afterwards);
 --   stage_sacct_host  (line, machine_id): the expanded NodeList of allocation rows;
 --   zone_periods      for $zone (gpucluster_analysis.timezones).
 -- Rules (docs/schema.md, "Reading Slurm"): a job's lines in one dump are one record of it,
@@ -204,9 +206,9 @@ summary AS (
            max(greatest(submit_at, eligible_at, start_at, end_at)) AS last_at
     FROM good GROUP BY record_no
 ),
--- md5 per line, then of the record's list: the aggregate holds 32 bytes a line, not the text
+-- md5 per line (stage_sacct.digest), then of the record's list: the aggregate holds 32 bytes a line, not the text
 digests AS (
-    SELECT l.record_no, md5($zone || ':' || string_agg(md5(s.text), '' ORDER BY s.line)) AS digest
+    SELECT l.record_no, md5($zone || ':' || string_agg(s.digest, '' ORDER BY s.line)) AS digest
     FROM stage_sacct_linked l JOIN stage_sacct s USING (line)
     WHERE l.record_no IN (SELECT record_no FROM summary)
     GROUP BY l.record_no
@@ -264,7 +266,7 @@ FROM stage_sacct_choice WHERE NOT kept_stored OR kept_repeated;
 
 -- The allocation rows that are stored: one per run and het component, of the records kept.
 CREATE OR REPLACE TEMP TABLE stage_sacct_alloc AS
-SELECT s.* EXCLUDE (text), a.record_no, a.alloc_line,
+SELECT s.* EXCLUDE (text, digest), a.record_no, a.alloc_line,
     (row_number() OVER (PARTITION BY a.job_id, a.het_offset ORDER BY a.line) - 1)::INTEGER AS source_index,
     t.submit_at, t.eligible_at, t.start_at, t.end_at
 FROM stage_sacct_linked a
