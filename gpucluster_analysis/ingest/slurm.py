@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -38,11 +39,15 @@ from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import CONTROL_BYTES, first_lines, line_blocks, open_binary
 from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
+from gpucluster_analysis.ingest.telemetry import bounded_memory
 from gpucluster_analysis.sqlfiles import run_script
 from gpucluster_analysis.timezones import install_zone, local_zone, to_utc_python
 
 SOURCE = "slurm"
 BATCH_ROWS = 10_000
+# DuckDB's memory limit while a sacct dump loads: past it the staging tables spill to the
+# store's temp directory. The typed rows (Arrow, ~1 GB at a million jobs) come on top.
+SQL_MEMORY_BYTES = 2000 * 1000**2
 _TEXT_LIMIT = 500
 
 # --- job ids, states, values -------------------------------------------------------
@@ -656,46 +661,66 @@ class _Reader:
         it is wrong, the reason for a line that is no row (a message of the tool, a prompt).
 
         Runs of plain `-P`/`-p` data lines go to slurm_fast, which types the clean ones itself
-        and yields them as one slurm_fast.FastRows; the rest of each run comes back here."""
+        and yields them as one slurm_fast.FastRows; the rest of each run comes back here. A run
+        is typed in a worker thread while this one reads the next chunk and the caller stages
+        the run before (polars and DuckDB let go of the GIL); what a run yields is yielded
+        before any line after it is fed, so a header changes nothing of a run before it."""
         # imported here: slurm_fast imports this module's parsers, and polars is slow to import
         from gpucluster_analysis.ingest import slurm_fast
 
-        for first, lines in _text_chunks(self.path, self.latin1_lines):
-            if isinstance(lines, list):  # a chunk that is not plain UTF-8 text: line by line
-                for offset, text in enumerate(lines):
-                    if (row := self.feed(first + offset, text)) is not None:
+        with ThreadPoolExecutor(max_workers=1) as worker:
+            pending: tuple[Future[Any], np.ndarray, pa.Array] | None = None
+            for first, lines in _text_chunks(self.path, self.latin1_lines):
+                if isinstance(lines, list):  # a chunk that is not plain UTF-8 text: line by line
+                    yield from self._typed(pending)
+                    pending = None
+                    for offset, text in enumerate(lines):
+                        if (row := self.feed(first + offset, text)) is not None:
+                            yield row
+                    continue
+                size, pos = len(lines), 0
+                mask, mask_for = None, None
+                while pos < size:
+                    fast = (self.layout is not None and self.pending_header is None
+                            and slurm_fast.eligible(self.layout))
+                    if fast:
+                        assert self.layout is not None and self.cols is not None
+                        if mask_for != self.headers:  # every new layout comes with a new header count
+                            mask, mask_for = slurm_fast.plain_rows(lines, self.layout), self.headers
+                        assert mask is not None
+                        run = int(mask[pos:].argmin()) if not mask[pos:].all() else size - pos
+                        if run:
+                            numbers = np.arange(first + pos, first + pos + run, dtype=np.int64)
+                            texts = lines.slice(pos, run)
+                            before, pending = pending, (worker.submit(
+                                slurm_fast.split_clean, texts, numbers, self.layout, self.cols, self.headers),
+                                numbers, texts)
+                            yield from self._typed(before)
+                            pos += run
+                            continue
+                    yield from self._typed(pending)
+                    pending = None
+                    if (row := self.feed(first + pos, lines[pos].as_py())) is not None:
                         yield row
-                continue
-            size, pos = len(lines), 0
-            mask, mask_for = None, None
-            while pos < size:
-                fast = (self.layout is not None and self.pending_header is None
-                        and slurm_fast.eligible(self.layout))
-                if fast:
-                    assert self.layout is not None and self.cols is not None
-                    if mask_for != self.headers:  # every new layout comes with a new header count
-                        mask, mask_for = slurm_fast.plain_rows(lines, self.layout), self.headers
-                    assert mask is not None
-                    run = int(mask[pos:].argmin()) if not mask[pos:].all() else size - pos
-                    if run:
-                        numbers = np.arange(first + pos, first + pos + run, dtype=np.int64)
-                        texts = lines.slice(pos, run)
-                        typed, other = slurm_fast.split_clean(texts, numbers, self.layout, self.cols, self.headers)
-                        if typed.rows.height:
-                            yield typed
-                        # plain lines are data rows of this layout: what feed() does with them
-                        for line_no, text in zip(numbers[other].tolist(), texts.filter(pa.array(other)).to_pylist()):
-                            yield line_no, text, self._split(text, line_no)
-                        pos += run
-                        continue
-                if (row := self.feed(first + pos, lines[pos].as_py())) is not None:
-                    yield row
-                pos += 1
+                    pos += 1
+            yield from self._typed(pending)
         if self.pending_header is not None:
             raise ParseError(
                 f"{self.path}:{self.pending_header[0]}: fixed-width sacct header without the dashed rule under it",
                 hint="export with sacct --parsable2 (-P)",
             )
+
+    def _typed(self, run: tuple[Future[Any], np.ndarray, pa.Array] | None) -> Iterator[tuple[int, str, list[str] | int | str] | Any]:
+        """What a run of plain lines typed in the worker yields: its typed rows, then the rest."""
+        if run is None:
+            return
+        future, numbers, texts = run
+        typed, other = future.result()
+        if typed.rows.height:
+            yield typed
+        # plain lines are data rows of this layout: what feed() does with them
+        for line_no, text in zip(numbers[other].tolist(), texts.filter(pa.array(other)).to_pylist()):
+            yield line_no, text, self._split(text, line_no)
 
     def feed(self, line_no: int, text: str) -> tuple[int, str, list[str] | int | str] | None:
         """What one line is: None for a header, a rule or a blank line, else as rows() yields it."""
@@ -1119,7 +1144,7 @@ FORMATS = [
     FileFormat(
         name="slurm_sacct", source=SOURCE,
         description="Slurm sacct output (-P, -p, or fixed width without cut fields); --columns for -n dumps",
-        file_names=("sacct",), sniff=_sniff_sacct, load=_load_sacct, forget=_forget_sacct,
+        file_names=("sacct",), sniff=_sniff_sacct, load=bounded_memory(_load_sacct, SQL_MEMORY_BYTES), forget=_forget_sacct,
     ),
     FileFormat(
         name="slurm_scontrol", source=SOURCE,

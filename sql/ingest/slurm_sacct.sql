@@ -50,7 +50,7 @@ SELECT t, CAST(t[2:] AS TIMESTAMP), NULL FROM texts WHERE t[1] = '@';
 -- Submit, or one without Submit, which cannot tell): then it is another copy of the job, as
 -- in dumps concatenated without their header. record_no is the record's first block.
 -- The windows run over the keys alone (a sort of the whole dump that carries every column
--- costs ~10x more at a million jobs), then the columns the checks read are joined back;
+-- costs ~10x more at a million jobs), then the columns the checks and digests read are joined back;
 -- stage_sacct_alloc takes the rest of the rows it keeps from stage_sacct.
 CREATE OR REPLACE TEMP TABLE stage_sacct_linked AS
 WITH keyed AS (
@@ -95,7 +95,7 @@ linked AS (
     FROM blocks b LEFT JOIN records r USING (block_no)
 )
 SELECT s.line, s.job_id, s.het_offset, s.step, s.problem, s.state, s.status, s.exit_code,
-       s.submit_t, s.eligible_t, s.start_t, s.end_t, l.record_no, l.alloc_line
+       s.submit_t, s.eligible_t, s.start_t, s.end_t, s.digest, l.record_no, l.alloc_line
 FROM stage_sacct s JOIN linked l USING (line);
 
 -- The UTC times of each allocation row. Start and End take their second reading in a
@@ -208,8 +208,8 @@ summary AS (
 ),
 -- md5 per line (stage_sacct.digest), then of the record's list: the aggregate holds 32 bytes a line, not the text
 digests AS (
-    SELECT l.record_no, md5($zone || ':' || string_agg(s.digest, '' ORDER BY s.line)) AS digest
-    FROM stage_sacct_linked l JOIN stage_sacct s USING (line)
+    SELECT l.record_no, md5($zone || ':' || string_agg(l.digest, '' ORDER BY l.line)) AS digest
+    FROM stage_sacct_linked l
     WHERE l.record_no IN (SELECT record_no FROM summary)
     GROUP BY l.record_no
 )
@@ -272,7 +272,7 @@ SELECT s.* EXCLUDE (text, digest), a.record_no, a.alloc_line,
 FROM stage_sacct_linked a
 JOIN stage_sacct s USING (line)
 JOIN stage_sacct_alloc_time t USING (line)
-WHERE a.step IS NULL AND a.line NOT IN (SELECT line FROM stage_sacct_alloc_problem)
+WHERE a.step IS NULL AND s.step IS NULL AND a.line NOT IN (SELECT line FROM stage_sacct_alloc_problem)
   AND a.record_no IN (SELECT kept_seq FROM stage_sacct_choice WHERE NOT kept_stored);
 
 -- What the steps add to their run's outcome. Only real failures count: the extern step
