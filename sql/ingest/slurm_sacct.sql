@@ -265,15 +265,26 @@ SELECT 'slurm', job_id, finished, last_at, digest, $file_id
 FROM stage_sacct_choice WHERE NOT kept_stored OR kept_repeated;
 
 -- The allocation rows that are stored: one per run and het component, of the records kept.
+-- source_index: a row's place among its job's (het component's) stored rows, by line. A window
+-- over a million partitions of one row each is slow: it runs over the jobs with several.
 CREATE OR REPLACE TEMP TABLE stage_sacct_alloc AS
-SELECT s.* EXCLUDE (text, digest), a.record_no, a.alloc_line,
-    (row_number() OVER (PARTITION BY a.job_id, a.het_offset ORDER BY a.line) - 1)::INTEGER AS source_index,
+WITH kept AS (
+    SELECT a.line, a.job_id, a.het_offset, a.record_no, a.alloc_line
+    FROM stage_sacct_linked a
+    WHERE a.step IS NULL AND a.line NOT IN (SELECT line FROM stage_sacct_alloc_problem)
+      AND a.record_no IN (SELECT kept_seq FROM stage_sacct_choice WHERE NOT kept_stored)
+),
+several AS (SELECT job_id, het_offset FROM kept GROUP BY job_id, het_offset HAVING count(*) > 1),
+indexed AS (
+    SELECT k.line, (row_number() OVER (PARTITION BY k.job_id, k.het_offset ORDER BY k.line) - 1)::INTEGER AS source_index
+    FROM kept k SEMI JOIN several m ON m.job_id = k.job_id AND m.het_offset IS NOT DISTINCT FROM k.het_offset
+)
+SELECT s.* EXCLUDE (text, digest), k.record_no, k.alloc_line, coalesce(i.source_index, 0) AS source_index,
     t.submit_at, t.eligible_at, t.start_at, t.end_at
-FROM stage_sacct_linked a
-JOIN stage_sacct s USING (line)
-JOIN stage_sacct_alloc_time t USING (line)
-WHERE a.step IS NULL AND s.step IS NULL AND a.line NOT IN (SELECT line FROM stage_sacct_alloc_problem)
-  AND a.record_no IN (SELECT kept_seq FROM stage_sacct_choice WHERE NOT kept_stored);
+FROM kept k
+JOIN stage_sacct s ON s.line = k.line AND s.step IS NULL
+JOIN stage_sacct_alloc_time t ON t.line = k.line
+LEFT JOIN indexed i ON i.line = k.line;
 
 -- What the steps add to their run's outcome. Only real failures count: the extern step
 -- (ssh sessions adopted into the job) never does, and CANCELLED/TIMEOUT steps, or a step
