@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -38,11 +39,15 @@ from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import CONTROL_BYTES, first_lines, line_blocks, open_binary
 from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
+from gpucluster_analysis.ingest.telemetry import bounded_memory
 from gpucluster_analysis.sqlfiles import run_script
 from gpucluster_analysis.timezones import install_zone, local_zone, to_utc_python
 
 SOURCE = "slurm"
 BATCH_ROWS = 10_000
+# DuckDB's memory limit while a sacct dump loads: past it the staging tables spill to the
+# store's temp directory. The typed rows (Arrow, ~1 GB at a million jobs) come on top.
+SQL_MEMORY_BYTES = 1500 * 1000**2
 _TEXT_LIMIT = 500
 
 # --- job ids, states, values -------------------------------------------------------
@@ -379,6 +384,10 @@ _STAGE_COLUMNS = [
     ("dump", pa.int32()), ("text", pa.string()),
 ]
 _STAGE_SCHEMA = pa.schema(_STAGE_COLUMNS)
+# as staged: `digest` is md5 of the line's text (as cut), for the nightly-dump rules; `text`
+# is kept for the rows read line by line only (the typed rows' lines are read again from the
+# file for the few that SQL rejects: a million jobs' lines held till then were ~1 GB)
+_STAGED_SCHEMA = _STAGE_SCHEMA.append(pa.field("digest", pa.string()))
 _HOST_SCHEMA = pa.schema([("line", pa.int64()), ("machine_id", pa.string())])
 
 
@@ -394,7 +403,7 @@ class _Stager:
         self.hosts: dict[str, list] = {"line": [], "machine_id": []}  # type: ignore[type-arg]
         self.typed: list[Any] = []
         self.typed_hosts: list[Any] = []
-        names = ", ".join(f"{n} {_duck_type(t)}" for n, t in _STAGE_COLUMNS)
+        names = ", ".join(f"{f.name} {_duck_type(f.type)}" for f in _STAGED_SCHEMA)
         con.execute(f"CREATE OR REPLACE TEMP TABLE stage_sacct_exact ({names})")
         con.execute("CREATE OR REPLACE TEMP TABLE stage_sacct_exact_host (line BIGINT, machine_id VARCHAR)")
 
@@ -412,14 +421,19 @@ class _Stager:
         Arrow: a compact copy, where the polars frame's strings are views that keep every
         intermediate buffer of the chunk alive (3x the memory at a million jobs)."""
         # 32-bit string offsets: half the memory of polars' 64-bit ones, for 17 string columns
-        self.typed.append(rows.to_arrow().cast(_STAGE_SCHEMA))
+        typed = rows.to_arrow().cast(_STAGE_SCHEMA)
+        digest = self.con.sql("SELECT md5(text) FROM typed").to_arrow_table().column(0)
+        columns = [pa.nulls(len(typed), pa.string()) if f.name == "text" else
+                   _without_null_bytes(typed.column(f.name)) if f.type == pa.string() else typed.column(f.name)
+                   for f in _STAGE_SCHEMA]
+        self.typed.append(pa.Table.from_arrays([*columns, digest], schema=_STAGED_SCHEMA))
         if hosts.height:
             self.typed_hosts.append(hosts.to_arrow().cast(_HOST_SCHEMA))
 
     def flush(self) -> None:
         if self.rows["line"]:
             batch = pa.Table.from_pydict(self.rows, schema=_STAGE_SCHEMA)  # noqa: F841 (read by DuckDB by name)
-            self.con.execute("INSERT INTO stage_sacct_exact SELECT * FROM batch")
+            self.con.execute("INSERT INTO stage_sacct_exact SELECT *, md5(text) FROM batch")
             self.rows = {name: [] for name in self.rows}
         if self.hosts["line"]:
             host_batch = pa.Table.from_pydict(self.hosts, schema=_HOST_SCHEMA)  # noqa: F841 (read by DuckDB by name)
@@ -429,7 +443,7 @@ class _Stager:
     def finish(self, gpus_accounted: bool) -> None:
         """Stage the rest, then the views stage_sacct and stage_sacct_host over both ways' rows."""
         self.flush()
-        fast = pa.concat_tables(self.typed) if self.typed else _STAGE_SCHEMA.empty_table()
+        fast = pa.concat_tables(self.typed) if self.typed else _STAGED_SCHEMA.empty_table()
         fast_hosts = pa.concat_tables(self.typed_hosts) if self.typed_hosts else _HOST_SCHEMA.empty_table()
         self.typed, self.typed_hosts = [], []
         # sacct -M all: job ids repeat across clusters, so a dump of several keeps them apart as
@@ -468,6 +482,17 @@ class _Stager:
                 self.con.unregister(name)
             except duckdb.Error:
                 pass  # never registered: the file failed before finish()
+
+
+def _without_null_bytes(column: pa.ChunkedArray) -> pa.Array:
+    """A string column without the bytes of its null slots, which a polars string keeps from
+    before it was nulled (a step's times: ~0.3 GB at a million jobs)."""
+    column = column.combine_chunks()
+    if column.null_count == 0:
+        return column
+    valid = column.is_valid().to_numpy(zero_copy_only=False)
+    at = pa.array(np.cumsum(valid) - 1, mask=~valid)
+    return column.filter(pa.array(valid)).take(at)
 
 
 def _duck_type(t: pa.DataType) -> str:
@@ -649,46 +674,66 @@ class _Reader:
         it is wrong, the reason for a line that is no row (a message of the tool, a prompt).
 
         Runs of plain `-P`/`-p` data lines go to slurm_fast, which types the clean ones itself
-        and yields them as one slurm_fast.FastRows; the rest of each run comes back here."""
+        and yields them as one slurm_fast.FastRows; the rest of each run comes back here. A run
+        is typed in a worker thread while this one reads the next chunk and the caller stages
+        the run before (polars and DuckDB let go of the GIL); what a run yields is yielded
+        before any line after it is fed, so a header changes nothing of a run before it."""
         # imported here: slurm_fast imports this module's parsers, and polars is slow to import
         from gpucluster_analysis.ingest import slurm_fast
 
-        for first, lines in _text_chunks(self.path, self.latin1_lines):
-            if isinstance(lines, list):  # a chunk that is not plain UTF-8 text: line by line
-                for offset, text in enumerate(lines):
-                    if (row := self.feed(first + offset, text)) is not None:
+        with ThreadPoolExecutor(max_workers=1) as worker:
+            pending: tuple[Future[Any], np.ndarray, pa.Array] | None = None
+            for first, lines in _text_chunks(self.path, self.latin1_lines):
+                if isinstance(lines, list):  # a chunk that is not plain UTF-8 text: line by line
+                    yield from self._typed(pending)
+                    pending = None
+                    for offset, text in enumerate(lines):
+                        if (row := self.feed(first + offset, text)) is not None:
+                            yield row
+                    continue
+                size, pos = len(lines), 0
+                mask, mask_for = None, None
+                while pos < size:
+                    fast = (self.layout is not None and self.pending_header is None
+                            and slurm_fast.eligible(self.layout))
+                    if fast:
+                        assert self.layout is not None and self.cols is not None
+                        if mask_for != self.headers:  # every new layout comes with a new header count
+                            mask, mask_for = slurm_fast.plain_rows(lines, self.layout), self.headers
+                        assert mask is not None
+                        run = int(mask[pos:].argmin()) if not mask[pos:].all() else size - pos
+                        if run:
+                            numbers = np.arange(first + pos, first + pos + run, dtype=np.int64)
+                            texts = lines.slice(pos, run)
+                            before, pending = pending, (worker.submit(
+                                slurm_fast.split_clean, texts, numbers, self.layout, self.cols, self.headers),
+                                numbers, texts)
+                            yield from self._typed(before)
+                            pos += run
+                            continue
+                    yield from self._typed(pending)
+                    pending = None
+                    if (row := self.feed(first + pos, lines[pos].as_py())) is not None:
                         yield row
-                continue
-            size, pos = len(lines), 0
-            mask, mask_for = None, None
-            while pos < size:
-                fast = (self.layout is not None and self.pending_header is None
-                        and slurm_fast.eligible(self.layout))
-                if fast:
-                    assert self.layout is not None and self.cols is not None
-                    if mask_for != self.headers:  # every new layout comes with a new header count
-                        mask, mask_for = slurm_fast.plain_rows(lines, self.layout), self.headers
-                    assert mask is not None
-                    run = int(mask[pos:].argmin()) if not mask[pos:].all() else size - pos
-                    if run:
-                        numbers = np.arange(first + pos, first + pos + run, dtype=np.int64)
-                        texts = lines.slice(pos, run)
-                        typed, other = slurm_fast.split_clean(texts, numbers, self.layout, self.cols, self.headers)
-                        if typed.rows.height:
-                            yield typed
-                        # plain lines are data rows of this layout: what feed() does with them
-                        for line_no, text in zip(numbers[other].tolist(), texts.filter(pa.array(other)).to_pylist()):
-                            yield line_no, text, self._split(text, line_no)
-                        pos += run
-                        continue
-                if (row := self.feed(first + pos, lines[pos].as_py())) is not None:
-                    yield row
-                pos += 1
+                    pos += 1
+            yield from self._typed(pending)
         if self.pending_header is not None:
             raise ParseError(
                 f"{self.path}:{self.pending_header[0]}: fixed-width sacct header without the dashed rule under it",
                 hint="export with sacct --parsable2 (-P)",
             )
+
+    def _typed(self, run: tuple[Future[Any], np.ndarray, pa.Array] | None) -> Iterator[tuple[int, str, list[str] | int | str] | Any]:
+        """What a run of plain lines typed in the worker yields: its typed rows, then the rest."""
+        if run is None:
+            return
+        future, numbers, texts = run
+        typed, other = future.result()
+        if typed.rows.height:
+            yield typed
+        # plain lines are data rows of this layout: what feed() does with them
+        for line_no, text in zip(numbers[other].tolist(), texts.filter(pa.array(other)).to_pylist()):
+            yield line_no, text, self._split(text, line_no)
 
     def feed(self, line_no: int, text: str) -> tuple[int, str, list[str] | int | str] | None:
         """What one line is: None for a header, a rule or a blank line, else as rows() yields it."""
@@ -836,26 +881,45 @@ def _text_chunks(path: Path, latin1: set[int]) -> Iterator[tuple[int, pa.Array |
     number, first = 1, True
     with open_binary(path) as f:
         for raw in line_blocks(f, _CHUNK_BYTES):
-            pieces = raw.split(b"\n")
-            if pieces[-1] == b"":  # after the last line end
-                pieces.pop()
+            count = raw.count(b"\n") + (not raw.endswith(b"\n"))
             lines: pa.Array | list[str] | None = None
             if not (first and raw.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff"))) \
                     and len(raw.translate(None, CONTROL_BYTES)) == len(raw):
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    text = None
-                if text is not None:
-                    parts = pc.list_flatten(pc.split_pattern(pa.array([text]), "\n"))
-                    parts = pc.utf8_rtrim(parts.slice(0, len(pieces)), "\r")
-                    if not pc.any(pc.match_substring(parts, "\r")).as_py():
-                        lines = parts
+                lines = _plain_lines(raw, count)
             if lines is None:
+                pieces = raw.split(b"\n")[:count]
                 lines = [_decode_line(path, number + k, piece, latin1, _CONTROL) for k, piece in enumerate(pieces)]
             first = False
             yield number, lines
-            number += len(pieces)
+            number += count
+
+
+def _plain_lines(raw: bytes, count: int) -> pa.Array | None:
+    """The `count` lines of a block without control characters as an Arrow string array, or
+    None when it is not UTF-8 or a CR stands inside a line. Without any CR the array is built
+    on the block's bytes with the line ends taken out (no split, no string per line)."""
+    if b"\r" not in raw:
+        if not raw.isascii():
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        ends = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == 10)
+        offsets = np.empty(count + 1, dtype=np.int32)
+        offsets[0] = 0
+        offsets[1:len(ends) + 1] = ends - np.arange(len(ends))
+        data = raw.replace(b"\n", b"")
+        offsets[count] = len(data)  # a last line without its line end, if any
+        return pa.StringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    parts = pc.list_flatten(pc.split_pattern(pa.array([text]), "\n"))
+    parts = pc.utf8_rtrim(parts.slice(0, count), "\r")
+    if pc.any(pc.match_substring(parts, "\r")).as_py():
+        return None
+    return parts
 
 
 def _load_sacct(ctx: LoadContext) -> LoadCounts:
@@ -899,10 +963,28 @@ def _stage_and_store(ctx: LoadContext, reader: _Reader, stager: _Stager, zone: s
     if reader.layout is None:
         raise ParseError(f"{ctx.path}: no sacct header or data lines", hint="expected sacct output")
     run_script(ctx.con, "ingest", "slurm_sacct", {"file_id": ctx.file_id, "zone": zone}, on_statement=ctx.on_statement)
+    _reject_texts(ctx)
     superseded, unchanged = ctx.con.execute(
         "SELECT coalesce(sum(superseded), 0), coalesce(sum(unchanged), 0) FROM stage_sacct_choice").fetchall()[0]
     return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"), time_zone=zone,
                       superseded=int(superseded), unchanged=int(unchanged))
+
+
+def _reject_texts(ctx: LoadContext) -> None:
+    """The text of the rejected rows slurm_fast typed (staged without it), read again from the file."""
+    lines = {r[0] for r in ctx.con.execute(
+        "SELECT line FROM rejects WHERE file_id = ? AND text IS NULL", [ctx.file_id]).fetchall()}
+    if not lines:
+        return
+    found: dict[str, list] = {"line": [], "text": []}  # type: ignore[type-arg]
+    with open_binary(ctx.path) as f:
+        for number, raw in enumerate(f, start=1):
+            if number in lines:  # a typed row: plain ASCII, no CR inside
+                found["line"].append(number)
+                found["text"].append(raw.decode("utf-8").rstrip("\r\n")[:_TEXT_LIMIT])
+    texts = pa.Table.from_pydict(found, schema=pa.schema([("line", pa.int64()), ("text", pa.string())]))  # noqa: F841
+    ctx.con.execute("UPDATE rejects SET text = t.text FROM texts t WHERE rejects.file_id = ? AND rejects.line = t.line",
+                    [ctx.file_id]).fetchall()
 
 
 def _forget_sacct(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
@@ -1075,7 +1157,7 @@ FORMATS = [
     FileFormat(
         name="slurm_sacct", source=SOURCE,
         description="Slurm sacct output (-P, -p, or fixed width without cut fields); --columns for -n dumps",
-        file_names=("sacct",), sniff=_sniff_sacct, load=_load_sacct, forget=_forget_sacct,
+        file_names=("sacct",), sniff=_sniff_sacct, load=bounded_memory(_load_sacct, SQL_MEMORY_BYTES), forget=_forget_sacct,
     ),
     FileFormat(
         name="slurm_scontrol", source=SOURCE,

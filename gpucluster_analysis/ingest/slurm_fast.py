@@ -8,18 +8,21 @@ are split and typed at once. Only rows whose every value the reader uses is plai
 are typed here: a job id of _JOB_ID's form, a known State (optionally `by <uid>`), an
 `exit:signal` ExitCode, times of the form `2024-05-01T08:00:00` in the years gca reads (or a
 missing spelling), a Timelimit, TRES, NodeList and NNodes that slurm.py's own parsers read
-without complaint. Every other row goes back to the reader and through _parse_fields, which
+without complaint, and no blank at the edge of a field (so no value needs a strip). Every
+other row goes back to the reader and through _parse_fields, which
 rejects it with its reason, so a row is staged the same whichever way it took:
 tests/test_slurm_fast.py checks both ways store the same, table by table.
 
-Values with few distinct forms (Timelimit, the GPU and node items of a TRES, NodeList) are
-parsed once per distinct value by slurm.py's own functions; times stay text here (as
+Values with few distinct forms (Timelimit, TRES, NodeList) are parsed once per distinct value
+by slurm.py's own functions (a TRES column with many distinct values, once per distinct list
+of its GPU and node items); times stay text here (as
 _parse_fields stages them), so the zone and its changes of clocks are sql/ingest/slurm_sacct.sql's
 business, as before.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -60,9 +63,17 @@ _TRES = r"^[^,= \t]+=[^, \t]*(?:,[^,= \t]+=[^, \t]*)*$"
 # the items parse_tres reads (the others it only checks for a key and an '='); with a ',' before each
 _TRES_GPU_ITEM = r",(?:gres/gpu(?::[^,=]*)?|node)=[^,]*"
 _NNODES = r"^\d{0,9}$"
+# a blank at a field's edge (the exact way strips it): such a line goes the exact way, so the
+# values here need no strip
+_BLANK_EDGE = r"(?:^|\|)[ \t]|[ \t](?:\||$)"
+# _MISSING's spellings, in any case (plain rows are ASCII)
+_MISSING_VALUE = "(?i)^(?:" + "|".join(re.escape(m) for m in sorted(_MISSING) if m) + ")?$"
+# TRES are parsed whole, once per distinct value, where there are at most this share of
+# distinct values among the rows; else their GPU and node items are cut out first (a
+# site's steps that log energy= make every TRES distinct)
+_DISTINCT_SHARE, _DISTINCT_MIN = 0.1, 100
 _PENDING_STATES = [state for state, status in STATUS_OF_STATE.items() if status == "pending"]
 _NO_NODE = ["none assigned", "(null)", ""]
-_MISSING_TEXTS = sorted(_MISSING)
 # a whole number parsed by Python that a 64-bit column must hold
 _INT_LIMIT = 2**62
 
@@ -153,32 +164,31 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
     def value(i: int | None) -> pl.Expr:
         if i is None:
             return pl.lit("", dtype=pl.String)
-        return pl.col("fields").struct.field(f"field_{i}").str.strip_chars(" \t")
+        return pl.col("fields").struct.field(f"field_{i}")
 
     def missing(expr: pl.Expr) -> pl.Expr:
-        return expr.str.to_lowercase().is_in(_MISSING_TEXTS)
+        return expr.str.contains(_MISSING_VALUE)
 
     def time_of(i: int | None, name: str) -> list[pl.Expr]:
         t = value(i)
-        readable = (t.str.contains(_TIME) & t.str.slice(0, 10).str.strptime(pl.Date, "%Y-%m-%d", strict=False).is_not_null()
+        is_time = t.str.contains(_TIME)
+        readable = (is_time & t.str.slice(0, 10).str.strptime(pl.Date, "%Y-%m-%d", strict=False).is_not_null()
                     & t.str.slice(0, 4).cast(pl.Int32, strict=False).is_between(_FIRST_YEAR, _LAST_YEAR))
-        return [pl.when(missing(t)).then(None).otherwise(t.str.replace("T", " ", literal=True)).alias(name),
-                (missing(t) | readable).alias(f"{name}_ok")]
+        # a value neither a time nor missing makes the row unclean: it is never staged from here
+        return [pl.when(is_time).then(t.str.replace("T", " ", literal=True)).alias(name),
+                (readable | missing(t)).alias(f"{name}_ok")]
 
-    def tres_items(i: int | None, name: str) -> list[pl.Expr]:
+    def tres_text(i: int | None, name: str) -> list[pl.Expr]:
         t = value(i)
         present = ~missing(t) if i is not None else pl.lit(False)
-        items = pl.concat_str(pl.lit(","), t).str.extract_all(_TRES_GPU_ITEM).list.join("")
-        return [present.alias(f"{name}_present"),
-                (~present | t.str.contains(_TRES)).alias(f"{name}_form_ok"),
-                pl.when(present).then(pl.concat_str(pl.lit("x=1"), items)).alias(f"{name}_key")]
+        return [present.alias(f"{name}_present"), pl.when(present).then(t).alias(f"{name}_tres")]
 
     job_id = value(cols.job_id).str.extract_groups(_JOB_ID.pattern)
     state = value(cols.state).str.extract_groups(_STATE)
     exit_text = value(cols.exit)
     exit_parts = exit_text.str.extract_groups(_EXIT)
     columns = [
-        pl.col("line"), pl.col("text"),
+        pl.col("line"), pl.col("text"), pl.col("text").str.contains(_BLANK_EDGE).alias("blank_edge"),
         job_id.struct.field("job").alias("job_id"), job_id.struct.field("het").alias("het_text"),
         job_id.struct.field("step").alias("step"),
         state.struct.field("word").alias("word"), state.struct.field("by").alias("cancelled_by"),
@@ -189,7 +199,7 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
         *time_of(cols.submit, "submit_t"), *time_of(cols.eligible, "eligible_t"),
         *time_of(cols.start, "start_t"), *time_of(cols.end, "end_t"),
         value(cols.timelimit if cols.timelimit is not None else cols.timelimit_raw).alias("limit_key"),
-        *tres_items(cols.alloc_tres, "alloc"), *tres_items(cols.req_tres, "req"),
+        *tres_text(cols.alloc_tres, "alloc"), *tres_text(cols.req_tres, "req"),
         value(cols.alloc_tres).alias("alloc_text"),
         value(cols.nodelist).alias("nodelist"),
         value(cols.nnodes).alias("nnodes_text"),
@@ -207,8 +217,18 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
     else:
         typed = typed.with_columns(time_limit_s=pl.lit(None, dtype=pl.Int64), limit_ok=pl.lit(True))
     for name in ("alloc", "req"):
-        found = _lookup(typed[f"{name}_key"], _parsed_tres, {f"{name}_{k}": v for k, v in _TRES_SCHEMA.items()})
-        typed = typed.join(found, left_on=f"{name}_key", right_on="key", how="left", maintain_order="left")
+        schema = {f"{name}_{k}": v for k, v in _TRES_SCHEMA.items()}
+        texts = typed[f"{name}_tres"]
+        if texts.n_unique() <= max(_DISTINCT_MIN, _DISTINCT_SHARE * len(texts)):
+            found = _lookup(texts, _parsed_tres, schema)  # the exact way reads the whole value
+            typed = typed.join(found, left_on=f"{name}_tres", right_on="key", how="left", maintain_order="left")
+            continue
+        items = pl.concat_str(pl.lit(","), pl.col(f"{name}_tres")).str.extract_all(_TRES_GPU_ITEM).list.join("")
+        typed = typed.with_columns(pl.concat_str(pl.lit("x=1"), items).alias("tres_key"))
+        found = _lookup(typed["tres_key"], _parsed_tres, schema)
+        typed = typed.join(found, left_on="tres_key", right_on="key", how="left", maintain_order="left")
+        # the items cut out are read; the whole value must still be key=value items
+        typed = typed.with_columns((pl.col(f"{name}_ok") & pl.col(f"{name}_tres").str.contains(_TRES)).alias(f"{name}_ok"))
     if cols.nodelist is not None:
         hostlists = _lookup(typed["nodelist"], _parsed_hosts, {"host_list": pl.List(pl.String), "hosts_ok": pl.Boolean})
         typed = typed.join(hostlists, left_on="nodelist", right_on="key", how="left", maintain_order="left")
@@ -217,11 +237,10 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
 
     step = pl.col("step").is_not_null()
     known = pl.col("word").is_in(sorted(KNOWN_STATES)).fill_null(False)
-    row_ok = pl.col("job_id").is_not_null() & (pl.col("het_text").str.len_chars() < 10).fill_null(True) & known \
+    row_ok = ~pl.col("blank_edge") & pl.col("job_id").is_not_null() & (pl.col("het_text").str.len_chars() < 10).fill_null(True) & known \
         & pl.col("exit_ok")
     alloc_ok = (pl.col("submit_t_ok") & pl.col("eligible_t_ok") & pl.col("start_t_ok") & pl.col("end_t_ok")
                 & pl.col("limit_ok") & pl.col("hosts_ok") & pl.col("nnodes_text").str.contains(_NNODES)
-                & pl.col("alloc_form_ok") & pl.col("req_form_ok")
                 & (~pl.col("alloc_present") | pl.col("alloc_ok")) & (~pl.col("req_present") | pl.col("req_ok")))
     typed = typed.with_columns(clean=(row_ok & (step | alloc_ok)).fill_null(False))
     mask = typed["clean"].to_numpy()

@@ -187,8 +187,9 @@ def _default_memory_limit() -> str:
         return str(probe.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
 
 
-def bounded_memory(load: Callable[[LoadContext], LoadCounts]) -> Callable[[LoadContext], LoadCounts]:
-    """`load` with DuckDB's memory limit lowered to MEMORY_LIMIT_BYTES (never raised), then put back.
+def bounded_memory(load: Callable[[LoadContext], LoadCounts],
+                   limit_bytes: int = MEMORY_LIMIT_BYTES) -> Callable[[LoadContext], LoadCounts]:
+    """`load` with DuckDB's memory limit lowered to `limit_bytes` (never raised), then put back.
 
     The limit is a setting of the whole database, set through a second connection so that it
     can be put back even when a failed statement has aborted the file's transaction.
@@ -200,9 +201,9 @@ def bounded_memory(load: Callable[[LoadContext], LoadCounts]) -> Callable[[LoadC
         try:
             before = str(side.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
             current = _limit_bytes(before)
-            lowered = current is None or current > MEMORY_LIMIT_BYTES
+            lowered = current is None or current > limit_bytes
             if lowered:
-                side.execute(f"SET memory_limit = '{MEMORY_LIMIT_BYTES}B'")
+                side.execute(f"SET memory_limit = '{limit_bytes}B'")
         except duckdb.Error:
             lowered = False  # e.g. more already in use than the limit: load unbounded
         try:

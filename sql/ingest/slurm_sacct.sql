@@ -3,6 +3,8 @@
 -- Needs the temp tables filled by gpucluster_analysis/ingest/slurm.py:
 --   stage_sacct       one row per data line: the parsed job id (job_id with the array task,
 --                     het_offset, step), fields, and `problem` when the line is unreadable;
+--                     `digest`, md5 of its text; `text` where it was read line by line
+--                     (rejects of the other rows get theirs from slurm.py afterwards);
 --   stage_sacct_host  (line, machine_id): the expanded NodeList of allocation rows;
 --   zone_periods      for $zone (gpucluster_analysis.timezones).
 -- Rules (docs/schema.md, "Reading Slurm"): a job's lines in one dump are one record of it,
@@ -48,7 +50,7 @@ SELECT t, CAST(t[2:] AS TIMESTAMP), NULL FROM texts WHERE t[1] = '@';
 -- Submit, or one without Submit, which cannot tell): then it is another copy of the job, as
 -- in dumps concatenated without their header. record_no is the record's first block.
 -- The windows run over the keys alone (a sort of the whole dump that carries every column
--- costs ~10x more at a million jobs), then the columns the checks read are joined back;
+-- costs ~10x more at a million jobs), then the columns the checks and digests read are joined back;
 -- stage_sacct_alloc takes the rest of the rows it keeps from stage_sacct.
 CREATE OR REPLACE TEMP TABLE stage_sacct_linked AS
 WITH keyed AS (
@@ -93,7 +95,7 @@ linked AS (
     FROM blocks b LEFT JOIN records r USING (block_no)
 )
 SELECT s.line, s.job_id, s.het_offset, s.step, s.problem, s.state, s.status, s.exit_code,
-       s.submit_t, s.eligible_t, s.start_t, s.end_t, l.record_no, l.alloc_line
+       s.submit_t, s.eligible_t, s.start_t, s.end_t, s.digest, l.record_no, l.alloc_line
 FROM stage_sacct s JOIN linked l USING (line);
 
 -- The UTC times of each allocation row. Start and End take their second reading in a
@@ -204,10 +206,10 @@ summary AS (
            max(greatest(submit_at, eligible_at, start_at, end_at)) AS last_at
     FROM good GROUP BY record_no
 ),
--- md5 per line, then of the record's list: the aggregate holds 32 bytes a line, not the text
+-- md5 per line (stage_sacct.digest), then of the record's list: the aggregate holds 32 bytes a line, not the text
 digests AS (
-    SELECT l.record_no, md5($zone || ':' || string_agg(md5(s.text), '' ORDER BY s.line)) AS digest
-    FROM stage_sacct_linked l JOIN stage_sacct s USING (line)
+    SELECT l.record_no, md5($zone || ':' || string_agg(l.digest, '' ORDER BY l.line)) AS digest
+    FROM stage_sacct_linked l
     WHERE l.record_no IN (SELECT record_no FROM summary)
     GROUP BY l.record_no
 )
@@ -263,15 +265,26 @@ SELECT 'slurm', job_id, finished, last_at, digest, $file_id
 FROM stage_sacct_choice WHERE NOT kept_stored OR kept_repeated;
 
 -- The allocation rows that are stored: one per run and het component, of the records kept.
+-- source_index: a row's place among its job's (het component's) stored rows, by line. A window
+-- over a million partitions of one row each is slow: it runs over the jobs with several.
 CREATE OR REPLACE TEMP TABLE stage_sacct_alloc AS
-SELECT s.* EXCLUDE (text), a.record_no, a.alloc_line,
-    (row_number() OVER (PARTITION BY a.job_id, a.het_offset ORDER BY a.line) - 1)::INTEGER AS source_index,
+WITH kept AS (
+    SELECT a.line, a.job_id, a.het_offset, a.record_no, a.alloc_line
+    FROM stage_sacct_linked a
+    WHERE a.step IS NULL AND a.line NOT IN (SELECT line FROM stage_sacct_alloc_problem)
+      AND a.record_no IN (SELECT kept_seq FROM stage_sacct_choice WHERE NOT kept_stored)
+),
+several AS (SELECT job_id, het_offset FROM kept GROUP BY job_id, het_offset HAVING count(*) > 1),
+indexed AS (
+    SELECT k.line, (row_number() OVER (PARTITION BY k.job_id, k.het_offset ORDER BY k.line) - 1)::INTEGER AS source_index
+    FROM kept k SEMI JOIN several m ON m.job_id = k.job_id AND m.het_offset IS NOT DISTINCT FROM k.het_offset
+)
+SELECT s.* EXCLUDE (text, digest), k.record_no, k.alloc_line, coalesce(i.source_index, 0) AS source_index,
     t.submit_at, t.eligible_at, t.start_at, t.end_at
-FROM stage_sacct_linked a
-JOIN stage_sacct s USING (line)
-JOIN stage_sacct_alloc_time t USING (line)
-WHERE a.step IS NULL AND a.line NOT IN (SELECT line FROM stage_sacct_alloc_problem)
-  AND a.record_no IN (SELECT kept_seq FROM stage_sacct_choice WHERE NOT kept_stored);
+FROM kept k
+JOIN stage_sacct s ON s.line = k.line AND s.step IS NULL
+JOIN stage_sacct_alloc_time t ON t.line = k.line
+LEFT JOIN indexed i ON i.line = k.line;
 
 -- What the steps add to their run's outcome. Only real failures count: the extern step
 -- (ssh sessions adopted into the job) never does, and CANCELLED/TIMEOUT steps, or a step
