@@ -156,7 +156,7 @@ def _replay_source(
     quotas: Quotas | None, limits: pl.DataFrame, rule: LocalityRule, log: Callable[[str], None],
     period: tuple[float | None, float | None] = (None, None),
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    vcs = sorted({v for v in [*hold_df.get_column("vc").to_list(), *job_df.get_column("vc").to_list()] if v is not None})
+    vcs = sorted(pl.concat([hold_df.get_column("vc"), job_df.get_column("vc")]).drop_nulls().unique().to_list())
     vc_code = {v: i for i, v in enumerate(vcs)}
     machine_ids = mach_df.get_column("machine_id").to_list()
     machine_code = {m: i for i, m in enumerate(machine_ids)}
@@ -164,16 +164,15 @@ def _replay_source(
     holdings = Holdings(
         start=known.get_column("start_s").to_numpy().astype(float),
         end=known.get_column("end_s").to_numpy().astype(float),
-        machine=np.array([machine_code.get(m, -1) if m is not None else -1 for m in known.get_column("machine_id").to_list()],
-                         dtype=np.int64),
-        vc=np.array([vc_code.get(v, -1) if v is not None else -1 for v in known.get_column("vc").to_list()], dtype=np.int64),
+        machine=_codes(known.get_column("machine_id"), machine_code),
+        vc=_codes(known.get_column("vc"), vc_code),
         gpus=known.get_column("gpus").to_numpy().astype(float),
     )
     capacities = mach_df.get_column("gpus").to_numpy().astype(float)
     wait_from = job_df.get_column("wait_from_s").to_numpy().astype(float)
     wait_until = job_df.get_column("wait_until_s").to_numpy().astype(float)
     gpus = job_df.get_column("gpus").to_numpy().astype(float)
-    job_vc = np.array([vc_code.get(v, -1) if v is not None else -1 for v in job_df.get_column("vc").to_list()], dtype=np.int64)
+    job_vc = _codes(job_df.get_column("vc"), vc_code)
     has_wait = np.isfinite(wait_from) & np.isfinite(wait_until) & (wait_until >= wait_from)
     T = event_grid(holdings, wait_from[has_wait])
     tl = build_timeline(T, holdings, capacities, None)
@@ -220,6 +219,14 @@ def _replay_source(
     in_period[0] = 0.0  # as weights[0]
     return jobs_out, _cluster_row(source, tl, in_period, rule, mach_df, hold_df), \
         _quota_rows(source, vcs, quota, quota_origin, usage, weights, limits), _timeline(source, tl, period), pending
+
+
+def _codes(names: pl.Series, code: dict[str, int]) -> np.ndarray:
+    """Each name's code (int64), -1 for a name not in `code` or none (vectorized: a million rows)."""
+    if not code:
+        return np.full(len(names), -1, dtype=np.int64)
+    return (names.cast(pl.Utf8).replace_strict(code, default=-1, return_dtype=pl.Int64)
+            .fill_null(-1).to_numpy().astype(np.int64))
 
 
 def _col(values: np.ndarray, mask: np.ndarray) -> pl.Series:

@@ -185,7 +185,7 @@ def _compute(con: duckdb.DuckDBPyConnection, log: Callable[[str], None], quotas:
         replay = prepare(con, on_table=timed, quotas=quotas, locality=locality, selection=selection, heavy=heavy)
         prepare_report(con, on_table=timed)
     with _step(log, "jobs table"):
-        jobs = format_for_csv(jobs_table(con))
+        jobs = format_for_csv(jobs_table(con, prepared=True))
         sizes = con.sql("SELECT source, job_id, size_bucket, size_order FROM job_keys").pl()
     with _step(log, f"{len(REPORT_QUERIES)} report queries"):
         results = _run_queries(con, log, heavy)
