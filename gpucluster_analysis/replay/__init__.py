@@ -33,6 +33,7 @@ from gpucluster_analysis.replay.split import CAUSES, RELAX_ABOVE_GPUS, RELAX_AFT
 from gpucluster_analysis.replay.timeline import (
     QUOTA_QUANTILE,
     Holdings,
+    Steps,
     Timeline,
     build_timeline,
     event_grid,
@@ -188,7 +189,7 @@ def _replay_source(
         idle_quota = np.zeros(len(T))
         for c, q in quota.items():
             if q is not None:
-                idle_quota += np.maximum(q - usage[c], 0.0)
+                idle_quota += np.maximum(q - usage[c].dense(), 0.0)
 
     splittable = has_wait & np.isfinite(gpus) & (gpus > 0)
     waits = WaitJobs(job_vc, gpus, wait_from, wait_until)
@@ -234,7 +235,7 @@ def _col(values: np.ndarray, mask: np.ndarray) -> pl.Series:
 
 
 def _quotas(
-    vcs: list[str], usage: dict[int, np.ndarray], weights: np.ndarray, quotas: Quotas | None,
+    vcs: list[str], usage: dict[int, Steps], weights: np.ndarray, quotas: Quotas | None,
     accounts: dict[str, float | None] | None, job_vc: np.ndarray, gpus: np.ndarray, job_df: pl.DataFrame,
 ) -> tuple[dict[int, float | None], dict[int, str]]:
     """Each VC's quota and where it came from: the file, else sacctmgr's accounts, else inferred."""
@@ -247,7 +248,7 @@ def _quotas(
     started = job_df.get_column("started").to_numpy()
     out: dict[int, float | None] = {}
     for c in range(len(vcs)):
-        p = weighted_quantile(usage[c], weights, QUOTA_QUANTILE)
+        p = weighted_quantile(usage[c].values, usage[c].weights(weights), QUOTA_QUANTILE)
         ran = gpus[(job_vc == c) & started & np.isfinite(gpus)]
         largest = float(ran.max()) if ran.size else 0.0
         out[c] = None if p is None else max(p, largest)
@@ -255,7 +256,7 @@ def _quotas(
 
 
 def _split_classes(
-    tl: Timeline, jobs: WaitJobs, splittable: np.ndarray, usage: dict[int, np.ndarray],
+    tl: Timeline, jobs: WaitJobs, splittable: np.ndarray, usage: dict[int, Steps],
     quota: dict[int, float | None], idle_quota: np.ndarray | None, rule: LocalityRule, caps: UserCaps,
 ) -> dict[str, np.ndarray]:
     n_jobs = len(jobs.gpus)
@@ -290,7 +291,7 @@ def _split_classes(
 
 def _pending(
     source: str, pend_df: pl.DataFrame, job_df: pl.DataFrame, tl: Timeline, jobs: WaitJobs, splittable: np.ndarray,
-    usage: dict[int, np.ndarray], quota: dict[int, float | None], rule: LocalityRule, caps: UserCaps,
+    usage: dict[int, Steps], quota: dict[int, float | None], rule: LocalityRule, caps: UserCaps,
 ) -> pl.DataFrame:
     """Per (scheduler's reason, replay's cause): snapshots and jobs."""
     schema = {"source": pl.Utf8, "reason": pl.Utf8, "replay_cause": pl.Utf8, "snapshots": pl.Int64, "jobs": pl.Int64}
@@ -364,7 +365,7 @@ def _cluster_row(source: str, tl: Timeline, weights: np.ndarray, rule: LocalityR
 
 
 def _quota_rows(source: str, vcs: list[str], quota: dict[int, float | None], origin: dict[int, str],
-                usage: dict[int, np.ndarray], weights: np.ndarray, limits: pl.DataFrame) -> pl.DataFrame:
+                usage: dict[int, Steps], weights: np.ndarray, limits: pl.DataFrame) -> pl.DataFrame:
     """One row per VC (kind vc: its quota, held GPUs beside it), then one per per-user cap
     sacctmgr gave (kind user: a user in an account; qos_user: each user in a QOS)."""
     span = float(weights.sum())
@@ -373,9 +374,10 @@ def _quota_rows(source: str, vcs: list[str], quota: dict[int, float | None], ori
         "vc": vc,
         "quota_gpus": quota[c],
         "origin": origin[c],
-        "peak_held_gpus": float(usage[c].max()) if usage[c].size else 0.0,
-        "mean_held_gpus": float((usage[c] * weights).sum() / span) if span > 0 else None,
-        "p95_held_gpus": weighted_quantile(usage[c], weights, QUOTA_QUANTILE),
+        "peak_held_gpus": float(usage[c].values.max()) if usage[c].values.size else 0.0,
+        # the dense product, summed as before (one VC's grid at a time: memory of one grid)
+        "mean_held_gpus": float((usage[c].dense() * weights).sum() / span) if span > 0 else None,
+        "p95_held_gpus": weighted_quantile(usage[c].values, usage[c].weights(weights), QUOTA_QUANTILE),
         "kind": "vc", "user": None, "qos": None,
     } for c, vc in enumerate(vcs)]
     caps = limits.filter(pl.col("kind").is_in(["user", "qos_user"]) & pl.col("gpus").is_not_null())
