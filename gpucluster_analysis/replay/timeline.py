@@ -165,12 +165,10 @@ def _machine_sweep(
     width = largest + 1
     whole_before = np.floor(free_before + EPS).astype(np.int64)
     whole_after = np.floor(free_after + EPS).astype(np.int64)
-    # counts per (interval, free GPUs) cell, as bincounts over the flattened grid (np.add.at is slow)
-    cells = n * width
-    hist_delta = np.bincount(at * width + whole_after, minlength=cells).astype(np.int32)
-    hist_delta -= np.bincount(at * width + whole_before, minlength=cells).astype(np.int32)
-    hist = np.cumsum(hist_delta.reshape(n, width), axis=0, dtype=np.int32)
-    del hist_delta
+    hist_delta = np.zeros((n, width), dtype=np.int32)
+    np.add.at(hist_delta, (at, whole_before), -1)
+    np.add.at(hist_delta, (at, whole_after), 1)
+    hist = np.cumsum(hist_delta, axis=0, dtype=np.int32)
     hist += np.bincount(np.floor(caps + EPS).astype(np.int64), minlength=width).astype(np.int32)
     at_least = np.cumsum(hist[:, ::-1], axis=1, dtype=np.int32)[:, ::-1][:, 1:]  # columns v = 1..largest
     return free, idle, np.ascontiguousarray(at_least)
