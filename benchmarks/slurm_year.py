@@ -5,7 +5,10 @@ dump within 10 s of ingest and 20 s of report, under 4 GB, growth near linear).
 The dumps repeat one synthetic Slurm trace (`gca synth --format slurm`: 2,000 jobs on 5
 nodes of 8 GPUs over 3 days, with job steps, requeues, arrays, cancelled-while-pending jobs)
 back to back: copy k has its job ids offset by k x 10^7 and its times moved on by k x 3 days,
-so jobs never collide and the nodes stay as busy as in the base trace. Only the sacct dump
+so jobs never collide and the nodes stay as busy as in the base trace. `--spacing 1h` moves
+copy k on by k hours instead (the issue's dumps repeat a run "an hour apart"): the copies
+overlap in time, ~72 at once, and load the nodes far beyond their GPUs, which stresses the
+per-machine sweeps (very many concurrent placements). Only the sacct dump
 and the trace's scontrol snapshots are ingested (no logs, no telemetry): the cost under test
 is per job. "Jobs" are jobs as gca stores them (an array task is a job, a requeued job one
 job); a dump of 1M jobs has ~4.8M lines (920 MiB).
@@ -15,6 +18,7 @@ the load average is printed) and peak RSS.
 
     python benchmarks/slurm_year.py                       # 100k, 300k, 1M
     python benchmarks/slurm_year.py --jobs 100000 --keep  # one size; keep dump and store
+    python benchmarks/slurm_year.py --spacing 1h          # copies an hour apart, overlapping
 """
 
 from __future__ import annotations
@@ -48,12 +52,20 @@ def base_trace(work: Path) -> Path:
     return trace
 
 
-def write_dump(base: Path, out: Path, jobs: int) -> int:
-    """The base dump repeated until it holds `jobs` jobs (whole copies); returns the jobs written."""
+def parse_spacing(text: str) -> timedelta:
+    """'1h', '90m', '3d', '3600s' (or plain seconds) as a timedelta > 0."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([smhd]?)", text.strip())
+    if m is None or float(m.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a positive duration such as 1h, 90m, 3d or 3600s")
+    return timedelta(seconds=float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)])
+
+
+def write_dump(base: Path, out: Path, jobs: int, shift: timedelta = timedelta(days=BASE_DAYS)) -> int:
+    """The base dump repeated until it holds `jobs` jobs (whole copies), copy k moved on by k x
+    `shift` (default: the base's span, back to back); returns the jobs written."""
     header, *rows = base.read_text().splitlines()
     ids = {parsed[0] for r in rows if (parsed := parse_job_id(r.split("|", 1)[0])) is not None and parsed[2] is None}
     copies = max(1, round(jobs / len(ids)))
-    shift = timedelta(days=BASE_DAYS)
 
     def moved(row: str, k: int) -> str:
         row = _ID.sub(lambda m: str(int(m.group(1)) + k * 10**7), row, count=1)
@@ -90,17 +102,21 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, action="append", help="jobs in a dump (repeatable); default 100k, 300k, 1M")
     parser.add_argument("--work", type=Path, default=HERE / "data" / "slurm_year", help="scratch directory (git-ignored)")
     parser.add_argument("--keep", action="store_true", help="keep the dumps and stores")
+    parser.add_argument("--spacing", type=parse_spacing, default=timedelta(days=BASE_DAYS),
+                        help="time between copies of the base trace, e.g. 1h (default: its span, 3d: back to back)")
     args = parser.parse_args()
+    tag = "" if args.spacing == timedelta(days=BASE_DAYS) else f"_every{int(args.spacing.total_seconds())}s"
     sizes = args.jobs or [100_000, 300_000, 1_000_000]
     args.work.mkdir(parents=True, exist_ok=True)
     base = base_trace(args.work)
     gca = [sys.executable, "-m", "gpucluster_analysis"]
     rows = []
     for size in sizes:
-        dump, db, out = args.work / f"sacct_{size}.txt", args.work / f"year_{size}.duckdb", args.work / f"report_{size}"
+        dump, db, out = (args.work / f"sacct_{size}{tag}.txt", args.work / f"year_{size}{tag}.duckdb",
+                         args.work / f"report_{size}{tag}")
         for stale in (db, db.with_name(db.name + ".wal")):
             stale.unlink(missing_ok=True)
-        written = write_dump(base / "sacct.txt", dump, size)
+        written = write_dump(base / "sacct.txt", dump, size, args.spacing)
         print(f"{dump.name}: {written:,} jobs, {dump.stat().st_size / 2**20:,.0f} MiB", file=sys.stderr)
         # the base's scontrol snapshots too: one file each, as a site's would come
         rows.append((written, dump.stat().st_size,

@@ -179,13 +179,16 @@ def test_shared_machines_are_found_by_counting_as_a_pairwise_check_would(tmp_pat
 
     rng = random.Random(seed)
     t0 = datetime(2024, 1, 1)
-    placements = []  # (job, attempt, machine, start, end)
+    placements = []  # (job, attempt, machine, start, end, GPUs there: None unknown)
     for j in range(40):
         for a in range(rng.randint(1, 2)):
             start = rng.randint(0, 400)
             end = start + rng.choice([1, 2, 5, 10, 20])
             hosts = rng.sample(["n1", "n2", "n3"], rng.randint(1, 2))
-            placements += [(f"j{j}", a, h, start, end) for h in hosts]
+            # some placements say how many GPUs they held: those decide without a neighbour,
+            # and still count as others' neighbours
+            gpus = rng.choice([None, None, None, 2, 8])
+            placements += [(f"j{j}", a, h, start, end, gpus) for h in hosts]
     db = tmp_path / "s.duckdb"
     with open_store(db) as con:
         jobs = sorted({p[0] for p in placements})
@@ -195,15 +198,18 @@ def test_shared_machines_are_found_by_counting_as_a_pairwise_check_would(tmp_pat
                         " VALUES ('slurm', ?, ?, ?, ?, ?, 1)",
                         [[j, a, a, t0 + timedelta(minutes=s), t0 + timedelta(minutes=e)] for j, a, s, e in attempts])
         con.executemany("INSERT INTO attempt_hosts (source, job_id, attempt_no, machine_id, gpus, file_id)"
-                        " VALUES ('slurm', ?, ?, ?, NULL, 1)", [[p[0], p[1], p[2]] for p in placements])
+                        " VALUES ('slurm', ?, ?, ?, ?, 1)", [[p[0], p[1], p[2], p[5]] for p in placements])
         con.execute("INSERT INTO machines (machine_id, listed_gpus, file_id) VALUES ('n1', 8, 1), ('n2', 8, 1), ('n3', 8, 1)")
         create_temp_tables(con, [("gpu_samples_by_machine", "gpu_samples_by_machine")])  # the machines' sampled GPUs
         got = {(r["job_id"], r["attempt_no"]): r["attribution"]
                for r in run_query(con, "attempt_attribution").unique(["job_id", "attempt_no", "attribution"]).to_dicts()}
     want = {}
-    for j, a, m, s, e in placements:
-        shared = any(o[0] != j and o[2] == m and o[3] < e and s < o[4] for o in placements)
+    for j, a, m, s, e, gpus in placements:
+        if gpus is None:
+            partial = any(o[0] != j and o[2] == m and o[3] < e and s < o[4] for o in placements)
+        else:
+            partial = gpus < 8
         key = (j, a)
-        want[key] = "node_level" if shared or want.get(key) == "node_level" else "whole_node"
+        want[key] = "node_level" if partial or want.get(key) == "node_level" else "whole_node"
     assert got == want
     assert set(want.values()) == {"node_level", "whole_node"}

@@ -1,7 +1,8 @@
 """The replay computes a class's causes only on the intervals its waits cover, and a user's
-holdings under a cap from one sweep of them (issue #15, part 5): the same split, pending
-labels and what-ifs as the definition, where each class was computed on every interval
-from its first wait to its last and each cap re-swept the user's holdings.
+holdings under a cap from one sweep of them, and keeps each VC's usage as sparse steps
+(issue #15, part 5): the same split, pending labels, what-ifs and quotas as the definition,
+where each class was computed on every interval from its first wait to its last, each cap
+re-swept the user's holdings and each VC's usage was a dense array over every interval.
 
 A random Slurm store: users capped by sacctmgr (association and QOS), quotas, jobs waiting
 now and then over two weeks on three nodes, squeue snapshots of waiting jobs.
@@ -18,8 +19,10 @@ import pytest
 from store_helpers import ingest, write
 
 from gpucluster_analysis.db import open_store
+import gpucluster_analysis.replay as replay
 from gpucluster_analysis.replay import Quotas, replay_store, split
 from gpucluster_analysis.replay.caps import UserCaps
+from gpucluster_analysis.replay.timeline import Holdings, Steps, _step, vc_usage, weighted_quantile
 from gpucluster_analysis.report.tables import prepare
 
 START = datetime(2026, 3, 1)
@@ -100,6 +103,7 @@ def test_sparse_replay_is_the_definition(tmp_path: Path, monkeypatch: pytest.Mon
             sparse = [replay_store(con, q) for q in quotas]
         with monkeypatch.context() as m:
             m.setattr(split, "covered_intervals", _every_interval_between)
+            m.setattr(replay, "vc_usage", _dense_usage)
             dense = [replay_store(con, q) for q in quotas]
     assert calls, "no cap was ever consulted"
     for got, want in zip(sparse, dense, strict=True):
@@ -108,6 +112,37 @@ def test_sparse_replay_is_the_definition(tmp_path: Path, monkeypatch: pytest.Mon
     waits = sparse[0].jobs
     assert waits.get_column("wait_user_limit_s").sum() > 0 and waits.get_column("wait_fair_share_s").sum() > 0
     assert sparse[0].pending.height > 2
+
+
+def _dense_usage(T: np.ndarray, holdings: Holdings, vc: int) -> Steps:
+    """The definition: the VC's GPUs held on every interval of the grid, one step each."""
+    rows = holdings.vc == vc
+    values = _step(len(T), np.searchsorted(T, holdings.start[rows]), np.searchsorted(T, holdings.end[rows]),
+                   holdings.gpus[rows])
+    return Steps(np.arange(len(T), dtype=np.int64), values, len(T))
+
+
+def test_sparse_usage_is_the_dense_array() -> None:
+    """vc_usage's steps against the dense array on random holdings (fractional GPUs, shared
+    ends, holdings to the grid's last time): the values on any intervals, the whole array,
+    the durations each value holds and the quantile of the values weighted by them."""
+    rng = np.random.default_rng(7)
+    for _ in range(100):
+        rows = int(rng.integers(0, 30))
+        start = rng.integers(1, 40, rows).astype(float)
+        holdings = Holdings(start=start, end=start + rng.integers(1, 15, rows), machine=np.zeros(rows, dtype=np.int64),
+                            vc=rng.integers(0, 3, rows), gpus=rng.choice([0.1, 0.5, 1.0, 2.0, 8.0], rows))
+        T = np.unique(np.concatenate([[0.0], holdings.start, holdings.end]))
+        durations = np.append(np.diff(T), 0.0)
+        for vc in range(3):
+            dense = _dense_usage(T, holdings, vc).values
+            steps = vc_usage(T, holdings, vc)
+            assert steps.at[0] == 0 and len(steps.at) <= len(T)
+            assert np.array_equal(steps.dense(), dense)
+            i = rng.integers(0, len(T), 20)
+            assert np.array_equal(steps[i], dense[i])
+            assert steps.weights(durations).sum() == durations.sum()
+            assert weighted_quantile(steps.values, steps.weights(durations), 0.95) == weighted_quantile(dense, durations, 0.95)
 
 
 def test_covered_intervals_are_the_union_of_the_waits() -> None:

@@ -33,6 +33,7 @@ from gpucluster_analysis.replay.split import CAUSES, RELAX_ABOVE_GPUS, RELAX_AFT
 from gpucluster_analysis.replay.timeline import (
     QUOTA_QUANTILE,
     Holdings,
+    Steps,
     Timeline,
     build_timeline,
     event_grid,
@@ -156,7 +157,7 @@ def _replay_source(
     quotas: Quotas | None, limits: pl.DataFrame, rule: LocalityRule, log: Callable[[str], None],
     period: tuple[float | None, float | None] = (None, None),
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    vcs = sorted({v for v in [*hold_df.get_column("vc").to_list(), *job_df.get_column("vc").to_list()] if v is not None})
+    vcs = sorted(pl.concat([hold_df.get_column("vc"), job_df.get_column("vc")]).drop_nulls().unique().to_list())
     vc_code = {v: i for i, v in enumerate(vcs)}
     machine_ids = mach_df.get_column("machine_id").to_list()
     machine_code = {m: i for i, m in enumerate(machine_ids)}
@@ -164,16 +165,15 @@ def _replay_source(
     holdings = Holdings(
         start=known.get_column("start_s").to_numpy().astype(float),
         end=known.get_column("end_s").to_numpy().astype(float),
-        machine=np.array([machine_code.get(m, -1) if m is not None else -1 for m in known.get_column("machine_id").to_list()],
-                         dtype=np.int64),
-        vc=np.array([vc_code.get(v, -1) if v is not None else -1 for v in known.get_column("vc").to_list()], dtype=np.int64),
+        machine=_codes(known.get_column("machine_id"), machine_code),
+        vc=_codes(known.get_column("vc"), vc_code),
         gpus=known.get_column("gpus").to_numpy().astype(float),
     )
     capacities = mach_df.get_column("gpus").to_numpy().astype(float)
     wait_from = job_df.get_column("wait_from_s").to_numpy().astype(float)
     wait_until = job_df.get_column("wait_until_s").to_numpy().astype(float)
     gpus = job_df.get_column("gpus").to_numpy().astype(float)
-    job_vc = np.array([vc_code.get(v, -1) if v is not None else -1 for v in job_df.get_column("vc").to_list()], dtype=np.int64)
+    job_vc = _codes(job_df.get_column("vc"), vc_code)
     has_wait = np.isfinite(wait_from) & np.isfinite(wait_until) & (wait_until >= wait_from)
     T = event_grid(holdings, wait_from[has_wait])
     tl = build_timeline(T, holdings, capacities, None)
@@ -189,7 +189,7 @@ def _replay_source(
         idle_quota = np.zeros(len(T))
         for c, q in quota.items():
             if q is not None:
-                idle_quota += np.maximum(q - usage[c], 0.0)
+                idle_quota += np.maximum(q - usage[c].dense(), 0.0)
 
     splittable = has_wait & np.isfinite(gpus) & (gpus > 0)
     waits = WaitJobs(job_vc, gpus, wait_from, wait_until)
@@ -222,12 +222,20 @@ def _replay_source(
         _quota_rows(source, vcs, quota, quota_origin, usage, weights, limits), _timeline(source, tl, period), pending
 
 
+def _codes(names: pl.Series, code: dict[str, int]) -> np.ndarray:
+    """Each name's code (int64), -1 for a name not in `code` or none (vectorized: a million rows)."""
+    if not code:
+        return np.full(len(names), -1, dtype=np.int64)
+    return (names.cast(pl.Utf8).replace_strict(code, default=-1, return_dtype=pl.Int64)
+            .fill_null(-1).to_numpy().astype(np.int64))
+
+
 def _col(values: np.ndarray, mask: np.ndarray) -> pl.Series:
     return pl.Series(np.where(mask, np.round(values, 3), np.nan)).fill_nan(None)
 
 
 def _quotas(
-    vcs: list[str], usage: dict[int, np.ndarray], weights: np.ndarray, quotas: Quotas | None,
+    vcs: list[str], usage: dict[int, Steps], weights: np.ndarray, quotas: Quotas | None,
     accounts: dict[str, float | None] | None, job_vc: np.ndarray, gpus: np.ndarray, job_df: pl.DataFrame,
 ) -> tuple[dict[int, float | None], dict[int, str]]:
     """Each VC's quota and where it came from: the file, else sacctmgr's accounts, else inferred."""
@@ -240,7 +248,7 @@ def _quotas(
     started = job_df.get_column("started").to_numpy()
     out: dict[int, float | None] = {}
     for c in range(len(vcs)):
-        p = weighted_quantile(usage[c], weights, QUOTA_QUANTILE)
+        p = weighted_quantile(usage[c].values, usage[c].weights(weights), QUOTA_QUANTILE)
         ran = gpus[(job_vc == c) & started & np.isfinite(gpus)]
         largest = float(ran.max()) if ran.size else 0.0
         out[c] = None if p is None else max(p, largest)
@@ -248,7 +256,7 @@ def _quotas(
 
 
 def _split_classes(
-    tl: Timeline, jobs: WaitJobs, splittable: np.ndarray, usage: dict[int, np.ndarray],
+    tl: Timeline, jobs: WaitJobs, splittable: np.ndarray, usage: dict[int, Steps],
     quota: dict[int, float | None], idle_quota: np.ndarray | None, rule: LocalityRule, caps: UserCaps,
 ) -> dict[str, np.ndarray]:
     n_jobs = len(jobs.gpus)
@@ -283,7 +291,7 @@ def _split_classes(
 
 def _pending(
     source: str, pend_df: pl.DataFrame, job_df: pl.DataFrame, tl: Timeline, jobs: WaitJobs, splittable: np.ndarray,
-    usage: dict[int, np.ndarray], quota: dict[int, float | None], rule: LocalityRule, caps: UserCaps,
+    usage: dict[int, Steps], quota: dict[int, float | None], rule: LocalityRule, caps: UserCaps,
 ) -> pl.DataFrame:
     """Per (scheduler's reason, replay's cause): snapshots and jobs."""
     schema = {"source": pl.Utf8, "reason": pl.Utf8, "replay_cause": pl.Utf8, "snapshots": pl.Int64, "jobs": pl.Int64}
@@ -357,7 +365,7 @@ def _cluster_row(source: str, tl: Timeline, weights: np.ndarray, rule: LocalityR
 
 
 def _quota_rows(source: str, vcs: list[str], quota: dict[int, float | None], origin: dict[int, str],
-                usage: dict[int, np.ndarray], weights: np.ndarray, limits: pl.DataFrame) -> pl.DataFrame:
+                usage: dict[int, Steps], weights: np.ndarray, limits: pl.DataFrame) -> pl.DataFrame:
     """One row per VC (kind vc: its quota, held GPUs beside it), then one per per-user cap
     sacctmgr gave (kind user: a user in an account; qos_user: each user in a QOS)."""
     span = float(weights.sum())
@@ -366,9 +374,10 @@ def _quota_rows(source: str, vcs: list[str], quota: dict[int, float | None], ori
         "vc": vc,
         "quota_gpus": quota[c],
         "origin": origin[c],
-        "peak_held_gpus": float(usage[c].max()) if usage[c].size else 0.0,
-        "mean_held_gpus": float((usage[c] * weights).sum() / span) if span > 0 else None,
-        "p95_held_gpus": weighted_quantile(usage[c], weights, QUOTA_QUANTILE),
+        "peak_held_gpus": float(usage[c].values.max()) if usage[c].values.size else 0.0,
+        # the dense product, summed as before (one VC's grid at a time: memory of one grid)
+        "mean_held_gpus": float((usage[c].dense() * weights).sum() / span) if span > 0 else None,
+        "p95_held_gpus": weighted_quantile(usage[c].values, usage[c].weights(weights), QUOTA_QUANTILE),
         "kind": "vc", "user": None, "qos": None,
     } for c, vc in enumerate(vcs)]
     caps = limits.filter(pl.col("kind").is_in(["user", "qos_user"]) & pl.col("gpus").is_not_null())

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpucluster_analysis.replay.rules import LocalityRule
-from gpucluster_analysis.replay.timeline import EPS, Timeline
+from gpucluster_analysis.replay.timeline import EPS, Steps, Timeline
 
 # Column order of the per-cause arrays; user_limit, checked first, was added last (issue #15).
 CAUSES = ("fair_share", "capacity", "fragmentation", "other", "user_limit")
@@ -78,7 +78,7 @@ class ClassState:
 
 
 def class_state(
-    tl: Timeline, part: np.ndarray, gpus: float, usage: np.ndarray | None, quota: float | None,
+    tl: Timeline, part: np.ndarray, gpus: float, usage: Steps | None, quota: float | None,
     idle_quota: np.ndarray | None, rule: LocalityRule, user_over: np.ndarray | None = None,
 ) -> ClassState:
     """Causes on the grid intervals `part` (sorted) for jobs of `gpus` GPUs in a VC using `usage`

@@ -192,7 +192,7 @@ def _compute(con: duckdb.DuckDBPyConnection, log: Callable[[str], None], quotas:
                          kept=kept)
         prepare_report(con, on_table=timed)
     with _step(log, "jobs table"):
-        jobs = format_for_csv(jobs_table(con))
+        jobs = format_for_csv(jobs_table(con, prepared=True))
         sizes = con.sql("SELECT source, job_id, size_bucket, size_order FROM job_keys").pl()
     with _step(log, f"{len(REPORT_QUERIES)} report queries"):
         results = _run_queries(con, log, heavy, kept)

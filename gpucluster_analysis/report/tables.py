@@ -156,12 +156,18 @@ def prepare_report(con: duckdb.DuckDBPyConnection, on_table: Callable[[str, floa
     create_temp_tables(con, list(REPORT_TABLES), on_table)
 
 
-def jobs_table(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+def jobs_table(con: duckdb.DuckDBPyConnection, prepared: bool = False) -> pl.DataFrame:
     """One row per job with the jobs.csv columns; times as naive UTC datetimes.
 
-    Call `prepare(con)` first.
+    Call `prepare(con)` first. With `prepared`, the rows come from the temp table
+    report_jobs that `prepare_report(con)` just built (the same query, not run twice).
     """
-    jobs = run_query(con, "jobs").select(JOBS_COLUMNS)
+    if prepared:
+        # jobs.sql's order; (source, job_id) is unique, so the order is total
+        jobs = con.sql("SELECT * FROM report_jobs ORDER BY submit_time NULLS LAST, source, job_id").pl()
+        jobs = jobs.select(JOBS_COLUMNS)
+    else:
+        jobs = run_query(con, "jobs").select(JOBS_COLUMNS)
     # GPU counts are whole numbers except for fractional sharing (Alibaba's gpu_milli):
     # print 4, not 4.0, unless some job really has a fraction.
     gpus = jobs["num_gpus"].drop_nulls()

@@ -54,40 +54,74 @@ occupancy AS (
     FROM allocations al JOIN timed t USING (source, job_id, attempt_no)
     WHERE al.machine_id IN (SELECT machine_id FROM hosts)
 ),
+-- Whether a placement shared its machine decides only for the hosts where the attempt's
+-- GPUs there are unknown (partial_hosts below); only those are looked up.
+undecided AS (
+    SELECT DISTINCT h.source, h.job_id, h.attempt_no, h.machine_id, h.start_at, h.end_at
+    FROM hosts h JOIN timed t USING (source, job_id, attempt_no)
+    WHERE coalesce(h.gpus, CASE WHEN t.num_nodes = 1 THEN t.num_gpus END) IS NULL
+),
 -- A host placement [s, e) shared its machine when another job's placement there overlapped
 -- it. Counted, not joined (a join on machine and overlapping time is quadratic in the
 -- placements per machine: a busy Slurm year has a million on a few nodes): placements
--- overlapping [s, e) = those starting before e minus those ending by s, each a lookup in
--- the machine's sorted starts or ends (ASOF joins: n log n); the same for the job's own
--- placements on the machine, which do not count.
-starts AS (
-    SELECT machine_id, start_at AS t, sum(count(*)) OVER (PARTITION BY machine_id ORDER BY start_at) AS n
-    FROM occupancy GROUP BY machine_id, start_at
+-- overlapping [s, e) = those starting before e minus those ending by s; the same for the
+-- job's own placements on the machine, which do not count. Each count is a running count in
+-- one sort of the machine's starts (or ends) with the probes (e, or s) placed among them:
+-- n log n. (Not ASOF joins: with few probes DuckDB turns those into nested loops over every
+-- placement of the machine.)
+before_end AS (
+    SELECT * FROM (
+        SELECT source, job_id, attempt_no, machine_id, probe,
+               -- at equal times a probe comes first: starts at e do not count
+               sum(CASE WHEN probe THEN 0 ELSE 1 END) OVER (
+                   PARTITION BY machine_id ORDER BY t, probe DESC ROWS UNBOUNDED PRECEDING) AS n
+        FROM (SELECT source, job_id, attempt_no, machine_id, start_at AS t, false AS probe FROM occupancy
+              UNION ALL
+              SELECT source, job_id, attempt_no, machine_id, end_at, true FROM undecided)
+    ) WHERE probe
 ),
-ends AS (
-    SELECT machine_id, end_at AS t, sum(count(*)) OVER (PARTITION BY machine_id ORDER BY end_at) AS n
-    FROM occupancy GROUP BY machine_id, end_at
+by_start AS (
+    SELECT * FROM (
+        SELECT source, job_id, attempt_no, machine_id, probe,
+               -- at equal times a probe comes last: ends at s count
+               sum(CASE WHEN probe THEN 0 ELSE 1 END) OVER (
+                   PARTITION BY machine_id ORDER BY t, probe ROWS UNBOUNDED PRECEDING) AS n
+        FROM (SELECT source, job_id, attempt_no, machine_id, end_at AS t, false AS probe FROM occupancy
+              UNION ALL
+              SELECT source, job_id, attempt_no, machine_id, start_at, true FROM undecided)
+    ) WHERE probe
 ),
-own_starts AS (
-    SELECT machine_id, source, job_id, start_at AS t,
-           sum(count(*)) OVER (PARTITION BY machine_id, source, job_id ORDER BY start_at) AS n
-    FROM occupancy GROUP BY machine_id, source, job_id, start_at
+own AS (
+    SELECT o.* FROM occupancy o SEMI JOIN undecided u USING (source, job_id, machine_id)
 ),
-own_ends AS (
-    SELECT machine_id, source, job_id, end_at AS t,
-           sum(count(*)) OVER (PARTITION BY machine_id, source, job_id ORDER BY end_at) AS n
-    FROM occupancy GROUP BY machine_id, source, job_id, end_at
+own_before_end AS (
+    SELECT * FROM (
+        SELECT source, job_id, attempt_no, machine_id, probe,
+               sum(CASE WHEN probe THEN 0 ELSE 1 END) OVER (
+                   PARTITION BY machine_id, source, job_id ORDER BY t, probe DESC ROWS UNBOUNDED PRECEDING) AS n
+        FROM (SELECT source, job_id, attempt_no, machine_id, start_at AS t, false AS probe FROM own
+              UNION ALL
+              SELECT source, job_id, attempt_no, machine_id, end_at, true FROM undecided)
+    ) WHERE probe
+),
+own_by_start AS (
+    SELECT * FROM (
+        SELECT source, job_id, attempt_no, machine_id, probe,
+               sum(CASE WHEN probe THEN 0 ELSE 1 END) OVER (
+                   PARTITION BY machine_id, source, job_id ORDER BY t, probe ROWS UNBOUNDED PRECEDING) AS n
+        FROM (SELECT source, job_id, attempt_no, machine_id, end_at AS t, false AS probe FROM own
+              UNION ALL
+              SELECT source, job_id, attempt_no, machine_id, start_at, true FROM undecided)
+    ) WHERE probe
 ),
 shared AS (
-    SELECT h.source, h.job_id, h.attempt_no, h.machine_id
-    FROM (SELECT DISTINCT source, job_id, attempt_no, machine_id, start_at, end_at FROM hosts) h
-    ASOF LEFT JOIN starts a ON a.machine_id = h.machine_id AND a.t < h.end_at
-    ASOF LEFT JOIN ends b ON b.machine_id = h.machine_id AND b.t <= h.start_at
-    ASOF LEFT JOIN own_starts oa
-        ON oa.machine_id = h.machine_id AND oa.source = h.source AND oa.job_id = h.job_id AND oa.t < h.end_at
-    ASOF LEFT JOIN own_ends ob
-        ON ob.machine_id = h.machine_id AND ob.source = h.source AND ob.job_id = h.job_id AND ob.t <= h.start_at
-    WHERE (coalesce(a.n, 0) - coalesce(b.n, 0)) - (coalesce(oa.n, 0) - coalesce(ob.n, 0)) > 0
+    SELECT u.source, u.job_id, u.attempt_no, u.machine_id
+    FROM undecided u
+    JOIN before_end a USING (source, job_id, attempt_no, machine_id)
+    JOIN by_start b USING (source, job_id, attempt_no, machine_id)
+    JOIN own_before_end oa USING (source, job_id, attempt_no, machine_id)
+    JOIN own_by_start ob USING (source, job_id, attempt_no, machine_id)
+    WHERE (a.n - b.n) - (oa.n - ob.n) > 0
     GROUP BY ALL
 ),
 host_counts AS (

@@ -5,17 +5,22 @@
 -- The cells come from the temp table attempt_attribution (sql/queries/attempt_attribution.sql):
 -- the scheduler's allocation where it lists GPUs, else GPU bindings or whole machines.
 -- Used as a building block (CREATE TEMP TABLE ... AS) by the report.
+-- A job of one attempt has one window per cell, nothing to merge: only jobs of several
+-- attempts are sorted into islands (most of a busy Slurm year's million jobs have one).
 WITH windows AS (
     SELECT DISTINCT c.source, c.job_id, c.machine_id, c.gpu_index, a.start_at, a.end_at
     FROM attempt_attribution c
     JOIN attempts a USING (source, job_id, attempt_no)
     WHERE c.gpu_index IS NOT NULL
 ),
+retried AS (
+    SELECT source, job_id FROM attempts GROUP BY source, job_id HAVING count(*) > 1
+),
 ordered AS (
     SELECT *, max(end_at) OVER (
         PARTITION BY source, job_id, machine_id, gpu_index ORDER BY start_at, end_at
         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS previous_end
-    FROM windows
+    FROM windows w SEMI JOIN retried r USING (source, job_id)
 ),
 islands AS (
     SELECT *, sum(CASE WHEN previous_end IS NULL OR start_at > previous_end THEN 1 ELSE 0 END) OVER (
@@ -25,3 +30,6 @@ islands AS (
 SELECT source, job_id, machine_id, gpu_index, min(start_at) AS start_at, max(end_at) AS end_at
 FROM islands
 GROUP BY source, job_id, machine_id, gpu_index, island
+UNION ALL
+SELECT w.source, w.job_id, w.machine_id, w.gpu_index, w.start_at, w.end_at
+FROM windows w ANTI JOIN retried r USING (source, job_id)

@@ -9,14 +9,19 @@
 -- Parameters: none.
 -- Output: every column of job_logs, with the source and attempt_no of the attempt the row
 -- belongs to (rows that map to no attempt are left out).
-WITH ordered AS (
+-- Only jobs that have logs are ranked (a store of a million jobs may have none).
+WITH logged AS (
+    SELECT DISTINCT job_id FROM job_logs
+),
+ordered AS (
     SELECT source, job_id, attempt_no, source_index,
            row_number() OVER (PARTITION BY source, job_id
                               ORDER BY coalesce(start_at, end_at) DESC NULLS FIRST, attempt_no DESC) AS from_last
-    FROM attempts
+    FROM attempts SEMI JOIN logged USING (job_id)
 ),
 single_source AS (
-    SELECT job_id, min(source) AS source FROM jobs GROUP BY job_id HAVING count(DISTINCT source) = 1
+    SELECT job_id, min(source) AS source FROM jobs SEMI JOIN logged USING (job_id)
+    GROUP BY job_id HAVING count(DISTINCT source) = 1
 ),
 logs AS (
     SELECT u.source, l.*
