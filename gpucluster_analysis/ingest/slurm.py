@@ -977,11 +977,14 @@ def _reject_texts(ctx: LoadContext) -> None:
     if not lines:
         return
     found: dict[str, list] = {"line": [], "text": []}  # type: ignore[type-arg]
+    last = max(lines)
     with open_binary(ctx.path) as f:
         for number, raw in enumerate(f, start=1):
             if number in lines:  # a typed row: plain ASCII, no CR inside
                 found["line"].append(number)
                 found["text"].append(raw.decode("utf-8").rstrip("\r\n")[:_TEXT_LIMIT])
+            if number == last:  # the rest of the file holds none of them
+                break
     texts = pa.Table.from_pydict(found, schema=pa.schema([("line", pa.int64()), ("text", pa.string())]))  # noqa: F841
     ctx.con.execute("UPDATE rejects SET text = t.text FROM texts t WHERE rejects.file_id = ? AND rejects.line = t.line",
                     [ctx.file_id]).fetchall()
