@@ -10,8 +10,12 @@ copy k on by k hours instead (the issue's dumps repeat a run "an hour apart"): t
 overlap in time, ~72 at once, and load the nodes far beyond their GPUs, which stresses the
 per-machine sweeps (very many concurrent placements). Only the sacct dump
 and the trace's scontrol snapshots are ingested (no logs, no telemetry): the cost under test
-is per job. "Jobs" are jobs as gca stores them (an array task is a job, a requeued job one
-job); a dump of 1M jobs has ~4.8M lines (920 MiB).
+is per job. `--base live` repeats instead the real Slurm run kept under `tests/data/slurm/live/`
+(Slurm 22.05, 5 nodes, the issue's own construction: "the real run above, repeated an hour
+apart"), with its `scontrol show node -o` and `sacctmgr` outputs: ~2 lines and ~380 bytes
+per job, where the synthetic base has ~4.8 lines and ~950 bytes (many steps). "Jobs" are jobs
+as gca stores them (an array task is a job, a requeued job one job); a dump of 1M jobs has
+~4.8M lines (920 MiB) from the synthetic base, ~2M lines (389 MiB) from the live one.
 
 Each step runs as its own process: wall time, user+sys CPU time (the machine may be shared:
 the load average is printed) and peak RSS.
@@ -19,6 +23,7 @@ the load average is printed) and peak RSS.
     python benchmarks/slurm_year.py                       # 100k, 300k, 1M
     python benchmarks/slurm_year.py --jobs 100000 --keep  # one size; keep dump and store
     python benchmarks/slurm_year.py --spacing 1h          # copies an hour apart, overlapping
+    python benchmarks/slurm_year.py --base live           # the real run, copies an hour apart
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from run import machine_line
 from gpucluster_analysis.ingest.slurm import parse_job_id
 
 BASE_JOBS, BASE_DAYS, NODES = 2000, 3.0, 5
+LIVE = HERE.parent / "tests" / "data" / "slurm" / "live"
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
 _ID = re.compile(r"^(\d+)")
 
@@ -50,6 +56,16 @@ def base_trace(work: Path) -> Path:
                         "--jobs", str(BASE_JOBS), "--machines", str(NODES), "--days", str(BASE_DAYS), "--seed", "3",
                         "--interval", "3600", "--dcgm-interval", "3600"], check=True, stdout=subprocess.DEVNULL)
     return trace
+
+
+def base_inputs(base: str, work: Path) -> tuple[Path, list[Path], timedelta]:
+    """The base's sacct dump, the other files ingested beside it (machines, quotas), and the
+    default time between copies."""
+    if base == "live":
+        return LIVE / "sacct.txt", [LIVE / "nodes.txt", LIVE / "assoc.txt", LIVE / "qos.txt"], timedelta(hours=1)
+    trace = base_trace(work)
+    # the base's scontrol snapshots too: one file each, as a site's would come
+    return trace / "sacct.txt", [trace / "scontrol"], timedelta(days=BASE_DAYS)
 
 
 def parse_spacing(text: str) -> timedelta:
@@ -102,13 +118,18 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, action="append", help="jobs in a dump (repeatable); default 100k, 300k, 1M")
     parser.add_argument("--work", type=Path, default=HERE / "data" / "slurm_year", help="scratch directory (git-ignored)")
     parser.add_argument("--keep", action="store_true", help="keep the dumps and stores")
-    parser.add_argument("--spacing", type=parse_spacing, default=timedelta(days=BASE_DAYS),
-                        help="time between copies of the base trace, e.g. 1h (default: its span, 3d: back to back)")
+    parser.add_argument("--spacing", type=parse_spacing,
+                        help="time between copies of the base trace, e.g. 1h (default: synth's span, 3d: back to "
+                             "back; live: 1h)")
+    parser.add_argument("--base", choices=["synth", "live"], default="synth",
+                        help="what is repeated: a synthetic Slurm trace (default) or the real run in tests/data/slurm/live")
     args = parser.parse_args()
-    tag = "" if args.spacing == timedelta(days=BASE_DAYS) else f"_every{int(args.spacing.total_seconds())}s"
-    sizes = args.jobs or [100_000, 300_000, 1_000_000]
     args.work.mkdir(parents=True, exist_ok=True)
-    base = base_trace(args.work)
+    sacct, extras, default_spacing = base_inputs(args.base, args.work)
+    spacing = args.spacing or default_spacing
+    tag = ("" if args.base == "synth" else f"_{args.base}") + (
+        "" if spacing == default_spacing else f"_every{int(spacing.total_seconds())}s")
+    sizes = args.jobs or [100_000, 300_000, 1_000_000]
     gca = [sys.executable, "-m", "gpucluster_analysis"]
     rows = []
     for size in sizes:
@@ -116,18 +137,17 @@ def main() -> None:
                          args.work / f"report_{size}{tag}")
         for stale in (db, db.with_name(db.name + ".wal")):
             stale.unlink(missing_ok=True)
-        written = write_dump(base / "sacct.txt", dump, size, args.spacing)
+        written = write_dump(sacct, dump, size, spacing)
         print(f"{dump.name}: {written:,} jobs, {dump.stat().st_size / 2**20:,.0f} MiB", file=sys.stderr)
-        # the base's scontrol snapshots too: one file each, as a site's would come
         rows.append((written, dump.stat().st_size,
-                     run_step(f"ingest {written:,} jobs", [*gca, "ingest", str(dump), str(base / "scontrol"),
+                     run_step(f"ingest {written:,} jobs", [*gca, "ingest", str(dump), *map(str, extras),
                                                            "--db", str(db), "--tz", "UTC"]),
                      run_step(f"report {written:,} jobs", [*gca, "report", "--db", str(db), "--out", str(out), "--quiet"])))
         if not args.keep:
             shutil.rmtree(out, ignore_errors=True)
             dump.unlink()
             db.unlink(missing_ok=True)
-    print(f"\nMachine: {machine_line()}\n")
+    print(f"\n{machine_line()}\n")
     print("| jobs | dump (MiB) | ingest wall (s) | ingest CPU (s) | ingest peak RSS (GiB) | report wall (s) "
           "| report CPU (s) | report peak RSS (GiB) | load avg (ingest, report) |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
