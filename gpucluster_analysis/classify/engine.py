@@ -39,14 +39,13 @@ from pathlib import Path
 
 from gpucluster_analysis.classify.noise import is_blank, normalize_line
 from gpucluster_analysis.classify.rules import CATEGORIES, CAUSE, Signature
+from gpucluster_analysis.logscan import HEAD_BYTES, TAIL_BYTES, lines_holding, read_parts, trie_pattern
 
 __all__ = [
     "HEAD_BYTES", "TAIL_BYTES", "Classification", "Evidence", "Match", "classify_bytes", "classify_file", "classify_text",
     "iter_lines", "normalize_line", "read_bounded",
 ]
 
-HEAD_BYTES = 1 << 20
-TAIL_BYTES = 4 << 20
 
 _CHAIN = re.compile(
     r"^(?:During handling of the above exception, another exception occurred:"
@@ -146,26 +145,6 @@ class _Plan:
     unfiltered: tuple[int, ...]  # signatures without a prefilter: tried on every line
 
 
-def _trie_pattern(words: list[str]) -> str:
-    """A regex matching any of `words`, factored into a trie so the scan costs a few
-    character tests per position instead of one per word (~15x faster in `re`)."""
-    trie: dict[str, dict] = {}  # type: ignore[type-arg]
-    for word in words:
-        node = trie
-        for ch in word:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-
-    def build(node: dict) -> str:  # type: ignore[type-arg]
-        branches = [re.escape(ch) + build(child) for ch, child in sorted(node.items()) if ch]
-        if not branches:
-            return ""
-        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-        return f"(?:{body})?" if "" in node else body
-
-    return build(trie)
-
-
 @lru_cache(maxsize=16)
 def _plan(signatures: tuple[Signature, ...]) -> _Plan:
     literals: set[str] = set(_CHAIN_LITERALS) | {_TRACEBACK_LITERAL}
@@ -180,13 +159,13 @@ def _plan(signatures: tuple[Signature, ...]) -> _Plan:
         variants.update({lit, lit.capitalize(), lit.upper()} if not lit.isascii() else {lit})
     trigger = None
     if not full_scan:
-        trigger = re.compile(_trie_pattern(sorted(variants)).encode("utf-8"))
+        trigger = re.compile(trie_pattern(sorted(variants)).encode("utf-8"))
     owners: dict[str, list[int]] = {lit: [] for lit in literals}
     for i, sig in enumerate(signatures):
         for lit in sig.prefilter:
             owners[lit].append(i)
     unfiltered = tuple(i for i, sig in enumerate(signatures) if not sig.prefilter)
-    literal_at = re.compile("(?=(" + _trie_pattern(sorted(literals)) + "))")
+    literal_at = re.compile("(?=(" + trie_pattern(sorted(literals)) + "))")
     return _Plan(signatures, trigger, literal_at, {k: tuple(v) for k, v in owners.items()}, unfiltered)
 
 
@@ -224,20 +203,8 @@ def _candidate_lines(data: bytes, plan: _Plan) -> Iterator[tuple[int, bytes]]:
     """(line number, raw line) of the lines that hold a prefilter literal (all lines when
     some signature has none), in order."""
     if plan.trigger is None:
-        yield from enumerate(data.split(b"\n"), 1)
-        return
-    lower = data.lower()
-    number, counted_to, pos = 1, 0, 0
-    search = plan.trigger.search
-    while (m := search(lower, pos)) is not None:
-        start = data.rfind(b"\n", 0, m.start()) + 1
-        end = data.find(b"\n", m.end())
-        if end < 0:
-            end = len(data)
-        number += data.count(b"\n", counted_to, start)
-        counted_to = start
-        yield number, data[start:end]
-        pos = end + 1
+        return enumerate(data.split(b"\n"), 1)
+    return lines_holding(data, plan.trigger)
 
 
 def classify_text(text: str, signatures: list[Signature], *, tail_from_line: int | None = None) -> Classification:
@@ -377,22 +344,9 @@ def _decide(hits: list[_Hit], notes: list[Evidence]) -> Classification:
     return Classification("none", CATEGORIES["none"], None, None, None, [], evidence=out)
 
 
-def _read_parts(path: Path, head: int, tail: int) -> tuple[bytes, bytes | None, int]:
-    """(head bytes, tail bytes or None when the file was read whole, file size)."""
-    with open(path, "rb") as f:
-        f.seek(0, 2)
-        size = f.tell()
-        f.seek(0)
-        if size <= head + tail:
-            return f.read(), None, size
-        first = f.read(head)
-        f.seek(size - tail)
-        return first, f.read(tail), size
-
-
 def read_bounded(path: Path, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> str:
     """The first `head` and last `tail` bytes of a file, decoded with errors="replace"."""
-    first, last, _ = _read_parts(Path(path), head, tail)
+    first, last, _ = read_parts(Path(path), head, tail)
     data = first if last is None else first + b"\n" + last
     return data.decode("utf-8", errors="replace")
 
@@ -402,7 +356,7 @@ def classify_file(path: Path, signatures: list[Signature]) -> Classification:
 
     When the file is cut, a match in its tail has no line number.
     """
-    first, last, size = _read_parts(Path(path), HEAD_BYTES, TAIL_BYTES)
+    first, last, size = read_parts(Path(path), HEAD_BYTES, TAIL_BYTES)
     if last is None:
         return dataclasses.replace(classify_bytes(first, signatures), bytes_read=size)
     result = classify_bytes(first + b"\n" + last, signatures, tail_from_line=first.count(b"\n") + 2)

@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from gpucluster_analysis.classify import classify_bytes, load_signatures
-from gpucluster_analysis.classify.engine import HEAD_BYTES, TAIL_BYTES
 from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.ingest.base import FileFormat, IngestOptions
 from gpucluster_analysis.ingest.files import open_binary
+from gpucluster_analysis.logscan import HEAD_BYTES, TAIL_BYTES
 from gpucluster_analysis.speed import extract_speed_bytes
 
 _STREAMS = {"stdout": "stdout", "out": "stdout", "stderr": "stderr", "err": "stderr", "combined": "combined", "log": "combined", "output": "combined"}

@@ -13,15 +13,12 @@ from __future__ import annotations
 import dataclasses
 import re
 import statistics
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-# The classifier's bounded reader and its literal trie, reused as they are (classify/ is
-# another engineer's: nothing there is changed for speed extraction).
-from gpucluster_analysis.classify.engine import HEAD_BYTES, TAIL_BYTES, _read_parts, _trie_pattern
 from gpucluster_analysis.classify.noise import normalize_line
+from gpucluster_analysis.logscan import HEAD_BYTES, TAIL_BYTES, lines_holding, read_parts, trie_pattern
 from gpucluster_analysis.speed.patterns import SpeedPattern, load_patterns
 
 __all__ = [
@@ -90,24 +87,8 @@ def _plan(patterns: tuple[SpeedPattern, ...]) -> _Plan:
     for i, p in enumerate(patterns):
         for lit in p.prefilter:
             owners.setdefault(lit, []).append(i)
-    trigger = re.compile(_trie_pattern(sorted(owners)).encode("utf-8"))
+    trigger = re.compile(trie_pattern(sorted(owners)).encode("utf-8"))
     return _Plan(trigger, tuple((lit, tuple(ids)) for lit, ids in sorted(owners.items())))
-
-
-def _candidate_lines(data: bytes, trigger: re.Pattern[bytes]) -> Iterator[tuple[int, bytes]]:
-    """(line number, raw line) of every line holding a prefilter literal, in order."""
-    lower = data.lower()
-    number, counted_to, pos = 1, 0, 0
-    search = trigger.search
-    while (m := search(lower, pos)) is not None:
-        start = data.rfind(b"\n", 0, m.start()) + 1
-        end = data.find(b"\n", m.end())
-        if end < 0:
-            end = len(data)
-        number += data.count(b"\n", counted_to, start)
-        counted_to = start
-        yield number, data[start:end]
-        pos = end + 1
 
 
 def _seconds(clock: str) -> int:
@@ -237,7 +218,7 @@ def extract_speed_bytes(data: bytes, patterns: tuple[SpeedPattern, ...] | None =
     steps: dict[int, list[SpeedSample]] = {}
     bars: dict[int, list[tuple[str, int, SpeedSample]]] = {}
     plan = _plan(patterns)
-    for number, raw_line in _candidate_lines(data, plan.trigger):
+    for number, raw_line in lines_holding(data, plan.trigger):
         line = raw_line.decode("utf-8", "replace")
         low = line.lower()
         line_number = None if tail_from_line is not None and number >= tail_from_line else number
@@ -275,7 +256,7 @@ def read_speed(path: Path | str, patterns: tuple[SpeedPattern, ...] | None = Non
     """The training speed of one log file, reading at most its first HEAD_BYTES (1 MiB) and
     last TAIL_BYTES (4 MiB), as the failure classifier does; samples in the tail of a cut
     file have no line number."""
-    first, last, size = _read_parts(Path(path), HEAD_BYTES, TAIL_BYTES)
+    first, last, size = read_parts(Path(path), HEAD_BYTES, TAIL_BYTES)
     if last is None:
         summary = extract_speed_bytes(first, patterns)
         return None if summary is None else _with(summary, truncated=False, bytes_read=size)
