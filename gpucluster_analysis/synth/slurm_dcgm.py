@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from gpucluster_analysis.synth.model import GPUS_PER_MACHINE
-from gpucluster_analysis.synth.slurm_telemetry import CHUNK_SECONDS, Runs, gpu_uuid, sample_owners
+from gpucluster_analysis.synth.slurm_telemetry import Runs, gpu_uuid, sample_chunks, sample_grid
 
 # (metric, HELP text as dcgm-exporter's default counters give it)
 FIELDS = (
@@ -99,16 +99,12 @@ def write_dcgm_logs(
     dram_ratio = per_job.uniform(0.2, 0.9, n_jobs)
     job_level = np.zeros(n_jobs)
     np.maximum.at(job_level, runs.job, runs.level)  # the idle sentinel run adds 0
-    n_samples = -(-span // interval_s)
-    first_k = -(-(runs.start - t0) // interval_s)
-    end_k = -(-(runs.end - t0) // interval_s)
-    pair_first = first_k[runs.gpu_owner]
-    pair_end = end_k[runs.gpu_owner]
+    grid = sample_grid(runs, t0, span, interval_s)
 
     busy_job = job_level >= STALL_LEVEL_PCT
     stalled = np.where(busy_job, stall_draw < STALL_PROB_BUSY, stall_draw < STALL_PROB_OTHER)
     # The busy job with the most scrapes always stalls, so that every trace with one has a case.
-    scrapes = np.clip(pair_end, 0, n_samples) - np.clip(pair_first, 0, n_samples)
+    scrapes = np.clip(grid.pair_end, 0, grid.n_samples) - np.clip(grid.pair_first, 0, grid.n_samples)
     per_job_scrapes = np.bincount(runs.job[runs.gpu_owner], weights=np.maximum(scrapes, 0), minlength=n_jobs)
     candidates = busy_job & (per_job_scrapes > 0)
     if candidates.any():
@@ -122,15 +118,9 @@ def write_dcgm_logs(
     headers = [f"# HELP {name} {text}\n# TYPE {name} gauge\n" for name, text in FIELDS]
     files = [open(folder / f"{h}.prom", "w", encoding="ascii", newline="\n") for h in hosts]  # noqa: SIM115
     rows = 0
-    per_chunk = max(1, CHUNK_SECONDS // interval_s)
     try:
-        for chunk, c0 in enumerate(range(0, n_samples, per_chunk)):
-            c1 = min(n_samples, c0 + per_chunk)
-            length = c1 - c0
-            rng = np.random.default_rng([seed, stream, chunk])
-            owner = sample_owners(runs, pair_first, pair_end, c0, c1, gpus)
-            busy = owner >= 0
-            own = np.where(busy, owner, 0)
+        for chunk in sample_chunks(runs, grid, gpus=gpus, interval_s=interval_s, seed=seed, stream=stream):
+            c0, length, rng, busy, own = chunk.c0, chunk.length, chunk.rng, chunk.busy, chunk.own
             job = runs.job[own]
             shape = (length, gpus)
             gr = runs.level[own] / 100.0 + rng.standard_normal(shape) * runs.noise[own] / 100.0
@@ -164,7 +154,7 @@ def write_dcgm_logs(
                             lines.append(prefix[field][m][i] + text + stamp)
                 rows += length * len(FIELDS) * GPUS_PER_MACHINE
                 f.write("".join(lines))
-            log(f"dcgm-exporter scrapes: day {chunk + 1} written")
+            log(f"dcgm-exporter scrapes: day {chunk.index + 1} written")
     finally:
         for f in files:
             f.close()

@@ -26,7 +26,7 @@ start and end on whole seconds and samples are taken on whole seconds plus < 1 s
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -89,6 +89,45 @@ def sample_owners(runs: Runs, pair_first: np.ndarray, pair_end: np.ndarray, c0: 
     return np.cumsum(diff[:length], axis=0) - 1
 
 
+@dataclass(frozen=True)
+class SampleGrid:
+    """The sample instants of a trace (sample k at t0 + k * interval) and, per (run, GPU) pair
+    of `runs`, the first sample it holds and the one after its last."""
+    n_samples: int
+    pair_first: np.ndarray
+    pair_end: np.ndarray
+
+
+def sample_grid(runs: Runs, t0: int, span: int, interval_s: int) -> SampleGrid:
+    # Run r holds sample k when start <= t0 + k * interval < end.
+    first_k = -(-(runs.start - t0) // interval_s)
+    end_k = -(-(runs.end - t0) // interval_s)
+    return SampleGrid(-(-span // interval_s), first_k[runs.gpu_owner], end_k[runs.gpu_owner])
+
+
+@dataclass(frozen=True)
+class SampleChunk:
+    """Samples [c0, c0 + length) (a day at most: CHUNK_SECONDS), who holds each GPU there,
+    and the chunk's own random stream (so a chunk's draws do not depend on the others)."""
+    index: int
+    c0: int
+    length: int
+    rng: np.random.Generator
+    busy: np.ndarray  # (length, gpus): some run holds the GPU
+    own: np.ndarray  # (length, gpus): the run holding it, 0 where none does (mask with busy)
+
+
+def sample_chunks(runs: Runs, grid: SampleGrid, *, gpus: int, interval_s: int, seed: int,
+                  stream: int) -> Iterator[SampleChunk]:
+    per_chunk = max(1, CHUNK_SECONDS // interval_s)
+    for index, c0 in enumerate(range(0, grid.n_samples, per_chunk)):
+        c1 = min(grid.n_samples, c0 + per_chunk)
+        owner = sample_owners(runs, grid.pair_first, grid.pair_end, c0, c1, gpus)
+        busy = owner >= 0
+        yield SampleChunk(index, c0, c1 - c0, np.random.default_rng([seed, stream, index]), busy,
+                          np.where(busy, owner, 0))
+
+
 def write_gpu_logs(
     out: Path,
     *,
@@ -108,26 +147,15 @@ def write_gpu_logs(
     folder.mkdir(parents=True, exist_ok=True)
     machines = len(hosts)
     gpus = machines * GPUS_PER_MACHINE
-    n_samples = -(-span // interval_s)
-    # Sample k is taken at t0 + k * interval; run r holds sample k when start <= t < end.
-    first_k = -(-(runs.start - t0) // interval_s)
-    end_k = -(-(runs.end - t0) // interval_s)
-    pair_first = first_k[runs.gpu_owner]
-    pair_end = end_k[runs.gpu_owner]
+    grid = sample_grid(runs, t0, span, interval_s)
     util_sum = np.zeros(n_jobs)
     util_count = np.zeros(n_jobs, dtype=np.int64)
     uuids = [[gpu_uuid(seed, h, i) for i in range(GPUS_PER_MACHINE)] for h in hosts]
     files = [open(folder / f"{h}.csv", "w", encoding="ascii", newline="\n") for h in hosts]  # noqa: SIM115
     rows = 0
-    per_chunk = max(1, CHUNK_SECONDS // interval_s)
     try:
-        for chunk, c0 in enumerate(range(0, n_samples, per_chunk)):
-            c1 = min(n_samples, c0 + per_chunk)
-            length = c1 - c0
-            rng = np.random.default_rng([seed, stream, chunk])
-            owner = sample_owners(runs, pair_first, pair_end, c0, c1, gpus)
-            busy = owner >= 0
-            own = np.where(busy, owner, 0)
+        for chunk in sample_chunks(runs, grid, gpus=gpus, interval_s=interval_s, seed=seed, stream=stream):
+            c0, length, rng, busy, own = chunk.c0, chunk.length, chunk.rng, chunk.busy, chunk.own
             level = runs.level[own] + rng.standard_normal((length, gpus)) * runs.noise[own]
             util = np.where(busy, np.rint(np.clip(level, 0.0, 100.0)), 0).astype(np.int64)
             util_na = rng.random((length, gpus)) < UTIL_NA_RATE
@@ -162,7 +190,7 @@ def write_gpu_logs(
                         )
                 rows += len(lines)
                 f.write("".join(lines))
-            log(f"nvidia-smi logs: day {chunk + 1} written")
+            log(f"nvidia-smi logs: day {chunk.index + 1} written")
     finally:
         for f in files:
             f.close()
