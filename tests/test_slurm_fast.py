@@ -59,7 +59,7 @@ def _both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, paths: list[Path
 
     def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
         typed, other = split(*args, **kwargs)
-        counts[0] += typed.rows.height
+        counts[0] += typed.height
         counts[1] += int(other.sum())
         return typed, other
 
