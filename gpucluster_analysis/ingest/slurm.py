@@ -391,9 +391,9 @@ _STEP_COLUMNS = [
     ("cluster", pa.string()), ("text", pa.string()),
 ]
 _STEP_SCHEMA = pa.schema(_STEP_COLUMNS)
-# every row with a job id, in line order, as slurm_link reads it; `text` as staged, for its md5
-_KEY_SCHEMA = pa.schema([("line", pa.int64()), ("job_id", pa.string()), ("cluster", pa.string()), ("dump", pa.int32()),
-                         ("het_offset", pa.int32()), ("is_alloc", pa.bool_()), ("text", pa.string())])
+# every row with a job id, in line order, as slurm_link reads it (with each line's md5, `digest`)
+_LINK_SCHEMA = pa.schema([("line", pa.int64()), ("job_id", pa.string()), ("cluster", pa.string()), ("dump", pa.int32()),
+                          ("het_offset", pa.int32()), ("is_alloc", pa.bool_())])
 _UNREAD_SCHEMA = pa.schema([("line", pa.int64()), ("problem", pa.string()), ("text", pa.string())])
 _HOST_SCHEMA = pa.schema([("line", pa.int64()), ("machine_id", pa.string())])
 
@@ -442,14 +442,17 @@ class _Stager:
         self._settle()
         # 32-bit string offsets: half the memory of polars' 64-bit ones
         self._keep(typed.allocs.to_arrow().cast(_STAGE_SCHEMA), typed.steps.to_arrow().cast(_STEP_SCHEMA),
-                   typed.keys.to_arrow().cast(_KEY_SCHEMA))
+                   typed.keys.to_arrow().cast(_LINK_SCHEMA), typed.texts)
         if typed.hosts.height:
             self.host_tables.append(typed.hosts.to_arrow().cast(_HOST_SCHEMA))
 
-    def _keep(self, allocs: pa.Table, steps: pa.Table, keys: pa.Table) -> None:
-        digest = self.side.sql("SELECT md5(text) FROM keys").to_arrow_table().column(0)
+    def _keep(self, allocs: pa.Table, steps: pa.Table, keys: pa.Table, texts: pa.Array) -> None:
+        """`texts`: the keys' lines. Each line's md5 is of the line as staged (cut at _TEXT_LIMIT
+        characters; the typed lines are ASCII)."""
+        lines = pa.table({"text": texts})  # noqa: F841 (read by DuckDB by name)
+        digest = self.side.sql(f"SELECT md5(left(text, {_TEXT_LIMIT})) FROM lines").to_arrow_table().column(0)
         # without the bytes polars keeps under nulled strings
-        self.segment.append((_compact(allocs), _compact(steps), keys.drop_columns(["text"]).append_column("digest", digest)))
+        self.segment.append((_compact(allocs), _compact(steps), keys.append_column("digest", digest)))
 
     def _settle(self) -> None:
         """The segment's rows, in line order, after the rows before them."""
@@ -471,9 +474,9 @@ class _Stager:
             is_alloc = pc.and_(has_id, pc.is_null(batch.column("step")))
             self.unread.append(batch.filter(pc.invert(has_id)).select(_UNREAD_SCHEMA.names))
             keyed = batch.filter(has_id)
-            keys = keyed.append_column("is_alloc", pc.is_null(keyed.column("step"))).select(_KEY_SCHEMA.names)
+            keys = keyed.append_column("is_alloc", pc.is_null(keyed.column("step"))).select(_LINK_SCHEMA.names)
             self._keep(batch.filter(is_alloc), batch.filter(pc.and_(has_id, pc.invert(is_alloc))).select(_STEP_SCHEMA.names),
-                       keys)
+                       keys, keyed.column("text"))
             self.rows = {name: [] for name in self.rows}
         if self.hosts["line"]:
             self.host_tables.append(pa.Table.from_pydict(self.hosts, schema=_HOST_SCHEMA))
@@ -485,8 +488,7 @@ class _Stager:
         self._settle()
         allocs = _concat(self.allocs, _STAGE_SCHEMA)
         steps = _concat(self.steps, _STEP_SCHEMA)
-        keys = _concat(self.keys, _KEY_SCHEMA.remove(_KEY_SCHEMA.get_field_index("text")).append(
-            pa.field("digest", pa.string())))
+        keys = _concat(self.keys, _LINK_SCHEMA.append(pa.field("digest", pa.string())))
         unread = _concat(self.unread, _UNREAD_SCHEMA)
         hosts = _concat(self.host_tables, _HOST_SCHEMA)
         self.allocs, self.steps, self.keys, self.unread, self.host_tables = [], [], [], [], []

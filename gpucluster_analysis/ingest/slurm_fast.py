@@ -40,7 +40,6 @@ from gpucluster_analysis.ingest.slurm import (
     _MISSING,
     _STAGE_COLUMNS,
     _STEP_COLUMNS,
-    _TEXT_LIMIT,
     KNOWN_STATES,
     REQUEUE_STATES,
     STATUS_OF_STATE,
@@ -82,14 +81,15 @@ _INT_LIMIT = 2**62
 
 @dataclass
 class FastRows:
-    """Staged rows typed here, each frame in line order: `allocs` has stage_sacct_exact's columns
-    (slurm._STAGE_COLUMNS), `steps` the few a step row needs (slurm._STEP_COLUMNS), `keys` every
-    row of both with what the linking reads (slurm._KEY_COLUMNS, the text for its md5), `hosts`
-    stage_sacct_host's."""
+    """Staged rows typed here, each in line order: `allocs` has the columns of slurm._STAGE_COLUMNS,
+    `steps` the few a step row needs (slurm._STEP_COLUMNS), `keys` every row of both with what
+    the linking reads (slurm._LINK_SCHEMA), `texts` their lines (for their md5),
+    `hosts` stage_sacct_host's."""
 
     allocs: pl.DataFrame
     steps: pl.DataFrame
     keys: pl.DataFrame
+    texts: pa.Array
     hosts: pl.DataFrame
     gpu_keyed: bool  # some row names a GPU in its TRES (gres/gpu=0 included)
 
@@ -204,7 +204,8 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
     exit_parts = exit_text.str.extract_groups(_EXIT)
     blank = pl.col("text").str.contains(" ", literal=True) | pl.col("text").str.contains("\t", literal=True)
     known = state.struct.field("word").is_in(sorted(KNOWN_STATES)).fill_null(False)
-    head = frame.lazy().with_columns(
+    head = frame.lazy().select(
+        pl.col("line"),
         job_id.struct.field("job").alias("job_id"), job_id.struct.field("het").alias("het_text"),
         job_id.struct.field("step").alias("step"),
         state.struct.field("word").alias("word"), state.struct.field("by").alias("cancelled_by"),
@@ -220,8 +221,10 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
     ).collect()
     is_step = head["step"].is_not_null().to_numpy()
     row_ok = head["row_ok"].to_numpy()
+    # the frames are cut before they grow: a step row's few columns, an allocation row's fields
     step_rows = head.filter(pl.Series(is_step & row_ok))
-    typed = head.filter(pl.Series(~is_step & row_ok)).lazy().with_columns(
+    alloc_rows = pl.Series(~is_step & row_ok)
+    typed = pl.concat([head.filter(alloc_rows), frame.select("fields").filter(alloc_rows)], how="horizontal").lazy().with_columns(
         *time_of(cols.submit, "submit_t"), *time_of(cols.eligible, "eligible_t"),
         *time_of(cols.start, "start_t"), *time_of(cols.end, "end_t"),
         value(cols.timelimit if cols.timelimit is not None else cols.timelimit_raw).alias("limit_key"),
@@ -311,13 +314,12 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
         pl.lit(None, dtype=pl.String).alias("text"))
     keys = head.filter(pl.Series(clean)).select(
         pl.col("line"), pl.col("job_id"), pl.col("cluster"), pl.lit(dump, dtype=pl.Int32).alias("dump"),
-        pl.col("het_text").cast(pl.Int32).alias("het_offset"), pl.col("step").is_null().alias("is_alloc"),
-        pl.col("text").str.slice(0, _TEXT_LIMIT))
+        pl.col("het_text").cast(pl.Int32).alias("het_offset"), pl.col("step").is_null().alias("is_alloc"))
     hosts = out.select("line", pl.col("host_list").alias("machine_id")).explode("machine_id").drop_nulls("machine_id")
     allocs = out.select([pl.col(name).cast(kind) for name, kind in STAGE_SCHEMA.items()])
     gpu_keyed = bool(out["gpu_keyed"].fill_null(False).any())
-    return FastRows(allocs, steps.cast(STEP_SCHEMA), keys, hosts.cast({"line": pl.Int64, "machine_id": pl.String}),
-                    gpu_keyed), ~clean
+    return FastRows(allocs, steps.cast(STEP_SCHEMA), keys, texts.filter(pa.array(clean)),
+                    hosts.cast({"line": pl.Int64, "machine_id": pl.String}), gpu_keyed), ~clean
 
 
 def _status(started: pl.Expr) -> pl.Expr:
