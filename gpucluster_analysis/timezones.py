@@ -91,7 +91,7 @@ def install_zone(con: duckdb.DuckDBPyConnection, zone_name: str) -> None:
     )
     present = con.execute(
         f"SELECT count(*) FROM {ZONE_PERIODS_TABLE} WHERE zone = ?", [zone_name]
-    ).fetchone()[0]
+    ).fetchall()[0][0]  # fetched to the end: a result left open stops a later register()
     if present:
         return
     rows = [(zone_name, start, offset) for start, offset in local_periods(zone_name)]

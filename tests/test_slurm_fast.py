@@ -10,15 +10,17 @@ times, changes of clocks in New York), overlapping nightly dumps, and the benchm
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import random
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from gpucluster_analysis.db import open_store
-from gpucluster_analysis.ingest import IngestOptions, detect_format, ingest_paths, slurm, slurm_fast
+from gpucluster_analysis.ingest import IngestOptions, detect_format, ingest_paths, slurm, slurm_fast, slurm_link
 from gpucluster_analysis.ingest.files import read_head
 from gpucluster_analysis.synth.slurm import generate_slurm_trace
 
@@ -59,7 +61,7 @@ def _both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, paths: list[Path
 
     def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
         typed, other = split(*args, **kwargs)
-        counts[0] += typed.rows.height
+        counts[0] += typed.height
         counts[1] += int(other.sum())
         return typed, other
 
@@ -117,7 +119,7 @@ ODD = {
               "12.batch.0"],
     "JobName": ["", "a|b", "caf\u00e9", "  spaced  ", "x" * 600, "\u540d\u524d", "tab\tinside", "JobID"],
     "User": ["", " bob ", "u\tx", "Unknown"],
-    "Account": ["", "ml ", "N/A"],
+    "Account": ["", "ml ", "N/A", "\tml"],
     "Partition": ["", "gpu,debug"],
     "QOS": ["", "normal", "high prio"],
     "State": ["CANCELLED by", "CANCELLED  by 12", "cancelled by 5", "WEIRD_STATE", "", "COMPLETED+", "completed",
@@ -336,3 +338,48 @@ def test_chunks_read_the_lines_line_by_line_reads(tmp_path: Path, monkeypatch: p
             assert (lines, latin1) == expected[:2]
         else:  # the same error; the lines before it were read (and are never stored)
             assert error == expected[2]
+
+
+# ------------------------------------------------------------- a job's only allocation row
+
+def _general_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, paths: list[Path], **options: object):  # type: ignore[no-untyped-def]
+    """(store and outcomes as ingested, the same with every row through slurm_sacct.sql's general
+    way: no row taken for its job's only allocation row, so every window and group runs)."""
+    link = slurm_link.link
+
+    def nothing_alone(keys):  # type: ignore[no-untyped-def]
+        links = link(keys)
+        return dataclasses.replace(links, alone=pa.array([False] * len(links.alone)))
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    outcomes = _ingest_each(tmp_path / "shortcut.duckdb", paths, **options)
+    with monkeypatch.context() as m:
+        m.setattr(slurm_link, "link", nothing_alone)
+        general = _ingest_each(tmp_path / "general.duckdb", paths, **options)
+    return (_store(tmp_path / "general.duckdb"), general), (_store(tmp_path / "shortcut.duckdb"), outcomes)
+
+
+def test_alone_rows_stored_as_the_general_way_stores_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SQL's shortcuts for a job's only allocation row (no window, group or join over it)
+    store what the general way does: on hostile dumps (one a file of its own, then overlapping
+    nightly dumps met again) and on the benchmark's dump."""
+    hostile = _Dump(seed=21, start=datetime(2024, 11, 2, 22), odd=0.03, step_minutes=1).write(tmp_path / "h.txt", 400)
+    early = _Dump(seed=5, start=datetime(2024, 11, 2, 23), odd=0.01, step_minutes=2)
+    early.write(tmp_path / "a.txt", 200)
+    late = _Dump(seed=6, start=datetime(2024, 11, 3, 12), odd=0.01, step_minutes=2)
+    late.lines = [line.replace("|RUNNING|", "|COMPLETED|") for line in early.lines[: len(early.lines) // 2]] + late.lines[1:]
+    late.write(tmp_path / "b.txt", 100)
+    trace = tmp_path / "trace"
+    generate_slurm_trace(trace, jobs=60, machines=3, days=0.5, seed=3, interval_s=3600, dcgm_interval_s=3600)
+    year = tmp_path / "year.txt"
+    _benchmark_module().write_dump(trace / "sacct.txt", year, 120)
+    for name, paths in (("hostile", [hostile, tmp_path / "a.txt", tmp_path / "b.txt"]),
+                        ("year", [year])):
+        general, shortcut = _general_way(tmp_path / name, monkeypatch, paths, zone=NEW_YORK)
+        _assert_same(general, shortcut, name)
+        assert general[0]["jobs"], name
+    # the shortcuts were taken, and the general way had requeues, het jobs and repeats to do
+    with open_store(tmp_path / "hostile" / "shortcut.duckdb", read_only=True) as con:
+        several = con.execute("SELECT count(*) FILTER (WHERE n > 1), count(*) FROM "
+                              "(SELECT count(*) AS n FROM attempts GROUP BY job_id)").fetchall()[0]
+    assert 20 < several[0] < several[1] / 2, several

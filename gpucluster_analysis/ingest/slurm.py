@@ -384,28 +384,48 @@ _STAGE_COLUMNS = [
     ("dump", pa.int32()), ("text", pa.string()),
 ]
 _STAGE_SCHEMA = pa.schema(_STAGE_COLUMNS)
-# as staged: `digest` is md5 of the line's text (as cut), for the nightly-dump rules; `text`
-# is kept for the rows read line by line only (the typed rows' lines are read again from the
-# file for the few that SQL rejects: a million jobs' lines held till then were ~1 GB)
-_STAGED_SCHEMA = _STAGE_SCHEMA.append(pa.field("digest", pa.string()))
+# a step row as the SQL reads it (its run's outcome and the checks)
+_STEP_COLUMNS = [
+    ("line", pa.int64()), ("job_id", pa.string()), ("het_offset", pa.int32()), ("step", pa.string()),
+    ("problem", pa.string()), ("state", pa.string()), ("status", pa.string()), ("exit_code", pa.int32()),
+    ("cluster", pa.string()), ("text", pa.string()),
+]
+_STEP_SCHEMA = pa.schema(_STEP_COLUMNS)
+# every row with a job id, in line order, as slurm_link reads it (with each line's md5, `digest`)
+_LINK_SCHEMA = pa.schema([("line", pa.int64()), ("job_id", pa.string()), ("cluster", pa.string()), ("dump", pa.int32()),
+                          ("het_offset", pa.int32()), ("is_alloc", pa.bool_())])
+_UNREAD_SCHEMA = pa.schema([("line", pa.int64()), ("problem", pa.string()), ("text", pa.string())])
 _HOST_SCHEMA = pa.schema([("line", pa.int64()), ("machine_id", pa.string())])
 
 
 class _Stager:
-    """Collects the staged rows: those parsed line by line go to DuckDB every BATCH_ROWS rows
-    (stage_sacct_exact), those slurm_fast typed stay polars frames until finish(), which hands
-    them to DuckDB in place (a copy costs seconds at a million jobs). stage_sacct and
-    stage_sacct_host are views over both."""
+    """Collects the staged rows in line order, as Arrow tables held until finish(), which hands
+    them to DuckDB in place (a copy costs seconds at a million jobs): the allocation rows with
+    every column (stage_sacct_allocs), the step rows with the few the SQL reads
+    (stage_sacct_steps), the rows without a job id (stage_sacct_unread), each block of a job's
+    rows (stage_sacct_blocks, from slurm_link) and the hosts (stage_sacct_host). Rows parsed line
+    by line come every BATCH_ROWS rows, or before the next rows slurm_fast typed. The reader
+    yields a run's typed rows before the run's other lines (which the exact way reads), so the
+    rows of a run and of the lines after it are put in line order when the next run comes
+    (the rows of two such segments never interleave). `text` is
+    kept for the rows read line by line only (the typed rows' lines are read again from the file
+    for the few that SQL rejects: a million jobs' lines held till then were ~1 GB); each line's
+    md5 is taken as it is staged, for the nightly-dump rules."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
         self.rows: dict[str, list] = {name: [] for name, _ in _STAGE_COLUMNS}  # type: ignore[type-arg]
         self.hosts: dict[str, list] = {"line": [], "machine_id": []}  # type: ignore[type-arg]
-        self.typed: list[Any] = []
-        self.typed_hosts: list[Any] = []
-        names = ", ".join(f"{f.name} {_duck_type(f.type)}" for f in _STAGED_SCHEMA)
-        con.execute(f"CREATE OR REPLACE TEMP TABLE stage_sacct_exact ({names})")
-        con.execute("CREATE OR REPLACE TEMP TABLE stage_sacct_exact_host (line BIGINT, machine_id VARCHAR)")
+        self.allocs: list[pa.Table] = []
+        self.steps: list[pa.Table] = []
+        self.keys: list[pa.Table] = []
+        self.unread: list[pa.Table] = []
+        self.host_tables: list[pa.Table] = []
+        self.segment: list[tuple[pa.Table, pa.Table, pa.Table]] = []  # (allocs, steps, keys) not yet in order
+        self.registered: list[str] = []
+        # md5 of each line: queries of Arrow data alone, on a cursor of their own (a result the
+        # loader left unread on `con` must not stop them)
+        self.side = con.cursor()
 
     def add(self, row: dict[str, object], hosts: list[str]) -> None:
         for name in self.rows:
@@ -416,72 +436,114 @@ class _Stager:
         if len(self.rows["line"]) >= BATCH_ROWS:
             self.flush()
 
-    def add_typed(self, rows: Any, hosts: Any) -> None:
-        """Rows typed by slurm_fast (polars frames with the staging columns, in order), kept as
-        Arrow: a compact copy, where the polars frame's strings are views that keep every
-        intermediate buffer of the chunk alive (3x the memory at a million jobs)."""
-        # 32-bit string offsets: half the memory of polars' 64-bit ones, for 17 string columns
-        typed = rows.to_arrow().cast(_STAGE_SCHEMA)
-        digest = self.con.sql("SELECT md5(text) FROM typed").to_arrow_table().column(0)
-        columns = [pa.nulls(len(typed), pa.string()) if f.name == "text" else
-                   _without_null_bytes(typed.column(f.name)) if f.type == pa.string() else typed.column(f.name)
-                   for f in _STAGE_SCHEMA]
-        self.typed.append(pa.Table.from_arrays([*columns, digest], schema=_STAGED_SCHEMA))
-        if hosts.height:
-            self.typed_hosts.append(hosts.to_arrow().cast(_HOST_SCHEMA))
+    def add_typed(self, typed: Any) -> None:
+        """Rows typed by slurm_fast (a slurm_fast.FastRows), after the rows read before them."""
+        self.flush()
+        self._settle()
+        # 32-bit string offsets: half the memory of polars' 64-bit ones
+        self._keep(typed.allocs.to_arrow().cast(_STAGE_SCHEMA), typed.steps.to_arrow().cast(_STEP_SCHEMA),
+                   typed.keys.to_arrow().cast(_LINK_SCHEMA), typed.texts)
+        if typed.hosts.height:
+            self.host_tables.append(typed.hosts.to_arrow().cast(_HOST_SCHEMA))
+
+    def _keep(self, allocs: pa.Table, steps: pa.Table, keys: pa.Table, texts: pa.Array) -> None:
+        """`texts`: the keys' lines. Each line's md5 is of the line as staged (cut at _TEXT_LIMIT
+        characters; the typed lines are ASCII)."""
+        lines = pa.table({"text": texts})  # noqa: F841 (read by DuckDB by name)
+        digest = self.side.sql(f"SELECT md5(left(text, {_TEXT_LIMIT})) FROM lines").to_arrow_table().column(0)
+        # without the bytes polars keeps under nulled strings
+        self.segment.append((_compact(allocs), _compact(steps), keys.append_column("digest", digest)))
+
+    def _settle(self) -> None:
+        """The segment's rows, in line order, after the rows before them."""
+        if not self.segment:
+            return
+        allocs, steps, keys = (pa.concat_tables(part) for part in zip(*self.segment))
+        self.segment = []
+        lines = keys.column("line").to_numpy()
+        if np.any(lines[1:] < lines[:-1]):
+            allocs, steps, keys = (t.take(pc.sort_indices(t.column("line"))) for t in (allocs, steps, keys))
+        self.allocs.append(allocs)
+        self.steps.append(steps)
+        self.keys.append(keys)
 
     def flush(self) -> None:
         if self.rows["line"]:
-            batch = pa.Table.from_pydict(self.rows, schema=_STAGE_SCHEMA)  # noqa: F841 (read by DuckDB by name)
-            self.con.execute("INSERT INTO stage_sacct_exact SELECT *, md5(text) FROM batch")
+            batch = pa.Table.from_pydict(self.rows, schema=_STAGE_SCHEMA)
+            has_id = pc.is_valid(batch.column("job_id"))
+            is_alloc = pc.and_(has_id, pc.is_null(batch.column("step")))
+            self.unread.append(batch.filter(pc.invert(has_id)).select(_UNREAD_SCHEMA.names))
+            keyed = batch.filter(has_id)
+            keys = keyed.append_column("is_alloc", pc.is_null(keyed.column("step"))).select(_LINK_SCHEMA.names)
+            self._keep(batch.filter(is_alloc), batch.filter(pc.and_(has_id, pc.invert(is_alloc))).select(_STEP_SCHEMA.names),
+                       keys, keyed.column("text"))
             self.rows = {name: [] for name in self.rows}
         if self.hosts["line"]:
-            host_batch = pa.Table.from_pydict(self.hosts, schema=_HOST_SCHEMA)  # noqa: F841 (read by DuckDB by name)
-            self.con.execute("INSERT INTO stage_sacct_exact_host SELECT * FROM host_batch")
+            self.host_tables.append(pa.Table.from_pydict(self.hosts, schema=_HOST_SCHEMA))
             self.hosts = {"line": [], "machine_id": []}
 
     def finish(self, gpus_accounted: bool) -> None:
-        """Stage the rest, then the views stage_sacct and stage_sacct_host over both ways' rows."""
+        """Stage the rest, link the rows into blocks and hand every table to DuckDB."""
         self.flush()
-        fast = pa.concat_tables(self.typed) if self.typed else _STAGED_SCHEMA.empty_table()
-        fast_hosts = pa.concat_tables(self.typed_hosts) if self.typed_hosts else _HOST_SCHEMA.empty_table()
-        self.typed, self.typed_hosts = [], []
+        self._settle()
+        allocs = _concat(self.allocs, _STAGE_SCHEMA)
+        steps = _concat(self.steps, _STEP_SCHEMA)
+        keys = _concat(self.keys, _LINK_SCHEMA.append(pa.field("digest", pa.string())))
+        unread = _concat(self.unread, _UNREAD_SCHEMA)
+        hosts = _concat(self.host_tables, _HOST_SCHEMA)
+        self.allocs, self.steps, self.keys, self.unread, self.host_tables = [], [], [], [], []
         # sacct -M all: job ids repeat across clusters, so a dump of several keeps them apart as
         # <cluster>/<job id> (one cluster's dump keeps sacct's ids, which its logs and scontrol use)
-        clusters = set(pc.unique(fast.column("cluster")).drop_null().to_pylist()) | {
-            r[0] for r in self.con.execute(
-                "SELECT DISTINCT cluster FROM stage_sacct_exact WHERE cluster IS NOT NULL").fetchall()}
-        if len(clusters) > 1:
-            job_id = pc.if_else(pc.is_null(fast.column("cluster")), fast.column("job_id"),
-                                pc.binary_join_element_wise(fast.column("cluster"), fast.column("job_id"), "/"))
-            fast = fast.set_column(fast.schema.get_field_index("job_id"), "job_id", job_id)
+        if len(pc.unique(keys.column("cluster")).drop_null()) > 1:
+            allocs, steps, keys = (_with_cluster(t) for t in (allocs, steps, keys))
         # No row names a GPU: the site does not account GPUs in TRES (AccountingStorageTRES
         # without gres/gpu), so a TRES without one says nothing about GPUs. Unknown, not 0.
         if not gpus_accounted:
             for name in ("gpus", "req_gpus"):
-                at = fast.schema.get_field_index(name)
-                fast = fast.set_column(at, name, pa.nulls(len(fast), fast.schema.field(name).type))
-        if len(clusters) > 1:
-            self.con.execute("UPDATE stage_sacct_exact SET job_id = cluster || '/' || job_id"
-                             " WHERE job_id IS NOT NULL AND cluster IS NOT NULL").fetchall()
-        if not gpus_accounted:
-            self.con.execute("UPDATE stage_sacct_exact SET gpus = NULL, req_gpus = NULL").fetchall()
-        self.con.register("stage_sacct_fast", fast)
-        self.con.register("stage_sacct_fast_host", fast_hosts)
-        self.con.execute("CREATE OR REPLACE TEMP VIEW stage_sacct AS "
-                         "SELECT * FROM stage_sacct_fast UNION ALL SELECT * FROM stage_sacct_exact")
-        self.con.execute("CREATE OR REPLACE TEMP VIEW stage_sacct_host AS "
-                         "SELECT * FROM stage_sacct_fast_host UNION ALL SELECT * FROM stage_sacct_exact_host")
+                at = allocs.schema.get_field_index(name)
+                allocs = allocs.set_column(at, name, pa.nulls(len(allocs), allocs.schema.field(name).type))
+        from gpucluster_analysis.ingest import slurm_link  # imports polars, slow to import
+
+        links = slurm_link.link(keys)
+        # allocs and steps are the keys' rows of each kind, in the same (line) order
+        is_alloc = keys.column("is_alloc")
+        allocs = allocs.append_column("block_no", links.block_no.filter(is_alloc)) \
+            .append_column("alone", links.alone.filter(is_alloc))
+        steps = steps.append_column("alloc_line", links.alloc_line.filter(pc.invert(is_alloc)))
+        for name, table in (("stage_sacct_allocs", allocs), ("stage_sacct_steps", steps),
+                            ("stage_sacct_unread", unread), ("stage_sacct_blocks", links.blocks),
+                            ("stage_sacct_host", hosts)):
+            self.con.register(name, table)
+            self.registered.append(name)
 
     def close(self) -> None:
-        """Let go of the typed rows held in memory."""
-        for view in ("stage_sacct", "stage_sacct_host"):
-            self.con.execute(f"DROP VIEW IF EXISTS {view}")
-        for name in ("stage_sacct_fast", "stage_sacct_fast_host"):
+        """Let go of the staged rows held in memory (and the view the SQL made over them)."""
+        self.con.execute("DROP VIEW IF EXISTS stage_sacct_linked").fetchall()
+        for name in self.registered:
             try:
                 self.con.unregister(name)
             except duckdb.Error:
-                pass  # never registered: the file failed before finish()
+                pass
+        self.registered = []
+        self.side.close()
+
+
+def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
+    return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+def _with_cluster(table: pa.Table) -> pa.Table:
+    """job_id as <cluster>/<job id> where the row names its cluster."""
+    cluster = table.column("cluster")
+    job_id = pc.if_else(pc.is_null(cluster), table.column("job_id"),
+                        pc.binary_join_element_wise(cluster, table.column("job_id"), "/"))
+    return table.set_column(table.schema.get_field_index("job_id"), "job_id", job_id)
+
+
+def _compact(table: pa.Table) -> pa.Table:
+    """The table with its string columns rid of the bytes under null slots (_without_null_bytes)."""
+    return pa.Table.from_arrays([_without_null_bytes(c) if c.type == pa.string() else c for c in table.columns],
+                                schema=table.schema)
 
 
 def _without_null_bytes(column: pa.ChunkedArray) -> pa.Array:
@@ -493,10 +555,6 @@ def _without_null_bytes(column: pa.ChunkedArray) -> pa.Array:
     valid = column.is_valid().to_numpy(zero_copy_only=False)
     at = pa.array(np.cumsum(valid) - 1, mask=~valid)
     return column.filter(pa.array(valid)).take(at)
-
-
-def _duck_type(t: pa.DataType) -> str:
-    return {pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.string(): "VARCHAR", pa.bool_(): "BOOLEAN"}[t]
 
 
 class _Columns:
@@ -729,7 +787,7 @@ class _Reader:
             return
         future, numbers, texts = run
         typed, other = future.result()
-        if typed.rows.height:
+        if typed.height:
             yield typed
         # plain lines are data rows of this layout: what feed() does with them
         for line_no, text in zip(numbers[other].tolist(), texts.filter(pa.array(other)).to_pylist()):
@@ -943,7 +1001,7 @@ def _stage_and_store(ctx: LoadContext, reader: _Reader, stager: _Stager, zone: s
     gpus_accounted = False
     for item in reader.rows():
         if not isinstance(item, tuple):  # rows slurm_fast typed
-            stager.add_typed(item.rows, item.hosts)
+            stager.add_typed(item)
             gpus_accounted = gpus_accounted or item.gpu_keyed
             continue
         line_no, text, fields = item
@@ -995,7 +1053,7 @@ def _forget_sacct(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
 
 
 def _count(ctx: LoadContext, table: str) -> int:
-    return int(ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchone()[0])
+    return int(ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchall()[0][0])
 
 
 # --- scontrol show job -d ------------------------------------------------------------

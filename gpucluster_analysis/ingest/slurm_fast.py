@@ -39,7 +39,7 @@ from gpucluster_analysis.ingest.slurm import (
     _LAST_YEAR,
     _MISSING,
     _STAGE_COLUMNS,
-    _TEXT_LIMIT,
+    _STEP_COLUMNS,
     KNOWN_STATES,
     REQUEUE_STATES,
     STATUS_OF_STATE,
@@ -52,6 +52,7 @@ from gpucluster_analysis.ingest.slurm import (
 
 _POLARS_TYPES = {pa.int64(): pl.Int64, pa.int32(): pl.Int32, pa.string(): pl.String, pa.bool_(): pl.Boolean}
 STAGE_SCHEMA = {name: _POLARS_TYPES[kind] for name, kind in _STAGE_COLUMNS}
+STEP_SCHEMA = {name: _POLARS_TYPES[kind] for name, kind in _STEP_COLUMNS}
 
 # What the fast way reads of each value; anything else is the exact way's to judge.
 _STATE = r"^(?P<word>[A-Z_]+)(?: by (?P<by>[^ \t]+))?$"  # COMPLETED, CANCELLED by 1234
@@ -80,11 +81,21 @@ _INT_LIMIT = 2**62
 
 @dataclass
 class FastRows:
-    """Staged rows typed here: `rows` has stage_sacct's columns in order, `hosts` stage_sacct_host's."""
+    """Staged rows typed here, each in line order: `allocs` has the columns of slurm._STAGE_COLUMNS,
+    `steps` the few a step row needs (slurm._STEP_COLUMNS), `keys` every row of both with what
+    the linking reads (slurm._LINK_SCHEMA), `texts` their lines (for their md5),
+    `hosts` stage_sacct_host's."""
 
-    rows: pl.DataFrame
+    allocs: pl.DataFrame
+    steps: pl.DataFrame
+    keys: pl.DataFrame
+    texts: pa.Array
     hosts: pl.DataFrame
     gpu_keyed: bool  # some row names a GPU in its TRES (gres/gpu=0 included)
+
+    @property
+    def height(self) -> int:
+        return self.keys.height
 
 
 def eligible(layout: Layout) -> bool:
@@ -154,6 +165,8 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
     """(the staged rows of the clean lines, a numpy mask of the other lines).
 
     `texts`: lines plain_rows() passed, `lines` their numbers, `dump` the reader's header count.
+    A step row (4 of 5 lines at a busy site) is typed only as far as the exact way reads it
+    (job id, State, ExitCode); the rest of the typing runs over the allocation rows alone.
     """
     n = len(layout.columns)
     text = pl.Series("text", pl.from_arrow(texts), dtype=pl.String)
@@ -183,19 +196,35 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
         present = ~missing(t) if i is not None else pl.lit(False)
         return [present.alias(f"{name}_present"), pl.when(present).then(t).alias(f"{name}_tres")]
 
+    # what every row needs: its job id, State and ExitCode, and no blank at a field's edge
+    # (a blank anywhere is rare: the regex runs only where there is one)
     job_id = value(cols.job_id).str.extract_groups(_JOB_ID.pattern)
     state = value(cols.state).str.extract_groups(_STATE)
     exit_text = value(cols.exit)
     exit_parts = exit_text.str.extract_groups(_EXIT)
-    columns = [
-        pl.col("line"), pl.col("text"), pl.col("text").str.contains(_BLANK_EDGE).alias("blank_edge"),
+    blank = pl.col("text").str.contains(" ", literal=True) | pl.col("text").str.contains("\t", literal=True)
+    known = state.struct.field("word").is_in(sorted(KNOWN_STATES)).fill_null(False)
+    head = frame.lazy().select(
+        pl.col("line"),
         job_id.struct.field("job").alias("job_id"), job_id.struct.field("het").alias("het_text"),
         job_id.struct.field("step").alias("step"),
         state.struct.field("word").alias("word"), state.struct.field("by").alias("cancelled_by"),
         value(cols.state).alias("source_status"),
         pl.when(missing(exit_text)).then(None).otherwise(exit_parts.struct.field("code")).cast(pl.Int32).alias("exit_code"),
         pl.when(missing(exit_text)).then(None).otherwise(exit_parts.struct.field("signal")).cast(pl.Int32).alias("exit_signal"),
-        (missing(exit_text) | exit_parts.struct.field("code").is_not_null()).alias("exit_ok"),
+        (~(blank & pl.col("text").str.contains(_BLANK_EDGE)) & known
+         & (missing(exit_text) | exit_parts.struct.field("code").is_not_null())).alias("row_ok"),
+        pl.when(value(cols.cluster) == "").then(None).otherwise(value(cols.cluster)).alias("cluster"),
+    ).with_columns(
+        (pl.col("row_ok") & pl.col("job_id").is_not_null()
+         & (pl.col("het_text").str.len_chars() < 10).fill_null(True)).fill_null(False).alias("row_ok"),
+    ).collect()
+    is_step = head["step"].is_not_null().to_numpy()
+    row_ok = head["row_ok"].to_numpy()
+    # the frames are cut before they grow: a step row's few columns, an allocation row's fields
+    step_rows = head.filter(pl.Series(is_step & row_ok))
+    alloc_rows = pl.Series(~is_step & row_ok)
+    typed = pl.concat([head.filter(alloc_rows), frame.select("fields").filter(alloc_rows)], how="horizontal").lazy().with_columns(
         *time_of(cols.submit, "submit_t"), *time_of(cols.eligible, "eligible_t"),
         *time_of(cols.start, "start_t"), *time_of(cols.end, "end_t"),
         value(cols.timelimit if cols.timelimit is not None else cols.timelimit_raw).alias("limit_key"),
@@ -205,9 +234,8 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
         value(cols.nnodes).alias("nnodes_text"),
         *[pl.when(value(i) == "").then(None).otherwise(value(i)).alias(name)
           for i, name in ((cols.job_name, "job_name"), (cols.user, "user_name"), (cols.account, "account"),
-                          (cols.partition, "partition"), (cols.qos, "qos"), (cols.cluster, "cluster"))],
-    ]
-    typed = frame.lazy().select(columns).collect()
+                          (cols.partition, "partition"), (cols.qos, "qos"))],
+    ).drop("fields").collect()
 
     # per distinct value, by slurm.py's own parsers
     if cols.timelimit is not None or cols.timelimit_raw is not None:
@@ -218,9 +246,9 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
         typed = typed.with_columns(time_limit_s=pl.lit(None, dtype=pl.Int64), limit_ok=pl.lit(True))
     for name in ("alloc", "req"):
         schema = {f"{name}_{k}": v for k, v in _TRES_SCHEMA.items()}
-        texts = typed[f"{name}_tres"]
-        if texts.n_unique() <= max(_DISTINCT_MIN, _DISTINCT_SHARE * len(texts)):
-            found = _lookup(texts, _parsed_tres, schema)  # the exact way reads the whole value
+        tres = typed[f"{name}_tres"]
+        if tres.n_unique() <= max(_DISTINCT_MIN, _DISTINCT_SHARE * len(tres)):
+            found = _lookup(tres, _parsed_tres, schema)  # the exact way reads the whole value
             typed = typed.join(found, left_on=f"{name}_tres", right_on="key", how="left", maintain_order="left")
             continue
         items = pl.concat_str(pl.lit(","), pl.col(f"{name}_tres")).str.extract_all(_TRES_GPU_ITEM).list.join("")
@@ -235,16 +263,13 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
     else:
         typed = typed.with_columns(host_list=pl.lit([], dtype=pl.List(pl.String)), hosts_ok=pl.lit(True))
 
-    step = pl.col("step").is_not_null()
-    known = pl.col("word").is_in(sorted(KNOWN_STATES)).fill_null(False)
-    row_ok = ~pl.col("blank_edge") & pl.col("job_id").is_not_null() & (pl.col("het_text").str.len_chars() < 10).fill_null(True) & known \
-        & pl.col("exit_ok")
     alloc_ok = (pl.col("submit_t_ok") & pl.col("eligible_t_ok") & pl.col("start_t_ok") & pl.col("end_t_ok")
                 & pl.col("limit_ok") & pl.col("hosts_ok") & pl.col("nnodes_text").str.contains(_NNODES)
                 & (~pl.col("alloc_present") | pl.col("alloc_ok")) & (~pl.col("req_present") | pl.col("req_ok")))
-    typed = typed.with_columns(clean=(row_ok & (step | alloc_ok)).fill_null(False))
-    mask = typed["clean"].to_numpy()
-    typed = typed.filter(pl.col("clean"))
+    alloc_clean = typed.select(alloc_ok.fill_null(False)).to_series().to_numpy()
+    typed = typed.filter(pl.Series(alloc_clean))
+    clean = row_ok & is_step
+    clean[np.flatnonzero(row_ok & ~is_step)[alloc_clean]] = True
 
     # _parse_fields' rules, row by row, for the clean rows
     alloc = pl.col("alloc_present")
@@ -263,14 +288,6 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
     elif cols.alloc_tres is not None:
         no_start = no_start | ((pl.col("alloc_text") == "") & (pl.col("start_t") == pl.col("end_t")).fill_null(False))
     start_t = pl.when(pl.col("start_t").is_not_null() & no_start).then(None).otherwise(pl.col("start_t"))
-    started = step | start_t.is_not_null()
-    status = (pl.when(pl.col("word").is_in(sorted(REQUEUE_STATES)))
-              .then(pl.when(started).then(pl.lit("preempted")).otherwise(pl.lit("pending")))
-              .otherwise(pl.col("word").replace_strict(STATUS_OF_STATE, default="unknown", return_dtype=pl.String)))
-
-    def alloc_only(expr: pl.Expr) -> pl.Expr:
-        return pl.when(step).then(None).otherwise(expr)
-
     nnodes = pl.when(pl.col("nnodes_text") != "").then(pl.col("nnodes_text").cast(pl.Int64, strict=False)) \
         .when(tres_nodes.fill_null(0) != 0).then(tres_nodes) \
         .when(n_hosts > 0).then(n_hosts)
@@ -278,23 +295,35 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
         het_offset=pl.col("het_text").cast(pl.Int32),
         problem=pl.lit(None, dtype=pl.String),
         state=pl.col("word"),
-        status=status,
-        submit_t=alloc_only(pl.col("submit_t")), eligible_t=alloc_only(pl.col("eligible_t")),
-        start_t=alloc_only(start_t), end_t=alloc_only(pl.col("end_t")),
-        time_limit_s=alloc_only(pl.col("time_limit_s")),
-        gpus=alloc_only(tres_gpus),
-        req_gpus=alloc_only(pl.when(req).then(pl.col("req_gpus")).when(alloc).then(pl.col("alloc_gpus"))),
-        gpu_model=alloc_only(tres_model),
-        nnodes=alloc_only(nnodes),
-        hosts=alloc_only(n_hosts),
-        start_unknown=alloc_only(pl.lit(cols.start is None)),
-        gpu_keyed=alloc_only(tres_keyed),
+        status=_status(start_t.is_not_null()),
+        start_t=start_t,
+        gpus=tres_gpus,
+        req_gpus=pl.when(req).then(pl.col("req_gpus")).when(alloc).then(pl.col("alloc_gpus")),
+        gpu_model=tres_model,
+        nnodes=nnodes,
+        hosts=n_hosts,
+        start_unknown=pl.lit(cols.start is None),
+        gpu_keyed=tres_keyed,
         dump=pl.lit(dump, dtype=pl.Int32),
-        text=pl.col("text").str.slice(0, _TEXT_LIMIT),
-        **{name: alloc_only(pl.col(name)) for name in ("job_name", "user_name", "account", "partition", "qos")},
+        text=pl.lit(None, dtype=pl.String),  # read again from the file for the few rejected
     )
-    hosts = (out.filter(pl.col("step").is_null()).select("line", pl.col("host_list").alias("machine_id"))
-             .explode("machine_id").drop_nulls("machine_id"))
-    rows = out.select([pl.col(name).cast(kind) for name, kind in STAGE_SCHEMA.items()])
+    steps = step_rows.select(
+        pl.col("line"), pl.col("job_id"), pl.col("het_text").cast(pl.Int32).alias("het_offset"), pl.col("step"),
+        pl.lit(None, dtype=pl.String).alias("problem"), pl.col("word").alias("state"),
+        _status(pl.lit(True)).alias("status"), pl.col("exit_code"), pl.col("cluster"),
+        pl.lit(None, dtype=pl.String).alias("text"))
+    keys = head.filter(pl.Series(clean)).select(
+        pl.col("line"), pl.col("job_id"), pl.col("cluster"), pl.lit(dump, dtype=pl.Int32).alias("dump"),
+        pl.col("het_text").cast(pl.Int32).alias("het_offset"), pl.col("step").is_null().alias("is_alloc"))
+    hosts = out.select("line", pl.col("host_list").alias("machine_id")).explode("machine_id").drop_nulls("machine_id")
+    allocs = out.select([pl.col(name).cast(kind) for name, kind in STAGE_SCHEMA.items()])
     gpu_keyed = bool(out["gpu_keyed"].fill_null(False).any())
-    return FastRows(rows, hosts.cast({"line": pl.Int64, "machine_id": pl.String}), gpu_keyed), ~mask
+    return FastRows(allocs, steps.cast(STEP_SCHEMA), keys, texts.filter(pa.array(clean)),
+                    hosts.cast({"line": pl.Int64, "machine_id": pl.String}), gpu_keyed), ~clean
+
+
+def _status(started: pl.Expr) -> pl.Expr:
+    """slurm.status_of of the State word."""
+    return (pl.when(pl.col("word").is_in(sorted(REQUEUE_STATES)))
+            .then(pl.when(started).then(pl.lit("preempted")).otherwise(pl.lit("pending")))
+            .otherwise(pl.col("word").replace_strict(STATUS_OF_STATE, default="unknown", return_dtype=pl.String)))
