@@ -18,7 +18,13 @@
 -- (gpu_devices) and the indices sampled on it.
 -- Needs the temp table gpu_samples_by_machine.
 -- Parameters: none.
--- Output: source, job_id, attempt_no, attribution, machine_id, gpu_index (NULL for none).
+-- Output: source, job_id, attempt_no, attribution, machine_id, gpu_index, gpus: the cells
+-- are the GPUs gpu_index .. gpu_index + gpus - 1 of the machine. A whole_node or node_level
+-- row is one machine's every GPU (gpu_index 0, gpus its GPUs; none where it has none known),
+-- kept as one row, not one per GPU: a busy Slurm year has millions of such placements and
+-- the readers that need single GPUs (the sample joins) expand only the windows in the
+-- telemetry's span. Other rows are one GPU each (gpus 1; gpu_index NULL: the GPU is unknown,
+-- and for none the machine too).
 WITH ordered AS (
     SELECT source, job_id, attempt_no, source_index, start_at, end_at, num_gpus, num_nodes,
            row_number() OVER (PARTITION BY source, job_id
@@ -175,23 +181,24 @@ modes AS (
     FROM timed t
     LEFT JOIN listed l USING (source, job_id, attempt_no)
 )
-SELECT m.source, m.job_id, m.attempt_no, m.attribution, al.machine_id, al.gpu_index
+SELECT m.source, m.job_id, m.attempt_no, m.attribution, al.machine_id, al.gpu_index, 1 AS gpus
 FROM modes m JOIN allocations al USING (source, job_id, attempt_no)
 WHERE m.attribution = 'scheduler'
 UNION ALL
-SELECT m.source, m.job_id, m.attempt_no, m.attribution, coalesce(b.machine_id, h.machine_id), b.gpu_index
+SELECT m.source, m.job_id, m.attempt_no, m.attribution, coalesce(b.machine_id, h.machine_id), b.gpu_index,
+       CASE WHEN b.gpu_index IS NOT NULL THEN 1 END
 FROM modes m
 JOIN bound b ON b.source = m.source AND b.job_id = m.job_id AND b.attempt_no = m.attempt_no
             AND b.origin = m.attribution
 LEFT JOIN hosts h ON b.machine_id IS NULL AND h.source = m.source AND h.job_id = m.job_id AND h.attempt_no = m.attempt_no
 WHERE m.attribution IN ('scontrol', 'cuda_visible_devices') AND coalesce(b.machine_id, h.machine_id) IS NOT NULL
 UNION ALL
-SELECT m.source, m.job_id, m.attempt_no, m.attribution, h.machine_id,
-       CAST(unnest(range(0, coalesce(g.gpus, h.gpus, 0))) AS SMALLINT)
+SELECT m.source, m.job_id, m.attempt_no, m.attribution, h.machine_id, CAST(0 AS SMALLINT),
+       CAST(coalesce(g.gpus, h.gpus, 0) AS INTEGER)
 FROM modes m
 JOIN hosts h USING (source, job_id, attempt_no)
 LEFT JOIN host_gpus g USING (machine_id)
-WHERE m.attribution IN ('whole_node', 'node_level')
+WHERE m.attribution IN ('whole_node', 'node_level') AND coalesce(g.gpus, h.gpus, 0) > 0
 UNION ALL
-SELECT source, job_id, attempt_no, attribution, NULL, NULL
+SELECT source, job_id, attempt_no, attribution, NULL, NULL, NULL
 FROM modes WHERE attribution = 'none'
