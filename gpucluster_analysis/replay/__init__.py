@@ -42,7 +42,8 @@ from gpucluster_analysis.replay.timeline import (
     weighted_quantile,
 )
 
-__all__ = ["CAUSES", "LocalityRule", "Quotas", "Replay", "load_quotas", "parse_locality", "replay_store"]
+__all__ = ["CAUSES", "LocalityRule", "Quotas", "Replay", "ReplayInputs", "load_quotas", "parse_locality", "read_inputs",
+           "replay_inputs", "replay_store"]
 
 TIMELINE_MAX_BINS = 1500
 _BIN_WIDTHS_S = (60, 300, 600, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 86400, 28 * 86400)
@@ -64,6 +65,17 @@ class Replay:
     quotas_origin: str  # "file <path>", sacctmgr's files, or the inference method
 
 
+@dataclass
+class ReplayInputs:
+    """What the replay reads of the store (its replay_* queries), before any computing."""
+
+    holdings: pl.DataFrame
+    machines: pl.DataFrame
+    jobs: pl.DataFrame
+    pending: pl.DataFrame
+    limits: pl.DataFrame
+
+
 def replay_store(
     con: duckdb.DuckDBPyConnection,
     quotas: Quotas | None = None,
@@ -76,12 +88,28 @@ def replay_store(
     `period` (naive UTC [since, until)) bounds only what the replay says of the cluster
     (load, idle machines: `clusters`, `timeline`); every job still takes part, and the
     quotas are those of the whole store."""
+    return replay_inputs(read_inputs(con), quotas, locality, log, period)
+
+
+def read_inputs(con: duckdb.DuckDBPyConnection) -> ReplayInputs:
+    """The store's rows the replay needs (DuckDB reads and joins them; temp tables only)."""
     _prepare(con)
-    holdings = run_query(con, "replay_holdings")
-    machines = run_query(con, "replay_machines")
-    jobs = run_query(con, "replay_jobs")
-    pending = run_query(con, "replay_pending")
-    limits = run_query(con, "replay_quotas")
+    return ReplayInputs(holdings=run_query(con, "replay_holdings"), machines=run_query(con, "replay_machines"),
+                        jobs=run_query(con, "replay_jobs"), pending=run_query(con, "replay_pending"),
+                        limits=run_query(con, "replay_quotas"))
+
+
+def replay_inputs(
+    inputs: ReplayInputs,
+    quotas: Quotas | None = None,
+    locality: LocalityRule = DEFAULT_LOCALITY,
+    log: Callable[[str], None] = lambda _msg: None,
+    period: tuple[datetime | None, datetime | None] = (None, None),
+) -> Replay:
+    """The replay of what read_inputs read: numpy and polars only, no store (so it may run
+    in a thread of its own while the store's connection does other work)."""
+    holdings, machines, jobs, pending, limits = (inputs.holdings, inputs.machines, inputs.jobs, inputs.pending,
+                                                 inputs.limits)
     sources = sorted(set(jobs.get_column("source").to_list()))
     origins = {source: _origin(quotas, limits.filter(pl.col("source") == source)) for source in sources}
     parts = [
