@@ -8,8 +8,9 @@
 -- Used as a building block (CREATE TEMP TABLE ... AS) by the report.
 -- A job of one attempt has one window per cell, nothing to merge, and a whole machine's GPUs
 -- stay one row (readers that match samples expand them: attributed_util). Only jobs of
--- several attempts are sorted into islands, GPU by GPU (most of a busy Slurm year's million
--- jobs have one attempt).
+-- several attempts are sorted into islands (most of a busy Slurm year's million jobs have
+-- one attempt): where all of a job's rows on a machine hold the same GPUs (a requeued Slurm
+-- job on a node it held whole each time) as one range, else GPU by GPU.
 WITH windows AS (
     SELECT c.source, c.job_id, c.machine_id, c.gpu_index, c.gpus, a.start_at, a.end_at
     FROM attempt_attribution c
@@ -26,27 +27,38 @@ single AS (
     FROM windows w ANTI JOIN retried r USING (source, job_id)
     GROUP BY w.source, w.job_id, w.machine_id, w.gpu_index, w.start_at, w.end_at
 ),
-gpu_windows AS (
-    SELECT DISTINCT source, job_id, machine_id, gpu_index, start_at, end_at FROM (
+retried_windows AS (
+    SELECT w.* FROM windows w SEMI JOIN retried r USING (source, job_id)
+),
+same_gpus AS (
+    SELECT source, job_id, machine_id FROM retried_windows
+    GROUP BY source, job_id, machine_id
+    HAVING min(gpu_index) = max(gpu_index) AND min(gpus) = max(gpus)
+),
+to_merge AS (
+    SELECT w.source, w.job_id, w.machine_id, w.gpu_index, w.gpus, w.start_at, w.end_at
+    FROM retried_windows w SEMI JOIN same_gpus s USING (source, job_id, machine_id)
+    UNION ALL
+    SELECT DISTINCT source, job_id, machine_id, gpu_index, 1, start_at, end_at FROM (
         SELECT w.source, w.job_id, w.machine_id,
                CAST(unnest(range(w.gpu_index, w.gpu_index + w.gpus)) AS SMALLINT) AS gpu_index, w.start_at, w.end_at
-        FROM windows w SEMI JOIN retried r USING (source, job_id)
+        FROM retried_windows w ANTI JOIN same_gpus s USING (source, job_id, machine_id)
     )
 ),
 ordered AS (
     SELECT *, max(end_at) OVER (
-        PARTITION BY source, job_id, machine_id, gpu_index ORDER BY start_at, end_at
+        PARTITION BY source, job_id, machine_id, gpu_index, gpus ORDER BY start_at, end_at
         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS previous_end
-    FROM gpu_windows
+    FROM to_merge
 ),
 islands AS (
     SELECT *, sum(CASE WHEN previous_end IS NULL OR start_at > previous_end THEN 1 ELSE 0 END) OVER (
-        PARTITION BY source, job_id, machine_id, gpu_index ORDER BY start_at, end_at) AS island
+        PARTITION BY source, job_id, machine_id, gpu_index, gpus ORDER BY start_at, end_at) AS island
     FROM ordered
 )
-SELECT source, job_id, machine_id, gpu_index, 1 AS gpus, min(start_at) AS start_at, max(end_at) AS end_at
+SELECT source, job_id, machine_id, gpu_index, gpus, min(start_at) AS start_at, max(end_at) AS end_at
 FROM islands
-GROUP BY source, job_id, machine_id, gpu_index, island
+GROUP BY source, job_id, machine_id, gpu_index, gpus, island
 UNION ALL
 SELECT source, job_id, machine_id, gpu_index, gpus, start_at, end_at
 FROM single
