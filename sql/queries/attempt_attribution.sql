@@ -24,7 +24,8 @@
 -- kept as one row, not one per GPU: a busy Slurm year has millions of such placements and
 -- the readers that need single GPUs (the sample joins) expand only the windows in the
 -- telemetry's span. Other rows are one GPU each (gpus 1; gpu_index NULL: the GPU is unknown,
--- and for none the machine too).
+-- and for none the machine too). start_at, end_at: the attempt's (timed: both set, end after
+-- start), carried so that the window tables need not join attempts again.
 WITH timed AS (
     SELECT source, job_id, attempt_no, source_index, start_at, end_at, num_gpus, num_nodes
     FROM attempts
@@ -186,7 +187,7 @@ bound_modes AS (
     FROM bound GROUP BY source, job_id, attempt_no
 ),
 modes AS (
-    SELECT t.source, t.job_id, t.attempt_no,
+    SELECT t.source, t.job_id, t.attempt_no, t.start_at, t.end_at,
         CASE
             WHEN l.job_id IS NOT NULL THEN 'scheduler'
             WHEN b.mode IS NOT NULL THEN b.mode
@@ -198,12 +199,12 @@ modes AS (
     LEFT JOIN bound_modes b USING (source, job_id, attempt_no)
     LEFT JOIN host_modes h USING (source, job_id, attempt_no)
 )
-SELECT m.source, m.job_id, m.attempt_no, m.attribution, al.machine_id, al.gpu_index, 1 AS gpus
+SELECT m.source, m.job_id, m.attempt_no, m.attribution, al.machine_id, al.gpu_index, 1 AS gpus, m.start_at, m.end_at
 FROM modes m JOIN allocations al USING (source, job_id, attempt_no)
 WHERE m.attribution = 'scheduler'
 UNION ALL
 SELECT m.source, m.job_id, m.attempt_no, m.attribution, coalesce(b.machine_id, h.machine_id), b.gpu_index,
-       CASE WHEN b.gpu_index IS NOT NULL THEN 1 END
+       CASE WHEN b.gpu_index IS NOT NULL THEN 1 END, m.start_at, m.end_at
 FROM modes m
 JOIN bound b ON b.source = m.source AND b.job_id = m.job_id AND b.attempt_no = m.attempt_no
             AND b.origin = m.attribution
@@ -211,10 +212,10 @@ LEFT JOIN hosts h ON b.machine_id IS NULL AND h.source = m.source AND h.job_id =
 WHERE m.attribution IN ('scontrol', 'cuda_visible_devices') AND coalesce(b.machine_id, h.machine_id) IS NOT NULL
 UNION ALL
 SELECT m.source, m.job_id, m.attempt_no, m.attribution, h.machine_id, CAST(0 AS SMALLINT),
-       CAST(h.machine_gpus AS INTEGER)
+       CAST(h.machine_gpus AS INTEGER), m.start_at, m.end_at
 FROM modes m
 JOIN host_rows h USING (source, job_id, attempt_no)
 WHERE m.attribution IN ('whole_node', 'node_level') AND h.machine_gpus > 0
 UNION ALL
-SELECT source, job_id, attempt_no, attribution, NULL, NULL, NULL
+SELECT source, job_id, attempt_no, attribution, NULL, NULL, NULL, start_at, end_at
 FROM modes WHERE attribution = 'none'

@@ -12,10 +12,9 @@
 -- one attempt): where all of a job's rows on a machine hold the same GPUs (a requeued Slurm
 -- job on a node it held whole each time) as one range, else GPU by GPU.
 WITH windows AS (
-    SELECT c.source, c.job_id, c.machine_id, c.gpu_index, c.gpus, a.start_at, a.end_at
-    FROM attempt_attribution c
-    JOIN attempts a USING (source, job_id, attempt_no)
-    WHERE c.gpu_index IS NOT NULL
+    SELECT source, job_id, machine_id, gpu_index, gpus, start_at, end_at
+    FROM attempt_attribution
+    WHERE gpu_index IS NOT NULL
 ),
 retried AS (
     SELECT source, job_id FROM attempts GROUP BY source, job_id HAVING count(*) > 1
