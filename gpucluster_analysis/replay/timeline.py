@@ -49,7 +49,9 @@ class Timeline:
     held: np.ndarray  # GPUs held in total
     free: np.ndarray  # free GPUs in total (per machine, clamped at 0, less holdings without a machine)
     idle_machines: np.ndarray  # machines with nothing held
-    _at_least: np.ndarray | None = None  # [i, v-1]: machines with >= v free GPUs, v = 1..max machine size
+    # [v-1, i]: machines with >= v free GPUs on interval i, v = 1..max machine size (one row per
+    # v: the sums over v read contiguous rows)
+    _at_least: np.ndarray | None = None
     _top: dict[int, np.ndarray] = field(default_factory=dict)
 
     @property
@@ -67,7 +69,7 @@ class Timeline:
                 self._top[k] = np.zeros(self.n)
             else:
                 # sum of the k largest values = sum over v >= 1 of min(k, #machines with >= v)
-                self._top[k] = np.minimum(self._at_least, k).sum(axis=1, dtype=np.int64).astype(float)
+                self._top[k] = np.minimum(self._at_least, k).sum(axis=0, dtype=np.int64).astype(float)
         return self._top[k]
 
     def durations(self) -> np.ndarray:
@@ -165,13 +167,17 @@ def _machine_sweep(
     width = largest + 1
     whole_before = np.floor(free_before + EPS).astype(np.int64)
     whole_after = np.floor(free_after + EPS).astype(np.int64)
-    hist_delta = np.zeros((n, width), dtype=np.int32)
-    np.add.at(hist_delta, (at, whole_before), -1)
-    np.add.at(hist_delta, (at, whole_after), 1)
-    hist = np.cumsum(hist_delta, axis=0, dtype=np.int32)
-    hist += np.bincount(np.floor(caps + EPS).astype(np.int64), minlength=width).astype(np.int32)
-    at_least = np.cumsum(hist[:, ::-1], axis=1, dtype=np.int32)[:, ::-1][:, 1:]  # columns v = 1..largest
-    return free, idle, np.ascontiguousarray(at_least)
+    # machines with v whole GPUs free, one row per v over the intervals: changes, then a
+    # running sum along each row
+    hist = np.zeros((width, n), dtype=np.int32)
+    np.add.at(hist, (whole_before, at), -1)
+    np.add.at(hist, (whole_after, at), 1)
+    np.cumsum(hist, axis=1, dtype=np.int32, out=hist)
+    hist += np.bincount(np.floor(caps + EPS).astype(np.int64), minlength=width).astype(np.int32)[:, None]
+    # machines with at least v free: the rows v..largest summed, from the top down, in place
+    for v in range(largest - 1, 0, -1):
+        hist[v] += hist[v + 1]
+    return free, idle, hist[1:]
 
 
 @dataclass
