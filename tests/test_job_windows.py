@@ -52,13 +52,15 @@ def test_windows_merge_as_a_union_of_intervals_would(tmp_path: Path, seed: int) 
                         [[j, a, a, T0 + timedelta(minutes=s), T0 + timedelta(minutes=e)] for j, a, s, e in attempts])
         con.executemany("INSERT INTO allocations VALUES ('philly', ?, ?, ?, ?, 1)", [list(c) for c in cells])
         create_temp_tables(con, [(t, t) for t in ("gpu_samples_by_machine", "attempt_attribution", "attempt_windows",
-                                                   "job_machine_windows")])
+                                                   "job_machine_windows", "job_colocation")])
         minutes = lambda t: int((t - T0).total_seconds() // 60)  # noqa: E731
         got_gpu = sorted((r[0], r[1], r[2], minutes(r[3]), minutes(r[4])) for r in con.execute(
             "SELECT job_id, machine_id, gpu_index, start_at, end_at FROM attempt_windows").fetchall())
         got_machine = sorted((r[0], r[1], minutes(r[2]), minutes(r[3])) for r in con.execute(
             "SELECT job_id, machine_id, start_at, end_at FROM job_machine_windows").fetchall())
         assert run_query(con, "attempt_attribution").get_column("attribution").unique().to_list() == ["scheduler"]
+        colocation = {r[0]: (r[1], r[2]) for r in con.execute(
+            "SELECT job_id, shares_server, shared_machines FROM job_colocation").fetchall()}
     times = {(j, a): (s, e) for j, a, s, e in attempts}
     per_gpu: dict[tuple[str, str, int], list[tuple[int, int]]] = {}
     per_machine: dict[tuple[str, str], list[tuple[int, int]]] = {}
@@ -69,6 +71,12 @@ def test_windows_merge_as_a_union_of_intervals_would(tmp_path: Path, seed: int) 
     want_machine = sorted((*k, s, e) for k, v in per_machine.items() for s, e in _union(v))
     assert got_gpu == want_gpu
     assert got_machine == want_machine
+    # job_colocation: a job shares a machine where another job's window there overlaps one of its own
+    shared = {j: {m for (jj, m, s, e) in want_machine if jj == j
+                  for (k, mm, s2, e2) in want_machine if k != j and mm == m and s < e2 and s2 < e}
+              for j in {w[0] for w in want_machine}}
+    assert colocation == {j: (bool(ms), len(ms)) for j, ms in shared.items()}
+    assert any(v[0] for v in colocation.values())
     # the cases hold merges of both kinds, and jobs of one attempt
     assert len(want_gpu) < sum(len(v) for v in per_gpu.values())
     assert len(want_machine) < sum(len(v) for v in per_machine.values())
