@@ -37,6 +37,7 @@ from gpucluster_analysis.replay.timeline import (
     Timeline,
     build_timeline,
     event_grid,
+    grid_index,
     integral_at,
     vc_usage,
     weighted_quantile,
@@ -204,12 +205,13 @@ def _replay_source(
     job_vc = _codes(job_df.get_column("vc"), vc_code)
     has_wait = np.isfinite(wait_from) & np.isfinite(wait_until) & (wait_until >= wait_from)
     T = event_grid(holdings, wait_from[has_wait])
-    tl = build_timeline(T, holdings, capacities, None)
+    grid = grid_index(T, holdings)  # once, for the timeline and every VC's usage
+    tl = build_timeline(T, holdings, capacities, None, grid)
     log(f"replay {source}: {len(T):,} event times, {tl.machines:,} machines, {tl.capacity:,.0f} GPUs")
 
     weights = tl.durations()
     weights[0] = 0.0  # the lead interval before the first event is no part of the trace
-    usage = {c: vc_usage(T, holdings, c) for c in range(len(vcs))}
+    usage = {c: vc_usage(T, holdings, c, grid) for c in range(len(vcs))}
     quota, quota_origin = _quotas(vcs, usage, weights, quotas, _account_limits(limits), job_vc, gpus, job_df)
     caps = build_user_caps(T, limits, known, job_df)
     idle_quota = None

@@ -99,15 +99,21 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if ordered.size else ordered
 
 
-def build_timeline(T: np.ndarray, holdings: Holdings, capacities: np.ndarray, listed_total: float | None) -> Timeline:
+def grid_index(T: np.ndarray, holdings: Holdings) -> tuple[np.ndarray, np.ndarray]:
+    """Each holding's first interval on the grid T and the interval it ends at (exclusive)."""
+    return np.searchsorted(T, holdings.start), np.searchsorted(T, holdings.end)
+
+
+def build_timeline(T: np.ndarray, holdings: Holdings, capacities: np.ndarray, listed_total: float | None,
+                   grid: tuple[np.ndarray, np.ndarray] | None = None) -> Timeline:
     """The cluster's state on the grid T from its holdings and machine capacities.
 
     `capacities[m]`: GPUs of machine m. Without machines (placement unknown everywhere),
     the cluster's size is `listed_total` (a node list) or else the most GPUs ever held at once.
+    `grid`: grid_index(T, holdings), where the caller has it already.
     """
     n = len(T)
-    start_i = np.searchsorted(T, holdings.start)
-    end_i = np.searchsorted(T, holdings.end)
+    start_i, end_i = grid if grid is not None else grid_index(T, holdings)
     held = _step(n, start_i, end_i, holdings.gpus)
     placed = holdings.machine >= 0
     unplaced_held = _step(n, start_i[~placed], end_i[~placed], holdings.gpus[~placed])
@@ -204,14 +210,15 @@ class Steps:
         return np.add.reduceat(per_interval, self.at)
 
 
-def vc_usage(T: np.ndarray, holdings: Holdings, vc: int) -> Steps:
+def vc_usage(T: np.ndarray, holdings: Holdings, vc: int, grid: tuple[np.ndarray, np.ndarray] | None = None) -> Steps:
     """GPUs the VC's attempts hold, per interval, as sparse steps. The same numbers as _step
     over the dense grid: the same sums in the same order at each change (the grid adds 0.0
-    elsewhere, which changes nothing)."""
+    elsewhere, which changes nothing). `grid`: grid_index(T, holdings), where computed already."""
     n = len(T)
     rows = holdings.vc == vc
-    start_i = np.searchsorted(T, holdings.start[rows])
-    end_i = np.searchsorted(T, holdings.end[rows])
+    if grid is None:
+        grid = grid_index(T, holdings)
+    start_i, end_i = grid[0][rows], grid[1][rows]
     gpus = holdings.gpus[rows]
     at = _distinct(np.concatenate([[0], start_i, end_i]))
     at = at[at < n]
