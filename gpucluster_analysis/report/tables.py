@@ -98,6 +98,7 @@ def prepare(
     selection: Selection = EVERY_JOB,
     heavy: Engine | None = None,
     kept: frozenset[str] = frozenset(),
+    beside_replay: Callable[[], None] | None = None,
 ) -> Replay:
     """Create the report's temp tables (idempotent within a connection) and replay the queueing.
 
@@ -107,6 +108,8 @@ def prepare(
     Queueing section. Then the tables narrow to `selection`; an empty one is a ReportError.
     The temp tables whose query `heavy` runs come from it (spark/engine.py), those named in
     `kept` from the store's kept results (report/kept.py: `usable`), the rest from DuckDB.
+    `beside_replay`, when given, runs after those tables while the replay still computes (work
+    on the connection that reads none of the replay's results), unless the selection is empty.
     """
     selected.reset(con)  # the store's own tables, whole, for the replay
     _create(con, REPLAY_TABLES, on_table, heavy, kept)
@@ -123,6 +126,8 @@ def prepare(
             if heavy is not None:
                 heavy.period(selection)
             _create(con, SELECTED_TABLES, on_table, heavy, kept)
+            if beside_replay is not None:
+                beside_replay()
         replay = computing.result()
     _store_replay_jobs(con, replay, selection)
     if on_table is not None:
