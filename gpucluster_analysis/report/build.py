@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 
 import html
+import importlib
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -116,6 +118,10 @@ def build_report(
         raise ReportError(f"{out}: exists and is not a directory", hint="pass --out a directory")
     _check_engine(engine, dataset, master)
     started = time.perf_counter()
+    # scipy.stats (half a second to import) is first needed after the replay: imported in a
+    # thread while DuckDB builds the first tables, off the way (the import lock makes a use
+    # before it is done wait for it)
+    threading.Thread(target=importlib.import_module, args=("scipy.stats",), daemon=True).start()
     with _open_input(db, dataset, log) as con, _heavy_engine(engine, dataset, master, log) as heavy:
         _check_store(con, db if dataset is None else dataset)
         # stdout is for data: no progress bars from long queries

@@ -23,7 +23,8 @@ WITH telemetry AS (
 -- for the windows in the telemetry's span only
 gpu_windows AS (
     SELECT w.source, w.job_id, w.machine_id, w.start_at, w.end_at,
-           CAST(unnest(range(w.gpu_index, w.gpu_index + w.gpus)) AS SMALLINT) AS gpu_index
+           -- (not cast: Spark takes no generator inside an expression)
+           unnest(range(w.gpu_index, w.gpu_index + w.gpus)) AS gpu_index
     FROM attempt_windows w
     CROSS JOIN telemetry t
     WHERE w.end_at > t.first_at AND w.start_at <= t.last_at
