@@ -114,8 +114,9 @@ def test_sparse_replay_is_the_definition(tmp_path: Path, monkeypatch: pytest.Mon
     assert sparse[0].pending.height > 2
 
 
-def _dense_usage(T: np.ndarray, holdings: Holdings, vc: int) -> Steps:
-    """The definition: the VC's GPUs held on every interval of the grid, one step each."""
+def _dense_usage(T: np.ndarray, holdings: Holdings, vc: int, _grid: object = None) -> Steps:
+    """The definition: the VC's GPUs held on every interval of the grid, one step each (its own
+    search of the grid, whatever the replay searched already)."""
     rows = holdings.vc == vc
     values = _step(len(T), np.searchsorted(T, holdings.start[rows]), np.searchsorted(T, holdings.end[rows]),
                    holdings.gpus[rows])

@@ -37,12 +37,14 @@ from gpucluster_analysis.replay.timeline import (
     Timeline,
     build_timeline,
     event_grid,
+    grid_index,
     integral_at,
     vc_usage,
     weighted_quantile,
 )
 
-__all__ = ["CAUSES", "LocalityRule", "Quotas", "Replay", "load_quotas", "parse_locality", "replay_store"]
+__all__ = ["CAUSES", "LocalityRule", "Quotas", "Replay", "ReplayInputs", "load_quotas", "parse_locality", "read_inputs",
+           "replay_inputs", "replay_store"]
 
 TIMELINE_MAX_BINS = 1500
 _BIN_WIDTHS_S = (60, 300, 600, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 86400, 28 * 86400)
@@ -64,6 +66,17 @@ class Replay:
     quotas_origin: str  # "file <path>", sacctmgr's files, or the inference method
 
 
+@dataclass
+class ReplayInputs:
+    """What the replay reads of the store (its replay_* queries), before any computing."""
+
+    holdings: pl.DataFrame
+    machines: pl.DataFrame
+    jobs: pl.DataFrame
+    pending: pl.DataFrame
+    limits: pl.DataFrame
+
+
 def replay_store(
     con: duckdb.DuckDBPyConnection,
     quotas: Quotas | None = None,
@@ -76,12 +89,28 @@ def replay_store(
     `period` (naive UTC [since, until)) bounds only what the replay says of the cluster
     (load, idle machines: `clusters`, `timeline`); every job still takes part, and the
     quotas are those of the whole store."""
+    return replay_inputs(read_inputs(con), quotas, locality, log, period)
+
+
+def read_inputs(con: duckdb.DuckDBPyConnection) -> ReplayInputs:
+    """The store's rows the replay needs (DuckDB reads and joins them; temp tables only)."""
     _prepare(con)
-    holdings = run_query(con, "replay_holdings")
-    machines = run_query(con, "replay_machines")
-    jobs = run_query(con, "replay_jobs")
-    pending = run_query(con, "replay_pending")
-    limits = run_query(con, "replay_quotas")
+    return ReplayInputs(holdings=run_query(con, "replay_holdings"), machines=run_query(con, "replay_machines"),
+                        jobs=run_query(con, "replay_jobs"), pending=run_query(con, "replay_pending"),
+                        limits=run_query(con, "replay_quotas"))
+
+
+def replay_inputs(
+    inputs: ReplayInputs,
+    quotas: Quotas | None = None,
+    locality: LocalityRule = DEFAULT_LOCALITY,
+    log: Callable[[str], None] = lambda _msg: None,
+    period: tuple[datetime | None, datetime | None] = (None, None),
+) -> Replay:
+    """The replay of what read_inputs read: numpy and polars only, no store (so it may run
+    in a thread of its own while the store's connection does other work)."""
+    holdings, machines, jobs, pending, limits = (inputs.holdings, inputs.machines, inputs.jobs, inputs.pending,
+                                                 inputs.limits)
     sources = sorted(set(jobs.get_column("source").to_list()))
     origins = {source: _origin(quotas, limits.filter(pl.col("source") == source)) for source in sources}
     parts = [
@@ -176,12 +205,13 @@ def _replay_source(
     job_vc = _codes(job_df.get_column("vc"), vc_code)
     has_wait = np.isfinite(wait_from) & np.isfinite(wait_until) & (wait_until >= wait_from)
     T = event_grid(holdings, wait_from[has_wait])
-    tl = build_timeline(T, holdings, capacities, None)
+    grid = grid_index(T, holdings)  # once, for the timeline and every VC's usage
+    tl = build_timeline(T, holdings, capacities, None, grid)
     log(f"replay {source}: {len(T):,} event times, {tl.machines:,} machines, {tl.capacity:,.0f} GPUs")
 
     weights = tl.durations()
     weights[0] = 0.0  # the lead interval before the first event is no part of the trace
-    usage = {c: vc_usage(T, holdings, c) for c in range(len(vcs))}
+    usage = {c: vc_usage(T, holdings, c, grid) for c in range(len(vcs))}
     quota, quota_origin = _quotas(vcs, usage, weights, quotas, _account_limits(limits), job_vc, gpus, job_df)
     caps = build_user_caps(T, limits, known, job_df)
     idle_quota = None

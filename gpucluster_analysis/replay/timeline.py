@@ -49,7 +49,9 @@ class Timeline:
     held: np.ndarray  # GPUs held in total
     free: np.ndarray  # free GPUs in total (per machine, clamped at 0, less holdings without a machine)
     idle_machines: np.ndarray  # machines with nothing held
-    _at_least: np.ndarray | None = None  # [i, v-1]: machines with >= v free GPUs, v = 1..max machine size
+    # [v-1, i]: machines with >= v free GPUs on interval i, v = 1..max machine size (one row per
+    # v: the sums over v read contiguous rows)
+    _at_least: np.ndarray | None = None
     _top: dict[int, np.ndarray] = field(default_factory=dict)
 
     @property
@@ -67,7 +69,7 @@ class Timeline:
                 self._top[k] = np.zeros(self.n)
             else:
                 # sum of the k largest values = sum over v >= 1 of min(k, #machines with >= v)
-                self._top[k] = np.minimum(self._at_least, k).sum(axis=1, dtype=np.int64).astype(float)
+                self._top[k] = np.minimum(self._at_least, k).sum(axis=0, dtype=np.int64).astype(float)
         return self._top[k]
 
     def durations(self) -> np.ndarray:
@@ -97,15 +99,21 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if ordered.size else ordered
 
 
-def build_timeline(T: np.ndarray, holdings: Holdings, capacities: np.ndarray, listed_total: float | None) -> Timeline:
+def grid_index(T: np.ndarray, holdings: Holdings) -> tuple[np.ndarray, np.ndarray]:
+    """Each holding's first interval on the grid T and the interval it ends at (exclusive)."""
+    return np.searchsorted(T, holdings.start), np.searchsorted(T, holdings.end)
+
+
+def build_timeline(T: np.ndarray, holdings: Holdings, capacities: np.ndarray, listed_total: float | None,
+                   grid: tuple[np.ndarray, np.ndarray] | None = None) -> Timeline:
     """The cluster's state on the grid T from its holdings and machine capacities.
 
     `capacities[m]`: GPUs of machine m. Without machines (placement unknown everywhere),
     the cluster's size is `listed_total` (a node list) or else the most GPUs ever held at once.
+    `grid`: grid_index(T, holdings), where the caller has it already.
     """
     n = len(T)
-    start_i = np.searchsorted(T, holdings.start)
-    end_i = np.searchsorted(T, holdings.end)
+    start_i, end_i = grid if grid is not None else grid_index(T, holdings)
     held = _step(n, start_i, end_i, holdings.gpus)
     placed = holdings.machine >= 0
     unplaced_held = _step(n, start_i[~placed], end_i[~placed], holdings.gpus[~placed])
@@ -165,13 +173,17 @@ def _machine_sweep(
     width = largest + 1
     whole_before = np.floor(free_before + EPS).astype(np.int64)
     whole_after = np.floor(free_after + EPS).astype(np.int64)
-    hist_delta = np.zeros((n, width), dtype=np.int32)
-    np.add.at(hist_delta, (at, whole_before), -1)
-    np.add.at(hist_delta, (at, whole_after), 1)
-    hist = np.cumsum(hist_delta, axis=0, dtype=np.int32)
-    hist += np.bincount(np.floor(caps + EPS).astype(np.int64), minlength=width).astype(np.int32)
-    at_least = np.cumsum(hist[:, ::-1], axis=1, dtype=np.int32)[:, ::-1][:, 1:]  # columns v = 1..largest
-    return free, idle, np.ascontiguousarray(at_least)
+    # machines with v whole GPUs free, one row per v over the intervals: changes, then a
+    # running sum along each row
+    hist = np.zeros((width, n), dtype=np.int32)
+    np.add.at(hist, (whole_before, at), -1)
+    np.add.at(hist, (whole_after, at), 1)
+    np.cumsum(hist, axis=1, dtype=np.int32, out=hist)
+    hist += np.bincount(np.floor(caps + EPS).astype(np.int64), minlength=width).astype(np.int32)[:, None]
+    # machines with at least v free: the rows v..largest summed, from the top down, in place
+    for v in range(largest - 1, 0, -1):
+        hist[v] += hist[v + 1]
+    return free, idle, hist[1:]
 
 
 @dataclass
@@ -198,14 +210,15 @@ class Steps:
         return np.add.reduceat(per_interval, self.at)
 
 
-def vc_usage(T: np.ndarray, holdings: Holdings, vc: int) -> Steps:
+def vc_usage(T: np.ndarray, holdings: Holdings, vc: int, grid: tuple[np.ndarray, np.ndarray] | None = None) -> Steps:
     """GPUs the VC's attempts hold, per interval, as sparse steps. The same numbers as _step
     over the dense grid: the same sums in the same order at each change (the grid adds 0.0
-    elsewhere, which changes nothing)."""
+    elsewhere, which changes nothing). `grid`: grid_index(T, holdings), where computed already."""
     n = len(T)
     rows = holdings.vc == vc
-    start_i = np.searchsorted(T, holdings.start[rows])
-    end_i = np.searchsorted(T, holdings.end[rows])
+    if grid is None:
+        grid = grid_index(T, holdings)
+    start_i, end_i = grid[0][rows], grid[1][rows]
     gpus = holdings.gpus[rows]
     at = _distinct(np.concatenate([[0], start_i, end_i]))
     at = at[at < n]

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 
 import html
+import importlib
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -65,6 +67,15 @@ REPORT_QUERIES = (
     "gpu_sample_interval", "gpu_time_coverage", "job_sample_coverage", "rejects_by_file", "reject_examples",
     "machine_capacity_mismatch", "jobs_missing_times", "gpu_time_by_attribution",
 )
+# Queries that read none of the replay's tables (replay_job_waits, wait_cause_seconds, and
+# report_jobs and job_facts, which join it): they run while the replay computes, beside it.
+BESIDE_REPLAY_QUERIES = (
+    "gpu_sample_interval", "retry_gap_by_order", "gpu_util_cdf_by_placement", "gpu_util_cdf_by_status",
+    "host_util_cdf_by_activity", "failure_trials_by_status", "failure_categories", "failure_reasons",
+    "failure_by_size", "failure_rtf_cdf", "failure_repetition", "failure_repeaters", "failure_log_matching",
+    "gpu_time_coverage", "rejects_by_file", "reject_examples", "machine_capacity_mismatch", "jobs_missing_times",
+    "gpu_time_by_attribution",
+)
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 
 
@@ -107,6 +118,10 @@ def build_report(
         raise ReportError(f"{out}: exists and is not a directory", hint="pass --out a directory")
     _check_engine(engine, dataset, master)
     started = time.perf_counter()
+    # scipy.stats (half a second to import) is first needed after the replay: imported in a
+    # thread while DuckDB builds the first tables, off the way (the import lock makes a use
+    # before it is done wait for it)
+    threading.Thread(target=importlib.import_module, args=("scipy.stats",), daemon=True).start()
     with _open_input(db, dataset, log) as con, _heavy_engine(engine, dataset, master, log) as heavy:
         _check_store(con, db if dataset is None else dataset)
         # stdout is for data: no progress bars from long queries
@@ -187,15 +202,17 @@ def _compute(con: duckdb.DuckDBPyConnection, log: Callable[[str], None], quotas:
     kept = frozenset() if heavy is not None else usable_kept(con, selection)
     if kept:
         log(f"kept from ingest, not computed again: {', '.join(sorted(kept))}")
+    early: dict[str, pl.DataFrame] = {}
     with _step(log, "preparing: attempt windows, GPU-sample attribution, queueing replay, job tables"):
         replay = prepare(con, on_table=timed, quotas=quotas, locality=locality, selection=selection, heavy=heavy,
-                         kept=kept)
+                         kept=kept, beside_replay=lambda: early.update(
+                             _run_queries(con, log, heavy, kept, BESIDE_REPLAY_QUERIES)))
         prepare_report(con, on_table=timed)
     with _step(log, "jobs table"):
         jobs = format_for_csv(jobs_table(con, prepared=True))
         sizes = con.sql("SELECT source, job_id, size_bucket, size_order FROM job_keys").pl()
     with _step(log, f"{len(REPORT_QUERIES)} report queries"):
-        results = _run_queries(con, log, heavy, kept)
+        results = _run_queries(con, log, heavy, kept, REPORT_QUERIES, early)
         results.update(quotas=replay.quotas, wait_clusters=replay.clusters, wait_timeline=replay.timeline,
                        pending_reasons_vs_replay=replay.pending)
         results.update(_speed_results(con, heavy))
@@ -253,15 +270,22 @@ def _check_store(con: duckdb.DuckDBPyConnection, db: Path) -> None:
 
 
 def _run_queries(con: duckdb.DuckDBPyConnection, log: Callable[[str], None],
-                 heavy: Engine | None = None, kept: frozenset[str] = frozenset()) -> dict[str, pl.DataFrame]:
-    interval = run_query(con, "gpu_sample_interval")
+                 heavy: Engine | None = None, kept: frozenset[str] = frozenset(),
+                 names: tuple[str, ...] = REPORT_QUERIES,
+                 done: dict[str, pl.DataFrame] | None = None) -> dict[str, pl.DataFrame]:
+    """The named queries `names` (gpu_sample_interval first: the others take its interval), in
+    that order; those in `done` are taken from it, not run again."""
+    done = done or {}
+    interval = done["gpu_sample_interval"] if "gpu_sample_interval" in done else run_query(con, "gpu_sample_interval")
     interval_s = interval.get_column("interval_s")[0] if interval.height else None
     params = {"top_vcs": queueing.TOP_VCS, "sample_interval_s": interval_s, "top_repeaters": failures.TOP_REPEATERS,
               "busy_util_pct": activity.BUSY_UTIL_PCT, "idle_sm_pct": activity.IDLE_SM_PCT,
               "top_jobs": activity.TOP_BUSY_IDLE}
     results = {"gpu_sample_interval": interval}
-    for name in REPORT_QUERIES:
-        if name not in results:
+    for name in names:
+        if name in done:
+            results[name] = done[name]
+        elif name not in results:
             started = time.perf_counter()
             if name in kept:
                 results[name] = con.sql(read_kept(con, name)).pl()

@@ -27,8 +27,9 @@ from gpucluster_analysis.sqlfiles import bind, load_sql
 
 # Tables of the store a selection narrows to the selected jobs' rows.
 JOB_TABLES = ("jobs", "attempts", "allocations", "attempt_hosts", "gpu_bindings")
-# Temp tables prepare() builds up to the replay that hold rows per job.
-JOB_TEMP_TABLES = ("job_keys", "attempt_windows", "attempt_sizes", "attempt_attribution", "replay_job_waits")
+# Temp tables prepare() builds before the selection that hold rows per job (the replay's
+# per-job waits, replay_job_waits, come later: `narrow` them).
+JOB_TEMP_TABLES = ("job_keys", "attempt_windows", "attempt_sizes", "attempt_attribution")
 # Sample tables machine-level figures read through period_<table>.
 PERIOD_TABLES = ("gpu_samples", "host_samples", "gpu_sample_details")
 
@@ -116,8 +117,7 @@ def _apply(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
     con.execute(f"CREATE OR REPLACE TEMP TABLE selected_jobs AS {query}", bind(query, params))
     selected = int(con.execute("SELECT count(*) FROM selected_jobs").fetchall()[0][0])
     for table in JOB_TEMP_TABLES:
-        con.execute(f"DELETE FROM {table} t WHERE NOT EXISTS "
-                    "(SELECT 1 FROM selected_jobs s WHERE s.source = t.source AND s.job_id = t.job_id)")
+        _delete_unselected(con, table)
     for table in JOB_TABLES:
         con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT t.* FROM {_stored(con, table)} t "
                     "SEMI JOIN selected_jobs s ON s.source = t.source AND s.job_id = t.job_id")
@@ -125,6 +125,18 @@ def _apply(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
     con.execute(f"CREATE OR REPLACE TEMP VIEW job_logs AS SELECT t.* FROM {_stored(con, 'job_logs')} t "
                 "SEMI JOIN selected_jobs s ON s.job_id = t.job_id")
     return selected
+
+
+def narrow(con: duckdb.DuckDBPyConnection, selection: Selection, table: str) -> None:
+    """Keep the selected jobs' rows of a temp table made after `apply` (per-job rows)."""
+    if not selection.everything:
+        with query_errors("selected_jobs"):
+            _delete_unselected(con, table)
+
+
+def _delete_unselected(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    con.execute(f"DELETE FROM {table} t WHERE NOT EXISTS "
+                "(SELECT 1 FROM selected_jobs s WHERE s.source = t.source AND s.job_id = t.job_id)")
 
 
 def reset(con: duckdb.DuckDBPyConnection) -> None:

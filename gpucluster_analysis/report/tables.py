@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import datetime
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 import duckdb
@@ -19,7 +19,7 @@ import polars as pl
 
 from gpucluster_analysis.db.queries import create_temp_tables, run_query
 from gpucluster_analysis.errors import ReportError
-from gpucluster_analysis.replay import Replay, replay_store
+from gpucluster_analysis.replay import Replay, read_inputs, replay_inputs
 from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas
 from gpucluster_analysis.report import selection as selected
 from gpucluster_analysis.report.kept import read_kept
@@ -31,13 +31,16 @@ EVERY_JOB = Selection()
 # Before the replay: what it reads (gpu_samples_by_machine and machine_capacity_snapshot give
 # it its machines) over every job; a selection (report/selection.py) then narrows them.
 # gpu_samples_by_machine first: attempt_attribution reads it instead of the samples.
-REPLAY_TABLES = ("gpu_samples_by_machine", "attempt_sizes", "attempt_attribution", "attempt_windows", "job_keys",
+REPLAY_TABLES = ("gpu_samples_by_machine", "attempt_sizes", "attempt_attribution", "job_keys",
                  "machine_capacity_snapshot")
-# After it, over the selected jobs (and the period's samples). attributed_util is the only
-# query that joins gpu_samples row by row (one pass).
+# While the replay computes (numpy, in a thread of its own: the machine's other core), over
+# every job too, as the replay's tables: what it does not read.
+BESIDE_REPLAY_TABLES = ("attempt_windows",)
+# Then, still beside the replay, over the selected jobs (and the period's samples).
+# attributed_util is the only query that joins gpu_samples row by row (one pass).
 SELECTED_TABLES = ("attributed_util", "job_gpu_util", "attributed_activity", "period_sample_totals", "log_attempts",
-                   "attempt_failures", "attempt_speeds")
-PREPARED_TABLES = REPLAY_TABLES + SELECTED_TABLES
+                   "attempt_failures", "attempt_speeds", "job_machine_windows", "job_colocation")
+PREPARED_TABLES = REPLAY_TABLES + BESIDE_REPLAY_TABLES + SELECTED_TABLES
 # The replay's per-job waits (gpucluster_analysis.replay), as a temp table jobs.sql and the wait queries join.
 REPLAY_JOBS_TABLE = "replay_job_waits"
 
@@ -45,8 +48,6 @@ REPLAY_JOBS_TABLE = "replay_job_waits"
 REPORT_TABLES = (
     ("report_jobs", "jobs"),  # the jobs.csv rows, once, for the figure queries to join
     ("wait_cause_seconds", "wait_cause_seconds"),  # the replay's split, one row per (job, cause)
-    ("job_machine_windows", "job_machine_windows"),
-    ("job_colocation", "job_colocation"),
     ("job_facts", "job_facts"),
 )
 
@@ -97,6 +98,7 @@ def prepare(
     selection: Selection = EVERY_JOB,
     heavy: Engine | None = None,
     kept: frozenset[str] = frozenset(),
+    beside_replay: Callable[[], None] | None = None,
 ) -> Replay:
     """Create the report's temp tables (idempotent within a connection) and replay the queueing.
 
@@ -106,17 +108,34 @@ def prepare(
     Queueing section. Then the tables narrow to `selection`; an empty one is a ReportError.
     The temp tables whose query `heavy` runs come from it (spark/engine.py), those named in
     `kept` from the store's kept results (report/kept.py: `usable`), the rest from DuckDB.
+    `beside_replay`, when given, runs after those tables while the replay still computes (work
+    on the connection that reads none of the replay's results), unless the selection is empty.
     """
     selected.reset(con)  # the store's own tables, whole, for the replay
     _create(con, REPLAY_TABLES, on_table, heavy, kept)
-    replay = _replay(con, on_table, quotas, locality, (selection.since, selection.until))
-    if not selected.apply(con, selection) and not selection.everything:
+    started = time.perf_counter()
+    inputs = read_inputs(con)
+    # The replay's numpy runs in a thread (it holds the GIL little) while DuckDB builds the
+    # tables that do not depend on it; its per-job waits are stored after.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="replay") as pool:
+        computing = pool.submit(replay_inputs, inputs, quotas, locality, period=(selection.since, selection.until))
+        del inputs
+        _create(con, BESIDE_REPLAY_TABLES, on_table, heavy, kept)
+        found = selected.apply(con, selection)
+        if found or selection.everything:
+            if heavy is not None:
+                heavy.period(selection)
+            _create(con, SELECTED_TABLES, on_table, heavy, kept)
+            if beside_replay is not None:
+                beside_replay()
+        replay = computing.result()
+    _store_replay_jobs(con, replay, selection)
+    if on_table is not None:
+        on_table("replay (why jobs wait, beside the tables above)", time.perf_counter() - started)
+    if not found and not selection.everything:
         raise ReportError(f"no job in the selection ({selection.describe()})",
                           hint="widen --since/--until or check the --vc/--user/--source names (jobs.csv of an "
                                "unfiltered report lists them)")
-    if heavy is not None:
-        heavy.period(selection)
-    _create(con, SELECTED_TABLES, on_table, heavy, kept)
     return replay
 
 
@@ -137,18 +156,14 @@ def _create(con: duckdb.DuckDBPyConnection, names: tuple[str, ...], on_table: Ca
             create_temp_tables(con, [(name, name)], on_table)
 
 
-def _replay(con: duckdb.DuckDBPyConnection, on_table: Callable[[str, float], None] | None,
-            quotas: Quotas | None, locality: LocalityRule, period: tuple[datetime | None, datetime | None]) -> Replay:
-    started = time.perf_counter()
-    replay = replay_store(con, quotas, locality, period=period)
+def _store_replay_jobs(con: duckdb.DuckDBPyConnection, replay: Replay, selection: Selection) -> None:
+    """The replay's per-job waits as the temp table replay_job_waits, of the selected jobs."""
     con.register("replay_jobs_frame", replay.jobs.to_arrow())
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE {REPLAY_JOBS_TABLE} AS SELECT * FROM replay_jobs_frame")
     finally:
         con.unregister("replay_jobs_frame")
-    if on_table is not None:
-        on_table("replay (why jobs wait)", time.perf_counter() - started)
-    return replay
+    selected.narrow(con, selection, REPLAY_JOBS_TABLE)
 
 
 def prepare_report(con: duckdb.DuckDBPyConnection, on_table: Callable[[str, float], None] | None = None) -> None:
@@ -163,8 +178,10 @@ def jobs_table(con: duckdb.DuckDBPyConnection, prepared: bool = False) -> pl.Dat
     report_jobs that `prepare_report(con)` just built (the same query, not run twice).
     """
     if prepared:
-        # jobs.sql's order; (source, job_id) is unique, so the order is total
-        jobs = con.sql("SELECT * FROM report_jobs ORDER BY submit_time NULLS LAST, source, job_id").pl()
+        # in jobs.sql's order (total: (source, job_id) is unique), as CREATE TABLE AS stored
+        # it: DuckDB keeps insertion order (preserve_insertion_order, on by default), so a
+        # million rows are not sorted a second time
+        jobs = con.sql("SELECT * FROM report_jobs").pl()
         jobs = jobs.select(JOBS_COLUMNS)
     else:
         jobs = run_query(con, "jobs").select(JOBS_COLUMNS)

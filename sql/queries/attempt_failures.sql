@@ -35,15 +35,27 @@ WITH sized AS (
     FROM allocations
     GROUP BY source, job_id, attempt_no
 ),
-ordered AS (
-    SELECT a.source, a.job_id, a.attempt_no, a.source_index, a.start_at, a.end_at,
-           a.status AS attempt_status,
-           coalesce(CAST(s.gpus AS DOUBLE), a.num_gpus) AS num_gpus,
+-- Only jobs of several attempts are ranked: a job's only attempt is its final one (ranking
+-- a million one-attempt jobs cost more than the rest of this query).
+several AS (
+    SELECT source, job_id FROM attempts GROUP BY source, job_id HAVING count(*) > 1
+),
+ranked_attempts AS (
+    SELECT a.*,
            -- 1 = the final attempt
            row_number() OVER (PARTITION BY a.source, a.job_id
                               ORDER BY coalesce(a.start_at, a.end_at) DESC NULLS FIRST, a.attempt_no DESC)
                AS from_last
-    FROM attempts a
+    FROM attempts a SEMI JOIN several USING (source, job_id)
+    UNION ALL
+    SELECT a.*, 1 FROM attempts a ANTI JOIN several USING (source, job_id)
+),
+ordered AS (
+    SELECT a.source, a.job_id, a.attempt_no, a.source_index, a.start_at, a.end_at,
+           a.status AS attempt_status,
+           coalesce(CAST(s.gpus AS DOUBLE), a.num_gpus) AS num_gpus,
+           a.from_last
+    FROM ranked_attempts a
     LEFT JOIN sized s USING (source, job_id, attempt_no)
 ),
 ranked AS (
@@ -75,18 +87,23 @@ failed AS (
             OR (job_status = 'killed' AND coalesce(reason NOT IN ('unknown', 'none', 'user_kill'), FALSE))
         ELSE TRUE
     END
+),
+-- the job's last failed attempt that has a log, among those only (most have none)
+root_causes AS (
+    SELECT source, job_id, attempt_no FROM failed
+    WHERE has_log AND job_status IN ('failed', 'timeout', 'node_fail', 'preempted')
+    QUALIFY row_number() OVER (PARTITION BY source, job_id ORDER BY from_last) = 1
 )
-SELECT source, job_id, attempt_no, source_index,
-       user_name AS "user", vc, job_status, attempt_status,
-       from_last = 1 AS is_final_attempt,
-       num_gpus, start_at, end_at,
-       CASE WHEN end_at >= start_at THEN epoch(end_at) - epoch(start_at) END AS runtime_to_failure_s,
-       CASE WHEN end_at >= start_at THEN (epoch(end_at) - epoch(start_at)) * num_gpus END AS gpu_time_lost_s,
-       has_log,
-       coalesce(log_files, 0) AS log_files,
-       reason, category, signature_id, stream, line_number, line, other_signatures,
-       coalesce(has_log AND job_status IN ('failed', 'timeout', 'node_fail', 'preempted')
-                AND row_number() OVER (PARTITION BY source, job_id, has_log ORDER BY from_last) = 1, FALSE)
-           AS job_root_cause
-FROM failed
-ORDER BY source, job_id, attempt_no
+SELECT f.source, f.job_id, f.attempt_no, f.source_index,
+       f.user_name AS "user", f.vc, f.job_status, f.attempt_status,
+       f.from_last = 1 AS is_final_attempt,
+       f.num_gpus, f.start_at, f.end_at,
+       CASE WHEN f.end_at >= f.start_at THEN epoch(f.end_at) - epoch(f.start_at) END AS runtime_to_failure_s,
+       CASE WHEN f.end_at >= f.start_at THEN (epoch(f.end_at) - epoch(f.start_at)) * f.num_gpus END AS gpu_time_lost_s,
+       f.has_log,
+       coalesce(f.log_files, 0) AS log_files,
+       f.reason, f.category, f.signature_id, f.stream, f.line_number, f.line, f.other_signatures,
+       r.job_id IS NOT NULL AS job_root_cause
+FROM failed f
+LEFT JOIN root_causes r USING (source, job_id, attempt_no)
+ORDER BY f.source, f.job_id, f.attempt_no

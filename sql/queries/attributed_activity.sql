@@ -19,13 +19,21 @@ WITH profiled AS (
 span AS (
     SELECT min(sample_at) AS first_at, max(sample_at) AS last_at FROM profiled
 ),
+-- a window of a whole machine's GPUs as one window per GPU, in the profiled span only
+gpu_windows AS (
+    SELECT w.source, w.job_id, w.machine_id, w.start_at, w.end_at,
+           -- (not cast: Spark takes no generator inside an expression)
+           unnest(range(w.gpu_index, w.gpu_index + w.gpus)) AS gpu_index
+    FROM attempt_windows w
+    CROSS JOIN span t
+    WHERE t.first_at IS NOT NULL AND w.end_at > t.first_at AND w.start_at <= t.last_at
+),
 window_hours AS (
     SELECT w.source, w.job_id, w.machine_id, w.gpu_index, w.start_at, w.end_at,
            unnest(range(epoch_us(greatest(w.start_at, t.first_at)) // 3600000000,
                         epoch_us(least(w.end_at, t.last_at)) // 3600000000 + 1)) AS hour
-    FROM attempt_windows w
+    FROM gpu_windows w
     CROSS JOIN span t
-    WHERE t.first_at IS NOT NULL AND w.end_at > t.first_at AND w.start_at <= t.last_at
 )
 SELECT w.source, w.job_id,
        count(p.sm_active) AS sm_samples,

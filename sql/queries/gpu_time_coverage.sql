@@ -15,11 +15,12 @@ WITH telemetry AS (
     FROM gpu_samples_by_machine
 ),
 windows AS (
-    SELECT sum(epoch(end_at) - epoch(start_at)) AS window_s,
+    -- a row is gpus GPUs' windows (a whole machine's: attempt_windows)
+    SELECT sum((epoch(end_at) - epoch(start_at)) * gpus) AS window_s,
            -- CASE: least/greatest skip NULLs, so without telemetry they would not clip at all
            sum(CASE WHEN t.first_at IS NOT NULL THEN
                greatest(epoch(least(end_at, t.last_at + to_seconds(CAST(coalesce($sample_interval_s, 0) AS BIGINT))))
-                        - epoch(greatest(start_at, t.first_at)), 0) END) AS span_s
+                        - epoch(greatest(start_at, t.first_at)), 0) * gpus END) AS span_s
     FROM attempt_windows CROSS JOIN telemetry t
 ),
 attributed AS (

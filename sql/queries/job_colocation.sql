@@ -14,13 +14,16 @@ WITH ordered AS (
            lead(start_at) OVER (PARTITION BY machine_id ORDER BY start_at, end_at, source, job_id) AS next_start
     FROM job_machine_windows
 ),
+-- per (job, machine) first, then per job: a count of distinct machines would take a third
+-- aggregation and a join
 flagged AS (
     SELECT source, job_id, machine_id,
-           coalesce(earlier_end > start_at, false) OR coalesce(next_start < end_at, false) AS overlapping
+           bool_or(coalesce(earlier_end > start_at, false) OR coalesce(next_start < end_at, false)) AS overlapping
     FROM ordered
+    GROUP BY source, job_id, machine_id
 )
 SELECT source, job_id,
        bool_or(overlapping) AS shares_server,
-       count(DISTINCT machine_id) FILTER (WHERE overlapping) AS shared_machines
+       count(*) FILTER (WHERE overlapping) AS shared_machines
 FROM flagged
 GROUP BY source, job_id

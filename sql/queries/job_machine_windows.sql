@@ -7,10 +7,9 @@
 -- Parameters: none.
 -- Output: source, job_id, machine_id, start_at, end_at (half-open [start_at, end_at)).
 WITH windows AS (
-    SELECT DISTINCT c.source, c.job_id, c.machine_id, a.start_at, a.end_at
-    FROM attempt_attribution c
-    JOIN attempts a USING (source, job_id, attempt_no)
-    WHERE c.gpu_index IS NOT NULL
+    SELECT DISTINCT source, job_id, machine_id, start_at, end_at
+    FROM attempt_attribution
+    WHERE gpu_index IS NOT NULL
 ),
 retried AS (
     SELECT source, job_id FROM attempts GROUP BY source, job_id HAVING count(*) > 1

@@ -10,8 +10,9 @@ WITH telemetry AS (
 ),
 span AS (
     SELECT source, job_id,
+           -- a row is gpus GPUs' windows (a whole machine's: attempt_windows)
            sum(greatest(epoch(least(end_at, t.last_at + to_seconds(CAST($sample_interval_s AS BIGINT))))
-                        - epoch(greatest(start_at, t.first_at)), 0)) AS span_s
+                        - epoch(greatest(start_at, t.first_at)), 0) * gpus) AS span_s
     FROM attempt_windows CROSS JOIN telemetry t
     WHERE t.first_at IS NOT NULL  -- no telemetry: no span (least/greatest would skip the NULLs)
     GROUP BY source, job_id

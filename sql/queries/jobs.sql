@@ -26,12 +26,13 @@ WITH per_job AS (
     FROM attempt_sizes
     GROUP BY source, job_id
 ),
+-- (rows of one attribution rank alike: no need to take them distinct first)
 attributed AS (
     SELECT source, job_id,
            arg_max(attribution, CASE attribution WHEN 'scheduler' THEN 1 WHEN 'scontrol' THEN 2
                WHEN 'cuda_visible_devices' THEN 3 WHEN 'whole_node' THEN 4 WHEN 'node_level' THEN 5
                ELSE 0 END) AS attribution  -- none only when no timed attempt has a placement
-    FROM (SELECT DISTINCT source, job_id, attribution FROM attempt_attribution)
+    FROM attempt_attribution
     GROUP BY source, job_id
 )
 SELECT

@@ -16,7 +16,7 @@
 -- machine_id (NULL: placement unknown), gpus (DOUBLE; NULL: the attempt's size is unknown),
 -- user_name and qos (whose per-user caps the holding counts toward).
 WITH started AS (
-    SELECT s.source, s.job_id, s.attempt_no, s.gpus, s.start_at,
+    SELECT s.source, s.job_id, s.attempt_no, s.gpus, s.servers, s.start_at,
            coalesce(s.end_at, b.last_at) AS end_at
     FROM attempt_sizes s JOIN replay_bounds b USING (source)
     WHERE s.start_at IS NOT NULL
@@ -43,26 +43,29 @@ bound_counts AS (
     WHERE attribution IN ('scontrol', 'cuda_visible_devices') AND machine_id IS NOT NULL AND gpu_index IS NOT NULL
     GROUP BY ALL
 ),
+-- (the key columns are never NULL: ANTI JOIN is NOT IN)
 hosted AS (
-    SELECT h.source, h.job_id, h.attempt_no, h.machine_id, coalesce(max(h.gpus), max(b.gpus)) AS gpus,
-           count(*) OVER (PARTITION BY h.source, h.job_id, h.attempt_no) AS hosts
+    SELECT h.source, h.job_id, h.attempt_no, h.machine_id, coalesce(max(h.gpus), max(b.gpus)) AS gpus
     FROM attempt_hosts h
     LEFT JOIN bound_counts b USING (source, job_id, attempt_no, machine_id)
-    WHERE (h.source, h.job_id, h.attempt_no) NOT IN (SELECT source, job_id, attempt_no FROM listed)
+    ANTI JOIN listed l USING (source, job_id, attempt_no)
     GROUP BY h.source, h.job_id, h.attempt_no, h.machine_id
 ),
+-- An attempt's hosts, where their GPUs are unknown, share its GPUs evenly: a started attempt
+-- with hosts and no listed GPUs has as many as attempt_sizes' servers counts (its distinct
+-- hosts), so that count is not taken again.
 placed AS (
     SELECT st.source, st.job_id, st.attempt_no, st.start_at, l.end_at, l.machine_id, l.gpus
     FROM started st JOIN listed l USING (source, job_id, attempt_no)
     UNION ALL
     SELECT st.source, st.job_id, st.attempt_no, st.start_at, st.end_at, h.machine_id,
-           coalesce(CAST(h.gpus AS DOUBLE), st.gpus / h.hosts)
+           coalesce(CAST(h.gpus AS DOUBLE), st.gpus / st.servers)
     FROM started st JOIN hosted h USING (source, job_id, attempt_no)
     UNION ALL
     SELECT st.source, st.job_id, st.attempt_no, st.start_at, st.end_at, NULL, st.gpus
     FROM started st
-    WHERE (st.source, st.job_id, st.attempt_no) NOT IN (SELECT source, job_id, attempt_no FROM listed)
-      AND (st.source, st.job_id, st.attempt_no) NOT IN (SELECT source, job_id, attempt_no FROM hosted)
+    ANTI JOIN listed l USING (source, job_id, attempt_no)
+    ANTI JOIN hosted h USING (source, job_id, attempt_no)
 )
 SELECT p.source, p.job_id, p.attempt_no, j.vc,
        epoch(p.start_at) AS start_s, epoch(p.end_at) AS end_s, p.machine_id, p.gpus, j.user_name, j.qos

@@ -2,16 +2,16 @@
 -- or still pending at the end of the trace), split by the replay like every first wait
 -- (temp table wait_cause_seconds) but counted apart: they have no queueing delay
 -- (jobs.csv queue_delay_s is empty).
--- Needs the temp tables wait_cause_seconds and jobs.
+-- Needs the temp table wait_cause_seconds (with each job's vc and status).
 -- Parameters: none.
 -- Output: status (the job's final status), cause, cause_order, jobs, wait_hours, wait_gpu_hours,
 -- share_pct (of all abandoned waiting GPU-time).
 WITH summed AS (
-    SELECT j.status, c.cause, c.cause_order, count(*) AS jobs, sum(c.seconds) AS wait_s,
+    SELECT c.status, c.cause, c.cause_order, count(*) AS jobs, sum(c.seconds) AS wait_s,
            sum(c.seconds * c.gpus) AS wait_gpu_s
-    FROM wait_cause_seconds c JOIN jobs j USING (source, job_id)
+    FROM wait_cause_seconds c
     WHERE NOT c.started
-    GROUP BY j.status, c.cause, c.cause_order
+    GROUP BY c.status, c.cause, c.cause_order
 )
 SELECT status, cause, cause_order, jobs,
        CAST(wait_s AS DOUBLE) / 3600.0 AS wait_hours,

@@ -5,13 +5,13 @@
 -- Started jobs only (waits of jobs that never started: wait_abandoned); GPU jobs only (a
 -- job with zero or unknown GPUs gets no split). Fragmentation is unknown (counted 0) for
 -- sources that name no machines.
--- Needs the temp tables wait_cause_seconds and job_keys.
+-- Needs the temp table wait_cause_seconds (with each job's size bucket).
 -- Parameters: none.
 -- Output: size_bucket ('all' first, then job_keys' buckets), size_order (0 for all), cause,
 -- cause_order (0..4), jobs (jobs with a split in the bucket), wait_hours, wait_gpu_hours,
 -- share_pct (of the bucket's waiting GPU-time).
 WITH w AS (
-    SELECT k.size_bucket, k.size_order, c.* FROM wait_cause_seconds c JOIN job_keys k USING (source, job_id)
+    SELECT c.size_bucket, c.size_order, c.cause, c.cause_order, c.seconds, c.gpus FROM wait_cause_seconds c
     WHERE c.started
 ),
 summed AS (

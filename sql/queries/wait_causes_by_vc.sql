@@ -1,12 +1,12 @@
 -- wait_causes_by_vc: why jobs waited, by virtual cluster: the busiest $top_vcs VCs by
 -- waiting GPU-time, the rest as '(other VCs)'. As wait_causes_by_size: started GPU jobs'
 -- first waits, split by the replay (temp table wait_cause_seconds).
--- Needs the temp tables wait_cause_seconds and jobs.
+-- Needs the temp table wait_cause_seconds (with each job's vc and status).
 -- Parameters: $top_vcs.
 -- Output: vc ('(none)' for jobs without one), vc_rank, cause, cause_order, jobs, wait_hours,
 -- wait_gpu_hours, share_pct (of the VC's waiting GPU-time).
 WITH w AS (
-    SELECT coalesce(j.vc, '(none)') AS vc, c.* FROM wait_cause_seconds c JOIN jobs j USING (source, job_id)
+    SELECT coalesce(c.vc, '(none)') AS vc, c.cause, c.cause_order, c.seconds, c.gpus FROM wait_cause_seconds c
     WHERE c.started
 ),
 ranked AS (
