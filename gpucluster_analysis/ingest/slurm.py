@@ -450,7 +450,10 @@ class _Stager:
         """`texts`: the keys' lines. Each line's md5 is of the line as staged (cut at _TEXT_LIMIT
         characters; the typed lines are ASCII)."""
         lines = pa.table({"text": texts})  # noqa: F841 (read by DuckDB by name)
-        digest = self.side.sql(f"SELECT md5(left(text, {_TEXT_LIMIT})) FROM lines").to_arrow_table().column(0)
+        # left() counts characters: a line of at most _TEXT_LIMIT bytes is whole, so the cut is
+        # only taken on the longer ones (it was a third of the md5's time)
+        digest = self.side.sql(f"SELECT CASE WHEN strlen(text) <= {_TEXT_LIMIT} THEN md5(text)"
+                               f" ELSE md5(left(text, {_TEXT_LIMIT})) END FROM lines").to_arrow_table().column(0)
         # without the bytes polars keeps under nulled strings
         self.segment.append((_compact(allocs), _compact(steps), keys.append_column("digest", digest)))
 
