@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from gpucluster_analysis.db import open_store
@@ -338,6 +339,37 @@ def test_chunks_read_the_lines_line_by_line_reads(tmp_path: Path, monkeypatch: p
             assert (lines, latin1) == expected[:2]
         else:  # the same error; the lines before it were read (and are never stored)
             assert error == expected[2]
+
+
+def test_line_digests_are_md5_of_the_first_500_characters() -> None:
+    """The stager's md5 of a line is DuckDB's md5(left(text, 500)) whatever the line: ASCII or
+    not, shorter or longer than the cut in bytes or in characters (it skips left() where the
+    bytes fit)."""
+    import duckdb
+
+    limit = slurm._TEXT_LIMIT
+    texts = ["", "1|COMPLETED", "a" * limit, "a" * (limit + 1), "a" * (limit - 1) + "é", "a" * limit + "é",
+             "é" * (limit // 2 + 1), "é" * (limit + 3), "e\u0301" * (limit // 2 + 5), "日本" * limit]
+    con = duckdb.connect()
+    expected = [con.execute("SELECT md5(left(?, ?))", [t, limit]).fetchone()[0] for t in texts]  # type: ignore[index]
+    stager = slurm._Stager(con)
+    keys = pa.table({"line": pa.array(range(len(texts)), pa.int64())})
+    stager._keep(slurm._STAGE_SCHEMA.empty_table(), slurm._STEP_SCHEMA.empty_table(), keys, pa.array(texts, pa.string()))
+    assert stager.segment[0][2].column("digest").to_pylist() == expected
+
+
+def test_plain_rows_count_pipes_as_arrow_does() -> None:
+    """plain_rows' `|` count and first digit (numpy on the string buffer) against Arrow's
+    kernels, on slices of random lines."""
+    rng = random.Random(7)
+    for _ in range(200):
+        values = ["".join(rng.choice("|0a9 |x1") for _ in range(rng.randint(0, 8))) for _ in range(rng.randint(1, 30))]
+        whole = pa.array(values, pa.string())
+        a, b = sorted((rng.randint(0, len(values)), rng.randint(0, len(values))))
+        for texts in (whole, whole.slice(a, b - a)):
+            pipes, digit = slurm_fast._pipes_and_digit(texts)
+            assert pipes.to_pylist() == pc.count_substring(texts, "|").to_pylist(), values
+            assert digit.to_pylist() == pc.match_substring_regex(texts, "^[0-9]").to_pylist(), values
 
 
 # ------------------------------------------------------------- a job's only allocation row

@@ -109,13 +109,29 @@ def plain_rows(texts: pa.Array, layout: Layout) -> np.ndarray:
     and the layout's field count (`-p`: ending in the trailing `|`). Headers, sacct's messages
     and blank lines never are; a JobName holding `|` is not (the exact way rejoins it)."""
     n = len(layout.columns)
-    pipes = pc.count_substring(texts, "|")
-    shape = pc.and_(pc.string_is_ascii(texts), pc.match_substring_regex(texts, "^[0-9]"))
+    pipes, digit = _pipes_and_digit(texts)
+    shape = pc.and_(pc.string_is_ascii(texts), digit)
     if layout.trailing:
         count = pc.and_(pc.equal(pipes, n), pc.ends_with(texts, "|"))
     else:
         count = pc.equal(pipes, n - 1)
     return pc.and_(shape, count).fill_null(False).to_numpy(zero_copy_only=False).copy()
+
+
+def _pipes_and_digit(texts: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Each line's count of `|` and whether it starts with a digit. On the string buffer with
+    numpy where it can (every `|` of the buffer found once, counted per line from the lines'
+    offsets: a third of count_substring's time), else by Arrow's kernels."""
+    if texts.type != pa.string() or texts.null_count or len(texts) == 0:
+        return pc.count_substring(texts, "|"), pc.match_substring_regex(texts, "^[0-9]")
+    bounds = np.frombuffer(texts.buffers()[1], dtype=np.int32)[texts.offset:texts.offset + len(texts) + 1]
+    data = texts.buffers()[2]
+    buf = np.frombuffer(data, dtype=np.uint8)[bounds[0]:bounds[-1]] if data is not None else np.zeros(0, np.uint8)
+    starts, ends = bounds[:-1] - bounds[0], bounds[1:] - bounds[0]
+    pipes = np.diff(np.searchsorted(np.flatnonzero(buf == ord("|")), np.append(starts, ends[-1])))
+    first = buf[np.minimum(starts, len(buf) - 1)] if len(buf) else np.zeros(len(texts), np.uint8)
+    digit = (ends > starts) & (first >= ord("0")) & (first <= ord("9"))
+    return pa.array(pipes), pa.array(digit)
 
 
 def _lookup(values: pl.Series, parse: Callable[[str], tuple[Any, ...]], schema: dict[str, Any]) -> pl.DataFrame:
@@ -171,7 +187,12 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
     n = len(layout.columns)
     text = pl.Series("text", pl.from_arrow(texts), dtype=pl.String)
     body = text.str.strip_suffix("|") if layout.trailing else text
-    frame = pl.DataFrame({"line": pl.Series(lines, dtype=pl.Int64), "text": text,
+    # a blank at a field's edge: the regex runs only on the lines with a blank (rare)
+    blank = np.flatnonzero((text.str.contains(" ", literal=True) | text.str.contains("\t", literal=True)).to_numpy())
+    edge = np.zeros(len(text), dtype=bool)
+    if len(blank):
+        edge[blank] = text.gather(blank).str.contains(_BLANK_EDGE).to_numpy()
+    frame = pl.DataFrame({"line": pl.Series(lines, dtype=pl.Int64), "edge": pl.Series(edge),
                           "fields": body.str.split_exact("|", n - 1)})
 
     def value(i: int | None) -> pl.Expr:
@@ -197,12 +218,10 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
         return [present.alias(f"{name}_present"), pl.when(present).then(t).alias(f"{name}_tres")]
 
     # what every row needs: its job id, State and ExitCode, and no blank at a field's edge
-    # (a blank anywhere is rare: the regex runs only where there is one)
     job_id = value(cols.job_id).str.extract_groups(_JOB_ID.pattern)
     state = value(cols.state).str.extract_groups(_STATE)
     exit_text = value(cols.exit)
     exit_parts = exit_text.str.extract_groups(_EXIT)
-    blank = pl.col("text").str.contains(" ", literal=True) | pl.col("text").str.contains("\t", literal=True)
     known = state.struct.field("word").is_in(sorted(KNOWN_STATES)).fill_null(False)
     head = frame.lazy().select(
         pl.col("line"),
@@ -212,7 +231,7 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
         value(cols.state).alias("source_status"),
         pl.when(missing(exit_text)).then(None).otherwise(exit_parts.struct.field("code")).cast(pl.Int32).alias("exit_code"),
         pl.when(missing(exit_text)).then(None).otherwise(exit_parts.struct.field("signal")).cast(pl.Int32).alias("exit_signal"),
-        (~(blank & pl.col("text").str.contains(_BLANK_EDGE)) & known
+        (~pl.col("edge") & known
          & (missing(exit_text) | exit_parts.struct.field("code").is_not_null())).alias("row_ok"),
         pl.when(value(cols.cluster) == "").then(None).otherwise(value(cols.cluster)).alias("cluster"),
     ).with_columns(
