@@ -34,8 +34,6 @@ from gpucluster_analysis.sqlfiles import list_sql, load_sql
 KEPT = ("gpu_samples_by_machine", "attributed_util", "host_util_cdf_by_activity")
 # Kept results that do not depend on which jobs a report selects.
 EVERY_SELECTION = frozenset({"gpu_samples_by_machine"})
-# What the kept queries read before them, as the report builds it (report/tables.py).
-_BEFORE = ("gpu_samples_by_machine", "attempt_sizes", "attempt_attribution", "attempt_windows", "job_keys")
 # Below this many samples (GPU and host rows) a report computes the kept queries in about a
 # second: ingest then keeps nothing, and costs nothing more.
 KEEP_MIN_SAMPLES = 5_000_000
@@ -60,15 +58,16 @@ def inputs_digest(con: duckdb.DuckDBPyConnection) -> str:
     return digest.hexdigest()
 
 
-def usable(con: duckdb.DuckDBPyConnection, selection: Selection) -> frozenset[str]:
-    """The kept results a report of `selection` may read instead of running their query."""
+def usable(con: duckdb.DuckDBPyConnection, selection: Selection, digest: str | None = None) -> frozenset[str]:
+    """The kept results a report of `selection` may read instead of running their query.
+    `digest`: inputs_digest(con), where the caller has it already."""
     database = _database(con)
     tables = {r[0] for r in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND schema_name = 'main'", [database]).fetchall()}
     if "kept_results" not in tables:
         return frozenset()
     current = {r[0] for r in con.execute(f'SELECT query FROM "{database}".main.kept_results WHERE inputs = ?',
-                                         [inputs_digest(con)]).fetchall()}
+                                         [digest or inputs_digest(con)]).fetchall()}
     names = frozenset(q for q in KEPT if q in current and f"kept_{q}" in tables)
     return names if selection.everything else names & EVERY_SELECTION
 
@@ -82,9 +81,10 @@ def keep(con: duckdb.DuckDBPyConnection, log: Callable[[str], None] = lambda _ms
     """Compute the kept results of a writable store whose kept ones are not current (after
     `gca ingest`), in one transaction; the seconds it took, or None when there was nothing
     to do. A store with fewer than KEEP_MIN_SAMPLES samples, or no jobs, keeps nothing."""
-    from gpucluster_analysis.report.tables import EVERY_JOB
+    from gpucluster_analysis.report.tables import BEFORE_SELECTION_TABLES, EVERY_JOB
 
-    if usable(con, EVERY_JOB) == frozenset(KEPT):
+    digest = inputs_digest(con)
+    if usable(con, EVERY_JOB, digest) == frozenset(KEPT):
         return None
     started = time.perf_counter()
     samples, jobs = con.execute("SELECT (SELECT count(*) FROM gpu_samples) + (SELECT count(*) FROM host_samples),"
@@ -93,7 +93,6 @@ def keep(con: duckdb.DuckDBPyConnection, log: Callable[[str], None] = lambda _ms
     worth = samples >= KEEP_MIN_SAMPLES and jobs > 0
     if not worth and not stale:
         return None
-    digest = inputs_digest(con)
     con.execute("BEGIN TRANSACTION")
     try:
         con.execute("DELETE FROM kept_results")
@@ -107,7 +106,7 @@ def keep(con: duckdb.DuckDBPyConnection, log: Callable[[str], None] = lambda _ms
         raise
     finally:
         selected.reset(con)
-        for name in (*_BEFORE, *KEPT, "job_machine_windows"):
+        for name in (*BEFORE_SELECTION_TABLES, *KEPT, "job_machine_windows"):
             con.execute(f"DROP TABLE IF EXISTS temp.main.{name}")
         for table in selected.PERIOD_TABLES:
             con.execute(f"DROP VIEW IF EXISTS temp.main.period_{table}")
@@ -115,7 +114,8 @@ def keep(con: duckdb.DuckDBPyConnection, log: Callable[[str], None] = lambda _ms
 
 
 def _compute(con: duckdb.DuckDBPyConnection, digest: str, log: Callable[[str], None]) -> None:
-    from gpucluster_analysis.report.tables import EVERY_JOB
+    # imported here: report/tables.py imports this module
+    from gpucluster_analysis.report.tables import BEFORE_SELECTION_TABLES, EVERY_JOB
 
     seconds: dict[str, float] = {}
 
@@ -124,7 +124,7 @@ def _compute(con: duckdb.DuckDBPyConnection, digest: str, log: Callable[[str], N
 
     # the report's own steps up to these queries, for every job (report/tables.py prepare)
     selected.reset(con)
-    create_temp_tables(con, [(name, name) for name in _BEFORE], on_table)
+    create_temp_tables(con, [(name, name) for name in BEFORE_SELECTION_TABLES], on_table)
     selected.apply(con, EVERY_JOB)
     create_temp_tables(con, [("attributed_util", "attributed_util"), ("job_machine_windows", "job_machine_windows")],
                        on_table)

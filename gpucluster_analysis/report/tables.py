@@ -40,7 +40,9 @@ BESIDE_REPLAY_TABLES = ("attempt_windows",)
 # attributed_util is the only query that joins gpu_samples row by row (one pass).
 SELECTED_TABLES = ("attributed_util", "job_gpu_util", "attributed_activity", "period_sample_totals", "log_attempts",
                    "attempt_failures", "attempt_speeds", "job_machine_windows", "job_colocation")
-PREPARED_TABLES = REPLAY_TABLES + BESIDE_REPLAY_TABLES + SELECTED_TABLES
+# Every temp table made over every job before the selection (kept.py builds them the same way).
+BEFORE_SELECTION_TABLES = REPLAY_TABLES + BESIDE_REPLAY_TABLES
+PREPARED_TABLES = BEFORE_SELECTION_TABLES + SELECTED_TABLES
 # The replay's per-job waits (gpucluster_analysis.replay), as a temp table jobs.sql and the wait queries join.
 REPLAY_JOBS_TABLE = "replay_job_waits"
 
