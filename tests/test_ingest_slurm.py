@@ -295,6 +295,29 @@ def test_default_zone_is_the_machines(tmp_path: Path, monkeypatch: pytest.Monkey
     assert rows(db, "SELECT submit_at FROM jobs") == [(datetime(2024, 3, 30, 17, 30),)]
 
 
+
+@pytest.mark.parametrize("zone", ["Etc/GMT-2", "Europe/Zurich"])
+def test_a_zone_of_one_offset_converts_as_a_zone_with_changes_does(tmp_path: Path, zone: str) -> None:
+    """A zone of one offset (Etc/GMT-2 is UTC+2 all year) is converted without the table of
+    times; Zurich in July (CEST, also UTC+2) through it. Both give local - 2 h, by hand; an
+    epoch time (SLURM_TIME_FORMAT=%s) is UTC in either; a pending job's Start stays empty."""
+    dump = tmp_path / "sacct.txt"
+    dump.write_text(
+        "JobID|State|ExitCode|Submit|Start|End|AllocTRES|NodeList\n"
+        "1|COMPLETED|0:0|2024-07-01T10:00:00|2024-07-01T10:05:00|2024-07-01T11:00:00|cpu=1,gres/gpu=1,node=1|n1\n"
+        "1.batch|COMPLETED|0:0|2024-07-01T10:05:00|2024-07-01T10:05:00|2024-07-01T11:00:00|cpu=1,gres/gpu=1,node=1|n1\n"
+        # 1719828000 = 2024-07-01T10:00:00Z
+        "2|FAILED|1:0|1719828000|1719828060|1719828120|cpu=1,gres/gpu=1,node=1|n1\n"
+        "3|PENDING|0:0|2024-07-01T12:00:00|Unknown|Unknown||None assigned\n")
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, dump, zone=zone)
+    assert report.status == "loaded" and report.rejects == 0
+    assert rows(db, "SELECT job_id, submit_at FROM jobs ORDER BY job_id") == [
+        ("1", datetime(2024, 7, 1, 8, 0)), ("2", datetime(2024, 7, 1, 10, 0)), ("3", datetime(2024, 7, 1, 10, 0))]
+    assert rows(db, "SELECT job_id, start_at, end_at FROM attempts ORDER BY job_id") == [
+        ("1", datetime(2024, 7, 1, 8, 5), datetime(2024, 7, 1, 9, 0)),
+        ("2", datetime(2024, 7, 1, 10, 1), datetime(2024, 7, 1, 10, 2))]
+
 def test_dst_times(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     ingest(db, DATA / "dst.txt", zone=ZURICH)

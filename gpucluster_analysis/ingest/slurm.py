@@ -23,7 +23,8 @@ docs/schema.md, "Reading Slurm".
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -49,6 +50,9 @@ BATCH_ROWS = 10_000
 # store's temp directory. The typed rows (Arrow, ~1 GB at a million jobs) come on top.
 SQL_MEMORY_BYTES = 1500 * 1000**2
 _TEXT_LIMIT = 500
+# runs of plain lines typed at once, one per worker thread (on two cores, three keep both busy:
+# a run waits on polars and DuckDB in turn)
+_RUNS_AHEAD = 3
 
 # --- job ids, states, values -------------------------------------------------------
 
@@ -423,9 +427,7 @@ class _Stager:
         self.host_tables: list[pa.Table] = []
         self.segment: list[tuple[pa.Table, pa.Table, pa.Table]] = []  # (allocs, steps, keys) not yet in order
         self.registered: list[str] = []
-        # md5 of each line: queries of Arrow data alone, on a cursor of their own (a result the
-        # loader left unread on `con` must not stop them)
-        self.side = con.cursor()
+        self.side = con.cursor()  # md5 of the lines read line by line (_line_digests)
 
     def add(self, row: dict[str, object], hosts: list[str]) -> None:
         for name in self.rows:
@@ -436,26 +438,33 @@ class _Stager:
         if len(self.rows["line"]) >= BATCH_ROWS:
             self.flush()
 
-    def add_typed(self, typed: Any) -> None:
-        """Rows typed by slurm_fast (a slurm_fast.FastRows), after the rows read before them."""
+    def prepare(self, typed: Any) -> _TypedRun:
+        """What the stager keeps of rows slurm_fast typed (a slurm_fast.FastRows): Arrow tables
+        of its schemas, with each line's md5. Safe in a worker thread (its own cursor), so that
+        it runs beside the reading (a third of the typed rows' cost at a million jobs)."""
+        cursor = self.con.cursor()
+        try:
+            # 32-bit string offsets: half the memory of polars' 64-bit ones; without the bytes
+            # polars keeps under nulled strings
+            keys = typed.keys.to_arrow().cast(_LINK_SCHEMA)
+            keys = keys.append_column("digest", _line_digests(cursor, typed.texts))
+            hosts = typed.hosts.to_arrow().cast(_HOST_SCHEMA) if typed.hosts.height else None
+            return _TypedRun(_compact(typed.allocs.to_arrow().cast(_STAGE_SCHEMA)),
+                             _compact(typed.steps.to_arrow().cast(_STEP_SCHEMA)), keys, hosts, typed.gpu_keyed)
+        finally:
+            cursor.close()
+
+    def add_typed(self, run: _TypedRun) -> None:
+        """Rows typed by slurm_fast, as prepare() made them, after the rows read before them."""
         self.flush()
         self._settle()
-        # 32-bit string offsets: half the memory of polars' 64-bit ones
-        self._keep(typed.allocs.to_arrow().cast(_STAGE_SCHEMA), typed.steps.to_arrow().cast(_STEP_SCHEMA),
-                   typed.keys.to_arrow().cast(_LINK_SCHEMA), typed.texts)
-        if typed.hosts.height:
-            self.host_tables.append(typed.hosts.to_arrow().cast(_HOST_SCHEMA))
+        self.segment.append((run.allocs, run.steps, run.keys))
+        if run.hosts is not None:
+            self.host_tables.append(run.hosts)
 
     def _keep(self, allocs: pa.Table, steps: pa.Table, keys: pa.Table, texts: pa.Array) -> None:
-        """`texts`: the keys' lines. Each line's md5 is of the line as staged (cut at _TEXT_LIMIT
-        characters; the typed lines are ASCII)."""
-        lines = pa.table({"text": texts})  # noqa: F841 (read by DuckDB by name)
-        # left() counts characters: a line of at most _TEXT_LIMIT bytes is whole, so the cut is
-        # only taken on the longer ones (it was a third of the md5's time)
-        digest = self.side.sql(f"SELECT CASE WHEN strlen(text) <= {_TEXT_LIMIT} THEN md5(text)"
-                               f" ELSE md5(left(text, {_TEXT_LIMIT})) END FROM lines").to_arrow_table().column(0)
-        # without the bytes polars keeps under nulled strings
-        self.segment.append((_compact(allocs), _compact(steps), keys.append_column("digest", digest)))
+        """`texts`: the keys' lines."""
+        self.segment.append((_compact(allocs), _compact(steps), keys.append_column("digest", _line_digests(self.side, texts))))
 
     def _settle(self) -> None:
         """The segment's rows, in line order, after the rows before them."""
@@ -529,6 +538,28 @@ class _Stager:
                 pass
         self.registered = []
         self.side.close()
+
+
+@dataclass
+class _TypedRun:
+    """A run of rows slurm_fast typed, as the stager keeps them (_Stager.prepare)."""
+
+    allocs: pa.Table
+    steps: pa.Table
+    keys: pa.Table  # with each line's md5, `digest`
+    hosts: pa.Table | None
+    gpu_keyed: bool
+
+
+def _line_digests(cursor: duckdb.DuckDBPyConnection, texts: pa.Array) -> pa.ChunkedArray:
+    """Each line's md5, of the line as staged (cut at _TEXT_LIMIT characters), on `cursor`
+    (queries of Arrow data alone: a result the loader left unread on the store's connection
+    must not stop them)."""
+    lines = pa.table({"text": texts})  # noqa: F841 (read by DuckDB by name)
+    # left() counts characters: a line of at most _TEXT_LIMIT bytes is whole, so the cut is
+    # only taken on the longer ones (it was a third of the md5's time)
+    return cursor.sql(f"SELECT CASE WHEN strlen(text) <= {_TEXT_LIMIT} THEN md5(text)"
+                      f" ELSE md5(left(text, {_TEXT_LIMIT})) END FROM lines").to_arrow_table().column(0)
 
 
 def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
@@ -730,24 +761,28 @@ class _Reader:
         self.layout, self.cols = layout, _Columns(layout)
         self.headers += 1
 
-    def rows(self) -> Iterator[tuple[int, str, list[str] | int | str] | Any]:
+    def rows(self, prepare: Callable[[Any], Any] = lambda typed: typed) -> Iterator[tuple[int, str, list[str] | int | str] | Any]:
         """(line number, text, fields) of each data line; a field count instead of fields when
         it is wrong, the reason for a line that is no row (a message of the tool, a prompt).
 
-        Runs of plain `-P`/`-p` data lines go to slurm_fast, which types the clean ones itself
-        and yields them as one slurm_fast.FastRows; the rest of each run comes back here. A run
-        is typed in a worker thread while this one reads the next chunk and the caller stages
-        the run before (polars and DuckDB let go of the GIL); what a run yields is yielded
-        before any line after it is fed, so a header changes nothing of a run before it."""
+        Runs of plain `-P`/`-p` data lines go to slurm_fast, which types the clean ones itself;
+        what `prepare` makes of them (a slurm_fast.FastRows) is yielded as one item, and the
+        rest of each run comes back here. Runs are typed and prepared in worker threads, up to
+        _RUNS_AHEAD at once, while this one reads the next chunk and the caller stages the run
+        before (polars and DuckDB let go of the GIL); what a run yields is yielded in line
+        order, before any line after it is fed, so a header changes nothing of a run before it."""
         # imported here: slurm_fast imports this module's parsers, and polars is slow to import
         from gpucluster_analysis.ingest import slurm_fast
 
-        with ThreadPoolExecutor(max_workers=1) as worker:
-            pending: tuple[Future[Any], np.ndarray, pa.Array] | None = None
+        def typed_run(texts: pa.Array, numbers: np.ndarray, layout: Layout, cols: _Columns, dump: int) -> tuple[Any, np.ndarray]:
+            typed, other = slurm_fast.split_clean(texts, numbers, layout, cols, dump)
+            return (prepare(typed) if typed.height else None), other
+
+        with ThreadPoolExecutor(max_workers=_RUNS_AHEAD) as worker:
+            pending: deque[tuple[Future[Any], np.ndarray, pa.Array]] = deque()
             for first, lines in _text_chunks(self.path, self.latin1_lines):
                 if isinstance(lines, list):  # a chunk that is not plain UTF-8 text: line by line
-                    yield from self._typed(pending)
-                    pending = None
+                    yield from self._typed(pending, 0)
                     for offset, text in enumerate(lines):
                         if (row := self.feed(first + offset, text)) is not None:
                             yield row
@@ -766,35 +801,34 @@ class _Reader:
                         if run:
                             numbers = np.arange(first + pos, first + pos + run, dtype=np.int64)
                             texts = lines.slice(pos, run)
-                            before, pending = pending, (worker.submit(
-                                slurm_fast.split_clean, texts, numbers, self.layout, self.cols, self.headers),
-                                numbers, texts)
-                            yield from self._typed(before)
+                            pending.append((worker.submit(typed_run, texts, numbers, self.layout, self.cols, self.headers),
+                                            numbers, texts))
+                            yield from self._typed(pending, _RUNS_AHEAD - 1)
                             pos += run
                             continue
-                    yield from self._typed(pending)
-                    pending = None
+                    yield from self._typed(pending, 0)
                     if (row := self.feed(first + pos, lines[pos].as_py())) is not None:
                         yield row
                     pos += 1
-            yield from self._typed(pending)
+            yield from self._typed(pending, 0)
         if self.pending_header is not None:
             raise ParseError(
                 f"{self.path}:{self.pending_header[0]}: fixed-width sacct header without the dashed rule under it",
                 hint="export with sacct --parsable2 (-P)",
             )
 
-    def _typed(self, run: tuple[Future[Any], np.ndarray, pa.Array] | None) -> Iterator[tuple[int, str, list[str] | int | str] | Any]:
-        """What a run of plain lines typed in the worker yields: its typed rows, then the rest."""
-        if run is None:
-            return
-        future, numbers, texts = run
-        typed, other = future.result()
-        if typed.height:
-            yield typed
-        # plain lines are data rows of this layout: what feed() does with them
-        for line_no, text in zip(numbers[other].tolist(), texts.filter(pa.array(other)).to_pylist()):
-            yield line_no, text, self._split(text, line_no)
+    def _typed(self, pending: deque[tuple[Future[Any], np.ndarray, pa.Array]],
+               keep: int) -> Iterator[tuple[int, str, list[str] | int | str] | Any]:
+        """What the oldest runs of plain lines typed in the workers yield, till `keep` are left in
+        flight: each run's prepared rows, then the rest of it."""
+        while len(pending) > keep:
+            future, numbers, texts = pending.popleft()
+            typed, other = future.result()
+            if typed is not None:
+                yield typed
+            # plain lines are data rows of this layout: what feed() does with them
+            for line_no, text in zip(numbers[other].tolist(), texts.filter(pa.array(other)).to_pylist()):
+                yield line_no, text, self._split(text, line_no)
 
     def feed(self, line_no: int, text: str) -> tuple[int, str, list[str] | int | str] | None:
         """What one line is: None for a header, a rule or a blank line, else as rows() yields it."""
@@ -1003,7 +1037,7 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
 
 def _stage_and_store(ctx: LoadContext, reader: _Reader, stager: _Stager, zone: str) -> LoadCounts:
     gpus_accounted = False
-    for item in reader.rows():
+    for item in reader.rows(stager.prepare):
         if not isinstance(item, tuple):  # rows slurm_fast typed
             stager.add_typed(item)
             gpus_accounted = gpus_accounted or item.gpu_keyed

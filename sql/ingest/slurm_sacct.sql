@@ -25,16 +25,27 @@
 -- one before an unfinished one, then the one naming the latest time (End), then the later
 -- (stored before this file, earlier lines before later ones); an identical record changes nothing.
 
--- Each distinct naive local time, converted once through the zone's offset periods. A time
--- in the repeated fall-back hour gets its first occurrence (utc_ts) and its second
--- (utc_second), so that a run spanning the hour can take the reading that keeps it in order.
--- '@...' texts are epoch seconds (SLURM_TIME_FORMAT=%s), already UTC.
+-- A zone of one offset for all time (UTC, Etc/GMT+5) needs no table of times: each time is
+-- converted where it is read (fixed_offset_s; NULL for a zone whose clocks change).
+CREATE OR REPLACE TEMP TABLE stage_sacct_zone AS
+SELECT CASE WHEN count(*) = 1 THEN any_value(offset_s) END AS fixed_offset_s FROM zone_periods WHERE zone = $zone;
+
+-- A staged time in a zone of one offset (NULL in another zone). '@...' texts are epoch
+-- seconds (SLURM_TIME_FORMAT=%s), already UTC.
+CREATE OR REPLACE TEMP MACRO slurm_fixed_utc(t, fixed_offset_s) AS
+    CASE WHEN t[1] = '@' THEN CAST(t[2:] AS TIMESTAMP) ELSE CAST(t AS TIMESTAMP) - to_seconds(fixed_offset_s) END;
+
+-- In a zone whose clocks change, each distinct naive local time, converted once through the
+-- zone's offset periods. A time in the repeated fall-back hour gets its first occurrence
+-- (utc_ts) and its second (utc_second), so that a run spanning the hour can take the reading
+-- that keeps it in order.
 CREATE OR REPLACE TEMP TABLE stage_sacct_time AS
-WITH texts AS (
-    SELECT submit_t AS t FROM stage_sacct_allocs
-    UNION SELECT eligible_t FROM stage_sacct_allocs
-    UNION SELECT start_t FROM stage_sacct_allocs
-    UNION SELECT end_t FROM stage_sacct_allocs
+WITH changing AS (SELECT * FROM stage_sacct_allocs WHERE (SELECT fixed_offset_s FROM stage_sacct_zone) IS NULL),
+texts AS (
+    SELECT submit_t AS t FROM changing
+    UNION SELECT eligible_t FROM changing
+    UNION SELECT start_t FROM changing
+    UNION SELECT end_t FROM changing
 ),
 parsed AS (SELECT t, CAST(t AS TIMESTAMP) AS local_ts FROM texts WHERE t IS NOT NULL AND t[1] <> '@'),
 periods AS (
@@ -93,10 +104,13 @@ FROM stage_sacct_allocs a LEFT JOIN stage_sacct_split_record r USING (block_no);
 CREATE OR REPLACE TEMP TABLE stage_sacct_alloc_time AS
 WITH first_pass AS (
     SELECT a.line, a.submit_t, a.eligible_t, a.start_t, a.end_t,
-           ts.utc_ts AS submit_at, te.utc_ts AS eligible_at,
-           CASE WHEN tb.utc_ts < ts.utc_ts AND tb.utc_second >= ts.utc_ts THEN tb.utc_second ELSE tb.utc_ts END AS start_at,
-           tf.utc_ts AS end_first, tf.utc_second AS end_second
+           coalesce(ts.utc_ts, slurm_fixed_utc(a.submit_t, z.fixed_offset_s)) AS submit_at,
+           coalesce(te.utc_ts, slurm_fixed_utc(a.eligible_t, z.fixed_offset_s)) AS eligible_at,
+           CASE WHEN tb.utc_ts < ts.utc_ts AND tb.utc_second >= ts.utc_ts THEN tb.utc_second
+                ELSE coalesce(tb.utc_ts, slurm_fixed_utc(a.start_t, z.fixed_offset_s)) END AS start_at,
+           coalesce(tf.utc_ts, slurm_fixed_utc(a.end_t, z.fixed_offset_s)) AS end_first, tf.utc_second AS end_second
     FROM stage_sacct_allocs a
+    CROSS JOIN stage_sacct_zone z
     LEFT JOIN stage_sacct_time ts ON ts.t = a.submit_t
     LEFT JOIN stage_sacct_time te ON te.t = a.eligible_t
     LEFT JOIN stage_sacct_time tb ON tb.t = a.start_t
