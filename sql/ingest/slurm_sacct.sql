@@ -292,12 +292,32 @@ INSERT INTO sacct_records (source, job_id, finished, last_at, digest, file_id)
 SELECT 'slurm', job_id, finished, last_at, digest, $file_id
 FROM stage_sacct_choice WHERE NOT kept_stored OR kept_repeated;
 
--- The allocation rows that are stored: one per run and het component, of the records kept.
--- source_index: a row's place among its job's (het component's) stored rows, by line; a
--- job's only allocation row is its first.
+-- What the steps add to their run's outcome. Only real failures count: the extern step
+-- (ssh sessions adopted into the job) never does, and CANCELLED/TIMEOUT steps, or a step
+-- FAILED by a signal in a run that did not pass, are how Slurm tears a run down. (Of every
+-- staged run: a run not stored is never looked up.)
+CREATE OR REPLACE TEMP TABLE stage_sacct_step_rank AS
+SELECT s.alloc_line, max(slurm_status_rank(s.status)) AS rank
+FROM stage_sacct_steps s
+JOIN stage_sacct_allocs a ON a.line = s.alloc_line
+WHERE s.step <> 'extern'
+  AND s.line NOT IN (SELECT line FROM stage_sacct_step_problem)
+  AND (s.status = 'node_fail' OR s.state = 'OUT_OF_MEMORY'
+       OR (s.status = 'failed' AND (coalesce(s.exit_code, 0) <> 0 OR a.status = 'passed')))
+GROUP BY s.alloc_line;
+
+-- The allocation rows that are stored: one per run and het component, of the records kept,
+-- with the columns the inserts read. source_index: a row's place among its job's (het
+-- component's) stored rows, by line; a job's only allocation row is its first. run_rank: the
+-- row's status with what its steps add. placed: a row with neither a start nor a node
+-- (cancelled or deleted while pending: Start None, or = End, which the reader clears, and
+-- `None assigned`; or still pending at the dump) was never placed: no attempt; its End is
+-- when the job left the queue. A dump without a Start column cannot tell: its rows are runs.
 CREATE OR REPLACE TEMP TABLE stage_sacct_alloc AS
 WITH kept AS (
-    SELECT a.* EXCLUDE (text, block_no), t.submit_at, t.eligible_at, t.start_at, t.end_at
+    SELECT a.line, a.job_id, a.het_offset, a.alone, a.state, a.status, a.source_status, a.exit_code, a.exit_signal,
+           a.gpus, a.req_gpus, a.nnodes, a.hosts, a.start_unknown, a.job_name, a.user_name, a.account, a.partition,
+           a.qos, a.time_limit_s, a.gpu_model, a.cancelled_by, t.submit_at, t.eligible_at, t.start_at, t.end_at
     FROM stage_sacct_linked a
     JOIN stage_sacct_alloc_time t USING (line)
     WHERE a.line NOT IN (SELECT line FROM stage_sacct_alloc_problem)
@@ -308,39 +328,19 @@ indexed AS (
     SELECT k.line, (row_number() OVER (PARTITION BY k.job_id, k.het_offset ORDER BY k.line) - 1)::INTEGER AS source_index
     FROM kept k SEMI JOIN several m ON m.job_id = k.job_id AND m.het_offset IS NOT DISTINCT FROM k.het_offset
 )
-SELECT k.*, coalesce(i.source_index, 0) AS source_index
-FROM kept k LEFT JOIN indexed i USING (line);
+SELECT k.*, coalesce(i.source_index, 0) AS source_index,
+       greatest(slurm_status_rank(k.status), coalesce(r.rank, 0)) AS run_rank,
+       (k.start_at IS NOT NULL OR coalesce(k.hosts, 0) > 0 OR k.start_unknown) AS placed
+FROM kept k LEFT JOIN indexed i USING (line) LEFT JOIN stage_sacct_step_rank r ON r.alloc_line = k.line;
 
--- What the steps add to their run's outcome. Only real failures count: the extern step
--- (ssh sessions adopted into the job) never does, and CANCELLED/TIMEOUT steps, or a step
--- FAILED by a signal in a run that did not pass, are how Slurm tears a run down.
-CREATE OR REPLACE TEMP TABLE stage_sacct_step_rank AS
-SELECT s.alloc_line, max(slurm_status_rank(s.status)) AS rank
-FROM stage_sacct_steps s
-JOIN stage_sacct_alloc a ON a.line = s.alloc_line
-WHERE s.step <> 'extern'
-  AND s.line NOT IN (SELECT line FROM stage_sacct_step_problem)
-  AND (s.status = 'node_fail' OR s.state = 'OUT_OF_MEMORY'
-       OR (s.status = 'failed' AND (coalesce(s.exit_code, 0) <> 0 OR a.status = 'passed')))
-GROUP BY s.alloc_line;
-
--- One attempt per run; a het job's components of the same run are one attempt. A job's only
--- allocation row is its only attempt, as it is.
+-- One attempt per run of a job with several allocation rows (a job's only allocation row is
+-- its only run: the inserts take it as it is); a het job's components of the same run are
+-- one attempt, placed when one of them was.
 CREATE OR REPLACE TEMP TABLE stage_sacct_attempt AS
-SELECT a.job_id, a.source_index, a.start_at, a.end_at,
-    slurm_rank_status(greatest(slurm_status_rank(a.status), coalesce(r.rank, 0))) AS status,
-    a.source_status, a.state, a.exit_code, a.exit_signal, a.line AS leader_line,
-    a.gpus::DOUBLE AS num_gpus, a.req_gpus::DOUBLE AS req_gpus, a.nnodes::INTEGER AS num_nodes,
-    (a.start_at IS NOT NULL OR coalesce(a.hosts, 0) > 0 OR a.start_unknown) AS placed,
-    coalesce(a.end_at, a.start_at) AS left_at, true AS alone
-FROM stage_sacct_alloc a
-LEFT JOIN stage_sacct_step_rank r ON r.alloc_line = a.line
-WHERE a.alone
-UNION ALL
 SELECT a.job_id, a.source_index,
     min(a.start_at) AS start_at,
     CASE WHEN count(*) FILTER (WHERE a.start_at IS NOT NULL AND a.end_at IS NULL) = 0 THEN max(a.end_at) END AS end_at,
-    slurm_rank_status(max(greatest(slurm_status_rank(a.status), coalesce(r.rank, 0)))) AS status,
+    slurm_rank_status(max(a.run_rank)) AS status,
     -- the leader: het component 0, else the first line (a plain row and a `+0` row of one run
     -- tie on the component; the line settles it, whatever order the scan gives)
     arg_min(a.source_status, (coalesce(a.het_offset, 0), a.line)) AS source_status,
@@ -351,53 +351,49 @@ SELECT a.job_id, a.source_index,
     sum(a.gpus)::DOUBLE AS num_gpus,
     sum(a.req_gpus)::DOUBLE AS req_gpus,
     sum(a.nnodes)::INTEGER AS num_nodes,
-    -- a row with neither a start nor a node (cancelled or deleted while pending: Start None,
-    -- or = End, which the reader clears, and `None assigned`; or still pending at the dump)
-    -- was never placed: no attempt. Its End is when the job left the queue. A dump without
-    -- a Start column cannot tell: its rows are runs.
-    (min(a.start_at) IS NOT NULL OR coalesce(sum(a.hosts), 0) > 0 OR bool_or(a.start_unknown)) AS placed,
-    max(coalesce(a.end_at, a.start_at)) AS left_at, false AS alone
+    bool_or(a.placed) AS placed,
+    max(coalesce(a.end_at, a.start_at)) AS left_at
 FROM stage_sacct_alloc a
-LEFT JOIN stage_sacct_step_rank r ON r.alloc_line = a.line
 WHERE NOT a.alone
 GROUP BY a.job_id, a.source_index;
 
--- run_order: every row of the job in time (its last gives the job's status); attempt_no:
--- the placed runs only, 0-based. A job of one attempt needs no window.
+-- run_order: every run of the job in time (its last gives the job's status); attempt_no:
+-- the placed runs only, 0-based.
 CREATE OR REPLACE TEMP TABLE stage_sacct_attempt_no AS
-SELECT *, 0::INTEGER AS run_order, CASE WHEN placed THEN 0::INTEGER END AS attempt_no
-FROM stage_sacct_attempt WHERE alone
-UNION ALL
 SELECT *,
        (row_number() OVER (PARTITION BY job_id ORDER BY start_at ASC NULLS LAST, source_index) - 1)::INTEGER AS run_order,
        CASE WHEN placed THEN (row_number() OVER (PARTITION BY job_id, placed ORDER BY start_at ASC NULLS LAST, source_index)
                               - 1)::INTEGER END AS attempt_no
-FROM stage_sacct_attempt WHERE NOT alone;
+FROM stage_sacct_attempt;
 
 -- requested_gpus: the request (ReqTRES, else AllocTRES) of the job's last run, its het
--- components summed, as the jobs row takes the rest of that run's leader row.
+-- components summed, as the jobs row takes the rest of that run's leader row. A job of one
+-- allocation row is that row (the first SELECT: no group, no join); a job whose last run
+-- was requeued is waiting again.
 INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id,
                   job_name, partition, eligible_at, time_limit_s, gpu_model, exit_code, exit_signal, cancelled_by,
                   requested_gpus, left_queue_at, qos)
 WITH last_attempt AS (
-    SELECT job_id, leader_line AS line, status, state, req_gpus,
-           CASE WHEN NOT placed THEN left_at END AS left_queue_at
-    FROM stage_sacct_attempt_no WHERE alone
-    UNION ALL
     SELECT job_id, arg_max(leader_line, run_order) AS line, arg_max(status, run_order) AS status,
            arg_max(state, run_order) AS state, arg_max(req_gpus, run_order) AS req_gpus,
            arg_max(CASE WHEN NOT placed THEN left_at END, run_order) AS left_queue_at
-    FROM stage_sacct_attempt_no WHERE NOT alone GROUP BY job_id
+    FROM stage_sacct_attempt_no GROUP BY job_id
 ),
 per_job AS (
-    SELECT job_id, submit_at, eligible_at, gpu_model FROM stage_sacct_alloc WHERE alone
-    UNION ALL
     SELECT job_id, min(submit_at) AS submit_at, min(eligible_at) AS eligible_at,
            string_agg(DISTINCT gpu_model, ',' ORDER BY gpu_model) AS gpu_model
     FROM stage_sacct_alloc WHERE NOT alone GROUP BY job_id
 )
+SELECT 'slurm', a.job_id, a.user_name, coalesce(a.account, a.partition),
+       CASE WHEN a.state IN ('REQUEUED', 'REQUEUE_FED', 'REQUEUE_HOLD', 'SPECIAL_EXIT') THEN 'pending'
+            ELSE slurm_rank_status(a.run_rank) END,
+       a.source_status, a.submit_at, $file_id,
+       a.job_name, a.partition, a.eligible_at, a.time_limit_s, a.gpu_model, a.exit_code, a.exit_signal, a.cancelled_by,
+       a.req_gpus::DOUBLE, CASE WHEN NOT a.placed THEN coalesce(a.end_at, a.start_at) END, a.qos
+FROM stage_sacct_alloc a
+WHERE a.alone
+UNION ALL
 SELECT 'slurm', l.job_id, a.user_name, coalesce(a.account, a.partition),
-       -- a job whose last run was requeued is waiting again
        CASE WHEN l.state IN ('REQUEUED', 'REQUEUE_FED', 'REQUEUE_HOLD', 'SPECIAL_EXIT') THEN 'pending' ELSE l.status END,
        a.source_status, p.submit_at, $file_id,
        a.job_name, a.partition, p.eligible_at, a.time_limit_s, p.gpu_model, a.exit_code, a.exit_signal, a.cancelled_by,
@@ -408,6 +404,11 @@ JOIN per_job p ON p.job_id = l.job_id;
 
 INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id,
                       status, source_status, exit_code, exit_signal, num_gpus, num_nodes)
+SELECT 'slurm', job_id, 0, source_index, start_at, end_at, $file_id,
+       slurm_rank_status(run_rank), source_status, exit_code, exit_signal, gpus::DOUBLE, nnodes::INTEGER
+FROM stage_sacct_alloc
+WHERE alone AND placed
+UNION ALL
 SELECT 'slurm', job_id, attempt_no, source_index, start_at, end_at, $file_id,
        status, source_status, exit_code, exit_signal, num_gpus, num_nodes
 FROM stage_sacct_attempt_no
