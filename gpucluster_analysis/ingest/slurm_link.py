@@ -61,8 +61,7 @@ def link(keys: pa.Table) -> Links:
     starts = np.flatnonzero(frame["starts"].to_numpy()) if n else np.zeros(0, dtype=np.int64)
     allocs = np.add.reduceat(frame["is_alloc"].to_numpy().astype(np.int32), starts) if n else np.zeros(0, np.int32)
     block_jobs = keys.column("job_id").take(pa.array(starts))
-    # jobs met in one block of the file only
-    once = pl.Series(block_jobs.combine_chunks() if n else pa.array([], pa.string())).is_unique().to_numpy()
+    once = _met_once(pl.Series(block_jobs.combine_chunks() if n else pa.array([], pa.string())))
     blocks = pa.Table.from_arrays([
         pa.array(np.arange(1, len(starts) + 1, dtype=np.int64)), block_jobs,
         keys.column("dump").take(pa.array(starts)).cast(pa.int32()), pa.array(allocs.astype(np.int32)),
@@ -70,6 +69,20 @@ def link(keys: pa.Table) -> Links:
     block_no = frame["block_no"].to_numpy()
     alone = (once & (allocs == 1))[block_no - 1] if n else np.zeros(0, dtype=bool)
     return Links(pa.array(block_no), frame["alloc_line"].to_arrow(), pa.array(alone), blocks)
+
+
+def _met_once(jobs: pl.Series) -> np.ndarray:
+    """Which blocks' jobs are met in one block of the file only. Most job ids are whole
+    numbers, whose uniqueness as integers is found at a fraction of the strings' cost: equal
+    texts are equal numbers, so a number met once is a text met once (a number met again may
+    be another text, `07` and `7`: then its job takes the general way, which is never wrong).
+    The other ids (array tasks, clusters' prefixes) are compared as texts among themselves."""
+    numbers = jobs.cast(pl.Int64, strict=False)
+    numeric = numbers.is_not_null().to_numpy()
+    once = np.zeros(len(jobs), dtype=bool)
+    once[numeric] = numbers.filter(numeric).is_unique().to_numpy()
+    once[~numeric] = jobs.filter(~numeric).is_unique().to_numpy()
+    return once
 
 
 def _block_digests(digests: pa.ChunkedArray, starts: np.ndarray, n: int) -> pa.Array:
