@@ -70,6 +70,8 @@ _TEMP_PREFIXES = ("stage_",)
 PARSED_BATCH_FILES = 2000
 # Below this size a file loads before progress polling would show anything.
 _POLL_MIN_BYTES = 8 << 20
+# files at least this big are hashed beside their load when their path is new (ingest_file)
+_HASH_BESIDE_MIN_BYTES = 64 << 20
 # Why a log-like file in a walked directory was not ingested.
 UNPLACED_LOG = "a job log whose job gca cannot tell from its path (see --log-pattern)"
 # The public Philly trace ships as trace-data.tar.gz.
@@ -543,11 +545,23 @@ def ingest_file(
     size = path.stat().st_size
     listener.file_started(path, fmt.name, size)
     ahead = prepared.result() if prepared is not None else None
-    digest = ahead.digest if ahead is not None else sha256_of(path, _byte_progress(listener, size))
+    resolved = str(path.resolve())
+    hashing: Future[str] | None = None
+    if ahead is not None:
+        digest = ahead.digest
+    elif (size >= _HASH_BESIDE_MIN_BYTES and not options.replace
+          and not con.execute("SELECT 1 FROM ingested_files WHERE path = ?", [resolved]).fetchall()):
+        # A path never ingested: its bytes are hashed beside the load, on another core, not
+        # before it. The same bytes under another name are found when the load is done, and
+        # the file is then taken back as unchanged (a re-run of the same path hashes first).
+        hashing = _hash_beside(path)
+        digest = ""
+    else:
+        digest = sha256_of(path, _byte_progress(listener, size))
     previous = con.execute(
         "SELECT file_id, path, content_hash FROM ingested_files WHERE content_hash = ? OR path = ? ORDER BY file_id",
-        [digest, str(path.resolve())],
-    ).fetchall()
+        [digest, resolved],
+    ).fetchall() if hashing is None else []
     same_bytes = [row for row in previous if row[2] == digest]
     if same_bytes and not options.replace:
         return FileReport(
@@ -571,6 +585,12 @@ def ingest_file(
             if ahead is not None and ahead.error is not None:
                 raise ahead.error
             counts = fmt.load(ctx)
+        if hashing is not None:
+            digest = hashing.result()
+            if same_bytes := con.execute("SELECT path FROM ingested_files WHERE content_hash = ? ORDER BY file_id LIMIT 1",
+                                         [digest]).fetchall():
+                raise _SameBytes(same_bytes[0][0])
+            con.execute("UPDATE ingested_files SET content_hash = ? WHERE file_id = ?", [digest, file_id])
         seconds = time.perf_counter() - started
         con.execute(
             "UPDATE ingested_files SET rows_loaded = ?, rejects = ?, seconds = ?, time_zone = coalesce(?, time_zone)"
@@ -593,6 +613,11 @@ def ingest_file(
     except BaseException as e:
         con.execute("ROLLBACK")
         _drop_staging(con)
+        if isinstance(e, _SameBytes):
+            return FileReport(
+                path, fmt.name, "unchanged",
+                message=f"same content as {e.other}, ingested before; nothing to do (--replace reloads it)",
+            )
         if isinstance(e, duckdb.Error):
             raise StoreError(f"{path}: loading failed: {str(e).splitlines()[0]}") from e
         if isinstance(e, DAMAGED_GZIP):  # a .gz cut short, found only when read to its end
@@ -605,6 +630,28 @@ def ingest_file(
         superseded=counts.superseded, unchanged=counts.unchanged,
         reject_samples=[(line, reason) for line, reason in samples],
     )
+
+
+class _SameBytes(Exception):
+    """A file hashed beside its load holds the bytes of one ingested before (`other`, its path)."""
+
+    def __init__(self, other: str) -> None:
+        super().__init__(other)
+        self.other = other
+
+
+def _hash_beside(path: Path) -> Future[str]:
+    """sha256_of(path) in a thread of its own (hashlib lets go of the GIL on big reads)."""
+    future: Future[str] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(sha256_of(path))
+        except BaseException as e:  # e.g. the file became unreadable: the load says so too
+            future.set_exception(e)
+
+    threading.Thread(target=run, name="gca-hash", daemon=True).start()
+    return future
 
 
 def _all_rejected(con: duckdb.DuckDBPyConnection, path: Path, file_id: int, rejects: int) -> ParseError:

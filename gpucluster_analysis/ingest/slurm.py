@@ -966,13 +966,14 @@ def _decode_line(path: Path, number: int, raw: bytes, latin1: set[int] | None, c
     return text
 
 
-_CHUNK_BYTES = 8 << 20
+_CHUNK_BYTES = 16 << 20
 
 
 def _text_chunks(path: Path, latin1: set[int]) -> Iterator[tuple[int, pa.Array | list[str]]]:
-    """The lines of _text_lines, ~8 MiB at a time: (number of the first line, the lines as an
+    """The lines of _text_lines, ~16 MiB at a time: (number of the first line, the lines as an
     Arrow string array), without a Python string per line. A chunk that is not plainly UTF-8
-    text (Latin-1 lines, control characters, a CR inside a line) comes as _text_lines' strings."""
+    text (Latin-1 lines, control characters, a CR inside a line) comes as _text_lines' strings.
+    (A chunk is at most a run typed at once: 16 MiB typed faster than 8 or 32 at a million jobs.)"""
     number, first = 1, True
     with open_binary(path) as f:
         for raw in line_blocks(f, _CHUNK_BYTES):
