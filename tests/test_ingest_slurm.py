@@ -1091,3 +1091,20 @@ def test_a_store_with_only_sacct_knows_its_machines(tmp_path: Path) -> None:
     # gpu01, gpu02: 8 each; gpu03: 4 (job 2); gpu04: 3 GPUs over 2 hosts do not divide: unknown
     assert rows(db, "SELECT machine_id, listed_gpus, observed_gpus, gpus FROM machine_capacity ORDER BY 1") == [
         ("gpu01", None, 8, 8), ("gpu02", None, 8, 8), ("gpu03", None, 4, 4), ("gpu04", None, None, 0)]
+
+
+def test_a_nodelist_naming_a_host_twice_names_it_once(tmp_path: Path) -> None:
+    """A job's GPUs are spread evenly over its NodeList's hosts, each host once however often it
+    is named (by hand: 8 GPUs on gpu1,gpu1 are 8 on gpu1; 6 on gpu[1-2],gpu1 are 3 on each), one
+    attempt_hosts row per host."""
+    dump = tmp_path / "sacct.txt"
+    dump.write_text(
+        "JobID|State|ExitCode|Submit|Start|End|AllocTRES|NodeList\n"
+        "1|COMPLETED|0:0|2024-07-01T10:00:00|2024-07-01T10:05:00|2024-07-01T11:00:00|cpu=1,gres/gpu=8,node=1|gpu1,gpu1\n"
+        "2|COMPLETED|0:0|2024-07-01T10:00:00|2024-07-01T10:05:00|2024-07-01T11:00:00|cpu=1,gres/gpu=6,node=2|gpu[1-2],gpu1\n"
+        "3|COMPLETED|0:0|2024-07-01T10:00:00|2024-07-01T10:05:00|2024-07-01T11:00:00|cpu=1,gres/gpu=4,node=2|gpu[3-4]\n")
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, dump, zone="UTC")
+    assert report.status == "loaded" and report.rejects == 0
+    assert rows(db, "SELECT job_id, machine_id, gpus FROM attempt_hosts ORDER BY job_id, machine_id") == [
+        ("1", "gpu1", 8), ("2", "gpu1", 3), ("2", "gpu2", 3), ("3", "gpu3", 2), ("3", "gpu4", 2)]

@@ -60,6 +60,8 @@ def _by_rule(keys: pa.Table) -> tuple[list, list, list, list]:  # type: ignore[t
     blocks_of_job: dict[str, int] = {}
     for block in blocks:
         blocks_of_job[block["job_id"]] = blocks_of_job.get(block["job_id"], 0) + 1
+    for block in blocks:
+        block["once"] = blocks_of_job[block["job_id"]] == 1
     alone = [rows[i]["is_alloc"] and blocks_of_job[rows[i]["job_id"]] == 1 and blocks[b - 1]["allocs"] == 1
              for i, b in enumerate(block_no)]
     return block_no, alloc_line, alone, blocks
@@ -85,3 +87,18 @@ def test_no_rows() -> None:
     keys = _keys(random.Random(0), 0, False)
     links = slurm_link.link(keys)
     assert len(links.block_no) == len(links.alloc_line) == len(links.alone) == links.blocks.num_rows == 0
+
+
+def test_met_once_never_says_once_of_a_job_met_again() -> None:
+    """Whole-number ids are compared as numbers: `07` and `7` are then both taken as met again
+    (their jobs take the general way, never wrong); a text met twice is never `once`; every
+    other id is exact."""
+    import polars as pl
+
+    jobs = ["7", "07", "8", "9", "9", "123_4", "123_4", "123_5", "c1/5", "c2/5", "+10", "10", "11", " 12", "12"]
+    once = slurm_link._met_once(pl.Series(jobs)).tolist()
+    exact = [jobs.count(j) == 1 for j in jobs]
+    assert all(e or not o for o, e in zip(once, exact))  # never once where the text repeats
+    assert dict(zip(jobs, once)) == {"7": False, "07": False, "8": True, "9": False, "123_4": False, "123_5": True,
+                                     "c1/5": True, "c2/5": True, "+10": False, "10": False, "11": True, " 12": True,
+                                     "12": True}

@@ -519,8 +519,11 @@ class _Stager:
         links = slurm_link.link(keys)
         # allocs and steps are the keys' rows of each kind, in the same (line) order
         is_alloc = keys.column("is_alloc")
-        allocs = allocs.append_column("block_no", links.block_no.filter(is_alloc)) \
-            .append_column("alone", links.alone.filter(is_alloc))
+        block_no = links.block_no.filter(is_alloc)
+        # each allocation row with its block's digests: a job's only allocation row is its
+        # record, whose digest the SQL then takes without a join
+        allocs = allocs.append_column("block_no", block_no).append_column("alone", links.alone.filter(is_alloc)) \
+            .append_column("digests", links.blocks.column("digests").take(pc.subtract(block_no, 1)))
         steps = steps.append_column("alloc_line", links.alloc_line.filter(pc.invert(is_alloc)))
         for name, table in (("stage_sacct_allocs", allocs), ("stage_sacct_steps", steps),
                             ("stage_sacct_unread", unread), ("stage_sacct_blocks", links.blocks),

@@ -4,8 +4,8 @@ A job's block is its run of consecutive rows (rows with a readable job id; a hea
 another dump, so another block); a step belongs to the nearest allocation row above it in its
 block and het component (docs/schema.md, "Reading Slurm"). sql/ingest/slurm_sacct.sql needs,
 per row, its block and (a step) the line of that allocation row; per block, its job, dump,
-number of allocation rows and its lines' md5 digests one after the other (the record digests
-are made of them). The rows come here in line order, so all of it is a pass over arrays: no
+number of allocation rows, its lines' md5 digests one after the other (the record digests
+are made of them) and whether its job is met in another block of the file. The rows come here in line order, so all of it is a pass over arrays: no
 sort, where the SQL's windows ordered by line sorted every line of the dump (3-5 s at a
 million jobs).
 """
@@ -19,7 +19,7 @@ import polars as pl
 import pyarrow as pa
 
 BLOCK_SCHEMA = pa.schema([("block_no", pa.int64()), ("job_id", pa.string()), ("dump", pa.int32()),
-                          ("allocs", pa.int32()), ("digests", pa.large_string())])
+                          ("allocs", pa.int32()), ("digests", pa.large_string()), ("once", pa.bool_())])
 
 
 @dataclass
@@ -27,7 +27,8 @@ class Links:
     """Per row of the keys (in their order): block_no, alloc_line (its own line for an
     allocation row, null for a step without one above it) and alone (the row is the only
     allocation row of its job in the file: one block, one allocation row); and `blocks`,
-    one row per block (BLOCK_SCHEMA)."""
+    one row per block (BLOCK_SCHEMA; `once`: its job is met in no other block, by _met_once,
+    which may say no of a job met once whose number is another's, `07` and `7`)."""
 
     block_no: pa.Array
     alloc_line: pa.Array
@@ -65,7 +66,7 @@ def link(keys: pa.Table) -> Links:
     blocks = pa.Table.from_arrays([
         pa.array(np.arange(1, len(starts) + 1, dtype=np.int64)), block_jobs,
         keys.column("dump").take(pa.array(starts)).cast(pa.int32()), pa.array(allocs.astype(np.int32)),
-        _block_digests(keys.column("digest"), starts, n)], schema=BLOCK_SCHEMA)
+        _block_digests(keys.column("digest"), starts, n), pa.array(once)], schema=BLOCK_SCHEMA)
     block_no = frame["block_no"].to_numpy()
     alone = (once & (allocs == 1))[block_no - 1] if n else np.zeros(0, dtype=bool)
     return Links(pa.array(block_no), frame["alloc_line"].to_arrow(), pa.array(alone), blocks)

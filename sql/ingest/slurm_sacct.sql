@@ -11,9 +11,11 @@
 --   stage_sacct_steps   one row per step line: job id, State, ExitCode, problem, and
 --                       alloc_line, the allocation row above it in its block and het component;
 --   stage_sacct_unread  (line, problem, text) of the lines without a readable job id;
---   stage_sacct_blocks  (block_no, job_id, dump, allocs, digests): a block is a job's run of
---                       consecutive lines (a repeated header starts a new one); `digests`
---                       the md5 of each of its lines as staged, one after the other;
+--   stage_sacct_blocks  (block_no, job_id, dump, allocs, digests, once): a block is a job's run
+--                       of consecutive lines (a repeated header starts a new one); `digests`
+--                       the md5 of each of its lines as staged, one after the other; `once`:
+--                       no other block of the file has its job (allocation rows carry their
+--                       block's `digests`);
 --   stage_sacct_host    (line, machine_id): the expanded NodeList of allocation rows;
 --   zone_periods        for $zone (gpucluster_analysis.timezones).
 -- Rules (docs/schema.md, "Reading Slurm"): a job's lines in one dump are one record of it,
@@ -71,7 +73,7 @@ SELECT t, CAST(t[2:] AS TIMESTAMP), NULL FROM texts WHERE t[1] = '@';
 -- requeues and repeats); the others' record is their block.
 CREATE OR REPLACE TEMP TABLE stage_sacct_split_record AS
 WITH split AS (
-    SELECT job_id, dump FROM stage_sacct_blocks GROUP BY job_id, dump HAVING count(*) > 1
+    SELECT job_id, dump FROM stage_sacct_blocks WHERE NOT once GROUP BY job_id, dump HAVING count(*) > 1
 ),
 split_blocks AS (
     SELECT b.job_id, b.dump, b.block_no
@@ -199,7 +201,8 @@ CREATE OR REPLACE TEMP MACRO slurm_rank_status(rank) AS
 -- A job's only allocation row is its record's last run: no window, no group.
 CREATE OR REPLACE TEMP TABLE stage_sacct_record AS
 WITH good AS (
-    SELECT a.record_no, a.job_id, a.line, a.alone, a.state, a.status, t.submit_at, t.eligible_at, t.start_at, t.end_at
+    SELECT a.record_no, a.job_id, a.line, a.alone, a.state, a.status, a.digests,
+           t.submit_at, t.eligible_at, t.start_at, t.end_at
     FROM stage_sacct_linked a
     JOIN stage_sacct_alloc_time t USING (line)
     WHERE a.line NOT IN (SELECT line FROM stage_sacct_alloc_problem)
@@ -208,30 +211,32 @@ ranked AS (
     SELECT *, row_number() OVER (PARTITION BY record_no ORDER BY start_at DESC NULLS FIRST, line DESC) AS from_last
     FROM good WHERE NOT alone
 ),
-summary AS (
-    SELECT record_no, job_id, alone,
-           state NOT IN ('REQUEUED', 'REQUEUE_FED', 'REQUEUE_HOLD', 'SPECIAL_EXIT')
-           AND status IN ('passed', 'failed', 'node_fail', 'killed', 'timeout', 'preempted') AS finished,
-           greatest(submit_at, eligible_at, start_at, end_at) AS last_at
-    FROM good WHERE alone
-    UNION ALL
-    SELECT record_no, any_value(job_id) AS job_id, false,
+several AS (
+    SELECT record_no, any_value(job_id) AS job_id, false AS alone,
            bool_or(from_last = 1 AND state NOT IN ('REQUEUED', 'REQUEUE_FED', 'REQUEUE_HOLD', 'SPECIAL_EXIT')
                    AND status IN ('passed', 'failed', 'node_fail', 'killed', 'timeout', 'preempted')) AS finished,
            max(greatest(submit_at, eligible_at, start_at, end_at)) AS last_at
     FROM ranked GROUP BY record_no
 ),
--- md5 of the record's lines' md5s (its blocks' digests, in line order): a block alone is its
--- record, the few split records join theirs
+-- md5 of the record's lines' md5s (its blocks' digests, in line order): a block is its record
+-- (a job's only allocation row carries its block's), the few split records join theirs
 digests AS (
     SELECT b.block_no AS record_no, md5($zone || ':' || b.digests) AS digest
-    FROM stage_sacct_blocks b ANTI JOIN stage_sacct_split_record r USING (block_no)
+    FROM stage_sacct_blocks b SEMI JOIN several s ON s.record_no = b.block_no
+    ANTI JOIN stage_sacct_split_record r USING (block_no)
     UNION ALL
     SELECT r.record_no, md5($zone || ':' || string_agg(b.digests, '' ORDER BY b.block_no))
     FROM stage_sacct_split_record r JOIN stage_sacct_blocks b USING (block_no)
     GROUP BY r.record_no
 )
-SELECT s.*, d.digest FROM summary s JOIN digests d USING (record_no);
+SELECT record_no, job_id, alone,
+       state NOT IN ('REQUEUED', 'REQUEUE_FED', 'REQUEUE_HOLD', 'SPECIAL_EXIT')
+       AND status IN ('passed', 'failed', 'node_fail', 'killed', 'timeout', 'preempted') AS finished,
+       greatest(submit_at, eligible_at, start_at, end_at) AS last_at,
+       md5($zone || ':' || digests) AS digest
+FROM good WHERE alone
+UNION ALL
+SELECT s.*, d.digest FROM several s JOIN digests d USING (record_no);
 
 -- Per job of this file: its versions (distinct digests) among its records here and the stored
 -- one, the version kept, and how many records were superseded by another version or repeated
@@ -415,20 +420,22 @@ FROM stage_sacct_attempt_no
 WHERE placed;
 
 -- GPUs per host: a component's GPUs spread evenly over its hosts when they divide evenly.
--- (A row with hosts was placed: a job's only allocation row is its attempt 0.)
+CREATE OR REPLACE TEMP MACRO slurm_host_share(gpus, hosts) AS
+    CASE WHEN gpus IS NOT NULL AND hosts > 0 AND gpus % hosts = 0 THEN gpus // hosts END;
+
+-- A job's only allocation row is its attempt 0 (a row with hosts was placed), each of its hosts
+-- once (expand_hostlist names a host once); the other rows' shares are summed per attempt and
+-- host (het components of one run on one node).
 INSERT INTO attempt_hosts (source, job_id, attempt_no, machine_id, gpus, file_id)
-WITH shares AS (
-    SELECT h.machine_id, a.job_id, a.source_index, a.alone,
-           CASE WHEN a.gpus IS NOT NULL AND a.hosts > 0 AND a.gpus % a.hosts = 0 THEN a.gpus // a.hosts END AS share
-    FROM stage_sacct_host h JOIN stage_sacct_alloc a USING (line)
-),
-numbered AS (
-    SELECT s.job_id, 0 AS attempt_no, s.machine_id, s.share FROM shares s WHERE s.alone
-    UNION ALL
-    SELECT s.job_id, n.attempt_no, s.machine_id, s.share
-    FROM shares s JOIN stage_sacct_attempt_no n ON n.job_id = s.job_id AND n.source_index = s.source_index
-    WHERE NOT s.alone
-)
-SELECT 'slurm', job_id, attempt_no, machine_id, CASE WHEN count(*) = count(share) THEN sum(share)::INTEGER END, $file_id
-FROM numbered
-GROUP BY job_id, attempt_no, machine_id;
+SELECT 'slurm', a.job_id, 0, h.machine_id, slurm_host_share(a.gpus, a.hosts)::INTEGER, $file_id
+FROM stage_sacct_host h JOIN stage_sacct_alloc a USING (line)
+WHERE a.alone
+UNION ALL
+SELECT 'slurm', a.job_id, n.attempt_no, h.machine_id,
+       CASE WHEN count(*) = count(slurm_host_share(a.gpus, a.hosts)) THEN sum(slurm_host_share(a.gpus, a.hosts))::INTEGER END,
+       $file_id
+FROM stage_sacct_host h
+JOIN stage_sacct_alloc a USING (line)
+JOIN stage_sacct_attempt_no n ON n.job_id = a.job_id AND n.source_index = a.source_index
+WHERE NOT a.alone
+GROUP BY a.job_id, n.attempt_no, h.machine_id;
