@@ -494,8 +494,11 @@ class _Stager:
             self.host_tables.append(pa.Table.from_pydict(self.hosts, schema=_HOST_SCHEMA))
             self.hosts = {"line": [], "machine_id": []}
 
-    def finish(self, gpus_accounted: bool) -> None:
-        """Stage the rest, link the rows into blocks and hand every table to DuckDB."""
+    def finish(self, gpus_accounted: bool, before_links: Callable[[], None]) -> None:
+        """Stage the rest, link the rows into blocks and hand every table to DuckDB. The rows
+        are linked in a thread (slurm_link: one core for ~0.5 s at a million jobs) while
+        `before_links` runs the SQL that reads the allocation rows' own columns alone (their
+        times), on stage_sacct_allocs as staged; the tables with the links come after."""
         self.flush()
         self._settle()
         allocs = _concat(self.allocs, _STAGE_SCHEMA)
@@ -516,7 +519,11 @@ class _Stager:
                 allocs = allocs.set_column(at, name, pa.nulls(len(allocs), allocs.schema.field(name).type))
         from gpucluster_analysis.ingest import slurm_link  # imports polars, slow to import
 
-        links = slurm_link.link(keys)
+        with ThreadPoolExecutor(max_workers=1) as linker:
+            linking = linker.submit(slurm_link.link, keys)
+            self._register("stage_sacct_allocs", allocs)
+            before_links()
+            links = linking.result()
         # allocs and steps are the keys' rows of each kind, in the same (line) order
         is_alloc = keys.column("is_alloc")
         block_no = links.block_no.filter(is_alloc)
@@ -528,7 +535,11 @@ class _Stager:
         for name, table in (("stage_sacct_allocs", allocs), ("stage_sacct_steps", steps),
                             ("stage_sacct_unread", unread), ("stage_sacct_blocks", links.blocks),
                             ("stage_sacct_host", hosts)):
-            self.con.register(name, table)
+            self._register(name, table)
+
+    def _register(self, name: str, table: pa.Table) -> None:
+        self.con.register(name, table)  # in place of a table of that name registered before
+        if name not in self.registered:
             self.registered.append(name)
 
     def close(self) -> None:
@@ -1059,9 +1070,10 @@ def _stage_and_store(ctx: LoadContext, reader: _Reader, stager: _Stager, zone: s
         row["dump"] = reader.headers
         gpus_accounted = gpus_accounted or bool(row.get("gpu_keyed"))
         stager.add(row, hosts)
-    stager.finish(gpus_accounted)
     if reader.layout is None:
         raise ParseError(f"{ctx.path}: no sacct header or data lines", hint="expected sacct output")
+    stager.finish(gpus_accounted, lambda: run_script(ctx.con, "ingest", "slurm_sacct_times", {"zone": zone},
+                                                     on_statement=ctx.on_statement))
     run_script(ctx.con, "ingest", "slurm_sacct", {"file_id": ctx.file_id, "zone": zone}, on_statement=ctx.on_statement)
     _reject_texts(ctx)
     superseded, unchanged = ctx.con.execute(
