@@ -132,17 +132,18 @@ CREATE OR REPLACE TEMP MACRO slurm_rank_status(rank) AS
 -- (its last run, by start with a run not started last, is in a final state), the latest time
 -- it names, and a digest of its lines (as staged: the first 500 characters of each) and zone.
 -- A job's only allocation row is its record's last run: no window, no group.
+-- (The storable rows are a view, not a CTE read twice, which DuckDB would copy whole: each
+-- branch below reads its own share, a job's only allocation row or the others.)
+CREATE OR REPLACE TEMP VIEW stage_sacct_good AS
+SELECT a.*, t.submit_at, t.eligible_at, t.start_at, t.end_at
+FROM stage_sacct_linked a
+JOIN stage_sacct_alloc_time t USING (line)
+WHERE a.line NOT IN (SELECT line FROM stage_sacct_alloc_problem);
+
 CREATE OR REPLACE TEMP TABLE stage_sacct_record AS
-WITH good AS (
-    SELECT a.record_no, a.job_id, a.line, a.alone, a.state, a.status, a.digests,
-           t.submit_at, t.eligible_at, t.start_at, t.end_at
-    FROM stage_sacct_linked a
-    JOIN stage_sacct_alloc_time t USING (line)
-    WHERE a.line NOT IN (SELECT line FROM stage_sacct_alloc_problem)
-),
-ranked AS (
+WITH ranked AS (
     SELECT *, row_number() OVER (PARTITION BY record_no ORDER BY start_at DESC NULLS FIRST, line DESC) AS from_last
-    FROM good WHERE NOT alone
+    FROM stage_sacct_good WHERE NOT alone
 ),
 several AS (
     SELECT record_no, any_value(job_id) AS job_id, false AS alone,
@@ -167,7 +168,7 @@ SELECT record_no, job_id, alone,
        AND status IN ('passed', 'failed', 'node_fail', 'killed', 'timeout', 'preempted') AS finished,
        greatest(submit_at, eligible_at, start_at, end_at) AS last_at,
        md5($zone || ':' || digests) AS digest
-FROM good WHERE alone
+FROM stage_sacct_good WHERE alone
 UNION ALL
 SELECT s.*, d.digest FROM several s JOIN digests d USING (record_no);
 
