@@ -167,6 +167,29 @@ def _parsed_tres(text: str) -> tuple[int | None, str | None, int | None, bool | 
     return tres.gpus, tres.model, tres.nodes, tres.keyed, tres.gpus < _INT_LIMIT
 
 
+_STATE_RE, _EXIT_RE, _MISSING_RE = re.compile(_STATE), re.compile(_EXIT), re.compile(_MISSING_VALUE)
+_STATE_SCHEMA = {"word": pl.String, "cancelled_by": pl.String, "known": pl.Boolean}
+_EXIT_SCHEMA = {"exit_code": pl.Int32, "exit_signal": pl.Int32, "exit_ok": pl.Boolean}
+
+
+def _state_parts(text: str) -> tuple[str | None, str | None, bool]:
+    """(State word, canceller, known word) of a State of _STATE's form; else not known."""
+    match = _STATE_RE.fullmatch(text)
+    if match is None:
+        return None, None, False
+    return match["word"], match["by"], match["word"] in KNOWN_STATES
+
+
+def _exit_parts(text: str) -> tuple[int | None, int | None, bool]:
+    """(code, signal, readable) of an ExitCode: missing is readable, without numbers."""
+    if _MISSING_RE.fullmatch(text):
+        return None, None, True
+    match = _EXIT_RE.fullmatch(text)
+    if match is None:
+        return None, None, False
+    return int(match["code"]), int(match["signal"]), True
+
+
 def _parsed_hosts(text: str) -> tuple[list[str], bool]:
     try:
         return expand_hostlist(text), True
@@ -217,22 +240,20 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
         present = ~missing(t) if i is not None else pl.lit(False)
         return [present.alias(f"{name}_present"), pl.when(present).then(t).alias(f"{name}_tres")]
 
-    # what every row needs: its job id, State and ExitCode, and no blank at a field's edge
+    # what every row needs: its job id, State and ExitCode, and no blank at a field's edge.
+    # State and ExitCode take few values: each is read once (_lookup), not once per row.
     job_id = value(cols.job_id).str.extract_groups(_JOB_ID.pattern)
-    state = value(cols.state).str.extract_groups(_STATE)
-    exit_text = value(cols.exit)
-    exit_parts = exit_text.str.extract_groups(_EXIT)
-    known = state.struct.field("word").is_in(sorted(KNOWN_STATES)).fill_null(False)
-    head = frame.lazy().select(
+    states = _lookup(frame.select(value(cols.state)).to_series(), _state_parts, _STATE_SCHEMA)
+    exits = _lookup(frame.select(value(cols.exit)).to_series(), _exit_parts, _EXIT_SCHEMA)
+    head = frame.lazy().with_columns(
+        value(cols.state).alias("source_status"), value(cols.exit).alias("exit_text"),
+    ).join(states.lazy(), left_on="source_status", right_on="key", how="left", maintain_order="left") \
+        .join(exits.lazy(), left_on="exit_text", right_on="key", how="left", maintain_order="left").select(
         pl.col("line"),
         job_id.struct.field("job").alias("job_id"), job_id.struct.field("het").alias("het_text"),
         job_id.struct.field("step").alias("step"),
-        state.struct.field("word").alias("word"), state.struct.field("by").alias("cancelled_by"),
-        value(cols.state).alias("source_status"),
-        pl.when(missing(exit_text)).then(None).otherwise(exit_parts.struct.field("code")).cast(pl.Int32).alias("exit_code"),
-        pl.when(missing(exit_text)).then(None).otherwise(exit_parts.struct.field("signal")).cast(pl.Int32).alias("exit_signal"),
-        (~pl.col("edge") & known
-         & (missing(exit_text) | exit_parts.struct.field("code").is_not_null())).alias("row_ok"),
+        pl.col("word"), pl.col("cancelled_by"), pl.col("source_status"), pl.col("exit_code"), pl.col("exit_signal"),
+        (~pl.col("edge") & pl.col("known").fill_null(False) & pl.col("exit_ok").fill_null(False)).alias("row_ok"),
         pl.when(value(cols.cluster) == "").then(None).otherwise(value(cols.cluster)).alias("cluster"),
     ).with_columns(
         (pl.col("row_ok") & pl.col("job_id").is_not_null()
