@@ -415,3 +415,16 @@ def test_alone_rows_stored_as_the_general_way_stores_them(tmp_path: Path, monkey
         several = con.execute("SELECT count(*) FILTER (WHERE n > 1), count(*) FROM "
                               "(SELECT count(*) AS n FROM attempts GROUP BY job_id)").fetchall()[0]
     assert 20 < several[0] < several[1] / 2, several
+
+
+def test_no_control_bytes_answers_as_the_byte_by_byte_test() -> None:
+    """_text_chunks' test for control bytes (bytes below 32 counted at once) against deleting
+    CONTROL_BYTES one by one, on random chunks: with tabs, CRs, DEL, other control bytes or none."""
+    from gpucluster_analysis.ingest.files import CONTROL_BYTES
+
+    rng = random.Random(11)
+    alphabet = [b"a", b"|", b"1", b"\n", b"\n", b"\t", b"\r", b"\x7f", b"\x00", b"\x1b", b"\x0b", b"\xc3\xa9"]
+    for _ in range(500):
+        raw = b"".join(rng.choice(alphabet[: rng.randint(4, len(alphabet))]) for _ in range(rng.randint(0, 40)))
+        expected = len(raw.translate(None, CONTROL_BYTES)) == len(raw)
+        assert slurm._no_control_bytes(raw, raw.count(b"\n")) == expected, raw

@@ -995,7 +995,7 @@ def _text_chunks(path: Path, latin1: set[int]) -> Iterator[tuple[int, pa.Array |
             count = len(ends) + (not raw.endswith(b"\n"))
             lines: pa.Array | list[str] | None = None
             if not (first and raw.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff"))) \
-                    and len(raw.translate(None, CONTROL_BYTES)) == len(raw):
+                    and _no_control_bytes(raw, len(ends)):
                 lines = _plain_lines(raw, count, ends)
             if lines is None:
                 pieces = raw.split(b"\n")[:count]
@@ -1003,6 +1003,16 @@ def _text_chunks(path: Path, latin1: set[int]) -> Iterator[tuple[int, pa.Array |
             first = False
             yield number, lines
             number += count
+
+
+def _no_control_bytes(raw: bytes, line_ends: int) -> bool:
+    """Whether `raw` (with `line_ends` LFs) holds none of CONTROL_BYTES. The bytes below 32 are
+    counted at once: when they are the line ends alone (no tab, no CR) and there is no DEL, there
+    is none; else the bytes are tested one by one (a third of the time of that test, on the
+    chunks of a plain dump)."""
+    if np.count_nonzero(np.frombuffer(raw, dtype=np.uint8) < 32) == line_ends and b"\x7f" not in raw:
+        return True
+    return len(raw.translate(None, CONTROL_BYTES)) == len(raw)
 
 
 def _plain_lines(raw: bytes, count: int, ends: np.ndarray) -> pa.Array | None:
