@@ -358,7 +358,7 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
     hosts = out.select("line", pl.col("host_list").alias("machine_id")).explode("machine_id").drop_nulls("machine_id")
     allocs = out.select([pl.col(name).cast(kind) for name, kind in STAGE_SCHEMA.items()])
     gpu_keyed = bool(out["gpu_keyed"].fill_null(False).any())
-    return FastRows(allocs, steps.cast(STEP_SCHEMA), keys, texts.filter(pa.array(clean)),
+    return FastRows(allocs, steps.cast(STEP_SCHEMA), keys, texts if clean.all() else texts.filter(pa.array(clean)),
                     hosts.cast({"line": pl.Int64, "machine_id": pl.String}), gpu_keyed), ~clean
 
 
