@@ -564,10 +564,7 @@ def ingest_file(
     ).fetchall() if hashing is None else []
     same_bytes = [row for row in previous if row[2] == digest]
     if same_bytes and not options.replace:
-        return FileReport(
-            path, fmt.name, "unchanged",
-            message=f"same content as {same_bytes[0][1]}, ingested before; nothing to do (--replace reloads it)",
-        )
+        return _unchanged(path, fmt, same_bytes[0][1])
     if previous and not options.replace:
         raise InputError(
             f"{path}: ingested before with different content",
@@ -587,9 +584,9 @@ def ingest_file(
             counts = fmt.load(ctx)
         if hashing is not None:
             digest = hashing.result()
-            if same_bytes := con.execute("SELECT path FROM ingested_files WHERE content_hash = ? ORDER BY file_id LIMIT 1",
-                                         [digest]).fetchall():
-                raise _SameBytes(same_bytes[0][0])
+            if earlier := con.execute("SELECT path FROM ingested_files WHERE content_hash = ? ORDER BY file_id LIMIT 1",
+                                      [digest]).fetchall():
+                raise _SameBytes(earlier[0][0])
             con.execute("UPDATE ingested_files SET content_hash = ? WHERE file_id = ?", [digest, file_id])
         seconds = time.perf_counter() - started
         con.execute(
@@ -614,10 +611,7 @@ def ingest_file(
         con.execute("ROLLBACK")
         _drop_staging(con)
         if isinstance(e, _SameBytes):
-            return FileReport(
-                path, fmt.name, "unchanged",
-                message=f"same content as {e.other}, ingested before; nothing to do (--replace reloads it)",
-            )
+            return _unchanged(path, fmt, e.other)
         if isinstance(e, duckdb.Error):
             raise StoreError(f"{path}: loading failed: {str(e).splitlines()[0]}") from e
         if isinstance(e, DAMAGED_GZIP):  # a .gz cut short, found only when read to its end
@@ -630,6 +624,12 @@ def ingest_file(
         superseded=counts.superseded, unchanged=counts.unchanged,
         reject_samples=[(line, reason) for line, reason in samples],
     )
+
+
+def _unchanged(path: Path, fmt: FileFormat, other: str) -> FileReport:
+    """A file with the bytes of one ingested before (`other`, its path): nothing to do."""
+    return FileReport(path, fmt.name, "unchanged",
+                      message=f"same content as {other}, ingested before; nothing to do (--replace reloads it)")
 
 
 class _SameBytes(Exception):
