@@ -352,10 +352,10 @@ def test_line_digests_are_md5_of_the_first_500_characters() -> None:
              "é" * (limit // 2 + 1), "é" * (limit + 3), "e\u0301" * (limit // 2 + 5), "日本" * limit]
     con = duckdb.connect()
     expected = [con.execute("SELECT md5(left(?, ?))", [t, limit]).fetchone()[0] for t in texts]  # type: ignore[index]
-    stager = slurm._Stager(con)
     keys = pa.table({"line": pa.array(range(len(texts)), pa.int64())})
-    stager._keep(slurm._STAGE_SCHEMA.empty_table(), slurm._STEP_SCHEMA.empty_table(), keys, pa.array(texts, pa.string()))
-    assert stager.segment[0][2].column("digest").to_pylist() == expected
+    _, _, kept = slurm._kept(con.cursor(), slurm._STAGE_SCHEMA.empty_table(), slurm._STEP_SCHEMA.empty_table(), keys,
+                             pa.array(texts, pa.string()))
+    assert kept.column("digest").to_pylist() == expected
 
 
 def test_plain_rows_count_pipes_as_arrow_does() -> None:

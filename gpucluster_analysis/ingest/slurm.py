@@ -444,15 +444,14 @@ class _Stager:
         it runs beside the reading (a third of the typed rows' cost at a million jobs)."""
         cursor = self.con.cursor()
         try:
-            # 32-bit string offsets: half the memory of polars' 64-bit ones; without the bytes
-            # polars keeps under nulled strings
-            keys = typed.keys.to_arrow().cast(_LINK_SCHEMA)
-            keys = keys.append_column("digest", _line_digests(cursor, typed.texts))
-            hosts = typed.hosts.to_arrow().cast(_HOST_SCHEMA) if typed.hosts.height else None
-            return _TypedRun(_compact(typed.allocs.to_arrow().cast(_STAGE_SCHEMA)),
-                             _compact(typed.steps.to_arrow().cast(_STEP_SCHEMA)), keys, hosts, typed.gpu_keyed)
+            # 32-bit string offsets: half the memory of polars' 64-bit ones
+            allocs, steps, keys = _kept(cursor, typed.allocs.to_arrow().cast(_STAGE_SCHEMA),
+                                        typed.steps.to_arrow().cast(_STEP_SCHEMA),
+                                        typed.keys.to_arrow().cast(_LINK_SCHEMA), typed.texts)
         finally:
             cursor.close()
+        hosts = typed.hosts.to_arrow().cast(_HOST_SCHEMA) if typed.hosts.height else None
+        return _TypedRun(allocs, steps, keys, hosts, typed.gpu_keyed)
 
     def add_typed(self, run: _TypedRun) -> None:
         """Rows typed by slurm_fast, as prepare() made them, after the rows read before them."""
@@ -461,10 +460,6 @@ class _Stager:
         self.segment.append((run.allocs, run.steps, run.keys))
         if run.hosts is not None:
             self.host_tables.append(run.hosts)
-
-    def _keep(self, allocs: pa.Table, steps: pa.Table, keys: pa.Table, texts: pa.Array) -> None:
-        """`texts`: the keys' lines."""
-        self.segment.append((_compact(allocs), _compact(steps), keys.append_column("digest", _line_digests(self.side, texts))))
 
     def _settle(self) -> None:
         """The segment's rows, in line order, after the rows before them."""
@@ -487,8 +482,9 @@ class _Stager:
             self.unread.append(batch.filter(pc.invert(has_id)).select(_UNREAD_SCHEMA.names))
             keyed = batch.filter(has_id)
             keys = keyed.append_column("is_alloc", pc.is_null(keyed.column("step"))).select(_LINK_SCHEMA.names)
-            self._keep(batch.filter(is_alloc), batch.filter(pc.and_(has_id, pc.invert(is_alloc))).select(_STEP_SCHEMA.names),
-                       keys, keyed.column("text"))
+            self.segment.append(_kept(self.side, batch.filter(is_alloc),
+                                      batch.filter(pc.and_(has_id, pc.invert(is_alloc))).select(_STEP_SCHEMA.names),
+                                      keys, keyed.column("text")))
             self.rows = {name: [] for name in self.rows}
         if self.hosts["line"]:
             self.host_tables.append(pa.Table.from_pydict(self.hosts, schema=_HOST_SCHEMA))
@@ -563,6 +559,14 @@ class _TypedRun:
     keys: pa.Table  # with each line's md5, `digest`
     hosts: pa.Table | None
     gpu_keyed: bool
+
+
+def _kept(cursor: duckdb.DuckDBPyConnection, allocs: pa.Table, steps: pa.Table, keys: pa.Table,
+          texts: pa.Array) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """Staged rows as the stager keeps them, typed either way: the allocation and step rows
+    without the bytes under their null strings, the keys with each line's md5 (`texts`: the
+    keys' lines)."""
+    return _compact(allocs), _compact(steps), keys.append_column("digest", _line_digests(cursor, texts))
 
 
 def _line_digests(cursor: duckdb.DuckDBPyConnection, texts: pa.Array) -> pa.ChunkedArray:
