@@ -5,19 +5,19 @@ COMPLETED|0:0|2024-05-01T08:00:00|...|billing=8,cpu=8,gres/gpu=2,node=1|gpu01`);
 them one by one in Python (slurm._parse_fields) costs ~20 µs a line. Here the rows of a run
 of plain lines (slurm._Reader: a `|` layout, a digit first, the layout's field count, ASCII)
 are split and typed at once. Only rows whose every value the reader uses is plainly valid
-are typed here: a job id of _JOB_ID's form, a known State (optionally `by <uid>`), an
-`exit:signal` ExitCode, times of the form `2024-05-01T08:00:00` in the years gca reads (or a
-missing spelling), a Timelimit, TRES, NodeList and NNodes that slurm.py's own parsers read
-without complaint, and no blank at the edge of a field (so no value needs a strip). Every
+are typed here: a job id of _JOB_ID's form, a known State (optionally `by <uid>`), times of
+the form `2024-05-01T08:00:00` in the years gca reads (or a missing spelling), an ExitCode,
+Timelimit, TRES, NodeList and NNodes that slurm.py's own parsers read without complaint, and
+no blank at the edge of a field (so no value needs a strip). Every
 other row goes back to the reader and through _parse_fields, which
 rejects it with its reason, so a row is staged the same whichever way it took:
 tests/test_slurm_fast.py checks both ways store the same, table by table.
 
-Values with few distinct forms (Timelimit, TRES, NodeList) are parsed once per distinct value
-by slurm.py's own functions (a TRES column with many distinct values, once per distinct list
-of its GPU and node items); times stay text here (as
-_parse_fields stages them), so the zone and its changes of clocks are sql/ingest/slurm_sacct.sql's
-business, as before.
+Values with few distinct forms (State, ExitCode, Timelimit, TRES, NodeList) are parsed once
+per distinct value, by slurm.py's own functions but for State (a TRES column with many
+distinct values, once per distinct list of its GPU and node items); times stay text here (as
+_parse_fields stages them), so the zone and its changes of clocks are
+sql/ingest/slurm_sacct_times.sql's business, as before.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from gpucluster_analysis.ingest.slurm import (
     Layout,
     _Columns,
     parse_duration_s,
+    parse_exit,
     parse_limit_minutes,
     parse_tres,
 )
@@ -56,7 +57,6 @@ STEP_SCHEMA = {name: _POLARS_TYPES[kind] for name, kind in _STEP_COLUMNS}
 
 # What the fast way reads of each value; anything else is the exact way's to judge.
 _STATE = r"^(?P<word>[A-Z_]+)(?: by (?P<by>[^ \t]+))?$"  # COMPLETED, CANCELLED by 1234
-_EXIT = r"^(?P<code>-?\d{1,9}):(?P<signal>-?\d{1,9})$"
 # fromisoformat's clock: no hour 24, no leap second; the day of the month is checked apart
 _TIME = r"^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])[T ](?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d$"
 # key=value items without blanks (parse_tres strips them; here a blank sends the row the exact way)
@@ -167,7 +167,7 @@ def _parsed_tres(text: str) -> tuple[int | None, str | None, int | None, bool | 
     return tres.gpus, tres.model, tres.nodes, tres.keyed, tres.gpus < _INT_LIMIT
 
 
-_STATE_RE, _EXIT_RE, _MISSING_RE = re.compile(_STATE), re.compile(_EXIT), re.compile(_MISSING_VALUE)
+_STATE_RE = re.compile(_STATE)
 _STATE_SCHEMA = {"word": pl.String, "cancelled_by": pl.String, "known": pl.Boolean}
 _EXIT_SCHEMA = {"exit_code": pl.Int32, "exit_signal": pl.Int32, "exit_ok": pl.Boolean}
 
@@ -181,13 +181,13 @@ def _state_parts(text: str) -> tuple[str | None, str | None, bool]:
 
 
 def _exit_parts(text: str) -> tuple[int | None, int | None, bool]:
-    """(code, signal, readable) of an ExitCode: missing is readable, without numbers."""
-    if _MISSING_RE.fullmatch(text):
-        return None, None, True
-    match = _EXIT_RE.fullmatch(text)
-    if match is None:
+    """(code, signal, readable) of an ExitCode, as slurm.parse_exit reads it: missing is
+    readable, without numbers."""
+    try:
+        code, signal = parse_exit(text)
+    except ValueError:
         return None, None, False
-    return int(match["code"]), int(match["signal"]), True
+    return code, signal, True
 
 
 def _parsed_hosts(text: str) -> tuple[list[str], bool]:
