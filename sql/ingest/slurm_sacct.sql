@@ -128,18 +128,18 @@ CREATE OR REPLACE TEMP MACRO slurm_rank_status(rank) AS
         WHEN 5 THEN 'failed' WHEN 6 THEN 'node_fail' WHEN 7 THEN 'unknown' WHEN 8 THEN 'pending'
         WHEN 9 THEN 'running' END;
 
--- Each record of a job in this file that has a storable allocation row: whether it is finished
--- (its last run, by start with a run not started last, is in a final state), the latest time
--- it names, and a digest of its lines (as staged: the first 500 characters of each) and zone.
--- A job's only allocation row is its record's last run: no window, no group.
--- (The storable rows are a view, not a CTE read twice, which DuckDB would copy whole: each
--- branch below reads its own share, a job's only allocation row or the others.)
+-- The storable allocation rows with their UTC times (a view, not a CTE read twice, which
+-- DuckDB would copy whole: each statement or branch below reads its own share).
 CREATE OR REPLACE TEMP VIEW stage_sacct_good AS
 SELECT a.*, t.submit_at, t.eligible_at, t.start_at, t.end_at
 FROM stage_sacct_linked a
 JOIN stage_sacct_alloc_time t USING (line)
 WHERE a.line NOT IN (SELECT line FROM stage_sacct_alloc_problem);
 
+-- Each record of a job in this file that has a storable allocation row: whether it is finished
+-- (its last run, by start with a run not started last, is in a final state), the latest time
+-- it names, and a digest of its lines (as staged: the first 500 characters of each) and zone.
+-- A job's only allocation row is its record's last run: no window, no group.
 CREATE OR REPLACE TEMP TABLE stage_sacct_record AS
 WITH ranked AS (
     SELECT *, row_number() OVER (PARTITION BY record_no ORDER BY start_at DESC NULLS FIRST, line DESC) AS from_last
@@ -256,11 +256,9 @@ CREATE OR REPLACE TEMP TABLE stage_sacct_alloc AS
 WITH kept AS (
     SELECT a.line, a.job_id, a.het_offset, a.alone, a.state, a.status, a.source_status, a.exit_code, a.exit_signal,
            a.gpus, a.req_gpus, a.nnodes, a.hosts, a.start_unknown, a.job_name, a.user_name, a.account, a.partition,
-           a.qos, a.time_limit_s, a.gpu_model, a.cancelled_by, t.submit_at, t.eligible_at, t.start_at, t.end_at
-    FROM stage_sacct_linked a
-    JOIN stage_sacct_alloc_time t USING (line)
-    WHERE a.line NOT IN (SELECT line FROM stage_sacct_alloc_problem)
-      AND a.record_no IN (SELECT kept_seq FROM stage_sacct_choice WHERE NOT kept_stored)
+           a.qos, a.time_limit_s, a.gpu_model, a.cancelled_by, a.submit_at, a.eligible_at, a.start_at, a.end_at
+    FROM stage_sacct_good a
+    WHERE a.record_no IN (SELECT kept_seq FROM stage_sacct_choice WHERE NOT kept_stored)
 ),
 several AS (SELECT job_id, het_offset FROM kept WHERE NOT alone GROUP BY job_id, het_offset HAVING count(*) > 1),
 indexed AS (
