@@ -5,9 +5,9 @@ another dump, so another block); a step belongs to the nearest allocation row ab
 block and het component (docs/schema.md, "Reading Slurm"). sql/ingest/slurm_sacct.sql needs,
 per row, its block and (a step) the line of that allocation row; per block, its job, dump,
 number of allocation rows, its lines' md5 digests one after the other (the record digests
-are made of them) and whether its job is met in another block of the file. The rows come here in line order, so all of it is a pass over arrays: no
-sort, where the SQL's windows ordered by line sorted every line of the dump (3-5 s at a
-million jobs).
+are made of them) and whether its job is met in another block of the file. The rows come
+here in line order, so all of it is a pass over arrays: no sort, where the SQL's windows
+ordered by line sorted every line of the dump (3-5 s at a million jobs).
 """
 
 from __future__ import annotations
