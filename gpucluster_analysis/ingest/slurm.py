@@ -779,7 +779,7 @@ class _Reader:
         self.layout, self.cols = layout, _Columns(layout)
         self.headers += 1
 
-    def rows(self, prepare: Callable[[Any], Any] = lambda typed: typed) -> Iterator[tuple[int, str, list[str] | int | str] | Any]:
+    def rows(self, prepare: Callable[[Any], Any]) -> Iterator[tuple[int, str, list[str] | int | str] | Any]:
         """(line number, text, fields) of each data line; a field count instead of fields when
         it is wrong, the reason for a line that is no row (a message of the tool, a prompt).
 
