@@ -1108,3 +1108,35 @@ def test_a_nodelist_naming_a_host_twice_names_it_once(tmp_path: Path) -> None:
     assert report.status == "loaded" and report.rejects == 0
     assert rows(db, "SELECT job_id, machine_id, gpus FROM attempt_hosts ORDER BY job_id, machine_id") == [
         ("1", "gpu1", 8), ("2", "gpu1", 3), ("2", "gpu2", 3), ("3", "gpu3", 2), ("3", "gpu4", 2)]
+
+
+def test_the_sacct_reader_keeps_its_own_arrow_pool_and_gives_the_default_back(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sacct reader allocates from an Arrow pool that reuses freed pages (jemalloc, else the
+    C library's), not from the default one; the default is the default again after the file,
+    loaded or failed (a binary line fails it in the middle of reading)."""
+    import pyarrow as pa
+
+    from gpucluster_analysis.ingest import slurm
+
+    seen: list[str] = []
+    real = slurm._stage_and_store
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(pa.default_memory_pool().backend_name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(slurm, "_stage_and_store", spy)
+    before = pa.default_memory_pool().backend_name
+    good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
+    header = "JobID|State|ExitCode|Submit|Start|End|AllocTRES|NodeList\n"
+    row = "1|COMPLETED|0:0|2024-07-01T10:00:00|2024-07-01T10:05:00|2024-07-01T11:00:00|cpu=1,gres/gpu=8,node=1|gpu1\n"
+    good.write_text(header + row)
+    bad.write_text(header + row + "2|COMPLET\x01ED|0:0\n")
+    (loaded,) = ingest(tmp_path / "a.duckdb", good, zone="UTC")
+    assert loaded.status == "loaded"
+    assert pa.default_memory_pool().backend_name == before
+    (failed,) = ingest(tmp_path / "b.duckdb", bad, zone="UTC")
+    assert failed.status == "failed" and "binary data" in failed.message, failed.message
+    assert pa.default_memory_pool().backend_name == before
+    assert len(seen) == 2 and set(seen) <= {"jemalloc", "system"}

@@ -1058,10 +1058,25 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
     install_zone(ctx.con, zone)
     reader = _Reader(ctx.path, ctx.options.columns)
     stager = _Stager(ctx.con)
+    # Arrow's default pool (mimalloc) gives freed pages back and takes new ones as huge pages,
+    # which the kernel zeroes again for every run of lines typed: ~1 s of system time at a
+    # million jobs. jemalloc (or else the C library's allocator) keeps and reuses them. The
+    # pool is the sacct reader's alone: nvidia-smi CSV ingests slower without mimalloc.
+    # (benchmarks/RESULTS.md, session 10)
+    pool = pa.default_memory_pool()
+    pa.set_memory_pool(_reusing_pool())
     try:
         return _stage_and_store(ctx, reader, stager, zone)
     finally:
+        pa.set_memory_pool(pool)
         stager.close()
+
+
+def _reusing_pool() -> pa.MemoryPool:
+    try:
+        return pa.jemalloc_memory_pool()
+    except NotImplementedError:  # a pyarrow built without jemalloc
+        return pa.system_memory_pool()
 
 
 def _stage_and_store(ctx: LoadContext, reader: _Reader, stager: _Stager, zone: str) -> LoadCounts:
