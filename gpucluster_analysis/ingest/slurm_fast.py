@@ -262,7 +262,7 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
     ).with_columns(
         (pl.col("row_ok") & pl.col("job_id").is_not_null()
          & (pl.col("het_text").str.len_chars() < 10).fill_null(True)).fill_null(False).alias("row_ok"),
-    ).collect()
+    ).collect(engine="in-memory")
     is_step = head["step"].is_not_null().to_numpy()
     row_ok = head["row_ok"].to_numpy()
     # the frames are cut before they grow: a step row's few columns, an allocation row's fields
@@ -280,7 +280,7 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
         *[pl.when(value(i) == "").then(None).otherwise(value(i)).alias(name)
           for i, name in ((cols.job_name, "job_name"), (cols.user, "user_name"), (cols.account, "account"),
                           (cols.partition, "partition"), (cols.qos, "qos"))],
-    ).drop("fields").collect()
+    ).drop("fields").collect(engine="in-memory")
 
     # per distinct value, by slurm.py's own parsers
     if cols.timelimit is not None or cols.timelimit_raw is not None:
