@@ -38,6 +38,18 @@ def machine_line() -> str:
             f"Python {platform.python_version()}, {platform.platform()}")
 
 
+# A fixed single-core workload (pure Python): its time says how fast this machine runs right
+# now. A shared VM's speed drifts (by a quarter within minutes here), so a step's time is read
+# beside the probe taken just before it.
+_PROBE = "import time; t = time.perf_counter(); sum(i * i for i in range(3_000_000)); print(time.perf_counter() - t)"
+
+
+def speed_probe() -> float:
+    """Seconds of the probe workload, in a fresh process (best of three)."""
+    return min(float(subprocess.run([sys.executable, "-c", _PROBE], check=True, stdout=subprocess.PIPE,
+                                    text=True).stdout) for _ in range(3))
+
+
 def run_step(name: str, args: list[str]) -> tuple[str, float, float]:
     out = subprocess.run([sys.executable, "-c", _MEASURE, *args], check=True, stdout=subprocess.PIPE, text=True)
     seconds_text, peak_kib = out.stdout.split()[-2:]

@@ -18,7 +18,8 @@ as gca stores them (an array task is a job, a requeued job one job); a dump of 1
 ~4.8M lines (920 MiB) from the synthetic base, ~2M lines (389 MiB) from the live one.
 
 Each step runs as its own process: wall time, user+sys CPU time (the machine may be shared:
-the load average is printed) and peak RSS.
+the load average is printed) and peak RSS. Before each size, run.speed_probe() times a fixed
+single-core workload: a shared VM's speed drifts, and the probe says how fast it ran then.
 
     python benchmarks/slurm_year.py                       # 100k, 300k, 1M
     python benchmarks/slurm_year.py --jobs 100000 --keep  # one size; keep dump and store
@@ -39,7 +40,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from run import machine_line
+from run import machine_line, speed_probe
 
 from gpucluster_analysis.ingest.slurm import parse_job_id
 
@@ -143,7 +144,9 @@ def main() -> None:
             stale.unlink(missing_ok=True)
         written = write_dump(sacct, dump, size, spacing)
         print(f"{dump.name}: {written:,} jobs, {dump.stat().st_size / 2**20:,.0f} MiB", file=sys.stderr)
-        rows.append((written, dump.stat().st_size,
+        probe = speed_probe()
+        print(f"speed probe: {probe:.3f} s", file=sys.stderr)
+        rows.append((written, dump.stat().st_size, probe,
                      run_step(f"ingest {written:,} jobs", [*gca, "ingest", str(dump), *map(str, extras),
                                                            "--db", str(db), "--tz", "UTC"]),
                      run_step(f"report {written:,} jobs", [*gca, "report", "--db", str(db), "--out", str(out), "--quiet"])))
@@ -152,12 +155,12 @@ def main() -> None:
             dump.unlink()
             db.unlink(missing_ok=True)
     print(f"\n{machine_line()}\n")
-    print("| jobs | dump (MiB) | ingest wall (s) | ingest CPU (s) | ingest peak RSS (GiB) | report wall (s) "
-          "| report CPU (s) | report peak RSS (GiB) | load avg (ingest, report) |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    for jobs, size, ingest, report in rows:
-        print(f"| {jobs:,} | {size / 2**20:,.0f} | {ingest[0]:.1f} | {ingest[1]:.1f} | {ingest[2]:.2f} | {report[0]:.1f} "
-              f"| {report[1]:.1f} | {report[2]:.2f} | {ingest[3]:.1f}, {report[3]:.1f} |")
+    print("| jobs | dump (MiB) | speed probe (s) | ingest wall (s) | ingest CPU (s) | ingest peak RSS (GiB) "
+          "| report wall (s) | report CPU (s) | report peak RSS (GiB) | load avg (ingest, report) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for jobs, size, probe, ingest, report in rows:
+        print(f"| {jobs:,} | {size / 2**20:,.0f} | {probe:.3f} | {ingest[0]:.1f} | {ingest[1]:.1f} | {ingest[2]:.2f} "
+              f"| {report[0]:.1f} | {report[1]:.1f} | {report[2]:.2f} | {ingest[3]:.1f}, {report[3]:.1f} |")
 
 
 if __name__ == "__main__":
