@@ -1061,7 +1061,7 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
     # Arrow's default pool (mimalloc) gives freed pages back and takes new ones as huge pages,
     # which the kernel zeroes again for every run of lines typed: ~1 s of system time at a
     # million jobs. jemalloc (or else the C library's allocator) keeps and reuses them. The
-    # pool is the sacct reader's alone: nvidia-smi CSV ingests slower without mimalloc.
+    # pool is the sacct reader's alone: nvidia-smi CSV ingested slower on the C library's.
     # (benchmarks/RESULTS.md, session 10)
     pool = pa.default_memory_pool()
     pa.set_memory_pool(_reusing_pool())
