@@ -150,9 +150,10 @@ def _clock(at: datetime) -> str:
 class _Dump:
     """A hostile sacct -P dump: jobs of every shape, each field odd with probability `odd`."""
 
-    def __init__(self, seed: int, start: datetime, odd: float, step_minutes: int) -> None:
+    def __init__(self, seed: int, start: datetime, odd: float, step_minutes: int, columns: list[str] = COLUMNS) -> None:
         self.rng, self.start, self.odd, self.step = random.Random(seed), start, odd, step_minutes
-        self.lines = ["|".join(COLUMNS)]
+        self.columns = columns
+        self.lines = ["|".join(columns)]
         self.next_id = 7000
 
     def pick(self, key: str, good: str) -> str:
@@ -184,7 +185,7 @@ class _Dump:
             "AllocTRES": "" if pending else self.pick("TRES", tres),
             "NodeList": "None assigned" if pending else self.pick("NodeList", nodes),
         }
-        return "|".join(fields[c] for c in COLUMNS)
+        return "|".join(fields[c] for c in self.columns)
 
     def job(self, at: datetime) -> None:
         rng = self.rng
@@ -262,6 +263,17 @@ def test_hostile_dumps_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.Mo
     rejects = exact[0]["rejects"]
     reasons = {reason.split(" ")[0] for _, _, reason, _ in rejects}
     assert len(rejects) > 100 and len(reasons) >= 8, reasons
+
+
+def test_a_layout_whose_head_is_the_whole_row_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """State and ExitCode last: the head every row is split for (job id, State, ExitCode)
+    reaches the row's end, so split_clean splits each row whole, once (its other path)."""
+    columns = [c for c in COLUMNS if c not in ("State", "ExitCode")] + ["State", "ExitCode"]
+    path = _Dump(seed=5, start=datetime(2024, 5, 1, 8), odd=0.03, step_minutes=7, columns=columns).write(
+        tmp_path / "sacct.txt", 500)
+    exact, fast, fast_rows, sent_back = _both_ways(tmp_path, monkeypatch, [path], zone="UTC")
+    _assert_same(exact, fast, path.name)
+    assert fast_rows > 800 and sent_back > 100, (fast_rows, sent_back)
 
 
 def test_overlapping_nightly_dumps_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -219,7 +219,8 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
     # no more; the allocation rows alone are split whole, below (splitting and filtering every
     # field of every row took a sixth of a million-job ingest's CPU)
     head_n = max(i for i in (cols.job_id, cols.state, cols.exit, cols.cluster) if i is not None) + 1
-    head_fields = body.str.splitn("|", head_n + 1) if head_n < n else body.str.split_exact("|", n - 1)
+    whole = head_n >= n  # the head is the whole row: split once, whole
+    head_fields = body.str.split_exact("|", n - 1) if whole else body.str.splitn("|", head_n + 1)
     frame = pl.DataFrame({"line": pl.Series(lines, dtype=pl.Int64), "edge": pl.Series(edge), "fields": head_fields})
 
     def value(i: int | None) -> pl.Expr:
@@ -268,7 +269,8 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
     # the frames are cut before they grow: a step row's few columns, an allocation row's fields
     step_rows = head.filter(pl.Series(is_step & row_ok))
     alloc_rows = pl.Series(~is_step & row_ok)
-    fields = pl.DataFrame({"fields": body.filter(alloc_rows).str.split_exact("|", n - 1)})
+    fields = (frame.select("fields").filter(alloc_rows) if whole
+              else pl.DataFrame({"fields": body.filter(alloc_rows).str.split_exact("|", n - 1)}))
     typed = pl.concat([head.filter(alloc_rows), fields], how="horizontal").lazy().with_columns(
         *time_of(cols.submit, "submit_t"), *time_of(cols.eligible, "eligible_t"),
         *time_of(cols.start, "start_t"), *time_of(cols.end, "end_t"),
