@@ -295,7 +295,6 @@ def test_default_zone_is_the_machines(tmp_path: Path, monkeypatch: pytest.Monkey
     assert rows(db, "SELECT submit_at FROM jobs") == [(datetime(2024, 3, 30, 17, 30),)]
 
 
-
 @pytest.mark.parametrize("zone", ["Etc/GMT-2", "Europe/Zurich"])
 def test_a_zone_of_one_offset_converts_as_a_zone_with_changes_does(tmp_path: Path, zone: str) -> None:
     """A zone of one offset (Etc/GMT-2 is UTC+2 all year) is converted without the table of
@@ -317,6 +316,7 @@ def test_a_zone_of_one_offset_converts_as_a_zone_with_changes_does(tmp_path: Pat
     assert rows(db, "SELECT job_id, start_at, end_at FROM attempts ORDER BY job_id") == [
         ("1", datetime(2024, 7, 1, 8, 5), datetime(2024, 7, 1, 9, 0)),
         ("2", datetime(2024, 7, 1, 10, 1), datetime(2024, 7, 1, 10, 2))]
+
 
 def test_dst_times(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
