@@ -148,3 +148,56 @@ def test_report_shows_user_limit_and_quota_origins(stores: dict[str, Path], tmp_
     assert {r["origin"] for r in quotas} == {"sacctmgr"}
     html = (out / "index.html").read_text()
     assert "user limit" in html and "Per-user GPU caps from sacctmgr" in html
+
+
+def test_cap_groups_are_each_users_own_by_a_plain_lookup() -> None:
+    """build_user_caps on many users, accounts and QOS, with missing names and a limit listed
+    twice, against a dictionary lookup row by row: a job's group has the cap of its own
+    (account, user) or (QOS, user) (the last of a limit listed twice), jobs share a group just
+    when they share that key, and a group's holdings are those with its key."""
+    import random
+
+    import numpy as np
+    import polars as pl
+
+    from gpucluster_analysis.replay.caps import build_user_caps
+
+    rng = random.Random(15)
+    names = {"vc": ["ml", "cv", "nlp", None], "user_name": [f"u{i}" for i in range(12)] + [None],
+             "qos": ["normal", "gpu", "big", None]}
+
+    def rows(n: int) -> pl.DataFrame:
+        return pl.DataFrame({k: [rng.choice(v) for _ in range(n)] for k, v in names.items()},
+                            schema={k: pl.String for k in names})
+
+    limits = [{"kind": "user", "vc": rng.choice(names["vc"]), "user_name": rng.choice(names["user_name"]),
+               "qos": None, "gpus": float(rng.randint(1, 9))} for _ in range(30)]
+    limits += [{"kind": "qos_user", "vc": None, "user_name": None, "qos": q, "gpus": float(rng.randint(1, 9))}
+               for q in ("gpu", "big", "gpu", None)]  # gpu twice: its last limit holds
+    limits += [{"kind": "account", "vc": "ml", "user_name": None, "qos": None, "gpus": 4.0},
+               {"kind": "qos_user", "vc": None, "user_name": None, "qos": "normal", "gpus": None}]
+    limit_frame = pl.DataFrame(limits, schema={"kind": pl.String, "vc": pl.String, "user_name": pl.String,
+                                               "qos": pl.String, "gpus": pl.Float64})
+    jobs, held = rows(400), rows(300)
+    holdings = held.with_columns(start_s=pl.Series([float(rng.randint(0, 99)) for _ in range(300)]),
+                                 gpus=pl.Series([float(rng.randint(1, 4)) for _ in range(300)]))
+    holdings = holdings.with_columns(end_s=pl.col("start_s") + 5)
+    caps = build_user_caps(np.arange(0.0, 200.0), limit_frame, holdings, jobs)
+
+    by_assoc = {(r["vc"], r["user_name"]): r["gpus"] for r in limits if r["kind"] == "user"}
+    by_qos = {r["qos"]: r["gpus"] for r in limits if r["kind"] == "qos_user" and r["gpus"] is not None}
+    for kind, groups, cap_of, holder in (("user", caps.job_assoc, by_assoc, "vc"), ("qos", caps.job_qos, by_qos, "qos")):
+        key_of_group: dict[int, tuple[str | None, str | None]] = {}
+        for job, group in zip(jobs.iter_rows(named=True), groups.tolist(), strict=True):
+            key = (job[holder], job["user_name"])
+            cap = cap_of.get(key if kind == "user" else job["qos"])
+            if cap is None or job["user_name"] is None:
+                assert group == -1, (kind, job)
+                continue
+            assert caps.caps[group] == cap, (kind, job)
+            assert key_of_group.setdefault(group, key) == key  # one key per group ...
+        assert len(set(key_of_group.values())) == len(key_of_group)  # ... and one group per key
+        for group, key in key_of_group.items():
+            mine = [i for i, h in enumerate(held.iter_rows(named=True)) if (h[holder], h["user_name"]) == key]
+            assert caps.members[group].tolist() == mine
+    assert len(caps.caps) == len(set(caps.job_assoc[caps.job_assoc >= 0]) | set(caps.job_qos[caps.job_qos >= 0]))

@@ -22,6 +22,9 @@ import polars as pl
 from gpucluster_analysis.replay.timeline import EPS
 
 _ASSOC, _QOS = "user", "qos_user"
+_KEYS = ("vc", "user_name", "qos")
+# a missing name, as a value that is no name: keys compare as Python's tuples did, None equal to None
+_NULL = "\x00"
 
 
 @dataclass
@@ -82,41 +85,46 @@ def build_user_caps(T: np.ndarray, limits: pl.DataFrame, holdings: pl.DataFrame,
     limits = limits.filter(pl.col("kind").is_in([_ASSOC, _QOS]) & pl.col("gpus").is_not_null())
     if limits.is_empty():
         return no_caps(jobs.height)
-    by_assoc = {(r["vc"], r["user_name"]): float(r["gpus"]) for r in limits.filter(pl.col("kind") == _ASSOC).iter_rows(named=True)}
-    by_qos = {r["qos"]: float(r["gpus"]) for r in limits.filter(pl.col("kind") == _QOS).iter_rows(named=True)}
-    code: dict[tuple[str, str | None, str | None], int] = {}
-    caps: list[float] = []
-
-    def group_of(kind: str, holder: str | None, user: str | None, cap: float | None) -> int:
-        if cap is None or user is None:
-            return -1
-        key = (kind, holder, user)
-        if key not in code:
-            code[key] = len(caps)
-            caps.append(cap)
-        return code[key]
-
-    users, vcs, qoses = (jobs.get_column(c).to_list() for c in ("user_name", "vc", "qos"))
-    job_assoc = np.array([group_of(_ASSOC, v, u, by_assoc.get((v, u))) for v, u in zip(vcs, users, strict=True)],
-                         dtype=np.int64)
-    job_qos = np.array([group_of(_QOS, q, u, by_qos.get(q)) for q, u in zip(qoses, users, strict=True)], dtype=np.int64)
-    # Each holding counts toward the (account, user) and the (QOS, user) group it belongs to, where a waiting job has one.
-    h_users, h_vcs, h_qoses = (holdings.get_column(c).to_list() for c in ("user_name", "vc", "qos"))
-    h_assoc = np.array([code.get((_ASSOC, v, u), -1) for v, u in zip(h_vcs, h_users, strict=True)], dtype=np.int64)
-    h_qos = np.array([code.get((_QOS, q, u), -1) for q, u in zip(h_qoses, h_users, strict=True)], dtype=np.int64)
-    members = [np.zeros(0, dtype=np.int64)] * len(caps)
-    for groups in (h_assoc, h_qos):
+    # Each cap group gets a number by its first job, association groups first; a holding
+    # counts toward the (account, user) and (QOS, user) groups of its own, where a job has one.
+    jobs = jobs.select(*_KEYS).with_columns(pl.col(k).cast(pl.String).fill_null(_NULL) for k in _KEYS)
+    holdings_keys = holdings.select(*_KEYS).with_columns(pl.col(k).cast(pl.String).fill_null(_NULL) for k in _KEYS)
+    caps: list[np.ndarray] = []
+    job_groups: list[np.ndarray] = []
+    holding_groups: list[np.ndarray] = []
+    for kind, holder in ((_ASSOC, "vc"), (_QOS, "qos")):
+        key = [holder, "user_name"] if kind == _ASSOC else [holder]
+        limit = limits.filter(pl.col("kind") == kind).select(
+            *(pl.col(k).cast(pl.String).fill_null(_NULL) for k in key), pl.col("gpus").cast(pl.Float64).alias("cap")
+        ).unique(key, keep="last", maintain_order=True)  # a key listed twice: its last limit
+        capped = jobs.with_row_index("row").join(limit, on=key, how="inner").filter(pl.col("user_name") != _NULL)
+        groups = capped.group_by(holder, "user_name").agg(pl.col("row").min().alias("first"), pl.col("cap").first()) \
+            .sort("first").with_row_index("group", offset=sum(len(c) for c in caps))
+        caps.append(groups.get_column("cap").to_numpy())
+        job_groups.append(_group_per_row(jobs, groups, holder))
+        holding_groups.append(_group_per_row(holdings_keys, groups, holder))
+    job_assoc, job_qos = job_groups
+    n_groups = sum(len(c) for c in caps)
+    members = [np.zeros(0, dtype=np.int64)] * n_groups
+    for groups in holding_groups:
         rows = np.flatnonzero(groups >= 0)
         order = rows[np.argsort(groups[rows], kind="stable")]
         for g, part in zip(*_split_by(groups[order], order), strict=True):
             members[g] = part
     return UserCaps(
-        caps=np.array(caps, dtype=float),
+        caps=np.concatenate(caps).astype(float),
         start_i=np.searchsorted(T, holdings.get_column("start_s").to_numpy().astype(float)),
         end_i=np.searchsorted(T, holdings.get_column("end_s").to_numpy().astype(float)),
         gpus=holdings.get_column("gpus").to_numpy().astype(float),
         members=members, job_assoc=job_assoc, job_qos=job_qos,
     )
+
+
+def _group_per_row(rows: pl.DataFrame, groups: pl.DataFrame, holder: str) -> np.ndarray:
+    """Each row's group (by its holder and user), -1 where it has none."""
+    found = rows.join(groups.select(holder, "user_name", "group"), on=[holder, "user_name"], how="left",
+                      maintain_order="left")
+    return found.get_column("group").cast(pl.Int64).fill_null(-1).to_numpy()
 
 
 def _split_by(sorted_keys: np.ndarray, values: np.ndarray) -> tuple[list[int], list[np.ndarray]]:
