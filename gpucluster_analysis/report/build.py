@@ -67,7 +67,7 @@ REPORT_QUERIES = (
     "gpu_sample_interval", "gpu_time_coverage", "job_sample_coverage", "rejects_by_file", "reject_examples",
     "machine_capacity_mismatch", "jobs_missing_times", "gpu_time_by_attribution",
 )
-# Queries that read none of the replay's tables (replay_job_waits, wait_cause_seconds, and
+# Queries that read none of the replay's tables (replay_job_waits, wait_cause_totals, and
 # report_jobs and job_facts, which join it): they run while the replay computes, beside it.
 BESIDE_REPLAY_QUERIES = (
     "gpu_sample_interval", "retry_gap_by_order", "gpu_util_cdf_by_placement", "gpu_util_cdf_by_status",

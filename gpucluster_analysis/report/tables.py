@@ -49,7 +49,7 @@ REPLAY_JOBS_TABLE = "replay_job_waits"
 # Built by prepare_report() after prepare(): (temp table, named query it holds).
 REPORT_TABLES = (
     ("report_jobs", "jobs"),  # the jobs.csv rows, once, for the figure queries to join
-    ("wait_cause_seconds", "wait_cause_seconds"),  # the replay's split, one row per (job, cause)
+    ("wait_cause_totals", "wait_cause_totals"),  # the replay's split, summed per group of like jobs and cause
     ("job_facts", "job_facts"),
 )
 

@@ -1,15 +1,15 @@
 -- wait_abandoned: the waits of jobs that never started (cancelled or killed while pending,
 -- or still pending at the end of the trace), split by the replay like every first wait
--- (temp table wait_cause_seconds) but counted apart: they have no queueing delay
+-- (temp table wait_cause_totals) but counted apart: they have no queueing delay
 -- (jobs.csv queue_delay_s is empty).
--- Needs the temp table wait_cause_seconds (with each job's vc and status).
+-- Needs the temp table wait_cause_totals (by status, among others).
 -- Parameters: none.
 -- Output: status (the job's final status), cause, cause_order, jobs, wait_hours, wait_gpu_hours,
 -- share_pct (of all abandoned waiting GPU-time).
 WITH summed AS (
-    SELECT c.status, c.cause, c.cause_order, count(*) AS jobs, sum(c.seconds) AS wait_s,
-           sum(c.seconds * c.gpus) AS wait_gpu_s
-    FROM wait_cause_seconds c
+    SELECT c.status, c.cause, c.cause_order, CAST(sum(c.jobs) AS BIGINT) AS jobs, sum(c.wait_s) AS wait_s,
+           sum(c.wait_gpu_s) AS wait_gpu_s
+    FROM wait_cause_totals c
     WHERE NOT c.started
     GROUP BY c.status, c.cause, c.cause_order
 )

@@ -1,25 +1,25 @@
 -- wait_causes_by_size: why jobs waited, by job size. Each job's first wait (queue start ->
 -- first start) is split by the replay into user_limit (where per-user caps are known),
 -- fair_share, capacity, fragmentation and other
--- (temp table wait_cause_seconds); weighted by the job's GPUs it is waiting GPU-time.
+-- (temp table wait_cause_totals); weighted by the job's GPUs it is waiting GPU-time.
 -- Started jobs only (waits of jobs that never started: wait_abandoned); GPU jobs only (a
 -- job with zero or unknown GPUs gets no split). Fragmentation is unknown (counted 0) for
 -- sources that name no machines.
--- Needs the temp table wait_cause_seconds (with each job's size bucket).
+-- Needs the temp table wait_cause_totals (by size bucket, among others).
 -- Parameters: none.
 -- Output: size_bucket ('all' first, then job_keys' buckets), size_order (0 for all), cause,
 -- cause_order (0..4), jobs (jobs with a split in the bucket), wait_hours, wait_gpu_hours,
 -- share_pct (of the bucket's waiting GPU-time).
 WITH w AS (
-    SELECT c.size_bucket, c.size_order, c.cause, c.cause_order, c.seconds, c.gpus FROM wait_cause_seconds c
-    WHERE c.started
+    SELECT size_bucket, size_order, cause, cause_order, jobs, wait_s, wait_gpu_s FROM wait_cause_totals
+    WHERE started
 ),
 summed AS (
-    SELECT size_bucket, size_order, cause, cause_order, count(*) AS jobs, sum(seconds) AS wait_s,
-           sum(seconds * gpus) AS wait_gpu_s
+    SELECT size_bucket, size_order, cause, cause_order, CAST(sum(jobs) AS BIGINT) AS jobs, sum(wait_s) AS wait_s,
+           sum(wait_gpu_s) AS wait_gpu_s
     FROM w GROUP BY size_bucket, size_order, cause, cause_order
     UNION ALL
-    SELECT 'all', 0, cause, cause_order, count(*), sum(seconds), sum(seconds * gpus)
+    SELECT 'all', 0, cause, cause_order, CAST(sum(jobs) AS BIGINT), sum(wait_s), sum(wait_gpu_s)
     FROM w GROUP BY cause, cause_order
 )
 SELECT size_bucket, size_order, cause, cause_order, jobs,
