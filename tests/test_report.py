@@ -440,11 +440,11 @@ def test_job_keys_sizes_follow_jobs_csv(sample_store: Path) -> None:
         prepare(con)
         prepare_report(con)
         mismatched = con.sql(
-            "SELECT count(*) FROM report_jobs r JOIN job_keys k USING (source, job_id)"
+            "SELECT count(*) FROM job_facts r JOIN job_keys k USING (source, job_id)"
             " WHERE r.num_gpus IS DISTINCT FROM k.num_gpus OR r.num_servers IS DISTINCT FROM k.num_servers"
             " OR r.status IS DISTINCT FROM k.status"
         ).fetchall()[0][0]
-        counts = con.sql("SELECT (SELECT count(*) FROM report_jobs), (SELECT count(*) FROM job_keys)").fetchall()[0]
+        counts = con.sql("SELECT (SELECT count(*) FROM job_facts), (SELECT count(*) FROM job_keys)").fetchall()[0]
     assert mismatched == 0 and counts[0] == counts[1]
 
 

@@ -68,7 +68,7 @@ REPORT_QUERIES = (
     "machine_capacity_mismatch", "jobs_missing_times", "gpu_time_by_attribution",
 )
 # Queries that read none of the replay's tables (replay_job_waits, wait_cause_totals, and
-# report_jobs and job_facts, which join it): they run while the replay computes, beside it.
+# job_facts, which joins it): they run while the replay computes, beside it.
 BESIDE_REPLAY_QUERIES = (
     "gpu_sample_interval", "retry_gap_by_order", "gpu_util_cdf_by_placement", "gpu_util_cdf_by_status",
     "host_util_cdf_by_activity", "failure_trials_by_status", "failure_categories", "failure_reasons",

@@ -48,9 +48,9 @@ REPLAY_JOBS_TABLE = "replay_job_waits"
 
 # Built by prepare_report() after prepare(): (temp table, named query it holds).
 REPORT_TABLES = (
-    ("report_jobs", "jobs"),  # the jobs.csv rows, once, for the figure queries to join
+    # the jobs.csv rows with the attributes the figure queries group by, once, for them to join
+    ("job_facts", "jobs"),
     ("wait_cause_totals", "wait_cause_totals"),  # the replay's split, summed per group of like jobs and cause
-    ("job_facts", "job_facts"),
 )
 
 JOBS_COLUMNS = [
@@ -177,14 +177,14 @@ def jobs_table(con: duckdb.DuckDBPyConnection, prepared: bool = False) -> pl.Dat
     """One row per job with the jobs.csv columns; times as naive UTC datetimes.
 
     Call `prepare(con)` first. With `prepared`, the rows come from the temp table
-    report_jobs that `prepare_report(con)` just built (the same query, not run twice).
+    job_facts that `prepare_report(con)` just built (the same query, not run twice).
     """
     if prepared:
         # in jobs.sql's order (total: (source, job_id) is unique), as CREATE TABLE AS stored
         # it: DuckDB keeps insertion order (preserve_insertion_order, on by default), so a
         # million rows are not sorted a second time
-        jobs = con.sql("SELECT * FROM report_jobs").pl()
-        jobs = jobs.select(JOBS_COLUMNS)
+        columns = ", ".join(f'"{c}"' for c in JOBS_COLUMNS)
+        jobs = con.sql(f"SELECT {columns} FROM job_facts").pl()
     else:
         jobs = run_query(con, "jobs").select(JOBS_COLUMNS)
     # GPU counts are whole numbers except for fractional sharing (Alibaba's gpu_milli):

@@ -1,6 +1,6 @@
 -- failure_summary: headline numbers of the failed attempts (trials) and of how many of them
 -- the job logs explain. One row.
--- Needs the temp tables attempt_failures and report_jobs. Parameters: none.
+-- Needs the temp tables attempt_failures and job_facts. Parameters: none.
 -- Output: jobs, failure_status_jobs (final status failed, timeout, node_fail or preempted),
 -- jobs_with_failed_attempts, trials, trials_with_log, classified_trials (a log that names a
 -- reason), unknown_trials (a log that shows a failure no signature names), no_log_trials,
@@ -13,7 +13,7 @@ WITH jobs_known AS (
     SELECT count(*) AS jobs,
            count(*) FILTER (WHERE status IN ('failed', 'timeout', 'node_fail', 'preempted')) AS failure_status_jobs,
            coalesce(sum(gpu_time_s), 0) / 3600.0 AS gpu_hours
-    FROM report_jobs
+    FROM job_facts
 ),
 trials AS (
     SELECT count(DISTINCT (source, job_id)) AS jobs_with_failed_attempts,

@@ -14,6 +14,11 @@
 -- attribution: the least precise way any of the job's timed attempts had its samples found
 -- (temp table attempt_attribution); none when no timed attempt names a machine; NULL
 -- when no attempt has both times.
+-- After the jobs.csv columns, the job-level attributes the report groups by (this query's
+-- rows are the temp table job_facts, which the figure queries join): size_bucket, size_order
+-- (1..7, for sorting) and placement ('packed' = 1 server, 'spread' = 2+ servers, NULL without
+-- an allocation) as the temp table job_keys defines them, shares_server (temp table
+-- job_colocation; NULL for jobs without a timed allocation) and job_key (job_keys).
 WITH per_job AS (
     SELECT source, job_id,
         count(*) AS attempts,
@@ -67,7 +72,12 @@ SELECT
     100.0 * v.tensor_sum / nullif(v.tensor_samples, 0) AS mean_tensor_active_pct,
     sp.speed_metric,
     sp.speed_median,
-    sp.speed_unit
+    sp.speed_unit,
+    k.size_bucket,
+    k.size_order,
+    k.placement,
+    c.shares_server,
+    k.job_key
 FROM jobs j
 LEFT JOIN per_job p USING (source, job_id)
 LEFT JOIN job_keys k USING (source, job_id)
@@ -77,4 +87,5 @@ LEFT JOIN replay_job_waits w USING (source, job_id)
 LEFT JOIN attributed_activity v USING (source, job_id)
 LEFT JOIN attempt_speeds sp ON sp.source = j.source AND sp.job_id = j.job_id AND sp.is_last_with_speed
 LEFT JOIN attempt_failures f ON f.source = j.source AND f.job_id = j.job_id AND f.job_root_cause
+LEFT JOIN job_colocation c USING (source, job_id)
 ORDER BY j.submit_at NULLS LAST, j.source, j.job_id
