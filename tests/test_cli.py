@@ -51,6 +51,68 @@ def test_entry_point_runs_as_a_module() -> None:
     assert out.returncode == 0 and out.stdout.startswith("gca ")
 
 
+def test_gca_as_a_process_exits_with_its_code_and_every_output_whole(tmp_path: Path) -> None:
+    """`gca` ends its process without Python's teardown (cli.main): what it stored, wrote
+    and printed is whole, and the exit codes are the commands' own."""
+    import json
+
+    import duckdb
+
+    gca = [sys.executable, "-m", "gpucluster_analysis"]
+    log = tmp_path / "cluster_job_log"
+    log.write_text(JOB_LOG)
+    db, out = tmp_path / "s.duckdb", tmp_path / "report"
+    ingest = subprocess.run([*gca, "ingest", str(log), "--db", str(db)], capture_output=True, text=True)
+    assert ingest.returncode == ExitCode.OK and "philly_job_log" in ingest.stderr
+    report = subprocess.run([*gca, "report", "--db", str(db), "--out", str(out), "--json"], capture_output=True, text=True)
+    assert report.returncode == ExitCode.OK, report.stderr
+    headline = json.loads(report.stdout)  # the whole JSON reached the pipe
+    with duckdb.connect(str(db), read_only=True) as con:  # the store is whole and closed
+        stored = con.execute("SELECT count(*) FROM jobs").fetchall()[0][0]
+    assert headline["overview"]["jobs"] == stored > 0
+    assert (out / "index.html").read_text().rstrip().endswith("</html>")
+    assert sum(1 for _ in (out / "jobs.csv").open()) == stored + 1
+    bad = subprocess.run([*gca, "ingest", str(tmp_path / "missing.txt"), "--db", str(db)], capture_output=True, text=True)
+    assert bad.returncode == ExitCode.USAGE and bad.stderr.count("gca: error:") == 1
+    usage = subprocess.run([*gca, "ingest", "--no-such-option"], capture_output=True, text=True)
+    assert usage.returncode == 2 and "No such option" in usage.stderr
+
+
+def test_main_ends_the_process_at_once_unless_work_still_runs(monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    import threading
+
+    from gpucluster_analysis import cli
+
+    class Ended(Exception):
+        pass
+
+    def exit_now(code: int) -> None:
+        raise Ended(code)
+
+    ran: list[str] = []
+    monkeypatch.setattr(cli.os, "_exit", exit_now)
+    monkeypatch.setattr(cli.atexit, "_run_exitfuncs", lambda: ran.append("atexit"))
+    for argv, code in ((["gca", "--version"], 0), (["gca", "ingest", "--no-such-option"], 2)):
+        monkeypatch.setattr(sys, "argv", argv)
+        with pytest.raises(Ended) as ended:
+            cli.main()
+        assert ended.value.args == (code,) and ran.pop() == "atexit"
+    assert capsys.readouterr().out.startswith("gca ")
+    # a thread that still works: the ordinary exit, which waits for it
+    release = threading.Event()
+    worker = threading.Thread(target=release.wait)
+    worker.start()
+    try:
+        monkeypatch.setattr(sys, "argv", ["gca", "--version"])
+        with pytest.raises(SystemExit) as exited:
+            cli.main()
+        assert exited.value.code == 0 and not ran
+    finally:
+        release.set()
+        worker.join()
+
+
 def test_ingest_then_summary_on_stderr_and_nothing_on_stdout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from gpucluster_analysis.report import kept
 
