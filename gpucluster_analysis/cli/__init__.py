@@ -11,6 +11,7 @@ import atexit
 import os
 import sys
 import threading
+from collections.abc import Callable
 
 import typer
 
@@ -70,13 +71,14 @@ def main() -> None:
     except SystemExit as e:
         status = e.code
     children = sys.modules.get("multiprocessing")  # (never imported: no child process)
-    if (children is not None and children.active_children()) or any(
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's; elsewhere the ordinary exit
+    if run_exit_handlers is None or (children is not None and children.active_children()) or any(
             t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         sys.exit(status)
-    _exit_now(status)
+    _exit_now(status, run_exit_handlers)
 
 
-def _exit_now(status: object) -> None:
+def _exit_now(status: object, run_exit_handlers: Callable[[], None]) -> None:
     """As Python's own exit would end with SystemExit(status), without the teardown."""
     if status is None:
         code = 0
@@ -85,7 +87,7 @@ def _exit_now(status: object) -> None:
     else:  # a message: printed, exit 1
         print(status, file=sys.stderr)
         code = 1
-    atexit._run_exitfuncs()
+    run_exit_handlers()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
