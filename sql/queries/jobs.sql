@@ -4,7 +4,8 @@
 -- replay_job_waits (the replay's split of each job's first wait by cause, and its retry waits)
 -- and attributed_activity (DCGM profiling samples per job: mean_sm_active_pct and
 -- mean_tensor_active_pct are 100 x their means, empty where none was measured) and
--- attempt_speeds (speed_*: the training speed of the job's last attempt that printed one).
+-- attempt_speeds (speed_*: the training speed of the job's last attempt that printed one)
+-- and job_colocation (shares_server, after the jobs.csv columns).
 -- Parameters: none. Times are naive UTC timestamps; the writer formats them as ISO 8601 Z.
 -- Attempt sizes come from the temp table attempt_sizes, num_gpus / num_servers from the
 -- temp table job_keys (defined there once). gpu_time_s is unknown (empty) when a timed
