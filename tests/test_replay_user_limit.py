@@ -201,3 +201,29 @@ def test_cap_groups_are_each_users_own_by_a_plain_lookup() -> None:
             mine = [i for i, h in enumerate(held.iter_rows(named=True)) if (h[holder], h["user_name"]) == key]
             assert caps.members[group].tolist() == mine
     assert len(caps.caps) == len(set(caps.job_assoc[caps.job_assoc >= 0]) | set(caps.job_qos[caps.job_qos >= 0]))
+
+
+def test_wait_tables_sum_the_hand_worked_splits(stores: dict[str, Path], tmp_path: Path) -> None:
+    """wait_causes_by_vc and wait_causes_by_size on the store worked out by hand: BY_HAND's
+    seconds, weighted by each job's GPUs (the docstring's table), summed per VC and size."""
+    import csv
+
+    from gpucluster_analysis.report.build import build_report
+
+    gpus = {"1": 2, "3": 6, "5": 1, "4": 2, "6": 2, "2": 3}
+    vc = {"1": "ml", "3": "ml", "5": "ml", "4": "ml", "6": "ml", "2": "vision"}
+    size = {j: "1" if g == 1 else "2-4" if g <= 4 else "5-8" for j, g in gpus.items()}
+    causes = [c.removeprefix("wait_").removesuffix("_s") for c in CAUSES]
+    out = tmp_path / "report"
+    build_report(stores["caps"], out)
+    for table, group_of in (("wait_causes_by_vc", vc), ("wait_causes_by_size", size)):
+        column = "vc" if table.endswith("vc") else "size_bucket"
+        got = {(r[column], r["cause"]): r for r in csv.DictReader((out / f"{table}.csv").open())}
+        groups = sorted(set(group_of.values())) + ([] if column == "vc" else ["all"])
+        for group in groups:
+            members = [j for j in BY_HAND if group in (group_of[j], "all")]
+            for i, cause in enumerate(causes):
+                r = got[(group, cause)]
+                assert int(r["jobs"]) == len(members)
+                assert float(r["wait_hours"]) == pytest.approx(sum(BY_HAND[j][i] for j in members) / 3600)
+                assert float(r["wait_gpu_hours"]) == pytest.approx(sum(BY_HAND[j][i] * gpus[j] for j in members) / 3600)
