@@ -69,9 +69,10 @@ def test_gca_as_a_process_exits_with_its_code_and_every_output_whole(tmp_path: P
     headline = json.loads(report.stdout)  # the whole JSON reached the pipe
     with duckdb.connect(str(db), read_only=True) as con:  # the store is whole and closed
         stored = con.execute("SELECT count(*) FROM jobs").fetchall()[0][0]
-    assert headline["overview"]["jobs"] == stored > 0
+    # JOB_LOG stores three jobs (job_a, job_b, job_e: test_ingest_philly reads it row by row)
+    assert headline["overview"]["jobs"] == stored == 3
     assert (out / "index.html").read_text().rstrip().endswith("</html>")
-    assert sum(1 for _ in (out / "jobs.csv").open()) == stored + 1
+    assert sum(1 for _ in (out / "jobs.csv").open()) == 3 + 1
     bad = subprocess.run([*gca, "ingest", str(tmp_path / "missing.txt"), "--db", str(db)], capture_output=True, text=True)
     assert bad.returncode == ExitCode.USAGE and bad.stderr.count("gca: error:") == 1
     usage = subprocess.run([*gca, "ingest", "--no-such-option"], capture_output=True, text=True)
