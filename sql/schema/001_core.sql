@@ -28,9 +28,13 @@ CREATE TABLE IF NOT EXISTS rejects (
 );
 
 -- One row per job as the scheduler knows it.
+-- Job ids are stored uncompressed here and in the other tables a job has a row in per ingest
+-- (attempts, attempt_hosts, sacct_records): nearly all distinct, they cost DuckDB's string
+-- compression ~0.2 CPU-s per million rows written, a tenth of a million-job sacct ingest in
+-- all, to save ~6 MB each (benchmarks/RESULTS.md, session 12). An older store keeps its own.
 CREATE TABLE IF NOT EXISTS jobs (
     source        VARCHAR NOT NULL,   -- input family: philly, slurm, ...
-    job_id        VARCHAR NOT NULL,   -- the scheduler's id, as in the source
+    job_id        VARCHAR USING COMPRESSION uncompressed NOT NULL,  -- the scheduler's id, as in the source
     user_name     VARCHAR,
     vc            VARCHAR,            -- virtual cluster / account / partition
     status        VARCHAR NOT NULL,   -- passed failed killed timeout node_fail preempted running pending unknown
@@ -44,7 +48,7 @@ CREATE TABLE IF NOT EXISTS jobs (
 -- source_index keeps the order the source listed them in.
 CREATE TABLE IF NOT EXISTS attempts (
     source       VARCHAR NOT NULL,
-    job_id       VARCHAR NOT NULL,
+    job_id       VARCHAR USING COMPRESSION uncompressed NOT NULL,
     attempt_no   INTEGER NOT NULL,
     source_index INTEGER NOT NULL,
     start_at     TIMESTAMP,

@@ -27,7 +27,7 @@ ALTER TABLE attempts ADD COLUMN IF NOT EXISTS num_nodes     INTEGER;
 -- (Slurm NodeList). gpus: GPUs on that machine where known (gres per node), else NULL.
 CREATE TABLE IF NOT EXISTS attempt_hosts (
     source     VARCHAR NOT NULL,
-    job_id     VARCHAR NOT NULL,
+    job_id     VARCHAR USING COMPRESSION uncompressed NOT NULL,
     attempt_no INTEGER NOT NULL,
     machine_id VARCHAR NOT NULL,
     gpus       INTEGER,

@@ -12,10 +12,10 @@
 --             before version 8, never identical to a new record
 CREATE TABLE IF NOT EXISTS sacct_records (
     source   VARCHAR NOT NULL,     -- slurm
-    job_id   VARCHAR NOT NULL,
+    job_id   VARCHAR USING COMPRESSION uncompressed NOT NULL,
     finished BOOLEAN NOT NULL,
     last_at  TIMESTAMP,
-    digest   VARCHAR,
+    digest   VARCHAR USING COMPRESSION uncompressed,  -- (as job_id in jobs: random hex compresses little)
     file_id  INTEGER NOT NULL
 );
 
