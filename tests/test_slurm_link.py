@@ -102,3 +102,25 @@ def test_met_once_never_says_once_of_a_job_met_again() -> None:
     assert dict(zip(jobs, once)) == {"7": False, "07": False, "8": True, "9": False, "123_4": False, "123_5": True,
                                      "c1/5": True, "c2/5": True, "+10": False, "10": False, "11": True, " 12": True,
                                      "12": True}
+
+
+@pytest.mark.parametrize("order", ["sorted", "shuffled", "descending"])
+def test_numbers_met_once_by_sort_are_those_counted_once(order: str) -> None:
+    """The sort that finds the whole-number ids met once agrees with a count, whatever order
+    the dump lists them in (a repeat next to its first, far from it, three times)."""
+    from collections import Counter
+
+    import numpy as np
+
+    rng = random.Random(5)
+    values = [rng.randrange(0, 3000) for _ in range(2000)] + [2**62, 2**62, -1]
+    if order == "sorted":
+        values.sort()
+    elif order == "descending":
+        values.sort(reverse=True)
+    else:
+        rng.shuffle(values)
+    counts = Counter(values)
+    once = slurm_link._met_once_among(np.array(values, dtype=np.int64)).tolist()
+    assert once == [counts[v] == 1 for v in values]
+    assert any(once) and not all(once)
