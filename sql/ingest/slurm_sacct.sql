@@ -123,32 +123,58 @@ CREATE OR REPLACE TEMP MACRO slurm_status_rank(status) AS
         WHEN 'failed' THEN 5 WHEN 'node_fail' THEN 6 WHEN 'unknown' THEN 7 WHEN 'pending' THEN 8
         WHEN 'running' THEN 9 END;
 
+-- A record is finished when its last run is in a final state (not PENDING, RUNNING, REQUEUED ...).
+CREATE OR REPLACE TEMP MACRO slurm_finished(state, status) AS
+    state NOT IN ('REQUEUED', 'REQUEUE_FED', 'REQUEUE_HOLD', 'SPECIAL_EXIT')
+    AND status IN ('passed', 'failed', 'node_fail', 'killed', 'timeout', 'preempted');
+
 CREATE OR REPLACE TEMP MACRO slurm_rank_status(rank) AS
     CASE rank WHEN 1 THEN 'passed' WHEN 2 THEN 'killed' WHEN 3 THEN 'timeout' WHEN 4 THEN 'preempted'
         WHEN 5 THEN 'failed' WHEN 6 THEN 'node_fail' WHEN 7 THEN 'unknown' WHEN 8 THEN 'pending'
         WHEN 9 THEN 'running' END;
 
+-- The jobs of this file's only allocation rows that a file before stored (a nightly dump
+-- repeats a few).
+CREATE OR REPLACE TEMP TABLE stage_sacct_stored_alone AS
+SELECT DISTINCT r.job_id FROM sacct_records r
+WHERE r.source = 'slurm' AND r.job_id IN (SELECT job_id FROM stage_sacct_allocs WHERE alone);
+
 -- The storable allocation rows with their UTC times (a view, not a CTE read twice, which
--- DuckDB would copy whole: each statement or branch below reads its own share).
+-- DuckDB would copy whole: each statement below reads its own share). `sole`: a job's only
+-- allocation row in this file, of a job no file before stored. Such a job has one record,
+-- which it keeps: nearly every job of a dump (every one, in a first ingest). Its row goes
+-- straight to the inserts (stage_sacct_sole), without the choice between records below,
+-- which the other jobs' rows go through (stage_sacct_several ... stage_sacct_alloc). Each
+-- part is filtered before the join with the times, so that a statement reading the few
+-- others joins them alone.
 CREATE OR REPLACE TEMP VIEW stage_sacct_good AS
+WITH parts AS (
+    SELECT *, true AS sole FROM stage_sacct_linked
+    WHERE alone AND job_id NOT IN (SELECT job_id FROM stage_sacct_stored_alone)
+    UNION ALL
+    SELECT *, false FROM stage_sacct_linked
+    WHERE NOT alone OR job_id IN (SELECT job_id FROM stage_sacct_stored_alone)
+)
 SELECT a.*, t.submit_at, t.eligible_at, t.start_at, t.end_at
-FROM stage_sacct_linked a
+FROM parts a
 JOIN stage_sacct_alloc_time t USING (line)
 WHERE a.line NOT IN (SELECT line FROM stage_sacct_alloc_problem);
+
+CREATE OR REPLACE TEMP TABLE stage_sacct_several AS SELECT * FROM stage_sacct_good WHERE NOT sole;
 
 -- Each record of a job in this file that has a storable allocation row: whether it is finished
 -- (its last run, by start with a run not started last, is in a final state), the latest time
 -- it names, and a digest of its lines (as staged: the first 500 characters of each) and zone.
--- A job's only allocation row is its record's last run: no window, no group.
+-- A job's only allocation row is its record's last run: no window, no group. (The sole jobs'
+-- records go to sacct_records as they are.)
 CREATE OR REPLACE TEMP TABLE stage_sacct_record AS
 WITH ranked AS (
     SELECT *, row_number() OVER (PARTITION BY record_no ORDER BY start_at DESC NULLS FIRST, line DESC) AS from_last
-    FROM stage_sacct_good WHERE NOT alone
+    FROM stage_sacct_several WHERE NOT alone
 ),
 several AS (
     SELECT record_no, any_value(job_id) AS job_id, false AS alone,
-           bool_or(from_last = 1 AND state NOT IN ('REQUEUED', 'REQUEUE_FED', 'REQUEUE_HOLD', 'SPECIAL_EXIT')
-                   AND status IN ('passed', 'failed', 'node_fail', 'killed', 'timeout', 'preempted')) AS finished,
+           bool_or(from_last = 1 AND slurm_finished(state, status)) AS finished,
            max(greatest(submit_at, eligible_at, start_at, end_at)) AS last_at
     FROM ranked GROUP BY record_no
 ),
@@ -163,12 +189,10 @@ digests AS (
     FROM stage_sacct_split_record r JOIN stage_sacct_blocks b USING (block_no)
     GROUP BY r.record_no
 )
-SELECT record_no, job_id, alone,
-       state NOT IN ('REQUEUED', 'REQUEUE_FED', 'REQUEUE_HOLD', 'SPECIAL_EXIT')
-       AND status IN ('passed', 'failed', 'node_fail', 'killed', 'timeout', 'preempted') AS finished,
+SELECT record_no, job_id, alone, slurm_finished(state, status) AS finished,
        greatest(submit_at, eligible_at, start_at, end_at) AS last_at,
        md5($zone || ':' || digests) AS digest
-FROM stage_sacct_good WHERE alone
+FROM stage_sacct_several WHERE alone
 UNION ALL
 SELECT s.*, d.digest FROM several s JOIN digests d USING (record_no);
 
@@ -226,11 +250,6 @@ DELETE FROM attempt_hosts WHERE source = 'slurm'
 DELETE FROM sacct_records WHERE source = 'slurm'
     AND job_id IN (SELECT job_id FROM stage_sacct_choice WHERE had_stored AND NOT kept_stored);
 
--- The records of this file to store, and this file as a second holder of the stored ones it repeats.
-INSERT INTO sacct_records (source, job_id, finished, last_at, digest, file_id)
-SELECT 'slurm', job_id, finished, last_at, digest, $file_id
-FROM stage_sacct_choice WHERE NOT kept_stored OR kept_repeated;
-
 -- What the steps add to their run's outcome. Only real failures count: the extern step
 -- (ssh sessions adopted into the job) never does, and CANCELLED/TIMEOUT steps, or a step
 -- FAILED by a signal in a run that did not pass, are how Slurm tears a run down. (Of every
@@ -245,30 +264,57 @@ WHERE s.step <> 'extern'
        OR (s.status = 'failed' AND (coalesce(s.exit_code, 0) <> 0 OR a.status = 'passed')))
 GROUP BY s.alloc_line;
 
--- The allocation rows that are stored: one per run and het component, of the records kept,
--- with the columns the inserts read. source_index: a row's place among its job's (het
--- component's) stored rows, by line; a job's only allocation row is its first. run_rank: the
--- row's status with what its steps add. placed: a row with neither a start nor a node
--- (cancelled or deleted while pending: Start None, or = End, which the reader clears, and
--- `None assigned`; or still pending at the dump) was never placed: no attempt; its End is
--- when the job left the queue. A dump without a Start column cannot tell: its rows are runs.
+-- The storable allocation rows with the columns the inserts read. run_rank: the row's status
+-- with what its steps add. placed: a row with neither a start nor a node (cancelled or
+-- deleted while pending: Start None, or = End, which the reader clears, and `None assigned`;
+-- or still pending at the dump) was never placed: no attempt; its End is when the job left
+-- the queue. A dump without a Start column cannot tell: its rows are runs. (A view: the sole
+-- rows are read from it once, into stage_sacct_sole, and the others' kept rows into
+-- stage_sacct_alloc.)
+CREATE OR REPLACE TEMP VIEW stage_sacct_run AS
+SELECT a.line, a.job_id, a.het_offset, a.alone, a.state, a.status, a.source_status, a.exit_code, a.exit_signal,
+       a.gpus, a.req_gpus, a.nnodes, a.hosts, a.start_unknown, a.job_name, a.user_name, a.account, a.partition,
+       a.qos, a.time_limit_s, a.gpu_model, a.cancelled_by, a.submit_at, a.eligible_at, a.start_at, a.end_at,
+       greatest(slurm_status_rank(a.status), coalesce(r.rank, 0)) AS run_rank,
+       (a.start_at IS NOT NULL OR coalesce(a.hosts, 0) > 0 OR a.start_unknown) AS placed,
+       a.record_no, a.sole, a.digests
+FROM stage_sacct_good a LEFT JOIN stage_sacct_step_rank r ON r.alloc_line = a.line;
+
+-- The sole jobs' rows, with their records (finished, the latest time named, the digest of the
+-- block's lines: see stage_sacct_record).
+CREATE OR REPLACE TEMP TABLE stage_sacct_sole AS
+SELECT * EXCLUDE (record_no, sole, digests), 0 AS source_index, slurm_finished(state, status) AS finished,
+       greatest(submit_at, eligible_at, start_at, end_at) AS last_at, md5($zone || ':' || digests) AS digest
+FROM stage_sacct_run WHERE sole;
+
+-- The records of this file to store, and this file as a second holder of the stored ones it repeats.
+INSERT INTO sacct_records (source, job_id, finished, last_at, digest, file_id)
+SELECT 'slurm', job_id, finished, last_at, digest, $file_id
+FROM stage_sacct_choice WHERE NOT kept_stored OR kept_repeated
+UNION ALL
+SELECT 'slurm', job_id, finished, last_at, digest, $file_id FROM stage_sacct_sole;
+
+-- The other jobs' allocation rows that are stored: one per run and het component, of the
+-- records kept. source_index: a row's place among its job's (het component's) stored rows,
+-- by line; a job's only allocation row is its first.
 CREATE OR REPLACE TEMP TABLE stage_sacct_alloc AS
 WITH kept AS (
-    SELECT a.line, a.job_id, a.het_offset, a.alone, a.state, a.status, a.source_status, a.exit_code, a.exit_signal,
-           a.gpus, a.req_gpus, a.nnodes, a.hosts, a.start_unknown, a.job_name, a.user_name, a.account, a.partition,
-           a.qos, a.time_limit_s, a.gpu_model, a.cancelled_by, a.submit_at, a.eligible_at, a.start_at, a.end_at
-    FROM stage_sacct_good a
-    WHERE a.record_no IN (SELECT kept_seq FROM stage_sacct_choice WHERE NOT kept_stored)
+    SELECT * EXCLUDE (record_no, sole, digests) FROM stage_sacct_run
+    WHERE NOT sole AND record_no IN (SELECT kept_seq FROM stage_sacct_choice WHERE NOT kept_stored)
 ),
 several AS (SELECT job_id, het_offset FROM kept WHERE NOT alone GROUP BY job_id, het_offset HAVING count(*) > 1),
 indexed AS (
     SELECT k.line, (row_number() OVER (PARTITION BY k.job_id, k.het_offset ORDER BY k.line) - 1)::INTEGER AS source_index
     FROM kept k SEMI JOIN several m ON m.job_id = k.job_id AND m.het_offset IS NOT DISTINCT FROM k.het_offset
 )
-SELECT k.*, coalesce(i.source_index, 0) AS source_index,
-       greatest(slurm_status_rank(k.status), coalesce(r.rank, 0)) AS run_rank,
-       (k.start_at IS NOT NULL OR coalesce(k.hosts, 0) > 0 OR k.start_unknown) AS placed
-FROM kept k LEFT JOIN indexed i USING (line) LEFT JOIN stage_sacct_step_rank r ON r.alloc_line = k.line;
+SELECT k.*, coalesce(i.source_index, 0) AS source_index
+FROM kept k LEFT JOIN indexed i USING (line);
+
+-- The allocation rows that are their job's only run: the kept ones of stored jobs, and every sole one.
+CREATE OR REPLACE TEMP VIEW stage_sacct_alone_alloc AS
+SELECT * FROM stage_sacct_alloc WHERE alone
+UNION ALL
+SELECT * EXCLUDE (finished, last_at, digest) FROM stage_sacct_sole;
 
 -- One attempt per run of a job with several allocation rows (a job's only allocation row is
 -- its only run: the inserts take it as it is); a het job's components of the same run are
@@ -327,8 +373,7 @@ SELECT 'slurm', a.job_id, a.user_name, coalesce(a.account, a.partition),
        a.source_status, a.submit_at, $file_id,
        a.job_name, a.partition, a.eligible_at, a.time_limit_s, a.gpu_model, a.exit_code, a.exit_signal, a.cancelled_by,
        a.req_gpus::DOUBLE, CASE WHEN NOT a.placed THEN coalesce(a.end_at, a.start_at) END, a.qos
-FROM stage_sacct_alloc a
-WHERE a.alone
+FROM stage_sacct_alone_alloc a
 UNION ALL
 SELECT 'slurm', l.job_id, a.user_name, coalesce(a.account, a.partition),
        CASE WHEN l.state IN ('REQUEUED', 'REQUEUE_FED', 'REQUEUE_HOLD', 'SPECIAL_EXIT') THEN 'pending' ELSE l.status END,
@@ -343,8 +388,8 @@ INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at
                       status, source_status, exit_code, exit_signal, num_gpus, num_nodes)
 SELECT 'slurm', job_id, 0, source_index, start_at, end_at, $file_id,
        slurm_rank_status(run_rank), source_status, exit_code, exit_signal, gpus::DOUBLE, nnodes::INTEGER
-FROM stage_sacct_alloc
-WHERE alone AND placed
+FROM stage_sacct_alone_alloc
+WHERE placed
 UNION ALL
 SELECT 'slurm', job_id, attempt_no, source_index, start_at, end_at, $file_id,
        status, source_status, exit_code, exit_signal, num_gpus, num_nodes
@@ -360,8 +405,7 @@ CREATE OR REPLACE TEMP MACRO slurm_host_share(gpus, hosts) AS
 -- host (het components of one run on one node).
 INSERT INTO attempt_hosts (source, job_id, attempt_no, machine_id, gpus, file_id)
 SELECT 'slurm', a.job_id, 0, h.machine_id, slurm_host_share(a.gpus, a.hosts)::INTEGER, $file_id
-FROM stage_sacct_host h JOIN stage_sacct_alloc a USING (line)
-WHERE a.alone
+FROM stage_sacct_host h JOIN stage_sacct_alone_alloc a USING (line)
 UNION ALL
 SELECT 'slurm', a.job_id, n.attempt_no, h.machine_id,
        CASE WHEN count(*) = count(slurm_host_share(a.gpus, a.hosts)) THEN sum(slurm_host_share(a.gpus, a.hosts))::INTEGER END,
