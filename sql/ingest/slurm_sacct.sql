@@ -199,7 +199,7 @@ SELECT s.*, d.digest FROM several s JOIN digests d USING (record_no);
 -- Per job of this file: its versions (distinct digests) among its records here and the stored
 -- one, the version kept, and how many records were superseded by another version or repeated
 -- one (unchanged). seq orders the records in time: the stored one 0, this file's by line.
--- A job with one record here and none stored keeps it: no group, no window.
+-- (A sole job is not among them: it keeps its one record.)
 CREATE OR REPLACE TEMP TABLE stage_sacct_choice AS
 WITH stored AS (
     SELECT r.job_id, bool_or(r.finished) AS finished, max(r.last_at) AS last_at, any_value(r.digest) AS digest
@@ -207,12 +207,8 @@ WITH stored AS (
     WHERE r.source = 'slurm' AND r.job_id IN (SELECT job_id FROM stage_sacct_record)
     GROUP BY r.job_id
 ),
-records AS (
-    SELECT r.*, r.alone AND s.job_id IS NULL AS sole
-    FROM stage_sacct_record r LEFT JOIN stored s USING (job_id)
-),
 candidates AS (
-    SELECT job_id, record_no AS seq, finished, last_at, digest FROM records WHERE NOT sole
+    SELECT job_id, record_no AS seq, finished, last_at, digest FROM stage_sacct_record
     UNION ALL
     SELECT job_id, 0, finished, last_at, digest FROM stored
 ),
@@ -235,10 +231,7 @@ SELECT job_id,
        arg_min(finished, place) AS finished, arg_min_null(last_at, place) AS last_at, arg_min_null(digest, place) AS digest,
        count(*) - 1 AS superseded,
        sum(copies) - count(*) AS unchanged
-FROM ranked GROUP BY job_id
-UNION ALL
-SELECT job_id, record_no, false, false, false, finished, last_at, digest, 0, 0
-FROM records WHERE sole;
+FROM ranked GROUP BY job_id;
 
 -- A stored record that a record of this file supersedes goes, with all it made.
 DELETE FROM jobs WHERE source = 'slurm'
