@@ -173,7 +173,7 @@ WITH ranked AS (
     FROM stage_sacct_several WHERE NOT alone
 ),
 several AS (
-    SELECT record_no, any_value(job_id) AS job_id, false AS alone,
+    SELECT record_no, any_value(job_id) AS job_id,
            bool_or(from_last = 1 AND slurm_finished(state, status)) AS finished,
            max(greatest(submit_at, eligible_at, start_at, end_at)) AS last_at
     FROM ranked GROUP BY record_no
@@ -189,7 +189,7 @@ digests AS (
     FROM stage_sacct_split_record r JOIN stage_sacct_blocks b USING (block_no)
     GROUP BY r.record_no
 )
-SELECT record_no, job_id, alone, slurm_finished(state, status) AS finished,
+SELECT record_no, job_id, slurm_finished(state, status) AS finished,
        greatest(submit_at, eligible_at, start_at, end_at) AS last_at,
        md5($zone || ':' || digests) AS digest
 FROM stage_sacct_several WHERE alone
