@@ -110,8 +110,6 @@ def _met_once_among(values: np.ndarray) -> np.ndarray:
 def _block_digests(digests: pa.ChunkedArray, starts: np.ndarray, n: int) -> pa.Array:
     """Each block's lines' digests joined, in line order: every digest is 32 characters, so a
     block's are a slice of all of them, one after the other (no string built per block)."""
-    if n == 0:
-        return pa.array([], pa.large_string())
     whole = digests.combine_chunks().cast(pa.large_string())
     assert whole.null_count == 0
     offsets = np.frombuffer(whole.buffers()[1], dtype=np.int64)[whole.offset:whole.offset + n + 1]
