@@ -1,0 +1,308 @@
+"""No pattern that meets a line from the wild backtracks without bound (issue #26, part 1).
+
+Reproduction (before): a printed line that hangs the classifier and the ingest,
+
+    python3 -c "print('(a'+'=aa'*40+' failed')" > /tmp/x.out; timeout 60 gca classify /tmp/x.out   # exit 124
+
+(classify/noise.py's Ray-tag prefix `\\((?:[\\w.-]+ )?(?:\\w+=[^\\s,()]+,? ?)+\\) ?` is exponential: 71
+characters took 24 s), `xid` + 64k digits (the host prefix `[a-z][\\w-]*\\d+...`: 67 s), the speed
+patterns `keras_time_per_step` (an 8 KB line: 1 s) and `lightning_rich_bar` (2,000 spaces then `•`:
+6.6 s), and a site's own `--signatures` pattern, which could hang it the same way.
+
+Every pattern gca's code compiles (found in its modules and their source) and every data pattern
+(signatures, evidence, speed patterns) is fed lines built from its own parts to backtrack
+(tests/hostile.py), each within LIMIT_S. Python's `re` checks for signals while it matches, so
+an interval timer stops a runaway match and the test names the pattern and the line.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+import re
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import gpucluster_analysis
+from gpucluster_analysis.classify import classify_bytes, load_signatures
+from gpucluster_analysis.classify.noise import normalize_line
+from gpucluster_analysis.classify.rules import expand, parse_signatures
+from gpucluster_analysis.cli import app
+from gpucluster_analysis.errors import RulesError
+from gpucluster_analysis.speed.extract import extract_speed_bytes, line_values
+from gpucluster_analysis.speed.patterns import load_patterns, parse_patterns
+from tests.hostile import Pump, hostile_lines, hostile_pumps
+
+LIMIT_S = 1.0  # the issue's bound for one line
+SHORT, LONG = 12_500, 50_000  # every line at SHORT characters; the slowest shapes again at LONG
+LINES_PER_PATTERN = 60
+SLOWEST = 5
+# From SHORT to LONG a linear pattern takes ~4x as long (up to ~8x where the longer line leaves the
+# CPU's caches), a quadratic one ~16x.
+GROWTH = 11
+# Modules whose patterns never see input from a user's files: the generator's and the Spark translator's.
+_OWN_TEXT = ("gpucluster_analysis.synth", "gpucluster_analysis.spark")
+_ANCHORED = {"match", "fullmatch"}
+
+
+class _TooSlow(Exception):
+    pass
+
+
+@contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Raise _TooSlow in the main thread after `seconds` (the matcher checks for signals)."""
+    def stop(*_: object) -> None:
+        raise _TooSlow
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _seconds(run: Callable[[Any], object], line: str, encode: bool, limit: float = 3 * LIMIT_S) -> float:
+    """How long `run` takes on `line` (timed again when over a millisecond, the better kept: the
+    machine is shared), failing the test when it does not end within `limit` seconds."""
+    arg = line.encode("utf-8") if encode else line
+    best = float("inf")
+    for _ in range(2):
+        started = time.perf_counter()
+        try:
+            with _deadline(limit):
+                run(arg)
+        except _TooSlow:
+            pytest.fail(f"still matching after {limit:.2f} s: {line[:80]!r}... ({len(line):,} characters)")
+        best = min(best, time.perf_counter() - started)
+        if best < 1e-3:
+            break
+    return best
+
+
+def _check_linear(key: str, run: Callable[[Any], object], pumps: list[Pump], encode: bool = False) -> None:
+    """Every hostile line within LIMIT_S at LONG characters, and none slower than linear: each shape
+    at SHORT characters (4x shorter) within LIMIT_S / 4, then the SLOWEST shapes again at LONG, where
+    one over 20 ms must take less than GROWTH times its SHORT time."""
+    timed = []
+    for pump in pumps:
+        took = _seconds(run, pump.at(SHORT), encode, limit=LIMIT_S / 2)
+        assert took < LIMIT_S / 4, f"{key} took {took:.2f} s on {pump.at(SHORT)[:60]!r}... ({SHORT:,} characters)"
+        timed.append((took, pump))
+    timed.sort(key=lambda t: -t[0])
+    for short, pump in timed[:SLOWEST]:
+        line = pump.at(LONG)
+        took = _seconds(run, line, encode)
+        shown = f"{line[:60]!r}... ({len(line):,} characters)"
+        assert took < LIMIT_S, f"{key} took {took:.2f} s on {shown}"
+        if took > 0.02 and took > GROWTH * short:  # timed again, both: the machine is shared
+            short = min(short, _seconds(run, pump.at(SHORT), encode))
+            took = min(took, _seconds(run, line, encode))
+        assert took < 0.02 or took < GROWTH * max(short, 1e-4), \
+            f"{key} grows faster than the line: {short * 1000:.1f} ms at {SHORT:,} characters, {took * 1000:.1f} ms at {LONG:,}: {shown}"
+
+
+def _code_patterns() -> dict[str, tuple[re.Pattern[Any], str]]:
+    """Every pattern gca's modules compile -> (pattern, how it is used: `match` when the module only
+    anchors it, else `search`): module-level ones from the modules themselves, the ones written in a
+    call (`re.sub(r"...", ...)`) from their source."""
+    found: dict[str, tuple[re.Pattern[Any], str]] = {}
+    seen: set[int] = set()
+    for info in sorted(pkgutil.walk_packages(gpucluster_analysis.__path__, "gpucluster_analysis."), key=lambda i: i.name):
+        if info.name.startswith(_OWN_TEXT):
+            continue
+        module = importlib.import_module(info.name)
+        tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))  # type: ignore[arg-type]
+        uses: dict[str, set[str]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                uses.setdefault(node.value.id, set()).add(node.attr)
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "re" and node.func.attr != "compile" and node.args
+                    and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, (str, bytes))):
+                flags = re.IGNORECASE if any(isinstance(k.value, ast.Attribute) and k.value.attr in ("I", "IGNORECASE")
+                                             for k in node.keywords) else 0
+                pattern = re.compile(node.args[0].value, flags)
+                found[f"{info.name}:{node.lineno}"] = (pattern, "match" if node.func.attr in _ANCHORED else "search")
+        for name, value in vars(module).items():
+            if isinstance(value, re.Pattern) and id(value) not in seen:
+                seen.add(id(value))
+                methods = uses.get(name, set()) & {"match", "fullmatch", "search", "finditer", "findall", "sub", "subn", "split"}
+                found[f"{info.name}.{name}"] = (value, "match" if methods and methods <= _ANCHORED else "search")
+    return found
+
+
+CODE_PATTERNS = _code_patterns()
+
+
+def test_the_collection_finds_the_patterns_that_hung() -> None:
+    """The patterns of the issue's reproductions are among those checked (a collection that found
+    nothing would make the check below pass on nothing)."""
+    assert len(CODE_PATTERNS) > 80
+    for key in ("gpucluster_analysis.classify.noise._PREFIX", "gpucluster_analysis.ingest.dcgm._FAST",
+                "gpucluster_analysis.ingest.slurm._KEY_VALUE", "gpucluster_analysis.ingest.slurm_nodes._FIELD"):
+        assert key in CODE_PATTERNS
+
+
+@pytest.mark.parametrize("key", sorted(CODE_PATTERNS))
+def test_code_pattern_is_linear_on_hostile_lines(key: str) -> None:
+    pattern, how = CODE_PATTERNS[key]
+    run = pattern.match if how == "match" else pattern.search
+    _check_linear(f"{key} ({how})", run, hostile_pumps(pattern, limit=LINES_PER_PATTERN), encode=isinstance(pattern.pattern, bytes))
+
+
+@pytest.mark.parametrize("planted", [
+    r"[a-z][\w-]*\d+(?:\.[\w.-]+)?: +",  # the host prefix as it was: quadratic
+    r"(\[[^\]]*\])",  # hostlist's bracket split as it was: quadratic under search
+    r"\s+\d",  # a plain repetition under search: quadratic in a run of blanks
+    r".*x.*y",  # cubic under search
+])
+def test_the_check_fails_a_pattern_that_backtracks(planted: str) -> None:
+    """Planted: patterns slower than linear fail the check (the issue's host prefix among them)."""
+    pattern = re.compile(planted)
+    with pytest.raises((AssertionError, pytest.fail.Exception)):
+        _check_linear(planted, pattern.search, hostile_pumps(pattern, limit=30))
+
+
+def test_the_generator_builds_the_line_that_hung() -> None:
+    """The Ray-tag prefix as it was (exponential): one of its hostile lines of 64 characters already
+    takes long (the issue's 71 took 24 s)."""
+    ray = re.compile(r"\((?:[\w.-]+ )?(?:\w+=[^\s,()]+,? ?)+\) ?")
+    for line in hostile_lines(ray, length=64):
+        started = time.perf_counter()
+        try:
+            with _deadline(LIMIT_S):
+                ray.match(line)
+        except _TooSlow:
+            pass
+        if time.perf_counter() - started > 0.2:
+            return
+    pytest.fail("no hostile line made the exponential pattern slow")
+
+
+def _data_patterns() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for sig in load_signatures():
+        out[f"signature {sig.id}"] = (expand(sig.pattern), sig.regex.search)
+        if sig.unless_regex is not None:
+            out[f"signature {sig.id} unless"] = (expand(sig.unless), sig.unless_regex.search)
+    for pat in load_patterns():
+        out[f"speed {pat.id}"] = (pat.regex_text, pat.regex.match if pat.kind == "bar" else lambda s, r=pat.regex: list(r.finditer(s)))
+        if pat.unless is not None:
+            out[f"speed {pat.id} unless"] = (pat.unless_text, pat.unless.search)
+    return out
+
+
+DATA_PATTERNS = _data_patterns()
+
+
+@pytest.mark.parametrize("key", sorted(DATA_PATTERNS))
+def test_data_pattern_is_linear_on_hostile_lines(key: str) -> None:
+    text, run = DATA_PATTERNS[key]
+    _check_linear(key, run, hostile_pumps(text, limit=30))
+
+
+ISSUE_LINES = {
+    "ray tag": "(a" + "=aa" * 40 + " failed",
+    "ray tag, long": "(a" + "=aa" * 20_000 + " failed",
+    "xid digits": "xid" + "1" * 64_000,
+    "keras 8 KB": "1/100 " + "7" * 8_000 + " ms/ste",
+    "rich bar spaces": " " * 2_000 + "•",
+    "rich bar spaces, long": "Epoch 1" + " " * 200_000 + "• 1/2",
+    "megabyte of prefixes": "[rank0]: " * 120_000,
+    "megabyte of one word": "node" + "0" * 1_000_000 + ": x",
+    "osc without end": "\x1b]" * 300_000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(ISSUE_LINES))
+def test_the_issues_lines_classify_and_read_in_bounded_time(name: str) -> None:
+    """Each reproduction of the issue, through the code that reads logs: the noise stripped, the
+    signatures tried, the speed patterns read; also at a megabyte."""
+    line = ISSUE_LINES[name]
+    signatures = load_signatures()
+    log = ("Traceback (most recent call last):\n" + line + "\nRuntimeError: error " + line + "\n").encode()
+    for run in (normalize_line, lambda text: classify_bytes(log, signatures), lambda text: extract_speed_bytes(log)):
+        assert _seconds(run, line, encode=False) < LIMIT_S, name
+
+
+def test_a_site_pattern_that_could_backtrack_is_refused_when_loaded(tmp_path: Path) -> None:
+    """A site's signature with a lookahead or a backreference cannot run under RE2: refused with the
+    file, the signature and what to write instead, before anything is read; one with catastrophic
+    nesting (`(a+)+`) runs, in linear time."""
+    lookahead = """[[signature]]
+id = "site_disk"
+reason = "disk_full"
+pattern = 'quota(?! warning) exceeded'
+priority = 700
+examples = ["quota exceeded"]
+"""
+    with pytest.raises(RulesError) as err:
+        parse_signatures(lookahead, "site.toml")
+    assert "site.toml: signature 'site_disk': pattern uses a negative lookahead" in str(err.value)
+    assert "unless" in str(err.value)
+    nested = lookahead.replace("quota(?! warning) exceeded", "(?:x+x+)+y").replace('["quota exceeded"]', '["xxy"]')
+    (sig,) = parse_signatures(nested, "site.toml")
+    assert _seconds(sig.regex.search, "x" * 100_000, encode=False) < LIMIT_S
+    path = tmp_path / "site.toml"
+    path.write_text(lookahead, encoding="utf-8")
+    log = tmp_path / "job.out"
+    log.write_text("quota exceeded\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["classify", str(log), "--signatures", str(path)])
+    assert result.exit_code == 2
+    assert "negative lookahead" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_unless_takes_the_place_of_a_lookahead() -> None:
+    """`unless` vetoes a line the pattern matches; lines it does not match are unaffected."""
+    text = """[[signature]]
+id = "site_disk"
+reason = "disk_full"
+pattern = 'quota exceeded'
+unless = '(?i)warning'
+priority = 700
+examples = ["quota exceeded"]
+counter_examples = ["WARNING: quota exceeded soon"]
+"""
+    (sig,) = parse_signatures(text, "site.toml")
+    assert sig.matches("disk quota exceeded") and not sig.matches("warning: quota exceeded")
+    assert not sig.matches("warning: all good")
+
+
+def test_speed_unless_skips_a_validation_bar() -> None:
+    """The tqdm bar's `unless` (formerly a lookahead) keeps validation bars out and training bars in."""
+    (tqdm,) = [p for p in load_patterns() if p.id == "tqdm_bar"]
+    train = "Epoch 1: 100%|##########| 50/50 [00:10<00:00,  5.00it/s]"
+    assert line_values(tqdm, train) == [5.0]
+    assert line_values(tqdm, "Validation: 100%|##########| 50/50 [00:10<00:00,  5.00it/s]") == []
+
+
+def test_a_speed_file_with_a_lookbehind_is_refused() -> None:
+    text = """[[pattern]]
+id = "x"
+framework = "f"
+metric = "samples_per_s"
+unit = "samples/s"
+convert = "as_is"
+per_gpu = false
+kind = "step"
+priority = 200
+regex = '(?<![a-z])rate=(?P<value>\\d+)'
+prefilter = ["rate="]
+[[pattern.example]]
+line = "rate=5"
+value = 5
+source = "https://example.org"
+"""
+    with pytest.raises(RulesError, match="lookbehind"):
+        parse_patterns(text, "speed.toml")
