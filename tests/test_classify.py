@@ -31,13 +31,13 @@ def _examples(kind: str) -> list[tuple[str, str]]:
 @pytest.mark.parametrize(("sid", "line"), _examples("examples"))
 def test_signature_matches_its_examples(sid: str, line: str) -> None:
     sig = next(s for s in SIGNATURES if s.id == sid)
-    assert sig.regex.search(normalize_line(line)), f"{sid} should match {line!r}"
+    assert sig.matches(normalize_line(line)), f"{sid} should match {line!r}"
 
 
 @pytest.mark.parametrize(("sid", "line"), _examples("counter_examples"))
 def test_signature_does_not_match_its_counter_examples(sid: str, line: str) -> None:
     sig = next(s for s in SIGNATURES if s.id == sid)
-    assert not sig.regex.search(normalize_line(line)), f"{sid} should not match {line!r}"
+    assert not sig.matches(normalize_line(line)), f"{sid} should not match {line!r}"
 
 
 def test_every_taxonomy_reason_has_a_signature() -> None:
@@ -291,7 +291,11 @@ def test_broken_rules_raise_rules_error(text: str, fragment: str, tmp_path: Path
         (GOOD.replace("counter_examples = []", 'counter_examples = ["frobnicate failed again"]'), "pattern matches counter-example 1"),
         (GOOD.replace('priority = 999', 'priority = 999\nprefilter = ["quux"]'), "contains none of the prefilter literals"),
         (GOOD.replace('priority = 999', 'priority = 999\nprefilter = "frobnicate"'), "prefilter must be a list"),
-        (GOOD.replace("'frobnicate failed'", "'(?P<x>a)(?P<x>b)'"), "pattern does not compile"),
+        (GOOD.replace("'frobnicate failed'", "'[z-a] failed'"), "pattern does not compile"),
+        (GOOD.replace("'frobnicate failed'", "'frobnicate(?! later) failed'"), "pattern uses a negative lookahead"),
+        (GOOD.replace('priority = 999', "priority = 999\nunless = '(unclosed'"), "unless does not compile"),
+        (GOOD.replace('priority = 999', "priority = 999\nunless = 'frobnicate'"), "pattern does not match example 1"),
+        (GOOD.replace('priority = 999', 'priority = 999\nunless = 3'), "unless must be a string"),
     ],
 )
 def test_signature_checks_name_the_signature(text: str, fragment: str) -> None:

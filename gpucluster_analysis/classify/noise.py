@@ -13,38 +13,45 @@ from __future__ import annotations
 
 import re
 
+# Possessive quantifiers (*+, ++, ?+) wherever a repetition meets text it could also match:
+# these patterns are tried on every candidate line, and a backtracking one lets a single
+# printed line stall the ingest (tests/test_hostile_lines.py).
 _ANSI = re.compile(
-    r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07|\x1b[()][A-Z0-9]"
+    r"\x1b\[[0-9;?]*+[A-Za-z]|\x1b\][^\x07\n\x1b]*+(?:\x07|\x1b\\)|\x1b[()][A-Z0-9]"
     r"|(?<![\w\]])\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}m"  # "[36m": an ANSI code whose ESC was lost in a paste
 )
 _LEVEL = r"(?:TRACE|DEBUG|INFO|NOTICE|SUCCESS|WARNING|WARN|ERROR|CRITICAL|FATAL)"
 _PREFIX = re.compile(
     "|".join(
         [
-            r"\s+",  # indentation of a pasted block
-            r">+ ?",  # markdown quoting
-            r"[`\"'*]+(?=\S)",  # inline code, quotes and bold pasted around a line
+            r"\s++",  # indentation of a pasted block
+            r">++ ?+",  # markdown quoting
+            r"[`\"'*]++(?=\S)",  # inline code, quotes and bold pasted around a line
             r"[│┃║|] ?",  # rich box drawing, table borders
             r"\^C(?=\S)",  # ^C glued to the next line
-            r"\[[^\[\]\n]{0,120}\](?:<\w+>)?:?",  # [rank3]: [1,0]<stderr>: [E file.cpp:12] [ 12.5] [2024-..] [INFO]
-            r"\d{1,5}: ",  # srun -l
-            r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?",  # ISO time
-            r"\d{1,2}/\d{1,2}(?:/\d{2,4})? \d{2}:\d{2}:\d{2}(?:[.,]\d+)?",  # 12/09 06:49:23
-            r"\d{2}:\d{2}:\d{2}(?:[.,]\d+)? ",  # bare clock
-            r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}(?: \d{4})?",  # ctime
-            r"[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2} \S+ (?:[\w.()-]+(?:\[\d+\])?: )?",  # syslog: host proc[pid]:
-            r"[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ +\d+ +[\w./-]+:\d+\] ?",  # glog
-            r"\((?:[\w.-]+ )?(?:\w+=[^\s,()]+,? ?)+\) ?",  # Ray / vLLM tags: (Worker pid=1, ip=..), (VllmWorker rank=2 pid=3)
-            r"[\w.-]+ +\| ",  # docker compose: service |
-            r"-+ (?:[\w.]+ - )?" + _LEVEL + r" +- ",  # "- mmengine - INFO - "
-            _LEVEL + r" \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)? ",  # vLLM: "ERROR 05-12 19:01:18 "
-            _LEVEL + r" *(?:\| *(?:[\w.<>]+:[\w.<>]+:\d+ +- )?|- |: ?(?=[A-Z]))",  # loguru, "ERROR | ", "INFO - ", "ERROR: X"
-            r"[a-z][\w-]*\d+(?:\.[\w.-]+)?: +",  # host: node01: / gpu-12.cluster:
-            r"\d{1,3}(?:\.\d{1,3}){3}: +",  # ip:
+            r"\[[^\[\]\n]{0,120}+\](?:<\w++>)?:?",  # [rank3]: [1,0]<stderr>: [E file.cpp:12] [ 12.5] [2024-..] [INFO]
+            r"\d{1,5}+: ",  # srun -l
+            r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d++)?(?:Z|[+-]\d{2}:?\d{2})?",  # ISO time
+            r"\d{1,2}/\d{1,2}(?:/\d{2,4})? \d{2}:\d{2}:\d{2}(?:[.,]\d++)?",  # 12/09 06:49:23
+            r"\d{2}:\d{2}:\d{2}(?:[.,]\d++)? ",  # bare clock
+            r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} ++\d{1,2} \d{2}:\d{2}:\d{2}(?: \d{4})?",  # ctime
+            r"[A-Z][a-z]{2} ++\d{1,2} \d{2}:\d{2}:\d{2} \S++ (?:[\w.()-]++(?:\[\d++\])?: )?",  # syslog: host proc[pid]:
+            r"[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d++ ++\d++ ++[\w./-]++:\d++\] ?",  # glog
+            r"\((?:[\w.-]++ )?(?:\w++=[^\s,()]++,?+ ?+)++\) ?",  # Ray / vLLM tags: (Worker pid=1, ip=..), (VllmWorker rank=2 pid=3)
+            r"[\w.-]++ ++\| ",  # docker compose: service |
+            r"-++ (?:[\w.]++ - )?" + _LEVEL + r" ++- ",  # "- mmengine - INFO - "
+            _LEVEL + r" \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d++)? ",  # vLLM: "ERROR 05-12 19:01:18 "
+            _LEVEL + r" *+(?:\| *+(?:[\w.<>]++:[\w.<>]++:\d++ ++- )?|- |: ?(?=[A-Z]))",  # loguru, "ERROR | ", "INFO - ", "ERROR: X"
+            r"[a-z][\w-]*+(?<=\d)(?:\.[\w.-]++)?: ++",  # host: node01: / gpu-12.cluster: (the name ends in a digit)
+            r"\d{1,3}(?:\.\d{1,3}){3}: ++",  # ip:
             r"#015",  # syslog's escaped carriage return
         ]
     )
 )
+# A prefix is tried on at most this many characters, and stripping stops this far into a line:
+# nothing that long is a prefix, and the bound keeps a hostile line's cost fixed.
+_PREFIX_REACH = 1024
+_PREFIXES_END = 4096
 _BOX_ONLY = re.compile(r"^[\s╭╮╰╯─━│┃║┏┓┗┛═=*~#-]*$")
 _TRAILING = "│┃║ \t"
 
@@ -52,12 +59,14 @@ _TRAILING = "│┃║ \t"
 def normalize_line(line: str) -> str:
     """The line without ANSI codes and without its rank/host/time/quote/box prefixes."""
     line = _ANSI.sub("", line)
-    while True:
-        m = _PREFIX.match(line)
-        if m is None or m.end() == 0:
+    pos = 0
+    match = _PREFIX.match
+    while pos < _PREFIXES_END:
+        m = match(line, pos, pos + _PREFIX_REACH)
+        if m is None or m.end() == pos:
             break
-        line = line[m.end():]
-    return line.rstrip(_TRAILING)
+        pos = m.end()
+    return line[pos:].rstrip(_TRAILING)
 
 
 def is_blank(line: str) -> bool:

@@ -16,9 +16,11 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from gpucluster_analysis.classify.noise import normalize_line
 from gpucluster_analysis.errors import RulesError
+from gpucluster_analysis.textmatch import compile_linear
 
 # reason -> category (docs/domain.md, "Failure taxonomy").
 CATEGORIES: dict[str, str] = {
@@ -69,9 +71,9 @@ EVIDENCE_KINDS: dict[str, str] = {
 
 SHIPPED = "signatures.toml"
 _KEYS = {"id", "reason", "pattern", "priority", "examples"}
-_OPTIONAL_KEYS = {"description", "counter_examples", "prefilter", "warning"}
+_OPTIONAL_KEYS = {"description", "counter_examples", "prefilter", "warning", "unless"}
 _EVIDENCE_KEYS = {"id", "kind", "pattern", "examples"}
-_EVIDENCE_OPTIONAL_KEYS = {"description", "counter_examples", "prefilter"}
+_EVIDENCE_OPTIONAL_KEYS = {"description", "counter_examples", "prefilter", "unless"}
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
 # `{EXC}` in a pattern stands for the start of an uncaught exception's line: optional
@@ -103,10 +105,20 @@ class Signature:
     kind: str = CAUSE
     # a warning names its reason only in a log that shows a failure besides it
     warning: bool = False
-    regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    # a line the pattern matches does not count when this matches it too (RE2 has no lookahead)
+    unless: str = ""
+    # compiled by RE2 (textmatch.py): linear in the line, whatever the pattern
+    regex: Any = field(init=False, repr=False, compare=False)
+    unless_regex: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "regex", re.compile(expand(self.pattern)))
+        where = f"{self.source}: {'signature' if self.kind == CAUSE else 'evidence'} {self.id!r}"
+        object.__setattr__(self, "regex", compile_linear(expand(self.pattern), where))
+        object.__setattr__(self, "unless_regex", compile_linear(expand(self.unless), where, "unless") if self.unless else None)
+
+    def matches(self, line: str) -> bool:
+        """The pattern matches the (normalized) line and `unless` does not."""
+        return self.regex.search(line) is not None and (self.unless_regex is None or self.unless_regex.search(line) is None)
 
     @property
     def category(self) -> str:
@@ -165,9 +177,11 @@ def _checked_table(table: object, n: int, source: str, seen: set[str], noun: str
     for key in sorted(keys & {"id", "reason", "kind", "pattern"}):
         if not isinstance(table[key], str) or not table[key]:
             raise RulesError(f"{where}: {key} must be a non-empty string")
-    table = {"description": "", "counter_examples": [], **table}
+    table = {"description": "", "counter_examples": [], "unless": "", **table}
     if not isinstance(table["description"], str):
         raise RulesError(f"{where}: description must be a string")
+    if not isinstance(table["unless"], str):
+        raise RulesError(f"{where}: unless must be a string (a pattern)")
     if not _ID.match(sid):  # type: ignore[arg-type]
         raise RulesError(f"{where}: id must be snake_case")
     if sid in seen:
@@ -181,11 +195,11 @@ def _evidence(table: object, n: int, source: str, seen: set[str]) -> Signature:
     if table["kind"] not in EVIDENCE_KINDS:
         raise RulesError(f"{where}: unknown kind {table['kind']!r}", f"use one of {', '.join(EVIDENCE_KINDS)}")
     literals = _checked_literals(table, where)
-    return Signature(
+    return _checked_examples(Signature(
         id=table["id"], reason="", pattern=table["pattern"], priority=0, description=table["description"],
         examples=tuple(table["examples"]), counter_examples=tuple(table["counter_examples"]), source=source,
-        prefilter=literals, kind=table["kind"],
-    )
+        prefilter=literals, kind=table["kind"], unless=table["unless"],
+    ), where)
 
 
 def _signature(table: object, n: int, source: str, seen: set[str]) -> Signature:
@@ -197,43 +211,46 @@ def _signature(table: object, n: int, source: str, seen: set[str]) -> Signature:
     if not isinstance(table.get("warning", False), bool):
         raise RulesError(f"{where}: warning must be true or false")
     literals = _checked_literals(table, where)
-    return Signature(
+    return _checked_examples(Signature(
         id=table["id"], reason=table["reason"], pattern=table["pattern"], priority=table["priority"],
         description=table["description"], examples=tuple(table["examples"]),
         counter_examples=tuple(table["counter_examples"]), source=source, prefilter=literals,
-        warning=table.get("warning", False),
-    )
+        warning=table.get("warning", False), unless=table["unless"],
+    ), where)
 
 
 def _checked_literals(table: dict, where: str) -> tuple[str, ...]:  # type: ignore[type-arg]
-    """The lower-cased prefilter literals, once the pattern compiles, every example matches (and holds a
-    literal) and no counter-example does."""
+    """The lower-cased prefilter literals, once examples and counter-examples are lists of strings,
+    there is an example, and every example holds a literal."""
     for key in ("examples", "counter_examples"):
         value = table[key]
         if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
             raise RulesError(f"{where}: {key} must be a list of strings")
     if not table["examples"]:
         raise RulesError(f"{where}: examples must not be empty")
-    try:
-        regex = re.compile(expand(table["pattern"]))
-    except re.error as e:
-        raise RulesError(f"{where}: pattern does not compile: {e}") from None
     prefilter = table.get("prefilter", [])
     if not isinstance(prefilter, list) or not all(isinstance(x, str) and x for x in prefilter):
         raise RulesError(f"{where}: prefilter must be a list of non-empty strings")
     literals = tuple(x.lower() for x in prefilter)
     for i, example in enumerate(table["examples"], 1):
-        if not regex.search(normalize_line(example)):
-            raise RulesError(f"{where}: pattern does not match example {i} {example[:80]!r}", "fix the pattern or the example")
         if literals and not any(lit in example.lower() for lit in literals):
             raise RulesError(
                 f"{where}: example {i} contains none of the prefilter literals {list(prefilter)}",
                 "every line the pattern can match must contain one of them; add a literal",
             )
-    for i, counter in enumerate(table["counter_examples"], 1):
-        if regex.search(normalize_line(counter)):
-            raise RulesError(f"{where}: pattern matches counter-example {i} {counter[:80]!r}", "fix the pattern or the counter-example")
     return literals
+
+
+def _checked_examples(sig: Signature, where: str) -> Signature:
+    """`sig` (its patterns compiled, so they run as the classifier runs them), once every example
+    matches and no counter-example does."""
+    for i, example in enumerate(sig.examples, 1):
+        if not sig.matches(normalize_line(example)):
+            raise RulesError(f"{where}: pattern does not match example {i} {example[:80]!r}", "fix the pattern or the example")
+    for i, counter in enumerate(sig.counter_examples, 1):
+        if sig.matches(normalize_line(counter)):
+            raise RulesError(f"{where}: pattern matches counter-example {i} {counter[:80]!r}", "fix the pattern or the counter-example")
+    return sig
 
 
 def load_signatures(extra: list[Path] | None = None) -> list[Signature]:

@@ -102,8 +102,10 @@ _STAGE = {"line": pa.int64(), "text": _TEXT, "host": _TEXT, "gpu_text": _TEXT, "
 
 _NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 # The common shape, no escapes in label values: name{a="x",b="y"} value [timestamp]
-_FAST = re.compile(r'([A-Za-z_:][A-Za-z0-9_:]*)\{((?:\s*[A-Za-z_][A-Za-z0-9_]*\s*=\s*"[^"\\]*"\s*,?)*\s*)\}\s+(\S+)(?:\s+(-?\d+))?\s*')
-_FAST_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"([^"\\]*)"')
+# Possessive quantifiers: the blanks between labels could otherwise be split between one label's
+# trailing \s* and the next one's leading \s* in exponentially many ways on a line that fails.
+_FAST = re.compile(r'([A-Za-z_:][A-Za-z0-9_:]*+)\{((?:\s*+[A-Za-z_][A-Za-z0-9_]*+\s*+=\s*+"[^"\\]*+"\s*+,?+)*+\s*+)\}\s++(\S++)(?:\s++(-?\d++))?\s*+')
+_FAST_LABEL = re.compile(r'(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*+)\s*+=\s*+"([^"\\]*+)"')
 _LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*')
 _DUMP_NAME = re.compile(r'__name__\s*=\s*"([A-Za-z_:][A-Za-z0-9_:]*)"')
 _TIME_COMMENT = re.compile(r"#\s*(?:time|timestamp)\s*:\s*(.+)", re.IGNORECASE)

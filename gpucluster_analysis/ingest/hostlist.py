@@ -64,7 +64,7 @@ def _split_top_level(text: str) -> list[str]:
 
 def _expand_name(name: str) -> list[str]:
     # Split into literal parts and bracket groups: 'rack[1-2]-n[01-02]' -> 'rack', [1-2], '-n', [01-02]
-    pieces = re.split(r"(\[[^\]]*\])", name)
+    pieces = re.split(r"(\[[^\[\]]*+\])", name)  # [^\[\]]: one bracket's scan ends at the next, linear in "[[[["
     expansions = [""]
     for piece in pieces:
         if piece.startswith("["):

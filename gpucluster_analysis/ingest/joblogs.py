@@ -75,8 +75,8 @@ def compile_log_pattern(template: str) -> re.Pattern[str]:
             out.append(r"(?P<stream>stdout|stderr|out|err|combined|output|log)")
         elif token == "*":
             out.append(r"[^/]*")
-        elif re.search(r"\{[^}]*\}", token):
-            bad = re.search(r"\{[^}]*\}", token).group(0)  # type: ignore[union-attr]
+        elif (bad_placeholder := re.search(r"\{[^{}]*+\}", token)) is not None:
+            bad = bad_placeholder.group(0)
             raise InputError(
                 f"--log-pattern {template!r}: unknown placeholder {bad}",
                 hint="placeholders are {job_id}, {attempt} and {stream}; * matches within one folder name",

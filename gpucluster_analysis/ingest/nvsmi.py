@@ -116,7 +116,7 @@ _REASON_ALIASES = {"display_clocks_setting": "display_clock_setting", "sw_therma
 # A query field name as nvidia-smi prints it: dotted identifiers in lower or mixed case
 # (`pci.baseClass`, `vgpu_driver_capability.heterogenous_multivGPU`); compared lower-cased.
 _CSV_KEY = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*")
-_CSV_UNIT = re.compile(r"\s*\[[^\]]*\]$")
+_CSV_UNIT = re.compile(r"(?<!\s)\s*+\[[^\[\]]*+\]$")  # tried at the start of a blank run or a "[" only
 
 
 def csv_key(field: str) -> str:

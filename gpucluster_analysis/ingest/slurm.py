@@ -274,7 +274,7 @@ _FIELD_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_/:]*$")
 _TOOL_MESSAGES = ("sacct: ", "slurm_load", "slurmdbd: ")
 # A terminal session pasted with its prompt: `$ sacct -P ...`, `[ann@login1 ~]$ sacct ...`
 _PROMPT = re.compile(r"^.{0,80}?[$#%>]\s*(?:sacct|scontrol)\b")
-_RULE = re.compile(r"^[\- ]*-[\- ]*$")
+_RULE = re.compile(r"^ *+-[\- ]*+$")
 # Free-text columns: a '|' inside one shifts the fields after it.
 _FREE_TEXT = frozenset({"jobname", "comment", "admincomment", "systemcomment", "workdir", "submitline",
                         "constraints", "reason", "container", "extra", "stdout", "stderr", "stdin"})

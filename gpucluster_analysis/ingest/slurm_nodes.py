@@ -25,7 +25,7 @@ from gpucluster_analysis.ingest.files import first_lines
 from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
 from gpucluster_analysis.ingest.telemetry import read_lines
 
-_FIELD = re.compile(r"(\w+)=(\S*)")
+_FIELD = re.compile(r"(?<!\w)(\w++)=(\S*+)")  # tried at word starts only: linear in a line of one long word
 _GPU_GRES = re.compile(r"^gpu(?::([^:(]+))?(?::(\d+))(?:\(.*\))?$", re.IGNORECASE)
 _GPU_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)")
 _SINFO = re.compile(r"^([^\s|]+)\|([^\s|]*)$")  # exactly two fields: sacct and squeue lines have other shapes

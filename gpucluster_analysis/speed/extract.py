@@ -115,8 +115,11 @@ def _line_hits(pattern: SpeedPattern, line: str) -> list[_Hit]:
     read from the end, and a piece that starts with the description and holds the
     "/total " of a bar already read later on the line is skipped unmatched."""
     has_unit = "unit" in pattern.regex.groupindex
+    unless = pattern.unless
     if pattern.kind != "bar":
         hits: list[_Hit] = []
+        if unless is not None and unless.search(line) is not None:
+            return hits
         for m in pattern.regex.finditer(line):
             raw = float(m.group("value").replace(",", ""))
             unit = m.group("unit") if has_unit else None
@@ -134,7 +137,7 @@ def _line_hits(pattern: SpeedPattern, line: str) -> list[_Hit]:
         if any(piece.startswith(desc) and f"/{total} " in piece for desc, total in seen):
             continue
         m = match(piece)
-        if m is None:
+        if m is None or (unless is not None and unless.search(piece) is not None):
             continue
         key = (m.group("desc"), m.group("total"))
         if key in seen:

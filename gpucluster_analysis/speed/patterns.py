@@ -16,8 +16,10 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from gpucluster_analysis.errors import RulesError
+from gpucluster_analysis.textmatch import compile_linear
 
 SHIPPED = "patterns.toml"
 
@@ -38,7 +40,7 @@ CONVERSIONS = {
 KINDS = ("step", "bar", "run_average")
 
 _KEYS = {"id", "framework", "metric", "unit", "per_gpu", "kind", "priority", "regex", "prefilter", "example"}
-_OPTIONAL = {"convert", "convert_by_unit", "description", "counter_example"}
+_OPTIONAL = {"convert", "convert_by_unit", "description", "counter_example", "unless"}
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -67,10 +69,16 @@ class SpeedPattern:
     description: str = ""
     examples: tuple[Example, ...] = ()
     counter_examples: tuple[Example, ...] = ()
-    regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    unless_text: str = ""  # where this matches (a bar's piece, a step pattern's line), the regex reads nothing
+    source: str = ""
+    # compiled by RE2 (textmatch.py): linear in the line, whatever the pattern
+    regex: Any = field(init=False, repr=False, compare=False)
+    unless: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "regex", re.compile(self.regex_text))
+        where = f"{self.source}: pattern {self.id!r}"
+        object.__setattr__(self, "regex", compile_linear(self.regex_text, where, "regex"))
+        object.__setattr__(self, "unless", compile_linear(self.unless_text, where, "unless") if self.unless_text else None)
 
     @property
     def canonical_unit(self) -> str:
@@ -151,10 +159,10 @@ def _pattern(table: object, n: int, source: str) -> SpeedPattern:
     if priority // 100 != band:
         raise RulesError(f"{where}: priority {priority} is outside the {table['metric']} band {band}00-{band}99",
                          "the hundreds digit says the metric: 5 tflops, 4 mfu, 3 tokens, 2 samples, 1 iterations")
-    try:
-        regex = re.compile(table["regex"])
-    except re.error as e:
-        raise RulesError(f"{where}: regex does not compile: {e}") from None
+    unless = table.get("unless", "")
+    if not isinstance(unless, str):
+        raise RulesError(f"{where}: unless must be a string (a regex)")
+    regex = compile_linear(table["regex"], where, "regex")
     groups = set(regex.groupindex)
     if "value" not in groups:
         raise RulesError(f"{where}: regex has no (?P<value>...) group")
@@ -185,7 +193,7 @@ def _pattern(table: object, n: int, source: str) -> SpeedPattern:
         per_gpu=table["per_gpu"], kind=table["kind"], priority=priority, regex_text=table["regex"],
         prefilter=tuple(prefilter), convert=convert,
         convert_by_unit=tuple(sorted(by_unit.items())) if by_unit else (),
-        description=description, examples=examples, counter_examples=counters,
+        description=description, examples=examples, counter_examples=counters, unless_text=unless, source=source,
     )
     _check_examples(pattern, where)
     return pattern
