@@ -38,6 +38,12 @@ class InputError(GcaError):
     exit_code = ExitCode.USAGE
 
 
+class NothingToIngestError(GcaError):
+    """The folders given hold no file gca reads: an empty folder, a disk not mounted, the wrong path."""
+
+    exit_code = ExitCode.DATA
+
+
 class LfsPointerError(InputError):
     """The file is a Git LFS pointer: the repository was cloned without git-lfs."""
 

@@ -376,9 +376,6 @@ def _print_summary(reports: list, db: Path) -> None:  # type: ignore[type-arg]
 
     from rich.table import Table
 
-    if not reports:
-        stderr.print("gca: nothing to ingest (no recognized files)", markup=False)
-        return
     table = Table(title=f"ingested into {db}", title_justify="left", show_edge=False)
     for column, justify in (("file", "left"), ("format", "left"), ("status", "left"), ("rows", "right"), ("rejects", "right"), ("seconds", "right")):
         table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
