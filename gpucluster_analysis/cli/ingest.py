@@ -395,6 +395,8 @@ def _print_summary(reports: list, db: Path) -> None:  # type: ignore[type-arg]
     if len(unchanged) > _SKIPPED_SHOWN:
         stderr.print(f"gca: ... and {len(unchanged) - _SKIPPED_SHOWN:,} more files ingested before with the same content", markup=False)
     for r in reports:
+        for warning in r.warnings:
+            stderr.print(f"gca: warning: {warning}", markup=False)
         if r.superseded or r.unchanged:
             # overlapping dumps (nightly sacct, squeue logs): what was met again is no reject
             stderr.print(f"gca: {r.path}: {r.superseded:,} records superseded by a later one (the later kept),"

@@ -646,7 +646,7 @@ def ingest_file(
         path, fmt.name, "replaced" if previous else "loaded",
         rows=counts.rows, rejects=counts.rejects, seconds=time.perf_counter() - started,
         superseded=counts.superseded, unchanged=counts.unchanged,
-        reject_samples=[(line, reason) for line, reason in samples],
+        reject_samples=[(line, reason) for line, reason in samples], warnings=counts.warnings,
     )
 
 
