@@ -35,7 +35,7 @@ def open_store(path: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDB
     """
     path = Path(path)
     if path.exists():
-        check_store_file(path)
+        _check_header(path)
         if not read_only:
             # Look before opening it for writing: a writable open may write (replay a
             # leftover write-ahead log into the file) even if gca then refuses it.
@@ -63,7 +63,7 @@ def open_store(path: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDB
         con.close()
 
 
-def check_store_file(path: Path) -> None:
+def _check_header(path: Path) -> None:
     """Refuse an existing `path` that is not a DuckDB database file, from its first bytes."""
     if path.is_dir():
         raise NotAStoreError(f"{path}: a directory, not a gca store", hint=_NOT_A_STORE_HINT)
