@@ -13,7 +13,7 @@ from enum import IntEnum
 class ExitCode(IntEnum):
     OK = 0
     DATA = 1  # the data or a query failed
-    USAGE = 2  # bad option, unknown or unreadable input file, invalid rules file
+    USAGE = 2  # bad option, unknown or unreadable input file, invalid rules file, --db not a gca store
     PARTIAL = 3  # --strict was set and rows were rejected
     INTERRUPTED = 130
 
@@ -38,6 +38,12 @@ class InputError(GcaError):
     exit_code = ExitCode.USAGE
 
 
+class NothingToIngestError(GcaError):
+    """The folders given hold no file gca reads: an empty folder, a disk not mounted, the wrong path."""
+
+    exit_code = ExitCode.DATA
+
+
 class LfsPointerError(InputError):
     """The file is a Git LFS pointer: the repository was cloned without git-lfs."""
 
@@ -58,6 +64,13 @@ class StoreError(GcaError):
     """The DuckDB store is missing, empty, locked or from an incompatible version."""
 
     exit_code = ExitCode.DATA
+
+
+class NotAStoreError(StoreError):
+    """--db names a file that is not a gca store (a CSV, another application's DuckDB file...):
+    refused before anything is written to it."""
+
+    exit_code = ExitCode.USAGE
 
 
 class QueryError(GcaError):

@@ -393,8 +393,168 @@ def test_a_server_that_does_not_answer_times_out(tmp_path: Path) -> None:
         silent.bind(("127.0.0.1", 0))
         silent.listen(1)
         source = parse_source(f"prometheus+http://127.0.0.1:{silent.getsockname()[1]}")
-        with pytest.raises(ServerError, match=r"^http://127\.0\.0\.1:\d+/api/v1/query_range \(.*\): no answer within 0\.5 s"):
+        with pytest.raises(ServerError, match=r"^http://127\.0\.0\.1:\d+/api/v1/query_range \(.*\): no answer after 0\.5 s"):
             run_pull(tmp_path / "s.duckdb", source, timeout_s=0.5)
+
+
+EMPTY_ANSWER = b'{"status":"success","data":{"resultType":"matrix","result":[]}}'
+
+
+class _Trickle(BaseHTTPRequestHandler):
+    """A broken server: a byte every TRICKLE_S, in its headers or in its answer (`where`)."""
+
+    where = "answer"
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(EMPTY_ANSWER)}\r\n\r\n").encode()
+        slow = head + EMPTY_ANSWER if self.where == "headers" else EMPTY_ANSWER
+        try:
+            if self.where != "headers":
+                self.wfile.write(head)
+            for byte in slow:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(TRICKLE_S)
+        except OSError:
+            pass  # gca hung up
+
+    def log_message(self, *args: object) -> None: ...
+
+
+TRICKLE_S = 0.1  # the whole answer would take ~6 s, its headers and answer ~13 s
+
+
+@pytest.mark.parametrize("where", ["headers", "answer"])
+def test_a_trickling_server_is_cut_at_the_deadline(tmp_path: Path, where: str) -> None:
+    """A Prometheus answering one byte every 5 s held the pull over 200 s despite the documented
+    60 s timeout (a per-read timeout, not a total one). Each byte here comes well inside the
+    socket's timeout; the request's whole time is what is bounded."""
+    handler = type("Trickle", (_Trickle,), {"where": where})
+    trickle = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=trickle.serve_forever, daemon=True).start()
+    source = parse_source(f"prometheus+http://127.0.0.1:{trickle.server_port}")
+    db = tmp_path / "s.duckdb"
+    started = time.monotonic()
+    try:
+        with pytest.raises(ServerError) as failed:
+            run_pull(db, source, 0, 1, timeout_s=1.0)
+    finally:
+        trickle.shutdown()
+    took = time.monotonic() - started
+    assert 1.0 <= took < 3.0, took
+    what = "no answer" if where == "headers" else "the answer still incomplete ("
+    assert f"): {what}" in str(failed.value) and "after 1 s, the most a request may take" in str(failed.value)
+    assert rows(db, "SELECT count(*) FROM prometheus_chunks") == [(0,)]
+
+
+def test_a_trickling_tls_handshake_is_cut_at_the_deadline(tmp_path: Path) -> None:
+    """The deadline holds from the TCP connection on: a server that sends its TLS handshake a
+    byte at a time (here one that never completes) is cut too."""
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    listening.listen(1)
+
+    def handshake_forever() -> None:
+        conn, _ = listening.accept()
+        with conn:
+            try:
+                conn.recv(4096)  # the client's hello
+                for byte in b"\x16\x03\x03\x40\x00" + bytes(64):  # a handshake record of 16 KB, a byte at a time
+                    conn.sendall(bytes([byte]))
+                    time.sleep(TRICKLE_S)
+            except OSError:
+                pass  # gca hung up
+
+    threading.Thread(target=handshake_forever, daemon=True).start()
+    source = parse_source(f"prometheus+https://127.0.0.1:{listening.getsockname()[1]}")
+    started = time.monotonic()
+    try:
+        with pytest.raises(ServerError, match=r"\): no answer after 1 s, the most a request may take"):
+            run_pull(tmp_path / "s.duckdb", source, 0, 1, timeout_s=1.0)
+    finally:
+        listening.close()
+    assert time.monotonic() - started < 3.0
+
+
+class _Endless(BaseHTTPRequestHandler):
+    """A server whose answer never ends, plain or gzip; it records each request's range and
+    how many bytes it could send before gca hung up."""
+
+    gzip = False
+    requests: list[tuple[str, str, int]] = []
+
+    def do_GET(self) -> None:
+        import gzip as gz
+        import urllib.parse
+
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        if self.gzip:
+            self.send_header("Content-Encoding", "gzip")
+        self.end_headers()  # no length: the answer ends when the connection does
+        series = b'{"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","Hostname":"gpu-a","gpu":"0"},"values":[[1714521600,"1"]]},'
+        block = series * (64 * 1024 // len(series))
+        start = b'{"status":"success","data":{"resultType":"matrix","result":['
+        sent = 0
+        try:
+            self.wfile.write(gz.compress(start) if self.gzip else start)
+            packed = gz.compress(block * 16) if self.gzip else block * 16  # ~1 MB (~3 KB in gzip, so ~300 GB an hour)
+            while True:
+                self.wfile.write(packed)
+                sent += len(packed)
+        except OSError:
+            pass  # gca hung up
+        self.requests.append((query["start"][0], query["end"][0], sent))
+
+    def log_message(self, *args: object) -> None: ...
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_an_oversized_answer_is_refused_without_reading_it_all(tmp_path: Path, gzipped: bool) -> None:
+    """A 300 MB answer took 2.9 GB of memory before failing. Here every answer is endless:
+    gca reads each up to the cap, asks again for half the sample times, and at one sample
+    time fails in one line. A reader without the cap would read until the deadline (30 s)
+    and fail saying so."""
+    handler = type("Endless", (_Endless,), {"gzip": gzipped, "requests": []})
+    endless = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=endless.serve_forever, daemon=True).start()
+    source = parse_source(f"prometheus+http://127.0.0.1:{endless.server_port}")
+    db = tmp_path / "s.duckdb"
+    cap = 256 << 10
+    started = time.monotonic()
+    try:
+        with pytest.raises(ServerError) as failed:
+            run_pull(db, source, 0, 4, max_answer_bytes=cap, timeout_s=30)
+        assert str(failed.value).startswith(f"http://127.0.0.1:{endless.server_port}/api/v1/query_range (2024-05-01T00:00:00Z to 2024-05-01T00:00:00Z):"
+                                            " the answer is over 262,144 bytes, the most gca reads of one request")
+        assert "--match" in str(failed.value)
+        deadline = time.monotonic() + 5  # each handler records its request once gca has hung up
+        while len(handler.requests) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        endless.shutdown()
+    assert time.monotonic() - started < 10
+    # four sample times, then two, then one (each chunk starting at the same time): seconds since the epoch
+    starts_ends = [(start, end) for start, end, _ in handler.requests]
+    assert sorted(starts_ends, key=lambda r: -int(r[1])) == [(str(T0), str(T0 + 3 * STEP)), (str(T0), str(T0 + STEP)), (str(T0), str(T0))]
+    # what the server could send before gca hung up: the cap, a read block and the sockets' buffers
+    assert all(sent < 32 << 20 for _, _, sent in handler.requests), handler.requests
+    assert rows(db, "SELECT count(*) FROM prometheus_chunks") == [(0,)]
+
+
+def test_a_chunk_whose_answer_is_too_big_is_pulled_in_halves(server: Server, tmp_path: Path) -> None:
+    """Answers over the cap are asked again for fewer sample times; every sample is stored once."""
+    db = tmp_path / "s.duckdb"
+    cap = 12_000  # the first hour's 50-minute chunk of the 17 series answers ~17.5 KB, its labels ~4 KB of it
+    report = run_pull(db, server.source, 0, 60, max_points=50, max_answer_bytes=cap)
+    assert samples(db) == expected_samples(range(60)) and memory(db) == expected_memory(range(60))
+    assert all(0 < c.answer_bytes <= cap for c in report.chunks)
+    # the chunks tile the hour; the first, asked for 50 sample times, was cut in halves until it fit
+    assert [c.start_ms for c in report.chunks] == [ms(0)] + [c.end_ms + STEP * 1000 for c in report.chunks[:-1]]
+    assert report.chunks[-1].end_ms == ms(59)
+    assert (report.chunks[0].end_ms - report.chunks[0].start_ms) // (STEP * 1000) + 1 in (25, 12, 6, 3, 1)
 
 
 def test_headers_and_url_credentials_are_sent_and_never_kept(server: Server, tmp_path: Path) -> None:

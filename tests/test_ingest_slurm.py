@@ -562,6 +562,40 @@ def test_cli_headerless_needs_columns(tmp_path: Path) -> None:
     assert rows(Path(db), "SELECT count(*) FROM jobs") == [(2,)]
 
 
+def test_a_dump_without_end_or_alloctres_loads_with_one_warning_naming_what_to_add(tmp_path: Path) -> None:
+    """sacct without AllocTRES or End loaded with exit 0 and no warning (only the report's
+    data-quality table said it)."""
+    dump = tmp_path / "sacct_short.txt"
+    dump.write_text("JobID|User|State|Submit|Start\n"
+                    "12001|u1|COMPLETED|2024-06-01T10:00:00|2024-06-01T10:05:00\n")
+    db = tmp_path / "s.duckdb"
+    result = CliRunner().invoke(app, ["ingest", str(dump), "--tz", "UTC", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("gca: warning:")]
+    assert len(warnings) == 1, result.stderr
+    assert warnings[0].startswith(f"gca: warning: {dump}: the sacct dump has no End, AllocTRES columns, so when runs ended"
+                                  " and the GPUs runs held are unknown; add End,AllocTRES to sacct --format (e.g. --format ")
+    suggested = warnings[0].rsplit("--format ", 1)[1].rstrip(")").split(",")
+    assert {"Start", "End", "AllocTRES", "JobID", "State"} <= set(suggested)
+    assert rows(db, "SELECT job_id, start_at, end_at FROM attempts") == [("12001", datetime(2024, 6, 1, 10, 5), None)]
+
+
+def test_which_columns_the_missing_column_warning_names(tmp_path: Path) -> None:
+    # the old sacct's AllocGRES stands for AllocTRES; a second dump under a header without Start counts too
+    old = tmp_path / "old_sacct.txt"
+    old.write_text("JobID|State|Submit|Start|End|AllocGRES\n"
+                   "12002|COMPLETED|2024-06-01T10:00:00|2024-06-01T10:05:00|2024-06-01T11:00:00|gpu:2\n"
+                   "JobID|State|Submit|End|AllocGRES\n"
+                   "12003|COMPLETED|2024-06-01T10:00:00|2024-06-01T11:00:00|gpu:1\n")
+    whole = tmp_path / "whole.txt"
+    whole.write_text("JobID|State|Submit|Start|End|AllocTRES\n"
+                     "12004|COMPLETED|2024-06-01T10:00:00|2024-06-01T10:05:00|2024-06-01T11:00:00|gres/gpu=1\n")
+    reports = ingest(tmp_path / "s.duckdb", old, whole, zone="UTC")
+    assert [(r.path.name, r.status) for r in reports] == [("old_sacct.txt", "loaded"), ("whole.txt", "loaded")]
+    assert [len(r.warnings) for r in reports] == [1, 0]
+    assert reports[0].warnings[0].startswith(f"{old}: the sacct dump has no Start column, so when runs started is unknown; add Start to")
+
+
 def test_other_delimiter_and_repeated_step(tmp_path: Path) -> None:
     # sacct -p --delimiter=';': the header says which character separates the fields
     path = tmp_path / "sacct_semicolon.txt"

@@ -376,9 +376,6 @@ def _print_summary(reports: list, db: Path) -> None:  # type: ignore[type-arg]
 
     from rich.table import Table
 
-    if not reports:
-        stderr.print("gca: nothing to ingest (no recognized files)", markup=False)
-        return
     table = Table(title=f"ingested into {db}", title_justify="left", show_edge=False)
     for column, justify in (("file", "left"), ("format", "left"), ("status", "left"), ("rows", "right"), ("rejects", "right"), ("seconds", "right")):
         table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
@@ -398,6 +395,8 @@ def _print_summary(reports: list, db: Path) -> None:  # type: ignore[type-arg]
     if len(unchanged) > _SKIPPED_SHOWN:
         stderr.print(f"gca: ... and {len(unchanged) - _SKIPPED_SHOWN:,} more files ingested before with the same content", markup=False)
     for r in reports:
+        for warning in r.warnings:
+            stderr.print(f"gca: warning: {warning}", markup=False)
         if r.superseded or r.unchanged:
             # overlapping dumps (nightly sacct, squeue logs): what was met again is no reject
             stderr.print(f"gca: {r.path}: {r.superseded:,} records superseded by a later one (the later kept),"

@@ -9,40 +9,103 @@ from pathlib import Path
 import duckdb
 
 from gpucluster_analysis.db.schema import SCHEMA_VERSION, apply_schema
-from gpucluster_analysis.errors import StoreError
+from gpucluster_analysis.errors import NotAStoreError, StoreError
 from gpucluster_analysis.sqlfiles import run_script
+
+
+# A DuckDB database file starts with an 8-byte checksum and then these magic bytes. DuckDB
+# itself opens other files too (a CSV as an empty database that lives in memory only), so
+# gca reads them first.
+_DUCKDB_MAGIC = b"DUCK"
+_DUCKDB_MAGIC_AT = 8
+# The tables that make a DuckDB file a gca store: every gca since the first wrote both (001_core.sql).
+_STORE_TABLES = frozenset({"schema_version", "ingested_files"})
+_NOT_A_STORE_HINT = "pass --db the store gca ingest wrote, or a path that does not exist yet to create one"
 
 
 @contextmanager
 def open_store(path: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
     """Open (creating if needed and writable) the DuckDB store at `path`.
 
-    A read-only open of a file that does not exist is an error rather than a
-    silently created empty database.
+    A store is a store: an existing file is opened only when it is a DuckDB database
+    holding gca's tables, or one holding nothing at all (which becomes a store). Any
+    other file (a CSV, Parquet, another application's DuckDB database, an empty file)
+    is a NotAStoreError, raised before anything is written to it. A read-only open of a
+    file that does not exist is an error rather than a silently created empty database.
     """
     path = Path(path)
-    if read_only and not path.exists():
+    if path.exists():
+        _check_header(path)
+        if not read_only:
+            # Look before opening it for writing: a writable open may write (replay a
+            # leftover write-ahead log into the file) even if gca then refuses it.
+            probe = _connect(path, read_only=True)
+            try:
+                _check_store_catalog(probe, path)
+            finally:
+                probe.close()
+    elif read_only:
         raise StoreError(
             f"{path}: no gca store here",
             hint="run `gca ingest PATH... --db " + str(path) + "` first",
         )
-    if not read_only:
+    else:
         path.parent.mkdir(parents=True, exist_ok=True)
+    con = _connect(path, read_only)
     try:
-        con = duckdb.connect(str(path), read_only=read_only)
-    except duckdb.Error as e:
-        first_line = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise StoreError(
-            f"{path}: cannot open the store: {first_line}",
-            hint="check that it is a gca DuckDB file and that no other gca process holds it",
-        ) from e
-    try:
+        if read_only:
+            _check_store_catalog(con, path)
         configure_session(con)
         if not read_only:
             apply_schema(con)
         yield con
     finally:
         con.close()
+
+
+def _check_header(path: Path) -> None:
+    """Refuse an existing `path` that is not a DuckDB database file, from its first bytes."""
+    if path.is_dir():
+        raise NotAStoreError(f"{path}: a directory, not a gca store", hint=_NOT_A_STORE_HINT)
+    try:
+        with path.open("rb") as f:
+            head = f.read(_DUCKDB_MAGIC_AT + len(_DUCKDB_MAGIC))
+    except OSError as e:
+        raise StoreError(f"{path}: cannot read the store: {e.strerror or e}",
+                         hint="check the file's permissions") from e
+    if not head:
+        raise NotAStoreError(f"{path}: an empty file (0 bytes), not a gca store",
+                             hint="remove it and gca creates the store there, or pass --db another path")
+    if head[_DUCKDB_MAGIC_AT:] != _DUCKDB_MAGIC:
+        raise NotAStoreError(f"{path}: not a gca store (not a DuckDB database file); nothing was written to it",
+                             hint=_NOT_A_STORE_HINT)
+
+
+def _check_store_catalog(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Refuse a DuckDB database that holds objects but not gca's tables (another application's)."""
+    names = [r[0] for r in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
+        " UNION ALL SELECT view_name FROM duckdb_views() WHERE database_name = current_database() AND NOT internal"
+        " UNION ALL SELECT sequence_name FROM duckdb_sequences() WHERE database_name = current_database()"
+        " ORDER BY 1").fetchall()]
+    if not names or _STORE_TABLES <= set(names):
+        return
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3:,} more" if len(names) > 3 else "")
+    raise NotAStoreError(
+        f"{path}: not a gca store (a DuckDB database of another application, holding {shown}); nothing was written to it",
+        hint=_NOT_A_STORE_HINT,
+    )
+
+
+def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    try:
+        return duckdb.connect(str(path), read_only=read_only)
+    except duckdb.Error as e:
+        first_line = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise StoreError(
+            f"{path}: cannot open the store: {first_line}",
+            hint="check that it is a gca DuckDB file and that no other gca process holds it",
+        ) from e
 
 
 @contextmanager

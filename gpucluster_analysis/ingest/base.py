@@ -56,6 +56,9 @@ class LoadCounts:
     # by a later one or replacing it (superseded), or the same as the one kept (unchanged).
     superseded: int = 0
     unchanged: int = 0
+    # What the user should know of a file that loaded (a column missing that the report
+    # needs): one line each, naming the file; the CLI prints them as warnings.
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,4 +101,5 @@ class FileReport:
     unchanged: int = 0
     message: str = ""
     reject_samples: list[tuple[int | None, str]] = field(default_factory=list)
+    warnings: tuple[str, ...] = ()  # as LoadCounts
     error: Exception | None = None  # the GcaError that failed the file, when status is failed

@@ -32,6 +32,7 @@ from gpucluster_analysis.errors import (
     GcaError,
     InputError,
     LfsPointerError,
+    NothingToIngestError,
     ParseError,
     StoreError,
     StrictRejectsError,
@@ -74,6 +75,7 @@ _POLL_MIN_BYTES = 8 << 20
 _HASH_BESIDE_MIN_BYTES = 64 << 20
 # Why a log-like file in a walked directory was not ingested.
 UNPLACED_LOG = "a job log whose job gca cannot tell from its path (see --log-pattern)"
+DANGLING_LINK = "a symbolic link whose target does not exist"
 # The public Philly trace ships as trace-data.tar.gz.
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip", ".tar.bz2", ".tar.xz", ".7z")
 
@@ -102,17 +104,23 @@ def plan_files(
     """Resolve PATHs to (file, format) pairs before anything is stored.
 
     A file named explicitly must exist, be readable and be recognized (else
-    InputError). Inside a directory, unrecognized files are reported as skipped,
-    job logs whose job gca cannot tell from their path separately.
+    InputError). Inside a directory, unrecognized files and symbolic links to nothing
+    are reported as skipped, job logs whose job gca cannot tell from their path
+    separately. Directories holding no file gca reads are a NothingToIngestError.
     """
     options = options or IngestOptions()
     forced = format_named(format_name) if format_name else None
     plan: list[tuple[Path, FileFormat]] = []
+    found = 0  # files inside the directories
     for path in paths:
         if not path.exists():
             raise InputError(f"{path}: no such file or directory")
         if path.is_dir():
             for child in _walk(path):
+                found += 1
+                if child.is_symlink() and not child.exists():
+                    listener.skipped(child, DANGLING_LINK)
+                    continue
                 try:
                     fmt = _recognize(child, forced, options)
                 except LfsPointerError as e:  # a clone without git-lfs: say so, ingest the rest
@@ -142,7 +150,23 @@ def plan_files(
                 hint="pass --format NAME if it is one; `gca ingest --help` lists the formats",
             )
         plan.append((path, fmt))
+    if paths and not plan:
+        raise _nothing_to_ingest(paths, found)
     return plan
+
+
+def _nothing_to_ingest(folders: list[Path], found: int) -> NothingToIngestError:
+    """Only folders get here: a file named explicitly that gca cannot read is an InputError."""
+    shown = ", ".join(str(p) for p in folders[:3]) + (f" and {len(folders) - 3:,} more" if len(folders) > 3 else "")
+    one = len(folders) == 1
+    if not found:
+        return NothingToIngestError(f"{shown}: nothing to ingest, {'an empty folder' if one else 'empty folders'}",
+                                    hint="check the path: is its disk mounted, are the files there yet?")
+    which = f"{'its' if one else 'their'} only file is not" if found == 1 else f"none of {'its' if one else 'their'} {found:,} files is"
+    return NothingToIngestError(
+        f"{shown}: nothing to ingest, {which} one gca reads (listed as skipped)",
+        hint="pass --format NAME if they are one; `gca ingest --help` lists the formats",
+    )
 
 
 def _walk(directory: Path) -> Iterator[Path]:
@@ -622,7 +646,7 @@ def ingest_file(
         path, fmt.name, "replaced" if previous else "loaded",
         rows=counts.rows, rejects=counts.rejects, seconds=time.perf_counter() - started,
         superseded=counts.superseded, unchanged=counts.unchanged,
-        reject_samples=[(line, reason) for line, reason in samples],
+        reject_samples=[(line, reason) for line, reason in samples], warnings=counts.warnings,
     )
 
 

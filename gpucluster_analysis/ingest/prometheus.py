@@ -13,7 +13,10 @@ the `dcgm_query_range` loader, with an `ingested_files` row (path: the request U
 a header or credentials) and a `prometheus_chunks` row. A pull that stops (the server
 goes away, Ctrl-C) keeps the chunks already stored; run again, it pulls only what no
 chunk of the same server and query covers, so the same range is never stored twice.
-HTTP is the standard library's, with a timeout on every request.
+HTTP is the standard library's. Every request is bounded: it has `TIMEOUT_S` in all (however
+slowly a server sends, its socket is shut then) and its answer at most `MAX_ANSWER_BYTES`
+(decompressed; reading stops there, and the chunk is pulled again in halves, down to one
+sample time).
 """
 
 from __future__ import annotations
@@ -27,10 +30,12 @@ import re
 import socket
 import ssl
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,7 +56,12 @@ MAX_POINTS = 10_000
 MAX_RESPONSE_POINTS = 1_000_000
 # The first chunk, before the series count is known: small enough for a server of thousands of GPUs.
 FIRST_CHUNK_POINTS = 240
+# A request's whole time: connecting, the server's work, and the answer to its last byte.
 TIMEOUT_S = 60.0
+# An answer's most bytes (decompressed). The loader holds a chunk's JSON in memory, about ten
+# times its size; an answer of the usual MAX_RESPONSE_POINTS is ~30 MB.
+MAX_ANSWER_BYTES = 128 << 20
+_READ_BLOCK = 1 << 20
 DEFAULT_STEP = "30s"  # dcgm-exporter's default collection interval
 FORMAT = "dcgm_query_range"  # how each chunk is read, as ingested_files records it
 _SMALL_BODY = 64 << 10  # error answers and empty results are read whole in Python
@@ -197,6 +207,7 @@ class Chunk:
     rows: int
     rejects: int
     seconds: float
+    answer_bytes: int = 0  # the server's answer, decompressed
 
 
 @dataclass
@@ -257,8 +268,13 @@ def pull(
     max_points: int = MAX_POINTS,
     max_response_points: int = MAX_RESPONSE_POINTS,
     timeout_s: float = TIMEOUT_S,
+    max_answer_bytes: int = MAX_ANSWER_BYTES,
 ) -> PullReport:
-    """Pull every sample time `since <= t < until` (multiples of the step) not stored yet; one transaction per chunk."""
+    """Pull every sample time `since <= t < until` (multiples of the step) not stored yet; one transaction per chunk.
+
+    Each request takes at most `timeout_s` in all and reads at most `max_answer_bytes` of
+    answer; a chunk whose answer is bigger is pulled again in halves.
+    """
     listener = listener or _Silent()
     query = query_for(match or default_match())
     now_ms = int(time.time() * 1000)
@@ -276,14 +292,17 @@ def pull(
     if not todo:
         return report
     run_script(con, "ingest", "macros", {})
-    size, most_series = min(max_points, FIRST_CHUNK_POINTS), 0
+    size, most_series, most_bytes = min(max_points, FIRST_CHUNK_POINTS), 0, 0.0
     for a, b in todo:
         k = a
         while k <= b:
             end = min(b, k + size - 1)
             try:
-                chunk = _pull_chunk(con, source, query, k * step_ms, end * step_ms, step_ms, timeout_s)
+                chunk = _pull_chunk(con, source, query, k * step_ms, end * step_ms, step_ms, timeout_s, max_answer_bytes)
             except GcaError as e:
+                if isinstance(e, AnswerTooBig) and end > k:
+                    size = (end - k + 1) // 2  # fewer sample times per request, until an answer fits
+                    continue
                 if report.chunks:
                     e.hint = ((e.hint + "; ") if e.hint else "") + (
                         f"the {len(report.chunks)} chunks stored up to {iso(report.chunks[-1].end_ms)} are kept:"
@@ -291,11 +310,14 @@ def pull(
                 raise
             report.chunks.append(chunk)
             listener.chunk_stored(chunk, end - k + 1)
-            k = end + 1
-            # size the next chunk by the most series a chunk had so far (+25% for series that start later)
+            # size the next chunk by the most series, and bytes per sample time, a chunk had so far
+            # (+25% for series that start later)
             most_series = max(most_series, chunk.series)
+            most_bytes = max(most_bytes, chunk.answer_bytes / (end - k + 1))
+            k = end + 1
             fit = max_response_points * 4 // (5 * most_series) if most_series else max_points
-            size = max(1, min(max_points, fit))
+            fit_bytes = int(max_answer_bytes * 4 / (5 * most_bytes)) if most_bytes else max_points
+            size = max(1, min(max_points, fit, fit_bytes))
     return report
 
 
@@ -353,7 +375,7 @@ def _uncovered(
 
 def _pull_chunk(
     con: duckdb.DuckDBPyConnection, source: PrometheusSource, query: str, start_ms: int, end_ms: int, step_ms: int,
-    timeout_s: float,
+    timeout_s: float, max_answer_bytes: int,
 ) -> Chunk:
     started = time.perf_counter()
     params = {"query": query, "start": _seconds(start_ms), "end": _seconds(end_ms), "step": _seconds(step_ms)}
@@ -361,7 +383,7 @@ def _pull_chunk(
     shown = f"{source.server}/api/v1/query_range ({iso(start_ms)} to {iso(end_ms)})"
     with tempfile.TemporaryDirectory(prefix="gca-prometheus-") as scratch:
         body = Path(scratch) / "metrics.json"  # a name that gives the loader neither a host nor a metric
-        size, digest = _fetch(source, url, shown, body, timeout_s)
+        size, digest = _fetch(source, url, shown, body, timeout_s, max_answer_bytes)
         empty = _check_body(body, size, shown)
         # what ingested_files calls the chunk: the request, readable, never a header
         request = f"{source.server}/api/v1/query_range?query={query}&start={iso(start_ms)}&end={iso(end_ms)}&step={params['step']}"
@@ -399,7 +421,7 @@ def _pull_chunk(
                 e.args = (e.message,)
             raise
         _drop_staging(con)
-    return Chunk(start_ms, end_ms, int(series), int(samples), counts.rows, counts.rejects, time.perf_counter() - started)
+    return Chunk(start_ms, end_ms, int(series), int(samples), counts.rows, counts.rejects, time.perf_counter() - started, size)
 
 
 def _drop_staging(con: duckdb.DuckDBPyConnection) -> None:
@@ -407,27 +429,132 @@ def _drop_staging(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"DROP TABLE IF EXISTS {name}")
 
 
-def _fetch(source: PrometheusSource, url: str, shown: str, target: Path, timeout_s: float) -> tuple[int, str]:
-    """GET url into target (decompressed); (bytes, sha256). ServerError/InputError in one line naming `shown`."""
+class AnswerTooBig(ServerError):
+    """An answer grew past the most gca reads (`max_answer_bytes`); `pull` asks for fewer sample times."""
+
+
+def _fetch(source: PrometheusSource, url: str, shown: str, target: Path, timeout_s: float,
+           max_answer_bytes: int) -> tuple[int, str]:
+    """GET url into target (decompressed); (bytes, sha256). ServerError/InputError in one line naming `shown`:
+    also when the whole request takes over `timeout_s`, or the answer grows past `max_answer_bytes`."""
     request = urllib.request.Request(url, headers={"Accept": "application/json", "Accept-Encoding": "gzip",
                                                    "User-Agent": f"gca/{__version__}", **dict(source.headers)})
+    deadline = _Deadline(timeout_s)
+    opener = urllib.request.build_opener(_HTTPHandler(deadline.watch), _HTTPSHandler(deadline.watch))
+    size = 0
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+        with opener.open(request, timeout=timeout_s) as response:
             stream = gzip.GzipFile(fileobj=response) if response.headers.get("Content-Encoding") == "gzip" else response
             digest = hashlib.sha256()
-            size = 0
             with target.open("wb") as out:
-                for block in iter(lambda: stream.read(1 << 20), b""):
+                for block in iter(lambda: stream.read(_READ_BLOCK), b""):
+                    size += len(block)
+                    if size > max_answer_bytes:
+                        raise AnswerTooBig(
+                            f"{shown}: the answer is over {_megabytes(max_answer_bytes)}, the most gca reads of one request",
+                            hint="pull fewer series at once: a narrower --match (e.g. one metric at a time)")
                     digest.update(block)
                     out.write(block)
-                    size += len(block)
-            return size, digest.hexdigest()
+        if deadline.expired:  # the socket shut at the deadline ends a read as if the answer were whole
+            raise _late(shown, timeout_s, size)
+        return size, digest.hexdigest()
     except urllib.error.HTTPError as e:
         raise _http_error(e, shown) from None
     except urllib.error.URLError as e:
-        raise _connection_error(e.reason, shown, timeout_s) from None
+        late = deadline.expired or isinstance(e.reason, TimeoutError)
+        raise _late(shown, timeout_s, size) if late else _connection_error(e.reason, shown) from None
     except (OSError, http.client.HTTPException, EOFError, gzip.BadGzipFile) as e:
-        raise _connection_error(e, shown, timeout_s) from None
+        late = deadline.expired or isinstance(e, TimeoutError)  # a read's own timeout is the request's too
+        raise _late(shown, timeout_s, size) if late else _connection_error(e, shown) from None
+    finally:
+        deadline.cancel()
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / (1 << 20):g} MB" if n >= 1 << 20 else f"{n:,} bytes"
+
+
+def _late(shown: str, timeout_s: float, received: int) -> ServerError:
+    if not received:
+        return ServerError(f"{shown}: no answer after {timeout_s:g} s, the most a request may take",
+                           hint="check that the server is up and reachable; if it is only slow, try again later or pull a narrower --match")
+    return ServerError(f"{shown}: the answer still incomplete ({received:,} bytes) after {timeout_s:g} s, the most a request may take",
+                       hint="the server sends too slowly: try again later, or pull a narrower --match")
+
+
+class _Deadline:
+    """A request's whole time: when it is up, the sockets of the request are shut, so whatever
+    waits on them (the TLS handshake, the headers, the answer, however slowly the server sends)
+    ends there. A socket timeout alone bounds each read, not the request."""
+
+    def __init__(self, seconds: float) -> None:
+        self._at = time.monotonic() + seconds
+        self._watched: list[tuple[threading.Timer, socket.socket]] = []
+        self.expired = False
+
+    def watch(self, sock: socket.socket) -> None:
+        # A duplicate of the connection's descriptor: shutting it shuts the connection (TLS
+        # wraps the socket it was given, leaving that one without a descriptor), and it stays
+        # ours until `cancel` closes it, so no other file can take its number meanwhile.
+        own = sock.dup()
+        timer = threading.Timer(max(0.0, self._at - time.monotonic()), self._shut, [own])
+        timer.daemon = True
+        self._watched.append((timer, own))
+        timer.start()
+
+    def _shut(self, sock: socket.socket) -> None:
+        self.expired = True
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # the server closed it meanwhile
+
+    def cancel(self) -> None:
+        for timer, own in self._watched:
+            timer.cancel()
+            timer.join()
+            own.close()
+
+
+class _WatchedConnection(http.client.HTTPConnection):
+    """A connection that hands its TCP socket to `watch` once connected (before any TLS)."""
+
+    watch: Callable[[socket.socket], None] | None = None
+
+    def connect(self) -> None:
+        super().connect()
+        if self.watch is not None:
+            self.watch(self.sock)
+
+
+class _WatchedSecureConnection(http.client.HTTPSConnection, _WatchedConnection):
+    """HTTPSConnection.connect calls _WatchedConnection.connect for the TCP part, then wraps it."""
+
+
+class _Watching:
+    """urllib's HTTP(S) handler whose connections (a redirect's too) are watched."""
+
+    def __init__(self, watch: Callable[[socket.socket], None]) -> None:
+        super().__init__()
+        self._watch = watch
+
+    def do_open(self, http_class: type, req: urllib.request.Request, **kwargs: object) -> http.client.HTTPResponse:
+        watched = _WatchedSecureConnection if issubclass(http_class, http.client.HTTPSConnection) else _WatchedConnection
+
+        def connection(*args: object, **options: object) -> http.client.HTTPConnection:
+            made = watched(*args, **options)  # type: ignore[arg-type]
+            made.watch = self._watch
+            return made
+
+        return super().do_open(connection, req, **kwargs)  # type: ignore[misc]
+
+
+class _HTTPHandler(_Watching, urllib.request.HTTPHandler):
+    pass
+
+
+class _HTTPSHandler(_Watching, urllib.request.HTTPSHandler):
+    pass
 
 
 def _http_error(e: urllib.error.HTTPError, shown: str) -> GcaError:
@@ -456,9 +583,7 @@ def _http_error(e: urllib.error.HTTPError, shown: str) -> GcaError:
     return ServerError(what, hint="the server failed: try again later, or ask its admins")
 
 
-def _connection_error(reason: object, shown: str, timeout_s: float) -> GcaError:
-    if isinstance(reason, TimeoutError | socket.timeout):
-        return ServerError(f"{shown}: no answer within {timeout_s:g} s", hint="check that the server is up and reachable")
+def _connection_error(reason: object, shown: str) -> GcaError:
     if isinstance(reason, ConnectionRefusedError):
         return ServerError(f"{shown}: connection refused", hint="is Prometheus running there? check the host and port")
     if isinstance(reason, socket.gaierror):

@@ -50,6 +50,16 @@ BATCH_ROWS = 10_000
 # store's temp directory. The typed rows (Arrow, ~1 GB at a million jobs) come on top.
 SQL_MEMORY_BYTES = 1500 * 1000**2
 _TEXT_LIMIT = 500
+# What to export: the columns gca reads (README's nightly recipe).
+SACCT_FORMAT = ("JobID,JobName,User,Account,Partition,QOS,State,ExitCode,Submit,Eligible,Start,End,Timelimit,NNodes,"
+                "ReqTRES,AllocTRES,NodeList")
+# Columns a dump loads without, leaving what the report needs unknown: (column, the
+# lower-case names that stand for it, what is unknown without them).
+_NEEDED_COLUMNS = (
+    ("Start", ("start",), "when runs started"),
+    ("End", ("end",), "when runs ended"),
+    ("AllocTRES", ("alloctres", "allocgres"), "the GPUs runs held"),
+)
 # runs of plain lines typed at once, one per worker thread (on two cores, three keep both busy:
 # a run waits on polars and DuckDB in turn)
 _RUNS_AHEAD = 3
@@ -767,6 +777,7 @@ class _Reader:
     header_text: str | None = None
     latin1_lines: set[int] = field(default_factory=set)  # lines read as Latin-1
     headers: int = 0  # header lines read so far: each starts a dump (concatenated dumps repeat it)
+    missing: list[str] = field(default_factory=list)  # _NEEDED_COLUMNS some layout lacks
     pending_header: tuple[int, str] | None = None  # fixed width: a header, its rule expected next
 
     def set_layout(self, layout: Layout, line_no: int) -> None:
@@ -778,6 +789,8 @@ class _Reader:
             )
         self.layout, self.cols = layout, _Columns(layout)
         self.headers += 1
+        self.missing += [column for column, spellings, _ in _NEEDED_COLUMNS
+                         if column not in self.missing and not names.intersection(spellings)]
 
     def rows(self, prepare: Callable[[Any], Any]) -> Iterator[tuple[int, str, list[str] | int | str] | Any]:
         """(line number, text, fields) of each data line; a field count instead of fields when
@@ -1051,8 +1064,7 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
     if _is_slurm_json(ctx.head):
         raise ParseError(
             f"{ctx.path}:1: Slurm's JSON output (sacct --json or scontrol --json), which gca does not read",
-            hint="export with sacct -P (e.g. sacct -a -P -S 2024-01-01 --format JobID,JobName,User,Account,Partition,"
-                 "State,ExitCode,Submit,Eligible,Start,End,Timelimit,NNodes,AllocTRES,NodeList) or scontrol show job -d",
+            hint=f"export with sacct -P (e.g. sacct -a -P -S 2024-01-01 --format {SACCT_FORMAT}) or scontrol show job -d",
         )
     zone = ctx.options.zone or local_zone()  # the machine's unless --tz says otherwise; recorded with the file
     install_zone(ctx.con, zone)
@@ -1108,7 +1120,19 @@ def _stage_and_store(ctx: LoadContext, reader: _Reader, stager: _Stager, zone: s
     superseded, unchanged = ctx.con.execute(
         "SELECT coalesce(sum(superseded), 0), coalesce(sum(unchanged), 0) FROM stage_sacct_choice").fetchall()[0]
     return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"), time_zone=zone,
-                      superseded=int(superseded), unchanged=int(unchanged))
+                      superseded=int(superseded), unchanged=int(unchanged), warnings=_missing_columns(ctx.path, reader.missing))
+
+
+def _missing_columns(path: Path, missing: list[str]) -> tuple[str, ...]:
+    """The warning for a dump without Start, End or AllocTRES: it loads, but the report cannot
+    tell run times, waits or GPU time of its jobs, and should not be silent about it."""
+    if not missing:
+        return ()
+    unknown = [what for column, _, what in _NEEDED_COLUMNS if column in missing]
+    lost = unknown[0] if len(unknown) == 1 else ", ".join(unknown[:-1]) + " and " + unknown[-1]
+    columns = ",".join(missing)
+    return (f"{path}: the sacct dump has no {', '.join(missing)} column{'s' if len(missing) > 1 else ''}, so {lost}"
+            f" {'is' if len(unknown) == 1 else 'are'} unknown; add {columns} to sacct --format (e.g. --format {SACCT_FORMAT})",)
 
 
 def _reject_texts(ctx: LoadContext) -> None:
