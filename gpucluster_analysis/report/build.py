@@ -100,6 +100,7 @@ def build_report(
     dataset: Path | None = None,
     engine: str = "duckdb",
     master: str | None = None,
+    raw_csv: bool = False,
 ) -> Written:
     """Write `out/index.html` and the CSV tables (jobs.csv first) for the store at `db`.
 
@@ -108,7 +109,8 @@ def build_report(
     with a `baseline` selection it also sets the two side by side (report/comparison.py,
     comparison.csv). With `dataset`, a Parquet dataset directory (gca export, gca ingest --to),
     the report reads that instead of the store `db`; with `engine` "spark" too, the heavy
-    queries run in Spark (`master`: its URL, default PySpark's own local mode).
+    queries run in Spark (`master`: its URL, default PySpark's own local mode). Text cells that
+    a spreadsheet would run as formulas are neutralized in the CSVs (csv_text) unless `raw_csv`.
 
     Raises StoreError when the store is missing or holds no jobs, ReportError when `out`
     cannot be written.
@@ -140,7 +142,7 @@ def build_report(
                                None if baseline is None else baseline.describe())
     with _step(log, "writing HTML and CSV"):
         page = render_html(content, title=f"GPU cluster report: {name}")
-        tables = _write_outputs(out, now.jobs, results, page)
+        tables = _write_outputs(out, now.jobs, results, page, raw_csv=raw_csv)
     log(f"report built in {time.perf_counter() - started:.1f} s")
     headline = summary.headline(results, name, out / "index.html", selection.describe())
     if before is not None:
@@ -330,22 +332,63 @@ def _speed_results(con: duckdb.DuckDBPyConnection, heavy: Engine | None = None) 
 CSV_SIGNIFICANT_DIGITS = 12
 
 
-def csv_text(df: pl.DataFrame) -> str:
+# A spreadsheet runs a cell that starts with one of these as a formula (OWASP, "CSV Injection"):
+# such a text cell gets a leading single quote, which makes it text, and double quotes.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
+# Text cells quoted: RFC 4180's (a comma, a double quote, a line break; an empty string, to tell
+# it from a missing value) and those holding a semicolon or a tab, where spreadsheets in some
+# locales split a line.
+_QUOTED_CHARS = (",", '"', "\r", "\n", ";", "\t")
+
+
+def csv_text(df: pl.DataFrame, raw: bool = False) -> str:
     """CSV with ISO 8601 Z times, plain decimals (never 1e-05) rounded to
-    CSV_SIGNIFICANT_DIGITS significant digits, empty missing values."""
+    CSV_SIGNIFICANT_DIGITS significant digits, empty missing values.
+
+    Text columns (names from the input: jobs, users, VCs, machines, reasons) are made safe for
+    spreadsheets: a cell starting with one of FORMULA_STARTS is written as "'..." (OWASP's rule).
+    Numbers are never touched, a negative one included. With `raw`, text as it is.
+    """
+    if not raw:
+        df = _spreadsheet_text(df)
     df = format_for_csv(df)
     floats = [c for c, t in df.schema.items() if t.is_float()]
     if floats:
         df = df.with_columns(pl.col(c).round_sig_figs(CSV_SIGNIFICANT_DIGITS) for c in floats)
-    return df.write_csv(float_scientific=False, null_value="")
+    # _spreadsheet_text quoted the text cells that need it; the other columns (numbers, times,
+    # booleans) never need quotes
+    return df.write_csv(float_scientific=False, null_value="", quote_style="necessary" if raw else "never")
 
 
-def _write_outputs(out: Path, jobs: pl.DataFrame, results: dict[str, pl.DataFrame], page: str) -> list[Path]:
+def _spreadsheet_text(df: pl.DataFrame) -> pl.DataFrame:
+    """The text columns as CSV fields a spreadsheet reads as text: quoted where needed
+    (_QUOTED_CHARS), a formula cell with a leading single quote and always quoted."""
+    text = [c for c, t in df.schema.items() if t in (pl.String, pl.Categorical) or isinstance(t, pl.Enum)]
+    if not text:
+        return df
+    starts = "^[" + "".join(FORMULA_STARTS).replace("-", r"\-") + "]"  # the others are literal in a class
+
+    def quote_when(col: pl.Expr) -> pl.Expr:
+        return col.str.contains(starts) | col.str.contains_any(list(_QUOTED_CHARS)) | (col.str.len_bytes() == 0)
+
+    # one pass to find the columns with a cell to change, then only those are rewritten
+    found = df.select(quote_when(pl.col(c).cast(pl.String)).any().alias(c) for c in text).row(0, named=True)
+    rewritten = []
+    for name in (c for c in text if found[c]):
+        col = pl.col(name).cast(pl.String)
+        formula = pl.when(col.str.contains(starts)).then(pl.lit("'")).otherwise(pl.lit(""))
+        quoted = pl.concat_str([pl.lit('"'), formula, col.str.replace_all('"', '""', literal=True), pl.lit('"')])
+        rewritten.append(pl.when(quote_when(col)).then(quoted).otherwise(col).alias(name))
+    return df.with_columns(rewritten) if rewritten else df
+
+
+def _write_outputs(out: Path, jobs: pl.DataFrame, results: dict[str, pl.DataFrame], page: str,
+                   raw_csv: bool = False) -> list[Path]:
     try:
         out.mkdir(parents=True, exist_ok=True)
-        tables = [write_atomic(out / "jobs.csv", csv_text(jobs))]
+        tables = [write_atomic(out / "jobs.csv", csv_text(jobs, raw=raw_csv))]
         for name, df in results.items():
-            tables.append(write_atomic(out / f"{name}.csv", csv_text(df)))
+            tables.append(write_atomic(out / f"{name}.csv", csv_text(df, raw=raw_csv)))
         # index.html last: when it is there, the tables it links to are too
         write_atomic(out / "index.html", page)
     except OSError as e:
@@ -386,7 +429,7 @@ th { text-align: left; }
 """
 
 
-def render_html(content: list[Section], title: str) -> str:
+def renderhtml.escape(content: list[Section], title: str) -> str:
     """One self-contained page: plotly.js once in <head>, then every section and figure."""
     import plotly.io as pio
     from plotly.offline import get_plotlyjs
@@ -398,7 +441,7 @@ def render_html(content: list[Section], title: str) -> str:
         body.append(f'<section id="{html.escape(s.id)}"><h2>{html.escape(s.title)}</h2>')
         for block in s.blocks:
             if isinstance(block, Figure):
-                div = pio.to_html(block.figure, include_plotlyjs=False, full_html=False, div_id=block.div_id,
+                div = pio.tohtml.escape(block.figure, include_plotlyjs=False, full_html=False, div_id=block.div_id,
                                   config=PLOTLY_CONFIG, default_width="100%",
                                   default_height=f"{block.figure.layout.height or 420}px")
                 body.append(
@@ -408,7 +451,7 @@ def render_html(content: list[Section], title: str) -> str:
                     "</div>"
                 )
             elif isinstance(block, Table):
-                body.append(_table_html(block))
+                body.append(_tablehtml.escape(block))
             elif isinstance(block, Findings):
                 items = "".join(f'<li><a href="#{html.escape(sid)}">{html.escape(title)}</a>: {html.escape(text)}</li>'
                                 for sid, title, text in block.items)
@@ -434,10 +477,10 @@ def render_html(content: list[Section], title: str) -> str:
 TRANSPOSE_OVER_COLUMNS = 7
 
 
-def _table_html(t: Table) -> str:
+def _tablehtml.escape(t: Table) -> str:
     df = t.frame
     if df.height == 1 and df.width > TRANSPOSE_OVER_COLUMNS:
-        return _record_html(t)
+        return _recordhtml.escape(t)
     shown = df.head(t.max_rows)
     more = (f" Showing the first {t.max_rows} of {df.height:,} rows; all are in {t.name}.csv."
             if df.height > t.max_rows else "")
@@ -459,7 +502,7 @@ def _table_html(t: Table) -> str:
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div></div>")
 
 
-def _record_html(t: Table) -> str:
+def _recordhtml.escape(t: Table) -> str:
     rows = []
     for col, value in t.frame.row(0, named=True).items():
         text, is_text = _cell(col, value)
