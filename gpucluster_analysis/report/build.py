@@ -29,6 +29,7 @@ import polars as pl
 from gpucluster_analysis import __version__
 from gpucluster_analysis.db import open_store, upgrade_older_store
 from gpucluster_analysis.errors import ReportError, StoreError
+from gpucluster_analysis.printable import printable
 from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas
 from gpucluster_analysis.report import analysis, comparison, sections, summary
 from gpucluster_analysis.report.kept import read_kept
@@ -429,45 +430,50 @@ th { text-align: left; }
 """
 
 
-def renderhtml.escape(content: list[Section], title: str) -> str:
+def _html(text: str) -> str:
+    """Text for the page: printable (a name's control characters as escapes), then HTML-escaped."""
+    return html.escape(printable(text))
+
+
+def render_html(content: list[Section], title: str) -> str:
     """One self-contained page: plotly.js once in <head>, then every section and figure."""
     import plotly.io as pio
     from plotly.offline import get_plotlyjs
 
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    nav = "".join(f'<a href="#{html.escape(s.id)}">{html.escape(s.title)}</a>' for s in content)
+    nav = "".join(f'<a href="#{_html(s.id)}">{_html(s.title)}</a>' for s in content)
     body: list[str] = []
     for s in content:
-        body.append(f'<section id="{html.escape(s.id)}"><h2>{html.escape(s.title)}</h2>')
+        body.append(f'<section id="{_html(s.id)}"><h2>{_html(s.title)}</h2>')
         for block in s.blocks:
             if isinstance(block, Figure):
-                div = pio.tohtml.escape(block.figure, include_plotlyjs=False, full_html=False, div_id=block.div_id,
+                div = pio.to_html(block.figure, include_plotlyjs=False, full_html=False, div_id=block.div_id,
                                   config=PLOTLY_CONFIG, default_width="100%",
                                   default_height=f"{block.figure.layout.height or 420}px")
                 body.append(
-                    f'<div class="figure" id="{html.escape(block.div_id)}-block"><div class="plot">{div}</div>'
-                    f'<p class="finding">{html.escape(block.finding)}</p>'
-                    f'<p class="source">Numbers: <a href="{html.escape(block.csv)}.csv">{html.escape(block.csv)}.csv</a></p>'
+                    f'<div class="figure" id="{_html(block.div_id)}-block"><div class="plot">{div}</div>'
+                    f'<p class="finding">{_html(block.finding)}</p>'
+                    f'<p class="source">Numbers: <a href="{_html(block.csv)}.csv">{_html(block.csv)}.csv</a></p>'
                     "</div>"
                 )
             elif isinstance(block, Table):
-                body.append(_tablehtml.escape(block))
+                body.append(_table_html(block))
             elif isinstance(block, Findings):
-                items = "".join(f'<li><a href="#{html.escape(sid)}">{html.escape(title)}</a>: {html.escape(text)}</li>'
+                items = "".join(f'<li><a href="#{_html(sid)}">{_html(title)}</a>: {_html(text)}</li>'
                                 for sid, title, text in block.items)
                 body.append(f'<ul class="key-findings">{items}</ul>')
             elif isinstance(block, Paragraph) and block.kind == "h3":
                 slug = block.text.lower().replace(" ", "-")
-                body.append(f'<h3 id="{html.escape(slug)}">{html.escape(block.text)}</h3>')
+                body.append(f'<h3 id="{_html(slug)}">{_html(block.text)}</h3>')
             else:
-                body.append(f'<p class="{html.escape(block.kind)}">{html.escape(block.text)}</p>')
+                body.append(f'<p class="{_html(block.kind)}">{_html(block.text)}</p>')
         body.append("</section>")
     # The bundle goes in as is; it holds no "</script" (checked by the tests).
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f"<title>{html.escape(title)}</title>\n<style>{CSS}</style>\n"
+        f"<title>{_html(title)}</title>\n<style>{CSS}</style>\n"
         f'<script type="text/javascript">{get_plotlyjs()}</script>\n</head>\n<body>\n'
-        f"<header><h1>{html.escape(title)}</h1><p>Generated {generated} by gca {html.escape(__version__)}."
+        f"<header><h1>{_html(title)}</h1><p>Generated {generated} by gca {_html(__version__)}."
         " All times UTC. Every figure's numbers are in the CSV named below it; jobs.csv has one row per job.</p></header>\n"
         f"<nav>{nav}</nav>\n<main>\n" + "\n".join(body) + "\n</main>\n</body>\n</html>\n"
     )
@@ -477,40 +483,40 @@ def renderhtml.escape(content: list[Section], title: str) -> str:
 TRANSPOSE_OVER_COLUMNS = 7
 
 
-def _tablehtml.escape(t: Table) -> str:
+def _table_html(t: Table) -> str:
     df = t.frame
     if df.height == 1 and df.width > TRANSPOSE_OVER_COLUMNS:
-        return _recordhtml.escape(t)
+        return _record_html(t)
     shown = df.head(t.max_rows)
     more = (f" Showing the first {t.max_rows} of {df.height:,} rows; all are in {t.name}.csv."
             if df.height > t.max_rows else "")
     # a column name may break after its underscores: a wide table of long names still fits its card
-    head = "".join(f"<th>{html.escape(c).replace('_', '_<wbr>')}</th>" for c in df.columns)
+    head = "".join(f"<th>{_html(c).replace('_', '_<wbr>')}</th>" for c in df.columns)
     rows = []
     for row in shown.iter_rows(named=True):
         cells = []
         for col, value in row.items():
             text, is_text = _cell(col, value)
-            cells.append(f'<td class="text">{html.escape(text)}</td>' if is_text else f"<td>{html.escape(text)}</td>")
+            cells.append(f'<td class="text">{_html(text)}</td>' if is_text else f"<td>{_html(text)}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     if not rows:
         rows.append(f'<tr><td class="text" colspan="{max(len(df.columns), 1)}">(no rows)</td></tr>')
-    caption = html.escape(t.caption + more)
+    caption = _html(t.caption + more)
     return (f'<div class="table-block"><p class="caption">{caption}'
-            f' <a href="{html.escape(t.name)}.csv">{html.escape(t.name)}.csv</a></p>'
-            f'<div class="table-wrap"><table id="table-{html.escape(t.name)}">'
+            f' <a href="{_html(t.name)}.csv">{_html(t.name)}.csv</a></p>'
+            f'<div class="table-wrap"><table id="table-{_html(t.name)}">'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div></div>")
 
 
-def _recordhtml.escape(t: Table) -> str:
+def _record_html(t: Table) -> str:
     rows = []
     for col, value in t.frame.row(0, named=True).items():
         text, is_text = _cell(col, value)
-        rows.append(f'<tr><th scope="row">{html.escape(col)}</th>'
-                    + (f'<td class="text">{html.escape(text)}</td>' if is_text else f"<td>{html.escape(text)}</td>") + "</tr>")
-    return (f'<div class="table-block"><p class="caption">{html.escape(t.caption)}'
-            f' <a href="{html.escape(t.name)}.csv">{html.escape(t.name)}.csv</a></p>'
-            f'<div class="table-wrap"><table id="table-{html.escape(t.name)}" class="record">'
+        rows.append(f'<tr><th scope="row">{_html(col)}</th>'
+                    + (f'<td class="text">{_html(text)}</td>' if is_text else f"<td>{_html(text)}</td>") + "</tr>")
+    return (f'<div class="table-block"><p class="caption">{_html(t.caption)}'
+            f' <a href="{_html(t.name)}.csv">{_html(t.name)}.csv</a></p>'
+            f'<div class="table-wrap"><table id="table-{_html(t.name)}" class="record">'
             f"<tbody>{''.join(rows)}</tbody></table></div></div>")
 
 
