@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,8 +72,9 @@ def test_report_renders_offline_without_errors(report: Written, request: pytest.
     assert_renders_offline(report)
 
 
-def assert_renders_offline(report: Written) -> None:
-    """No console or page errors, nothing fetched from outside, every figure drawn with marks."""
+def assert_renders_offline(report: Written, then: Callable[[Any], Any] | None = None) -> Any:
+    """No console or page errors, nothing fetched from outside, every figure drawn with marks.
+    `then(page)`, when given, runs on the drawn page; its result is returned."""
     if not CHROMIUM.exists():
         _unavailable(f"{CHROMIUM} is not installed")
     try:
@@ -119,6 +122,7 @@ def assert_renders_offline(report: Written) -> None:
                 "[...document.querySelectorAll('table')]"
                 ".filter(t => t.scrollWidth > t.parentElement.clientWidth + 1).map(t => t.id)"
             )
+            looked = then(page) if then is not None else None
             page.wait_for_timeout(300)  # let late console messages arrive
         finally:
             browser.close()
@@ -127,3 +131,40 @@ def assert_renders_offline(report: Written) -> None:
     assert outside == []
     assert drawn == expected
     assert with_marks == expected
+    return looked
+
+
+def test_hostile_names_render_as_plain_text(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Names that are Plotly markup show as their own text: the drawn SVG holds no <a> or <b>
+    from the data, legends, axis labels and hover text read as the names, and a name's `%{y}`
+    is not filled in by the hover template (tests/hostile_names.py: issue #26, item 6).
+
+    Reproduction (before: the VC was a live link in the legend and on the axis):
+        echo '[{"jobid": "j1", "user": "u", "vc": "<a href=\"http://x.example\">v</a>", ...}]' > cluster_job_log
+        gca ingest cluster_job_log --db s.duckdb && gca report --db s.duckdb --out r
+        chromium r/index.html   # the legend entry is a link to http://x.example
+    """
+    from tests import hostile_names as hostile
+
+    report = build_report(hostile.build_store(tmp_path_factory.mktemp("hostile")), tmp_path_factory.mktemp("hostile_out"))
+
+    def look(page):  # type: ignore[no-untyped-def]
+        legend = page.evaluate("[...document.querySelectorAll('#fig-queue-delay-cdf-by-vc .legendtext')].map(t => t.textContent)")
+        shown = "<b>x</b>%{y}"
+        hover = page.evaluate(
+            """n => { const gd = document.getElementById('fig-queue-delay-cdf-by-vc');
+                     Plotly.Fx.hover(gd, [{curveNumber: n, pointNumber: 0}]);
+                     return [...gd.querySelectorAll('.hoverlayer text')].map(t => t.textContent); }""",
+            legend.index(shown) if shown in legend else 0)  # (else the legend assertion below fails)
+        return {
+            "markup": page.evaluate("document.querySelectorAll('.js-plotly-plot svg a, .js-plotly-plot svg b').length"),
+            "legend": legend,
+            "ticks": page.evaluate("[...document.querySelectorAll('#fig-wait-causes-by-vc .xtick text')].map(t => t.textContent)"),
+            "hover": hover,
+        }
+
+    seen = assert_renders_offline(report, then=look)
+    vcs = sorted([*hostile.VCS, "plain_vc"])
+    assert seen["markup"] == 0  # after the hover too: its label is inside the plot's SVG
+    assert sorted(seen["legend"]) == vcs and sorted(seen["ticks"]) == vcs
+    assert len(seen["hover"]) == 1 and seen["hover"][0].startswith("<b>x</b>%{y}: ") and "at or below" in seen["hover"][0]

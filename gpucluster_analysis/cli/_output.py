@@ -1,4 +1,9 @@
-"""Where output goes: data to stdout, everything else (progress, summaries, errors) to stderr."""
+"""Where output goes: data to stdout, everything else (progress, summaries, errors) to stderr.
+
+Names in what gca prints (files, jobs, users, VCs, machines) come from the input: every string
+a console here renders is made printable first (gpucluster_analysis.printable: control
+characters as escapes), and never read as Rich markup or emoji codes.
+"""
 
 from __future__ import annotations
 
@@ -11,23 +16,46 @@ from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from gpucluster_analysis.errors import ExitCode, GcaError
+from gpucluster_analysis.printable import printable, printable_json
+
+
+class PrintableConsole(Console):
+    """A Rich console that shows every string it renders as printable text: messages, table
+    cells and titles alike (an escape sequence in a file name cannot restyle the terminal,
+    a tab or newline cannot forge a line). Markup and emoji codes are off: `[red]` and
+    `:smile:` in a name stay as they are."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(markup=False, emoji=False, highlight=False, **kwargs)
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return super().render_str(printable(text), **kwargs)
+
 
 # Logs and CI captures are not 80 columns wide; don't fold the summary table there.
-stderr = Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys.stderr.isatty() else 160)
+stderr = PrintableConsole(stderr=True, soft_wrap=True, width=None if sys.stderr.isatty() else 160)
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
+def json_text(data: dict[str, Any], indent: int | None = None) -> str:
+    """`data` as JSON: non-ASCII text as is, no control character raw."""
+    return printable_json(json.dumps(data, indent=indent, ensure_ascii=False, allow_nan=False))
+
+
 def print_json(data: dict[str, Any]) -> None:
     """One JSON object on stdout, keys in the order given (for scripts)."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    sys.stdout.write(json_text(data, indent=2) + "\n")
 
 
 def print_rows(title: str, rows: list[tuple[str, str]], plain: str) -> None:
-    """(section, line) rows on stdout: a table on a terminal, else `plain` as it is (no ANSI codes)."""
+    """(section, line) rows on stdout: a table on a terminal, else `plain` as it is (no ANSI codes).
+
+    Both come printable from report/summary.py; the table's strings are made so again here."""
     if not sys.stdout.isatty():
         sys.stdout.write(plain)
         return
@@ -40,7 +68,7 @@ def print_rows(title: str, rows: list[tuple[str, str]], plain: str) -> None:
     for section, line in rows:
         table.add_row(section if section != previous else "", line)
         previous = section
-    Console(highlight=False).print(table)
+    PrintableConsole().print(table)
 
 
 def fail(error: GcaError) -> NoReturn:

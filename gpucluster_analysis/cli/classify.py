@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from gpucluster_analysis.cli._output import guarded
+from gpucluster_analysis.cli._output import guarded, json_text
 from gpucluster_analysis.errors import InputError
+from gpucluster_analysis.printable import printable
 
 
 @guarded
@@ -58,11 +58,12 @@ def classify(
                     for e in result.evidence
                 ]
                 obj["explain"] = result.explain()
-            typer.echo(json.dumps(obj, ensure_ascii=False))
+            typer.echo(json_text(obj))
         else:
             sig = result.signature_id or "-"
             line_no = "-" if result.line_number is None else str(result.line_number)
-            typer.echo(f"{path}\t{result.reason}\t{result.category}\t{sig}\t{line_no}")
+            # one line of five tab-separated fields, whatever the path or the log holds
+            typer.echo("\t".join(printable(str(field)) for field in (path, result.reason, result.category, sig, line_no)))
             if explain:
                 for text in result.explain():
-                    typer.echo(f"  {text}")
+                    typer.echo(f"  {printable(text)}")

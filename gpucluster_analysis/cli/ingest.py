@@ -10,6 +10,7 @@ import typer
 from gpucluster_analysis.cli._options import DEFAULT_DB, DbOption, OverwriteOption, ShardOption
 from gpucluster_analysis.cli._output import guarded, stderr
 from gpucluster_analysis.errors import ExitCode, GcaError, InputError
+from gpucluster_analysis.printable import printable
 
 if TYPE_CHECKING:  # heavy: imported inside the command
     import duckdb
@@ -285,7 +286,7 @@ class _PullProgress:
         self.server = server
         self.stored = 0
         self.last_ms = 0
-        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+        self._progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                                   TimeElapsedColumn(), console=stderr, transient=True)
         self._task = None
 
@@ -304,7 +305,7 @@ class _PullProgress:
     def planned(self, points: int) -> None:
         if points and stderr.is_terminal:  # a log or a capture gets the summary line only
             self._progress.start()
-            self._task = self._progress.add_task(f"pulling from {self.server}", total=points)
+            self._task = self._progress.add_task(printable(f"pulling from {self.server}"), total=points)
 
     def chunk_stored(self, chunk: object, points: int) -> None:
         self.stored += 1
@@ -320,7 +321,7 @@ class _RichListener:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         self._progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+            TextColumn("{task.description}", markup=False), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
             TimeElapsedColumn(), console=stderr, transient=True,
         )
         self._task = None
@@ -352,7 +353,7 @@ class _RichListener:
 
     def file_started(self, path: Path, format_name: str, size: int) -> None:
         if size >= _PROGRESS_MIN_BYTES:
-            self._task = self._progress.add_task(f"{path.name} ({format_name})", total=1.0)
+            self._task = self._progress.add_task(printable(f"{path.name} ({format_name})"), total=1.0)
 
     def file_progress(self, fraction: float) -> None:
         if self._task is not None:

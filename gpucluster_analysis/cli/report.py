@@ -51,6 +51,9 @@ def report(
         " report opens with both periods' headline numbers, the change and its significance.")] = None,
     baseline_until: Annotated[str | None, typer.Option(
         "--baseline-until", help="End of the baseline period (excluded).")] = None,
+    raw_csv: Annotated[bool, typer.Option(
+        "--raw-csv", help="Write the CSVs' text as it is. By default a text cell a spreadsheet would run as a formula"
+        " (starting with = + - @, a tab or a line break) is written as '... (docs/jobs-csv.md).")] = False,
 ) -> None:
     """Write the report: DIR/index.html (one offline file) and CSV tables such as jobs.csv,
     then print its headline numbers (jobs, GPU-hours, utilization, queueing, failures, speed) on stdout.
@@ -82,7 +85,7 @@ def report(
             stderr.print(f"gca: {msg}", markup=False)
 
     written = build_report(db, out, log=log, quotas=quota_file, locality=rule, selection=selection, baseline=baseline,
-                           dataset=from_dir, engine=engine, master=master)
+                           dataset=from_dir, engine=engine, master=master, raw_csv=raw_csv)
     log(f"wrote {written.html} and {len(written.tables)} CSV tables in {written.out_dir}")
     if as_json:
         print_json(written.summary)

@@ -29,6 +29,7 @@ import polars as pl
 from gpucluster_analysis import __version__
 from gpucluster_analysis.db import open_store, upgrade_older_store
 from gpucluster_analysis.errors import ReportError, StoreError
+from gpucluster_analysis.printable import printable
 from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas
 from gpucluster_analysis.report import analysis, comparison, sections, summary
 from gpucluster_analysis.report.kept import read_kept
@@ -100,6 +101,7 @@ def build_report(
     dataset: Path | None = None,
     engine: str = "duckdb",
     master: str | None = None,
+    raw_csv: bool = False,
 ) -> Written:
     """Write `out/index.html` and the CSV tables (jobs.csv first) for the store at `db`.
 
@@ -108,7 +110,8 @@ def build_report(
     with a `baseline` selection it also sets the two side by side (report/comparison.py,
     comparison.csv). With `dataset`, a Parquet dataset directory (gca export, gca ingest --to),
     the report reads that instead of the store `db`; with `engine` "spark" too, the heavy
-    queries run in Spark (`master`: its URL, default PySpark's own local mode).
+    queries run in Spark (`master`: its URL, default PySpark's own local mode). Text cells that
+    a spreadsheet would run as formulas are neutralized in the CSVs (csv_text) unless `raw_csv`.
 
     Raises StoreError when the store is missing or holds no jobs, ReportError when `out`
     cannot be written.
@@ -140,7 +143,7 @@ def build_report(
                                None if baseline is None else baseline.describe())
     with _step(log, "writing HTML and CSV"):
         page = render_html(content, title=f"GPU cluster report: {name}")
-        tables = _write_outputs(out, now.jobs, results, page)
+        tables = _write_outputs(out, now.jobs, results, page, raw_csv=raw_csv)
     log(f"report built in {time.perf_counter() - started:.1f} s")
     headline = summary.headline(results, name, out / "index.html", selection.describe())
     if before is not None:
@@ -330,22 +333,63 @@ def _speed_results(con: duckdb.DuckDBPyConnection, heavy: Engine | None = None) 
 CSV_SIGNIFICANT_DIGITS = 12
 
 
-def csv_text(df: pl.DataFrame) -> str:
+# A spreadsheet runs a cell that starts with one of these as a formula (OWASP, "CSV Injection"):
+# such a text cell gets a leading single quote, which makes it text, and double quotes.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
+# Text cells quoted: RFC 4180's (a comma, a double quote, a line break; an empty string, to tell
+# it from a missing value) and those holding a semicolon or a tab, where spreadsheets in some
+# locales split a line.
+_QUOTED_CHARS = (",", '"', "\r", "\n", ";", "\t")
+
+
+def csv_text(df: pl.DataFrame, raw: bool = False) -> str:
     """CSV with ISO 8601 Z times, plain decimals (never 1e-05) rounded to
-    CSV_SIGNIFICANT_DIGITS significant digits, empty missing values."""
+    CSV_SIGNIFICANT_DIGITS significant digits, empty missing values.
+
+    Text columns (names from the input: jobs, users, VCs, machines, reasons) are made safe for
+    spreadsheets: a cell starting with one of FORMULA_STARTS is written as "'..." (OWASP's rule).
+    Numbers are never touched, a negative one included. With `raw`, text as it is.
+    """
+    if not raw:
+        df = _spreadsheet_text(df)
     df = format_for_csv(df)
     floats = [c for c, t in df.schema.items() if t.is_float()]
     if floats:
         df = df.with_columns(pl.col(c).round_sig_figs(CSV_SIGNIFICANT_DIGITS) for c in floats)
-    return df.write_csv(float_scientific=False, null_value="")
+    # _spreadsheet_text quoted the text cells that need it; the other columns (numbers, times,
+    # booleans) never need quotes
+    return df.write_csv(float_scientific=False, null_value="", quote_style="necessary" if raw else "never")
 
 
-def _write_outputs(out: Path, jobs: pl.DataFrame, results: dict[str, pl.DataFrame], page: str) -> list[Path]:
+def _spreadsheet_text(df: pl.DataFrame) -> pl.DataFrame:
+    """The text columns as CSV fields a spreadsheet reads as text: quoted where needed
+    (_QUOTED_CHARS), a formula cell with a leading single quote and always quoted."""
+    text = [c for c, t in df.schema.items() if t in (pl.String, pl.Categorical) or isinstance(t, pl.Enum)]
+    if not text:
+        return df
+    starts = "^[" + "".join(FORMULA_STARTS).replace("-", r"\-") + "]"  # the others are literal in a class
+
+    def quote_when(col: pl.Expr) -> pl.Expr:
+        return col.str.contains(starts) | col.str.contains_any(list(_QUOTED_CHARS)) | (col.str.len_bytes() == 0)
+
+    # one pass to find the columns with a cell to change, then only those are rewritten
+    found = df.select(quote_when(pl.col(c).cast(pl.String)).any().alias(c) for c in text).row(0, named=True)
+    rewritten = []
+    for name in (c for c in text if found[c]):
+        col = pl.col(name).cast(pl.String)
+        formula = pl.when(col.str.contains(starts)).then(pl.lit("'")).otherwise(pl.lit(""))
+        quoted = pl.concat_str([pl.lit('"'), formula, col.str.replace_all('"', '""', literal=True), pl.lit('"')])
+        rewritten.append(pl.when(quote_when(col)).then(quoted).otherwise(col).alias(name))
+    return df.with_columns(rewritten) if rewritten else df
+
+
+def _write_outputs(out: Path, jobs: pl.DataFrame, results: dict[str, pl.DataFrame], page: str,
+                   raw_csv: bool = False) -> list[Path]:
     try:
         out.mkdir(parents=True, exist_ok=True)
-        tables = [write_atomic(out / "jobs.csv", csv_text(jobs))]
+        tables = [write_atomic(out / "jobs.csv", csv_text(jobs, raw=raw_csv))]
         for name, df in results.items():
-            tables.append(write_atomic(out / f"{name}.csv", csv_text(df)))
+            tables.append(write_atomic(out / f"{name}.csv", csv_text(df, raw=raw_csv)))
         # index.html last: when it is there, the tables it links to are too
         write_atomic(out / "index.html", page)
     except OSError as e:
@@ -386,45 +430,50 @@ th { text-align: left; }
 """
 
 
+def _html(text: str) -> str:
+    """Text for the page: printable (a name's control characters as escapes), then HTML-escaped."""
+    return html.escape(printable(text))
+
+
 def render_html(content: list[Section], title: str) -> str:
     """One self-contained page: plotly.js once in <head>, then every section and figure."""
     import plotly.io as pio
     from plotly.offline import get_plotlyjs
 
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    nav = "".join(f'<a href="#{html.escape(s.id)}">{html.escape(s.title)}</a>' for s in content)
+    nav = "".join(f'<a href="#{_html(s.id)}">{_html(s.title)}</a>' for s in content)
     body: list[str] = []
     for s in content:
-        body.append(f'<section id="{html.escape(s.id)}"><h2>{html.escape(s.title)}</h2>')
+        body.append(f'<section id="{_html(s.id)}"><h2>{_html(s.title)}</h2>')
         for block in s.blocks:
             if isinstance(block, Figure):
                 div = pio.to_html(block.figure, include_plotlyjs=False, full_html=False, div_id=block.div_id,
                                   config=PLOTLY_CONFIG, default_width="100%",
                                   default_height=f"{block.figure.layout.height or 420}px")
                 body.append(
-                    f'<div class="figure" id="{html.escape(block.div_id)}-block"><div class="plot">{div}</div>'
-                    f'<p class="finding">{html.escape(block.finding)}</p>'
-                    f'<p class="source">Numbers: <a href="{html.escape(block.csv)}.csv">{html.escape(block.csv)}.csv</a></p>'
+                    f'<div class="figure" id="{_html(block.div_id)}-block"><div class="plot">{div}</div>'
+                    f'<p class="finding">{_html(block.finding)}</p>'
+                    f'<p class="source">Numbers: <a href="{_html(block.csv)}.csv">{_html(block.csv)}.csv</a></p>'
                     "</div>"
                 )
             elif isinstance(block, Table):
                 body.append(_table_html(block))
             elif isinstance(block, Findings):
-                items = "".join(f'<li><a href="#{html.escape(sid)}">{html.escape(title)}</a>: {html.escape(text)}</li>'
+                items = "".join(f'<li><a href="#{_html(sid)}">{_html(title)}</a>: {_html(text)}</li>'
                                 for sid, title, text in block.items)
                 body.append(f'<ul class="key-findings">{items}</ul>')
             elif isinstance(block, Paragraph) and block.kind == "h3":
                 slug = block.text.lower().replace(" ", "-")
-                body.append(f'<h3 id="{html.escape(slug)}">{html.escape(block.text)}</h3>')
+                body.append(f'<h3 id="{_html(slug)}">{_html(block.text)}</h3>')
             else:
-                body.append(f'<p class="{html.escape(block.kind)}">{html.escape(block.text)}</p>')
+                body.append(f'<p class="{_html(block.kind)}">{_html(block.text)}</p>')
         body.append("</section>")
     # The bundle goes in as is; it holds no "</script" (checked by the tests).
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f"<title>{html.escape(title)}</title>\n<style>{CSS}</style>\n"
+        f"<title>{_html(title)}</title>\n<style>{CSS}</style>\n"
         f'<script type="text/javascript">{get_plotlyjs()}</script>\n</head>\n<body>\n'
-        f"<header><h1>{html.escape(title)}</h1><p>Generated {generated} by gca {html.escape(__version__)}."
+        f"<header><h1>{_html(title)}</h1><p>Generated {generated} by gca {_html(__version__)}."
         " All times UTC. Every figure's numbers are in the CSV named below it; jobs.csv has one row per job.</p></header>\n"
         f"<nav>{nav}</nav>\n<main>\n" + "\n".join(body) + "\n</main>\n</body>\n</html>\n"
     )
@@ -442,20 +491,20 @@ def _table_html(t: Table) -> str:
     more = (f" Showing the first {t.max_rows} of {df.height:,} rows; all are in {t.name}.csv."
             if df.height > t.max_rows else "")
     # a column name may break after its underscores: a wide table of long names still fits its card
-    head = "".join(f"<th>{html.escape(c).replace('_', '_<wbr>')}</th>" for c in df.columns)
+    head = "".join(f"<th>{_html(c).replace('_', '_<wbr>')}</th>" for c in df.columns)
     rows = []
     for row in shown.iter_rows(named=True):
         cells = []
         for col, value in row.items():
             text, is_text = _cell(col, value)
-            cells.append(f'<td class="text">{html.escape(text)}</td>' if is_text else f"<td>{html.escape(text)}</td>")
+            cells.append(f'<td class="text">{_html(text)}</td>' if is_text else f"<td>{_html(text)}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     if not rows:
         rows.append(f'<tr><td class="text" colspan="{max(len(df.columns), 1)}">(no rows)</td></tr>')
-    caption = html.escape(t.caption + more)
+    caption = _html(t.caption + more)
     return (f'<div class="table-block"><p class="caption">{caption}'
-            f' <a href="{html.escape(t.name)}.csv">{html.escape(t.name)}.csv</a></p>'
-            f'<div class="table-wrap"><table id="table-{html.escape(t.name)}">'
+            f' <a href="{_html(t.name)}.csv">{_html(t.name)}.csv</a></p>'
+            f'<div class="table-wrap"><table id="table-{_html(t.name)}">'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div></div>")
 
 
@@ -463,11 +512,11 @@ def _record_html(t: Table) -> str:
     rows = []
     for col, value in t.frame.row(0, named=True).items():
         text, is_text = _cell(col, value)
-        rows.append(f'<tr><th scope="row">{html.escape(col)}</th>'
-                    + (f'<td class="text">{html.escape(text)}</td>' if is_text else f"<td>{html.escape(text)}</td>") + "</tr>")
-    return (f'<div class="table-block"><p class="caption">{html.escape(t.caption)}'
-            f' <a href="{html.escape(t.name)}.csv">{html.escape(t.name)}.csv</a></p>'
-            f'<div class="table-wrap"><table id="table-{html.escape(t.name)}" class="record">'
+        rows.append(f'<tr><th scope="row">{_html(col)}</th>'
+                    + (f'<td class="text">{_html(text)}</td>' if is_text else f"<td>{_html(text)}</td>") + "</tr>")
+    return (f'<div class="table-block"><p class="caption">{_html(t.caption)}'
+            f' <a href="{_html(t.name)}.csv">{_html(t.name)}.csv</a></p>'
+            f'<div class="table-wrap"><table id="table-{_html(t.name)}" class="record">'
             f"<tbody>{''.join(rows)}</tbody></table></div></div>")
 
 

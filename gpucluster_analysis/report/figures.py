@@ -3,6 +3,10 @@
 Each function takes the DataFrame of one named query (columns as documented in its SQL
 header) and returns a Figure; nothing here reads files, the store or the clock, so the
 same input always gives the same figure (`fig.to_dict()` can be golden-tested).
+
+Names from the data (VCs, users, machines, reasons, statuses) are plain text in every figure:
+each function takes its frame's text columns and the category orders it is given through
+`plain` first, once.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 import polars as pl
+
+from gpucluster_analysis.printable import printable
 
 HEIGHT = 420
 STATUS_COLORS = {
@@ -23,6 +29,31 @@ def status_rank(status: object) -> tuple[int, str]:
     """Sort key: statuses in STATUS_COLORS order (passed first), unknown ones after, by name."""
     order = list(STATUS_COLORS)
     return (order.index(status) if status in order else len(order), str(status))
+
+
+# Plotly renders a subset of HTML in titles, tick labels, legend names, hover text and annotations
+# (<a href>, <b>, <br>, <span style>, ...) and substitutes %{...} in hover templates. Written as
+# entities, these characters show as themselves (Plotly decodes &amp; &lt; &gt; &#37;).
+_PLOTLY_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "%": "&#37;"}
+_PLOTLY_SPECIAL = str.maketrans(_PLOTLY_ENTITIES)
+
+
+def plain(value: object) -> str:
+    """A value from the data as plain text in a figure: printable, and no markup or template."""
+    return printable(str(value)).translate(_PLOTLY_SPECIAL)
+
+
+def _plain_text(df: pl.DataFrame) -> pl.DataFrame:
+    """The frame with its text columns as `plain` text (the frames drawn are small: query results)."""
+    text = [c for c, t in df.schema.items() if t in (pl.String, pl.Categorical) or isinstance(t, pl.Enum)]
+    return df.with_columns(
+        pl.Series(c, [None if v is None else plain(v) for v in df.get_column(c).to_list()], dtype=pl.String)
+        for c in text
+    )
+
+
+def _plain_order(order: Sequence[str] | None) -> list[str] | None:
+    return None if order is None else [plain(v) for v in order]
 
 
 PLACEMENT_COLORS = {"packed": "#1f77b4", "spread": "#d62728"}
@@ -81,6 +112,7 @@ def duration_axis(fig: go.Figure, axis: str, values: Sequence[float | None]) -> 
 
 def share_bars(df: pl.DataFrame, category: str, title: str, category_title: str) -> go.Figure:
     """Side-by-side bars per category: % of jobs and % of GPU time (queries jobs_by_status/size)."""
+    df = _plain_text(df)
     cats = [str(c) for c in df.get_column(category).to_list()]
     fig = go.Figure()
     fig.add_bar(x=cats, y=df.get_column("jobs_pct").to_list(), name="% of jobs",
@@ -113,6 +145,7 @@ def cdf_lines(
     On the log axis, values below `x_floor` are drawn at `x_floor` (a zero wait cannot be
     placed on a log scale); hover shows the true value.
     """
+    df, order = _plain_text(df), _plain_order(order)
     fig = go.Figure()
     groups = list(order) if order else list(dict.fromkeys(df.get_column(group).to_list()))
     for g in groups:
@@ -146,6 +179,7 @@ def hist_cdf(
 
     A bin b holds values in [b, b+1), so its cumulative share is drawn at x = b + 1.
     """
+    df, order = _plain_text(df), _plain_order(order)
     fig = go.Figure()
     groups = list(order) if order else list(dict.fromkeys(df.get_column(group).to_list()))
     for g in groups:
@@ -182,6 +216,7 @@ def grouped_bars(
     y_format: str = ",.1f",
 ) -> go.Figure:
     """Bars of `y` by category `x`, one trace per value of `color` (or a single trace)."""
+    df, color_order = _plain_text(df), _plain_order(color_order)
     fig = go.Figure()
     if color is None:
         traces: list[tuple[str, pl.DataFrame]] = [(y_title, df)]
@@ -214,6 +249,7 @@ def quantile_bars(
 
     Values below 1 s are drawn at 1 s (log scale); hover shows the true value.
     """
+    df = _plain_text(df)
     fig = go.Figure()
     cats = [str(v) for v in df.get_column(x).to_list()]
     n = df.get_column(count).to_list()
@@ -286,6 +322,7 @@ def pct_bars(
     `series` holds (percentage column, legend label, count column shown on hover, its unit).
     Horizontal bars list the categories top-down in the frame's order.
     """
+    df = _plain_text(df)
     fig = go.Figure()
     cats = [str(v) for v in df.get_column(x).to_list()]
     cat, val = ("y", "x") if horizontal else ("x", "y")
@@ -320,6 +357,7 @@ def stacked_bars(
     colors: dict[str, str] | None = None,
 ) -> go.Figure:
     """Bars of `y` by `x`, stacked by the values of `stack` (query failure_by_size, by category)."""
+    df, x_order, stack_order = _plain_text(df), _plain_order(x_order), _plain_order(stack_order)
     fig = go.Figure()
     xs = list(x_order) if x_order else [str(v) for v in dict.fromkeys(df.get_column(x).to_list())]
     present = [str(v) for v in dict.fromkeys(df.get_column(stack).to_list())]
@@ -349,6 +387,7 @@ def time_lines(
 ) -> go.Figure:
     """Lines over time (query wait_timeline): `series` holds (column, legend label, axis 'y' or 'y2');
     with `group`, one line per group and series (e.g. per source)."""
+    df = _plain_text(df)
     fig = go.Figure()
     groups = list(dict.fromkeys(df.get_column(group).to_list())) if group else [None]
     for g in groups:
@@ -385,6 +424,7 @@ def interval_points(
     df: pl.DataFrame, x: str, y: str, low: str, high: str, color: str, title: str, x_title: str, y_title: str
 ) -> go.Figure:
     """One point per row with its interval as an error bar, coloured by `color` (query machine_speed)."""
+    df = _plain_text(df)
     fig = go.Figure()
     names = [str(v) for v in df.get_column(x).to_list()]
     colors = {"slow": "#d62728", "fast": "#2ca02c", "ok": "#1f77b4"}

@@ -3,8 +3,9 @@
 `headline(results, store_name, html)` reads the query results build_report already computed
 (no query of its own) and returns one dict whose keys and their order are fixed and documented
 in docs/summary.md: numbers are numbers, a missing one is None (JSON null). `text_rows(h)`
-turns it into a few plain-text lines per section, which the CLI prints as they are or as a
-table. Nothing here prints.
+turns it into a few plain-text lines per section (printable: the machine, VC and reason names
+in them with control characters escaped), which the CLI prints as they are or as a table.
+Nothing here prints.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from gpucluster_analysis.printable import printable
 from gpucluster_analysis.report.sections.text import fmt_dur, fmt_int, fmt_pct, rows_of
 from gpucluster_analysis.speed import variability as var
 
@@ -143,7 +145,7 @@ def text_rows(h: dict[str, Any]) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
 
     def add(section: str, *parts: str) -> None:
-        rows.append((section, "".join(parts)))
+        rows.append((section, printable("".join(parts))))
 
     statuses = ", ".join(f"{k} {fmt_int(v)}" for k, v in o["jobs_by_status"].items()) or "-"
     if h.get("selection", "all jobs") != "all jobs":
@@ -206,7 +208,7 @@ def _g(x: object) -> str:
 def text(h: dict[str, Any]) -> str:
     """The summary as plain lines, 'Section    line', for a pipe or a log."""
     width = max(len(sec) for sec, _ in text_rows(h))
-    lines = [f"gca report: {h['report']}"] if h.get("report") else []
+    lines = [printable(f"gca report: {h['report']}")] if h.get("report") else []
     lines += [f"{sec:<{width}}  {line}" for sec, line in text_rows(h)]
     return "\n".join(lines) + "\n"
 
