@@ -253,9 +253,10 @@ def test_errors_print_file_names_escaped(tmp_path: Path) -> None:
 
 
 def test_classify_prints_one_line_of_five_fields_per_file(tmp_path: Path) -> None:
-    """`gca classify`: a tab or newline in a file name cannot forge a field or a line, a
-    terminal hyperlink in the log (OSC 8, which the classifier's colour stripping leaves) cannot
-    reach the terminal; --json keeps the exact name.
+    """`gca classify`: a tab or newline in a file name cannot forge a field or a line, an
+    escape sequence in the log that the classifier's colour stripping leaves (ESC c, a terminal
+    reset) cannot reach the terminal (an OSC 8 hyperlink is stripped with the colours); --json
+    keeps the exact name.
 
     Reproduction (before: three lines, the first with six fields, and a live link):
         printf 'Traceback (most recent call last):\\nRuntimeError: CUDA out of memory. \\033]8;;http://x.example\\033\\\\here\\033]8;;\\033\\\\\\n' \\
@@ -264,7 +265,7 @@ def test_classify_prints_one_line_of_five_fields_per_file(tmp_path: Path) -> Non
     """
     log = tmp_path / "a\tnone\tuser\x1b[31m\nb.log"
     log.write_text("Traceback (most recent call last):\n"
-                   "RuntimeError: CUDA out of memory. \x1b]8;;http://x.example\x1b\\here\x1b]8;;\x1b\\\n")
+                   "RuntimeError: CUDA out of memory. \x1bc\x1b]8;;http://x.example\x1b\\here\x1b]8;;\x1b\\\n")
     result = runner.invoke(app, ["classify", str(log)])
     assert result.exit_code == 0, result.output
     (line,) = result.stdout.splitlines()
@@ -273,8 +274,7 @@ def test_classify_prints_one_line_of_five_fields_per_file(tmp_path: Path) -> Non
     assert (reason, line_no) == ("cuda_oom", "2")
     explained = runner.invoke(app, ["classify", str(log), "--explain"]).stdout
     assert "\x1b" not in explained
-    assert explained.splitlines()[1].endswith(
-        "winner: RuntimeError: CUDA out of memory. \\x1b]8;;http://x.example\\x1b\\here\\x1b]8;;\\x1b\\")
+    assert explained.splitlines()[1].endswith("winner: RuntimeError: CUDA out of memory. \\x1bchere")
     as_json = runner.invoke(app, ["classify", str(log), "--json"]).stdout
     assert "\x1b" not in as_json and json.loads(as_json)["path"] == str(log)
 
