@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,6 +12,21 @@ import duckdb
 from gpucluster_analysis.db.schema import SCHEMA_VERSION, apply_schema
 from gpucluster_analysis.errors import StoreError
 from gpucluster_analysis.sqlfiles import run_script
+
+
+# The connections open_store and open_memory have open, for interrupt_queries.
+_open_connections: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+
+
+def interrupt_queries() -> None:
+    """Stop the query running on each open connection, if any: it raises
+    duckdb.InterruptException where it runs. Called from another thread (an interrupted gca:
+    DuckDB checks Python's signals only between parts of a query, which can take minutes)."""
+    for con in list(_open_connections):
+        try:
+            con.interrupt()
+        except duckdb.Error:  # closed meanwhile
+            pass
 
 
 @contextmanager
@@ -36,12 +52,14 @@ def open_store(path: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDB
             f"{path}: cannot open the store: {first_line}",
             hint="check that it is a gca DuckDB file and that no other gca process holds it",
         ) from e
+    _open_connections.add(con)
     try:
         configure_session(con)
         if not read_only:
             apply_schema(con)
         yield con
     finally:
+        _open_connections.discard(con)
         con.close()
 
 
@@ -54,10 +72,12 @@ def open_memory() -> Iterator[duckdb.DuckDBPyConnection]:
 
     spill = tempfile.mkdtemp(prefix="gca-duckdb-")
     con = duckdb.connect(":memory:", config={"temp_directory": spill})
+    _open_connections.add(con)
     try:
         configure_session(con)
         yield con
     finally:
+        _open_connections.discard(con)
         con.close()
         shutil.rmtree(spill, ignore_errors=True)
 

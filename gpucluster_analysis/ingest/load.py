@@ -525,6 +525,8 @@ def _store_parsed(con: duckdb.DuckDBPyConnection, parsed: list[_ParsedFile]) -> 
         con.execute("COMMIT")
     except BaseException as e:
         con.execute("ROLLBACK")
+        if isinstance(e, duckdb.InterruptException):  # gca was interrupted (db/connect.py, interrupt_queries)
+            raise KeyboardInterrupt from e
         if isinstance(e, duckdb.Error):
             raise StoreError(f"{parsed[0].path} and {len(parsed) - 1} more files: storing failed: {str(e).splitlines()[0]}") from e
         raise
@@ -612,6 +614,8 @@ def ingest_file(
         _drop_staging(con)
         if isinstance(e, _SameBytes):
             return _unchanged(path, fmt, e.other)
+        if isinstance(e, duckdb.InterruptException):  # gca was interrupted (db/connect.py, interrupt_queries)
+            raise KeyboardInterrupt from e
         if isinstance(e, duckdb.Error):
             raise StoreError(f"{path}: loading failed: {str(e).splitlines()[0]}") from e
         if isinstance(e, DAMAGED_GZIP):  # a .gz cut short, found only when read to its end
