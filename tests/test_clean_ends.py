@@ -18,10 +18,15 @@ import pytest
 
 from gpucluster_analysis.errors import ExitCode
 from tests.conftest import REPO
-from tests.process_helpers import start_gca
+from tests.process_helpers import needs_proc, parent_of, start_gca
 from tests.store_helpers import ingest
 
 SYNTHETIC = REPO / "examples" / "synthetic"
+# the parse pool of job logs started for a few files: two workers, many chunks, several batches
+POOL_FOR_A_FEW_LOGS = [("gpucluster_analysis.ingest.load", "PARALLEL_PARSE_MIN_FILES", 1),
+                       ("gpucluster_analysis.ingest.load", "_WORKERS", 2),
+                       ("gpucluster_analysis.ingest.load", "_CHUNK_FILES", 3),
+                       ("gpucluster_analysis.ingest.load", "PARSED_BATCH_FILES", 7)]
 
 
 def dump(db: Path) -> dict[str, list[str]]:
@@ -90,6 +95,42 @@ def test_a_stop_signal_stops_a_running_query_at_once(sig: signal.Signals) -> Non
         proc.wait()
     assert out.split() == [sig.name], err  # not finished
     assert "Interrupt" in err and seconds < 15
+
+
+@needs_proc
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_a_killed_ingest_leaves_no_process_behind(sig: signal.Signals, tmp_path: Path) -> None:
+    """The parse pool of job logs (the forkserver, its workers, the resource tracker) ends
+    with gca, even when gca is killed outright: nothing keeps its stdout and stderr open.
+
+    Reproduction:
+        gca ingest logs/ --db s.duckdb 2>&1 | tee log &   # 2,000+ job logs: worker processes parse them
+        sleep 5; kill -KILL $(pgrep -f 'gca ingest')        # or -TERM
+        # was: the forkserver, two ~126 MB workers and the resource tracker ran on under PID 1,
+        # holding the pipe: tee never returned
+    """
+    db = tmp_path / "s.duckdb"
+    gca = start_gca(["ingest", SYNTHETIC / "logs", "--db", db], tmp_path, settings=POOL_FOR_A_FEW_LOGS,
+                    stop=("gpucluster_analysis.ingest.load", "ingest_parsed", 2, "before"))
+    try:
+        gca.wait_stopped()
+        started = gca.left()
+        forkserver = [pid for pid, cmd in started.items() if "multiprocessing.forkserver" in cmd
+                      and parent_of(pid) == gca.proc.pid]
+        assert len(forkserver) == 1, started
+        workers = [pid for pid in started if parent_of(pid) == forkserver[0]]
+        trackers = [pid for pid, cmd in started.items() if "multiprocessing.resource_tracker" in cmd]
+        assert len(workers) == 2 and len(trackers) == 1, started
+        code, out, err = gca.signal(sig)  # returns once nothing holds the pipes
+        assert gca.wait_all_gone() == {}
+    finally:
+        gca.kill_all()
+    if sig == signal.SIGTERM:
+        assert code == ExitCode.INTERRUPTED and err.strip().splitlines()[-1] == "gca: interrupted (SIGTERM)", err
+        with duckdb.connect(str(db), read_only=True) as con:  # the first batch stored, the second not begun
+            assert con.execute("SELECT count(*) FROM job_logs").fetchall()[0][0] == 7
+    else:
+        assert code == -signal.SIGKILL
 
 
 def test_nohup_keeps_sighup_ignored(tmp_path: Path) -> None:
