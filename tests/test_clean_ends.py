@@ -7,16 +7,23 @@ and checks what is left: the exit and its one line, the store, the processes it 
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import duckdb
 import pytest
+from typer.testing import CliRunner
 
+from gpucluster_analysis.cli import app
+from gpucluster_analysis.dataset import layout
+from gpucluster_analysis.dataset.write import SHARD_TEMP_PREFIX
 from gpucluster_analysis.errors import ExitCode
+from gpucluster_analysis.tempdirs import OwnedTempDir
 from tests.conftest import REPO
 from tests.process_helpers import needs_proc, parent_of, start_gca
 from tests.store_helpers import ingest
@@ -131,6 +138,61 @@ def test_a_killed_ingest_leaves_no_process_behind(sig: signal.Signals, tmp_path:
             assert con.execute("SELECT count(*) FROM job_logs").fetchall()[0][0] == 7
     else:
         assert code == -signal.SIGKILL
+
+
+def _shard_temps(tmp: Path) -> list[Path]:
+    return sorted(tmp.glob(f"{SHARD_TEMP_PREFIX}*"))
+
+
+def test_shard_temporaries_are_removed_when_ingest_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`gca ingest --to` ingests into a temporary store in TMPDIR: removed whether the
+    shard is written or the ingest fails."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    runner = CliRunner()
+    ok = runner.invoke(app, ["ingest", str(SYNTHETIC / "cluster_machine_list"), "--to", str(tmp_path / "ds")])
+    assert ok.exit_code == 0, ok.output
+    assert len(list((tmp_path / "ds" / layout.SHARDS_DIR).glob("*.json"))) == 1 and _shard_temps(tmp) == []
+    (tmp_path / "bad").write_text("[{\"jobid\": ")
+    failed = runner.invoke(app, ["ingest", str(tmp_path / "bad"), "--format", "philly_job_log", "--to", str(tmp_path / "ds2")])
+    assert failed.exit_code != 0 and "Traceback" not in failed.output
+    assert _shard_temps(tmp) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_shard_temporaries_of_a_killed_ingest_are_gone(sig: signal.Signals, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """An interrupted `gca ingest --to` removes its temporary store; one killed outright
+    cannot, and the next `gca ingest --to` removes it (never one whose process is alive).
+
+    Reproduction:
+        gca ingest examples/synthetic --to ds & sleep 2; kill -KILL $!
+        ls -d /tmp/gca-shard-*    # was: 80-110 MB left each time (a big node's day), never removed
+    """
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    gca = start_gca(["ingest", SYNTHETIC / "cluster_job_log", "--to", tmp_path / "ds"], tmp_path, env={"TMPDIR": str(tmp)},
+                    stop=("gpucluster_analysis.ingest.philly", "run_script", 1, "after"))
+    gca.wait_stopped()
+    (left,) = _shard_temps(tmp)
+    assert (left / "shard.duckdb").is_file()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    alive = OwnedTempDir(SHARD_TEMP_PREFIX)  # this process's, alive throughout: it must stay
+    try:
+        code, _, err = gca.signal(sig)
+        if sig == signal.SIGTERM:
+            assert code == ExitCode.INTERRUPTED and "gca: interrupted (SIGTERM)" in err
+            assert _shard_temps(tmp) == [alive.path]
+            return
+        assert code == -signal.SIGKILL and _shard_temps(tmp) == sorted([left, alive.path])
+        again = subprocess.run([sys.executable, "-m", "gpucluster_analysis", "ingest", str(SYNTHETIC / "cluster_machine_list"),
+                                "--to", str(tmp_path / "ds")], env={**os.environ, "TMPDIR": str(tmp)},
+                               capture_output=True, text=True)
+        assert again.returncode == 0, again.stderr
+        assert _shard_temps(tmp) == [alive.path]
+    finally:
+        alive.remove()
 
 
 def test_nohup_keeps_sighup_ignored(tmp_path: Path) -> None:

@@ -66,20 +66,22 @@ def open_store(path: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDB
 @contextmanager
 def open_memory() -> Iterator[duckdb.DuckDBPyConnection]:
     """An in-memory database set up as a store's connection, spilling to a temporary
-    directory of its own (not the working directory's .tmp) when a query outgrows memory."""
-    import shutil
-    import tempfile
+    directory of its own (not the working directory's .tmp) when a query outgrows memory;
+    one a killed process left is removed by the next (tempdirs.py)."""
+    from gpucluster_analysis.tempdirs import OwnedTempDir
 
-    spill = tempfile.mkdtemp(prefix="gca-duckdb-")
-    con = duckdb.connect(":memory:", config={"temp_directory": spill})
-    _open_connections.add(con)
+    spill = OwnedTempDir("gca-duckdb-")
     try:
-        configure_session(con)
-        yield con
+        con = duckdb.connect(":memory:", config={"temp_directory": str(spill.path)})
+        _open_connections.add(con)
+        try:
+            configure_session(con)
+            yield con
+        finally:
+            _open_connections.discard(con)
+            con.close()
     finally:
-        _open_connections.discard(con)
-        con.close()
-        shutil.rmtree(spill, ignore_errors=True)
+        spill.remove()
 
 
 def configure_session(con: duckdb.DuckDBPyConnection) -> None:
