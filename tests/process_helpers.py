@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -101,7 +102,7 @@ class Gca:
 
 
 def start_gca(args: list[str | Path], tmp_path: Path, stop: tuple[str, str, int, str],
-              settings: list[tuple[str, str, object]] = (), env: dict[str, str] | None = None) -> Gca:  # type: ignore[assignment]
+              settings: Sequence[tuple[str, str, object]] = (), env: dict[str, str] | None = None) -> Gca:
     """gca ARGS in a process of its own, stopping at `stop`: (module, function, n, "before"
     or "after" the n-th call runs)."""
     mark = uuid.uuid4().hex

@@ -101,7 +101,7 @@ def test_a_stop_signal_stops_a_running_query_at_once(sig: signal.Signals) -> Non
         proc.kill()
         proc.wait()
     assert out.split() == [sig.name], err  # not finished
-    assert "Interrupt" in err and seconds < 15
+    assert "interrupt" in err.lower() and seconds < 15  # DuckDB's InterruptException, or its RuntimeError("Query interrupted")
 
 
 @needs_proc

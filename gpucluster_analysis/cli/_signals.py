@@ -22,11 +22,11 @@ import sys
 import threading
 from types import FrameType
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))  # no SIGHUP on Windows
 
 _received: list[int] = []  # the signals that stopped gca, in order
 _ignore_ctrl_c: list[bool] = [False]  # SIGINT was ignored when gca started (a job put in the background by sh)
-_stopping = threading.Lock()
+_stopping = threading.RLock()  # also taken by the handler in the main thread, which a second signal can re-enter
 _installed: dict[int, object] = {}  # signal -> the handler it had before
 _wakeup: list[int] = []  # [read end, write end] of the pipe the signals wake the thread through
 
