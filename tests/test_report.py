@@ -25,6 +25,7 @@ from gpucluster_analysis.errors import QueryError, ReportError, StoreError
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
 from gpucluster_analysis.report import analysis
 from gpucluster_analysis.report.build import REPORT_QUERIES, Written, build_report
+from gpucluster_analysis.report.directory import MARKER
 from gpucluster_analysis.report.tables import JOBS_COLUMNS, prepare, prepare_report, run_query
 from gpucluster_analysis.sqlfiles import _PARAM, _strip_comments, list_sql, load_sql
 from tests.conftest import PHILLY_SAMPLE, require
@@ -66,8 +67,10 @@ def test_writes_index_and_one_csv_per_table(sample_report: Written) -> None:
     speed = {"speed_summary.csv", "machine_speed.csv", "gpu_speed.csv", "speed_locality.csv", "slow_machine_telemetry.csv"}
     assert names == {"jobs.csv", "gpu_util_locality_tests.csv"} | replay | speed | {f"{q}.csv" for q in REPORT_QUERIES}
     assert all(p.is_file() and p.parent == out for p in sample_report.tables)
-    # written through temporary names, none left behind
-    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+    # written through a new directory, nothing left behind but the marker listing the files
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == [MARKER]
+    assert json.loads((out / MARKER).read_text())["files"] == [*(p.name for p in sample_report.tables), "index.html"]
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]
 
 
 def test_jobs_csv_has_exactly_the_domain_columns(sample_report: Written) -> None:

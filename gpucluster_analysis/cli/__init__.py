@@ -16,6 +16,7 @@ from collections.abc import Callable
 import typer
 
 from gpucluster_analysis import __version__
+from gpucluster_analysis.cli import _signals
 from gpucluster_analysis.cli import classify as _classify
 from gpucluster_analysis.cli import export as _export
 from gpucluster_analysis.cli import ingest as _ingest
@@ -24,7 +25,7 @@ from gpucluster_analysis.cli import synth as _synth
 
 EXIT_CODES_EPILOG = (
     "Exit codes: 0 ok; 1 the data or a query failed; 2 usage error, unknown or "
-    "unreadable input; 3 --strict and rows were rejected; 130 interrupted."
+    "unreadable input; 3 --strict and rows were rejected; 130 interrupted (Ctrl-C, SIGTERM, SIGHUP)."
 )
 
 app = typer.Typer(
@@ -64,12 +65,16 @@ def main() -> None:
     """`gca`: run the command, then end the process at once (os._exit), its streams flushed
     and atexit's handlers run, without Python's teardown of the libraries: unloading polars,
     pyarrow, DuckDB and SciPy took ~0.2 s of every command, after its store and files were
-    closed. A thread or child process still running gets the ordinary exit, which waits."""
+    closed. A thread or child process still running gets the ordinary exit, which waits.
+    While the command runs, SIGTERM and SIGHUP interrupt it as Ctrl-C does (cli/_signals.py)."""
+    _signals.install()
     try:
         app()
         status: object = 0
     except SystemExit as e:
         status = e.code
+    finally:
+        _signals.restore()
     children = sys.modules.get("multiprocessing")  # (never imported: no child process)
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's; elsewhere the ordinary exit
     if run_exit_handlers is None or (children is not None and children.active_children()) or any(

@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from gpucluster_analysis.cli import _signals
 from gpucluster_analysis.errors import ExitCode, GcaError
 from gpucluster_analysis.printable import printable, printable_json
 
@@ -77,25 +78,35 @@ def fail(error: GcaError) -> NoReturn:
     raise typer.Exit(code=int(error.exit_code))
 
 
+def interrupted() -> NoReturn:
+    """What an interrupted command ends with: one line, exit 130."""
+    by = _signals.interrupted_by()
+    stderr.print(f"gca: interrupted{f' ({by})' if by and by != 'SIGINT' else ''}", markup=False)
+    raise typer.Exit(code=int(ExitCode.INTERRUPTED)) from None
+
+
 def guarded(command: Callable[P, R]) -> Callable[P, R]:
     """Turn errors into one line on stderr and an exit code; the only place commands exit.
 
     A GcaError is the user's to fix and says how. Anything else is a bug in gca:
-    still one line, with GCA_DEBUG=1 to see the traceback.
+    still one line, with GCA_DEBUG=1 to see the traceback. Once gca was interrupted (Ctrl-C,
+    SIGTERM, SIGHUP: cli/_signals.py), whatever the command raised is the interrupt: DuckDB
+    turns it into its own error when it stops a running query.
     """
 
     @functools.wraps(command)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
-        except GcaError as e:
-            fail(e)
-        except KeyboardInterrupt:
-            stderr.print("gca: interrupted", markup=False)
-            raise typer.Exit(code=int(ExitCode.INTERRUPTED)) from None
         except (typer.Exit, typer.Abort, SystemExit):
             raise
+        except KeyboardInterrupt:
+            interrupted()
         except Exception as e:
+            if _signals.interrupted_by():
+                interrupted()
+            if isinstance(e, GcaError):
+                fail(e)
             if os.environ.get("GCA_DEBUG"):
                 raise
             first = str(e).splitlines()[0] if str(e) else ""

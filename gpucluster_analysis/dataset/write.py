@@ -28,6 +28,8 @@ from gpucluster_analysis.textfiles import write_atomic
 # unit Spark and DuckDB read in parallel and skip by its statistics.
 ROW_GROUP_ROWS = 1 << 20
 COMPRESSION = "zstd"
+# the temporary store of `gca ingest --to`, in TMPDIR
+SHARD_TEMP_PREFIX = "gca-shard-"
 
 
 @dataclass(frozen=True)
@@ -60,11 +62,12 @@ class ShardTarget:
 
     Everything that can refuse the target (not a dataset, the shard already there) is
     checked before anything is ingested; `publish` writes the shard, `discard` removes the
-    temporary store either way.
+    temporary store either way. The store's directory (gca-shard-* in TMPDIR) of a process
+    that was killed is removed by the next ShardTarget (tempdirs.py).
     """
 
     def __init__(self, root: Path, shard: str | None, overwrite: bool) -> None:
-        import tempfile
+        from gpucluster_analysis.tempdirs import OwnedTempDir
 
         self.root = Path(root)
         self.shard = layout.check_shard_name(shard) if shard is not None else layout.default_shard_name()
@@ -74,15 +77,15 @@ class ShardTarget:
             raise InputError(f"{self.root}: already holds shard {self.shard}",
                              hint="pass --overwrite to replace it, or --shard another name")
         # on local disk, not the (maybe shared) dataset: the store is written row by row
-        self._tmp = Path(tempfile.mkdtemp(prefix="gca-shard-"))
-        self.store = self._tmp / "shard.duckdb"
+        self._tmp = OwnedTempDir(SHARD_TEMP_PREFIX)
+        self.store = self._tmp.path / "shard.duckdb"
 
     def publish(self, log: Callable[[str], None] = lambda _msg: None) -> Written:
         with open_store(self.store, read_only=True) as con:
             return write_shard(con, self.root, self.shard, overwrite=self.overwrite, log=log)
 
     def discard(self) -> None:
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        self._tmp.remove()
 
 
 def _name_from(db: Path) -> str:

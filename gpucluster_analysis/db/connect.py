@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +22,21 @@ _DUCKDB_MAGIC_AT = 8
 # The tables that make a DuckDB file a gca store: every gca since the first wrote both (001_core.sql).
 _STORE_TABLES = frozenset({"schema_version", "ingested_files"})
 _NOT_A_STORE_HINT = "pass --db the store gca ingest wrote, or a path that does not exist yet to create one"
+
+
+# The connections open_store and open_memory have open, for interrupt_queries.
+_open_connections: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+
+
+def interrupt_queries() -> None:
+    """Stop the query running on each open connection, if any: it raises
+    duckdb.InterruptException where it runs. Called from another thread (an interrupted gca:
+    DuckDB checks Python's signals only between parts of a query, which can take minutes)."""
+    for con in list(_open_connections):
+        try:
+            con.interrupt()
+        except duckdb.Error:  # closed meanwhile
+            pass
 
 
 @contextmanager
@@ -52,6 +68,7 @@ def open_store(path: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDB
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
     con = _connect(path, read_only)
+    _open_connections.add(con)
     try:
         if read_only:
             _check_store_catalog(con, path)
@@ -60,6 +77,7 @@ def open_store(path: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDB
             apply_schema(con)
         yield con
     finally:
+        _open_connections.discard(con)
         con.close()
 
 
@@ -111,18 +129,22 @@ def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
 @contextmanager
 def open_memory() -> Iterator[duckdb.DuckDBPyConnection]:
     """An in-memory database set up as a store's connection, spilling to a temporary
-    directory of its own (not the working directory's .tmp) when a query outgrows memory."""
-    import shutil
-    import tempfile
+    directory of its own (not the working directory's .tmp) when a query outgrows memory;
+    one a killed process left is removed by the next (tempdirs.py)."""
+    from gpucluster_analysis.tempdirs import OwnedTempDir
 
-    spill = tempfile.mkdtemp(prefix="gca-duckdb-")
-    con = duckdb.connect(":memory:", config={"temp_directory": spill})
+    spill = OwnedTempDir("gca-duckdb-")
     try:
-        configure_session(con)
-        yield con
+        con = duckdb.connect(":memory:", config={"temp_directory": str(spill.path)})
+        _open_connections.add(con)
+        try:
+            configure_session(con)
+            yield con
+        finally:
+            _open_connections.discard(con)
+            con.close()
     finally:
-        con.close()
-        shutil.rmtree(spill, ignore_errors=True)
+        spill.remove()
 
 
 def configure_session(con: duckdb.DuckDBPyConnection) -> None:

@@ -16,6 +16,7 @@ per file would cost more than classifying the file (~5 ms against ~1.5 ms).
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import duckdb
 
@@ -59,6 +60,9 @@ from gpucluster_analysis.ingest.registry import (
     format_named,
 )
 from gpucluster_analysis.sqlfiles import run_script
+
+if TYPE_CHECKING:  # multiprocessing is imported only where worker processes start
+    from multiprocessing.connection import Connection
 
 # Tables whose rows carry the file_id of the file they came from.
 _CONTRIBUTING_TABLES = (
@@ -245,6 +249,11 @@ def ingest_paths(
                 report = _unreadable(path, fmt, e)
             listener.file_finished(report)
             reports.append(report)
+    except BaseException:
+        if pool is not None:
+            pool.close(abandon=True)
+            pool = None
+        raise
     finally:
         reader.close()
         if pool is not None:
@@ -338,9 +347,22 @@ _CHUNK_FILES = 100
 _worker_options: IngestOptions | None = None
 
 
-def _init_worker(options: IngestOptions) -> None:
+def _init_worker(options: IngestOptions, parent_alive: Connection) -> None:
     global _worker_options
     _worker_options = options
+    # Ctrl-C reaches every process of the terminal's group: the parent stops the workers
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_end_with_parent, args=(parent_alive,), name="gca-parent", daemon=True).start()
+
+
+def _end_with_parent(parent_alive: Connection) -> None:
+    """End this worker when its parent ends, even by SIGKILL: the parent holds the only
+    writing end of the pipe, which the system closes then (nothing is ever written)."""
+    try:
+        parent_alive.recv_bytes()
+    except (EOFError, OSError):
+        pass
+    os._exit(1)
 
 
 def _parse_chunk(items: list[tuple[str, str]]) -> list[_Outcome]:
@@ -350,14 +372,22 @@ def _parse_chunk(items: list[tuple[str, str]]) -> list[_Outcome]:
 
 class _ParsePool:
     """Worker processes (forkserver: a fresh process, never a fork of this one with its
-    DuckDB threads) parsing whole batches ahead of the store."""
+    DuckDB threads) parsing whole batches ahead of the store.
+
+    The workers end with this process, however it ends (_end_with_parent). The forkserver and
+    the resource tracker end when the last process holding their pipes does, and the workers
+    hold them: before, a killed ingest left all of them running, holding its stdout and
+    stderr (`gca ingest ... | tee log` never returned)."""
 
     def __init__(self, options: IngestOptions) -> None:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        self._pool = ProcessPoolExecutor(max_workers=_WORKERS, mp_context=multiprocessing.get_context("forkserver"),
-                                         initializer=_init_worker, initargs=(options,))
+        context = multiprocessing.get_context("forkserver")
+        # each worker gets a copy of the reading end as it starts; the writing end stays here
+        reading, self._alive = context.Pipe(duplex=False)
+        self._pool = ProcessPoolExecutor(max_workers=_WORKERS, mp_context=context,
+                                         initializer=_init_worker, initargs=(options, reading))
         self._futures: dict[int, list] = {}  # type: ignore[type-arg]
 
     def submit(self, key: int, batch: list[tuple[Path, FileFormat]]) -> None:
@@ -377,8 +407,13 @@ class _ParsePool:
         except (BrokenProcessPool, OSError, EOFError):
             return None
 
-    def close(self) -> None:
+    def close(self, abandon: bool = False) -> None:
+        """Stop the workers once their chunk is parsed; with `abandon` (an interrupted ingest),
+        at once."""
+        if abandon:
+            self._alive.close()
         self._pool.shutdown(wait=True, cancel_futures=True)
+        self._alive.close()
 
 
 def _unreadable(path: Path, fmt: FileFormat, e: OSError) -> FileReport:
@@ -549,6 +584,8 @@ def _store_parsed(con: duckdb.DuckDBPyConnection, parsed: list[_ParsedFile]) -> 
         con.execute("COMMIT")
     except BaseException as e:
         con.execute("ROLLBACK")
+        if isinstance(e, duckdb.InterruptException):  # gca was interrupted (db/connect.py, interrupt_queries)
+            raise KeyboardInterrupt from e
         if isinstance(e, duckdb.Error):
             raise StoreError(f"{parsed[0].path} and {len(parsed) - 1} more files: storing failed: {str(e).splitlines()[0]}") from e
         raise
@@ -636,6 +673,8 @@ def ingest_file(
         _drop_staging(con)
         if isinstance(e, _SameBytes):
             return _unchanged(path, fmt, e.other)
+        if isinstance(e, duckdb.InterruptException):  # gca was interrupted (db/connect.py, interrupt_queries)
+            raise KeyboardInterrupt from e
         if isinstance(e, duckdb.Error):
             raise StoreError(f"{path}: loading failed: {str(e).splitlines()[0]}") from e
         if isinstance(e, DAMAGED_GZIP):  # a .gz cut short, found only when read to its end

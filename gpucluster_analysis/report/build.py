@@ -3,9 +3,10 @@
 `build_report(db, out, log)` opens the store read-only, builds the temp tables (one pass
 over the GPU samples), runs the report's named queries, writes `jobs.csv` and one CSV per
 figure or table, and `index.html`: a single self-contained file with plotly.js inlined
-once, no network reference, every figure drawn from a fixed div id. Each file is written
-to a temporary name in the output directory and renamed into place, so a reader never
-sees a half-written file.
+once, no network reference, every figure drawn from a fixed div id. The output directory
+is locked while the report is built, and the files are written to a new directory that
+then replaces it whole (report/directory.py): a reader never sees a half-written report, and
+a killed one leaves the previous report as it was.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from gpucluster_analysis.errors import ReportError, StoreError
 from gpucluster_analysis.printable import printable
 from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas
 from gpucluster_analysis.report import analysis, comparison, sections, summary
+from gpucluster_analysis.report.directory import ReportDirectory
 from gpucluster_analysis.report.kept import read_kept
 from gpucluster_analysis.report.kept import usable as usable_kept
 from gpucluster_analysis.report.sections import activity, failures, queueing
@@ -49,7 +51,6 @@ from gpucluster_analysis.report.tables import (
     run_query,
 )
 from gpucluster_analysis.speed import variability
-from gpucluster_analysis.textfiles import write_atomic
 
 # The report's named queries; each result is written as <name>.csv.
 REPORT_QUERIES = (
@@ -120,6 +121,14 @@ def build_report(
     if out.exists() and not out.is_dir():
         raise ReportError(f"{out}: exists and is not a directory", hint="pass --out a directory")
     _check_engine(engine, dataset, master)
+    # locked before any work, so that a second report into `out` is refused at once
+    with ReportDirectory(out) as directory:
+        return _build(db, out, directory, log, quotas, locality, selection, baseline, dataset, engine, master, raw_csv)
+
+
+def _build(db: Path, out: Path, directory: ReportDirectory, log: Callable[[str], None], quotas: Quotas | None,
+           locality: LocalityRule, selection: Selection, baseline: Selection | None, dataset: Path | None,
+           engine: str, master: str | None, raw_csv: bool) -> Written:
     started = time.perf_counter()
     # scipy.stats (half a second to import) is first needed after the replay: imported in a
     # thread while DuckDB builds the first tables, off the way (the import lock makes a use
@@ -143,7 +152,7 @@ def build_report(
                                None if baseline is None else baseline.describe())
     with _step(log, "writing HTML and CSV"):
         page = render_html(content, title=f"GPU cluster report: {name}")
-        tables = _write_outputs(out, now.jobs, results, page, raw_csv=raw_csv)
+        tables = _write_outputs(directory, now.jobs, results, page, raw_csv=raw_csv)
     log(f"report built in {time.perf_counter() - started:.1f} s")
     headline = summary.headline(results, name, out / "index.html", selection.describe())
     if before is not None:
@@ -383,19 +392,22 @@ def _spreadsheet_text(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(rewritten) if rewritten else df
 
 
-def _write_outputs(out: Path, jobs: pl.DataFrame, results: dict[str, pl.DataFrame], page: str,
-                   raw_csv: bool = False) -> list[Path]:
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        tables = [write_atomic(out / "jobs.csv", csv_text(jobs, raw=raw_csv))]
+def _write_outputs(directory: ReportDirectory, jobs: pl.DataFrame, results: dict[str, pl.DataFrame],
+                   page: str, raw_csv: bool = False) -> list[Path]:
+    """jobs.csv, a CSV per result and index.html, put in place of the previous report whole
+    (report/directory.py); the CSVs' paths."""
+    tables = ["jobs.csv", *(f"{name}.csv" for name in results)]
+
+    def write(folder: Path) -> list[str]:
+        (folder / "jobs.csv").write_text(csv_text(jobs, raw=raw_csv), encoding="utf-8")
         for name, df in results.items():
-            tables.append(write_atomic(out / f"{name}.csv", csv_text(df, raw=raw_csv)))
+            (folder / f"{name}.csv").write_text(csv_text(df, raw=raw_csv), encoding="utf-8")
         # index.html last: when it is there, the tables it links to are too
-        write_atomic(out / "index.html", page)
-    except OSError as e:
-        raise ReportError(f"{out}: cannot write the report: {e.strerror or e}",
-                          hint="check that the directory is writable and the disk is not full") from e
-    return tables
+        (folder / "index.html").write_text(page, encoding="utf-8")
+        return [*tables, "index.html"]
+
+    directory.publish(write)
+    return [directory.shown / name for name in tables]
 
 
 # ---------------------------------------------------------------- HTML
