@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from gpucluster_analysis.bounds import DEFAULT_MAX_GPUS_PER_NODE
 from gpucluster_analysis.cli._options import DEFAULT_DB, DbOption, OverwriteOption, ShardOption
 from gpucluster_analysis.cli._output import guarded, stderr
 from gpucluster_analysis.errors import ExitCode, GcaError, InputError
@@ -71,6 +72,11 @@ def ingest(
         typer.Option("--epoch", help="When the relative seconds of an Alibaba pod list count from: ISO 8601, UTC unless Z/offset "
                      "(default 1970-01-01T00:00:00Z, so durations are exact and dates mean nothing)."),
     ] = None,
+    max_gpus_per_node: Annotated[
+        int,
+        typer.Option("--max-gpus-per-node", help="The most GPUs one node holds: a row naming more on a node (a GPU count"
+                     " over this times the job's nodes, a GPU index at or past it) is rejected as absurd."),
+    ] = DEFAULT_MAX_GPUS_PER_NODE,
     since: Annotated[
         str | None,
         typer.Option("--since", help="Prometheus pull: the first sample time, ISO 8601 (UTC unless Z/offset) or epoch seconds."),
@@ -137,6 +143,10 @@ def ingest(
     --until at --step, in chunks; a pull that stopped resumes when run again, and
     a range pulled before is not pulled twice.
 
+    Absurd values are rejected as malformed rows are: a time outside the years gca
+    reads, an end before its start, more GPUs on a node than --max-gpus-per-node, a job
+    on more nodes than any cluster has (docs/schema.md, "Sanity windows and bounds").
+
     Parquet shards: --to DIR writes the files as one shard of a dataset (default name:
     UTC time, host and process id; --shard to choose), read by gca report --from DIR.
     Each job (scheduler record) and each file must be in one shard only.
@@ -172,7 +182,7 @@ def ingest(
         parse_epoch(epoch)  # a bad --epoch fails before anything is read
     options = IngestOptions(zone=tz, replace=replace, strict=strict, log_pattern=log_pattern, signatures=tuple(signatures or ()),
                             columns=tuple(c for c in columns.split(",") if c.strip()) if columns else None,
-                            host=host, time=time, interval_s=interval, epoch=epoch)
+                            host=host, time=time, interval_s=interval, epoch=epoch, max_gpus_per_node=max_gpus_per_node)
     target = None
     if to is not None:
         from gpucluster_analysis.dataset.write import ShardTarget
