@@ -36,6 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from gpucluster_analysis.bounds import FIRST_YEAR, LAST_YEAR, outside_years
 from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import CONTROL_BYTES, first_lines, line_blocks, open_binary
@@ -91,9 +92,6 @@ KNOWN_STATES = frozenset(STATUS_OF_STATE) | REQUEUE_STATES
 
 _MISSING = frozenset({"", "unknown", "none", "n/a", "(null)"})
 _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}$")
-# Years whose zone rules gca converts (gpucluster_analysis/timezones.py); a time outside
-# them would get a wrong offset, so its row is rejected.
-_FIRST_YEAR, _LAST_YEAR = 1990, 2059
 _DURATION = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?(?:\.\d+)?$")
 _NO_LIMIT = frozenset({"unlimited", "partition_limit", "invalid", "none", ""})
 _EXIT = re.compile(r"^(-?\d+):(-?\d+)$")
@@ -144,7 +142,7 @@ def parse_time(text: str, zone: str = "UTC") -> str | None:
     Epoch seconds (sites that set SLURM_TIME_FORMAT=%s) come back as '@YYYY-MM-DD HH:MM:SS',
     already UTC. Slurm's unset time (0) is None however it is written: `0`, or the epoch in
     the site's zone (`1969-12-31T19:00:00` in New York). Raises ValueError for anything else,
-    and for years outside the ones whose zone rules gca knows (1990-2059).
+    and for years outside the window every reader holds times to (bounds.py).
     """
     if text.lower() in _MISSING:
         return None
@@ -155,7 +153,7 @@ def parse_time(text: str, zone: str = "UTC") -> str | None:
         if seconds >= 2**40:  # past any year gca reads, and past what datetime holds
             raise YearOutOfRange(text)
         utc = datetime(1970, 1, 1) + timedelta(seconds=seconds)
-        if not _FIRST_YEAR <= utc.year <= _LAST_YEAR:
+        if not FIRST_YEAR <= utc.year <= LAST_YEAR:
             raise YearOutOfRange(text)
         return "@" + utc.strftime("%Y-%m-%d %H:%M:%S")
     if not _TIME.match(text):
@@ -164,7 +162,7 @@ def parse_time(text: str, zone: str = "UTC") -> str | None:
         local = datetime.fromisoformat(text)  # a real date: 2024-02-30 fails here
     except ValueError:
         raise ValueError(text) from None
-    if not _FIRST_YEAR <= local.year <= _LAST_YEAR:
+    if not FIRST_YEAR <= local.year <= LAST_YEAR:
         if local.year in (1969, 1970) and to_utc_python(local, zone) == datetime(1970, 1, 1):
             return None
         raise YearOutOfRange(text)
@@ -682,7 +680,7 @@ def _parse_fields(
         try:
             times[key] = parse_time(_value(fields, i), zone)
         except YearOutOfRange:
-            problems.append(f"{label} {_value(fields, i)} is outside the years gca reads ({_FIRST_YEAR}-{_LAST_YEAR})")
+            problems.append(outside_years(f"{label} {_value(fields, i)}"))
         except ValueError:
             problems.append(f"unreadable {label} {_value(fields, i)!r} (expected 2025-09-12T14:06:12;"
                             " export with SLURM_TIME_FORMAT=standard)")
@@ -1103,7 +1101,8 @@ def _stage_and_store(ctx: LoadContext, reader: _Reader, stager: _Stager, zone: s
         raise ParseError(f"{ctx.path}: no sacct header or data lines", hint="expected sacct output")
     stager.finish(gpus_accounted, lambda: run_script(ctx.con, "ingest", "slurm_sacct_times", {"zone": zone},
                                                      on_statement=ctx.on_statement))
-    run_script(ctx.con, "ingest", "slurm_sacct", {"file_id": ctx.file_id, "zone": zone}, on_statement=ctx.on_statement)
+    run_script(ctx.con, "ingest", "slurm_sacct", {"file_id": ctx.file_id, "zone": zone, **ctx.options.bounds()},
+               on_statement=ctx.on_statement)
     _reject_texts(ctx)
     superseded, unchanged = ctx.con.execute(
         "SELECT coalesce(sum(superseded), 0), coalesce(sum(unchanged), 0) FROM stage_sacct_choice").fetchall()[0]
