@@ -104,6 +104,11 @@ def test_a_file_of_absurd_rows_only_fails_naming_the_bound(tmp_path: Path) -> No
     assert rows(db, "SELECT count(*) FROM ingested_files") == [(0,)]
     result = CliRunner().invoke(app, ["ingest", str(path), "--db", str(db), "--max-gpus-per-node", "32768"])
     assert result.exit_code == ExitCode.USAGE  # a billion GPUs are past any bound gca takes
+    # nodes of 2,000 GPUs: past the default bound, within the one given
+    path.write_text(path.read_text().replace(",1000000000,", ",2000,", 1))
+    result = CliRunner().invoke(app, ["ingest", str(path), "--db", str(db), "--max-gpus-per-node", "2000"])
+    assert result.exit_code == ExitCode.OK, result.output
+    assert rows(db, "SELECT job_id, requested_gpus FROM jobs") == [("0", 2000.0)]
 
 
 def test_the_year_window_is_written_in_one_place() -> None:

@@ -226,7 +226,7 @@ def _ingest(files: list[Path], pulls: list[PullPlan], db: Path, options: IngestO
                     markup=False,
                 )
         for pull in pulls:
-            _pull(con, pull)
+            _pull(con, pull, options)
         if keep_results:  # a shard written with --to holds no kept results (dataset/layout.py)
             _keep(con)
     failed = [r for r in reports if r.status == "failed"]
@@ -249,7 +249,7 @@ def _keep(con: duckdb.DuckDBPyConnection) -> None:
         log(f"kept the report's sample attribution for the store as it now is: {seconds:.1f} s")
 
 
-def _pull(con: duckdb.DuckDBPyConnection, pull: PullPlan) -> None:
+def _pull(con: duckdb.DuckDBPyConnection, pull: PullPlan, options: IngestOptions) -> None:
     import time as clock
 
     from gpucluster_analysis.errors import GcaError
@@ -261,7 +261,7 @@ def _pull(con: duckdb.DuckDBPyConnection, pull: PullPlan) -> None:
     with listener:
         try:
             report = pull_from(con, pull.source, since_ms=pull.since_ms, until_ms=until_ms,
-                               step_ms=pull.step_ms, match=pull.match, listener=listener)
+                               step_ms=pull.step_ms, match=pull.match, listener=listener, options=options)
         except KeyboardInterrupt:
             listener.stop()
             if listener.stored:

@@ -257,8 +257,10 @@ def pull(
     max_points: int = MAX_POINTS,
     max_response_points: int = MAX_RESPONSE_POINTS,
     timeout_s: float = TIMEOUT_S,
+    options: IngestOptions | None = None,
 ) -> PullReport:
-    """Pull every sample time `since <= t < until` (multiples of the step) not stored yet; one transaction per chunk."""
+    """Pull every sample time `since <= t < until` (multiples of the step) not stored yet; one transaction per chunk.
+    `options`: how each chunk is read (the bound of GPUs per node)."""
     listener = listener or _Silent()
     query = query_for(match or default_match())
     now_ms = int(time.time() * 1000)
@@ -282,7 +284,8 @@ def pull(
         while k <= b:
             end = min(b, k + size - 1)
             try:
-                chunk = _pull_chunk(con, source, query, k * step_ms, end * step_ms, step_ms, timeout_s)
+                chunk = _pull_chunk(con, source, query, k * step_ms, end * step_ms, step_ms, timeout_s,
+                                    options or IngestOptions())
             except GcaError as e:
                 if report.chunks:
                     e.hint = ((e.hint + "; ") if e.hint else "") + (
@@ -353,7 +356,7 @@ def _uncovered(
 
 def _pull_chunk(
     con: duckdb.DuckDBPyConnection, source: PrometheusSource, query: str, start_ms: int, end_ms: int, step_ms: int,
-    timeout_s: float,
+    timeout_s: float, options: IngestOptions,
 ) -> Chunk:
     started = time.perf_counter()
     params = {"query": query, "start": _seconds(start_ms), "end": _seconds(end_ms), "step": _seconds(step_ms)}
@@ -375,7 +378,7 @@ def _pull_chunk(
             if empty:
                 counts, series, samples = LoadCounts(rows=0, rejects=0), 0, 0
             else:
-                ctx = LoadContext(con=con, path=body, file_id=int(file_id), options=IngestOptions(), head="")
+                ctx = LoadContext(con=con, path=body, file_id=int(file_id), options=options, head="")
                 counts = dcgm.load_query_range(ctx)
                 series, samples = con.execute(
                     "SELECT count(*), coalesce(sum(len(points)), 0) FROM stage_dcgm_series").fetchall()[0]
