@@ -50,6 +50,11 @@ def check_max_gpus_per_node(value: int) -> int:
     return value
 
 
+def over_gpu_bound(max_gpus_per_node: int) -> str:
+    """The words after a GPU count or index past the bound: `: over the bound of 1,024 ...`."""
+    return f": over the bound of {max_gpus_per_node:,} GPUs per node ({MAX_GPUS_OPTION})"
+
+
 def sql_params(max_gpus_per_node: int = DEFAULT_MAX_GPUS_PER_NODE) -> dict[str, object]:
     """The bounds as the ingest scripts' parameters: $window_start, $window_end (exclusive),
     $outside_years (the words after a time outside them), $max_gpus_per_node, $gpu_bound (the
@@ -59,7 +64,7 @@ def sql_params(max_gpus_per_node: int = DEFAULT_MAX_GPUS_PER_NODE) -> dict[str, 
         "window_end": WINDOW_END,
         "outside_years": _OUTSIDE_YEARS,
         "max_gpus_per_node": max_gpus_per_node,
-        "gpu_bound": f": over the bound of {max_gpus_per_node:,} GPUs per node ({MAX_GPUS_OPTION})",
+        "gpu_bound": over_gpu_bound(max_gpus_per_node),
         "max_nodes_per_job": MAX_NODES_PER_JOB,
         "node_bound": f": over the bound of {MAX_NODES_PER_JOB:,} nodes per job",
     }

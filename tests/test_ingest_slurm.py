@@ -21,6 +21,7 @@ from gpucluster_analysis.ingest.files import read_head
 from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
 from gpucluster_analysis.ingest.slurm import (
     SONAR_COLUMNS,
+    IndexPastBound,
     parse_duration_s,
     parse_exit,
     parse_gpu_indices,
@@ -146,6 +147,14 @@ def test_scontrol_gres_indices() -> None:
     assert parse_gpu_indices("gpu:(null):0(IDX:N/A)") == []
     assert parse_gpu_indices("gpu:a100:1(IDX:1),gpu:v100:1(IDX:3),shard:2(0/2,0/2)") == [1, 3]
     assert parse_gpu_indices("") == []
+    # issue #26: an index past the bound of GPUs per node, said before a range is expanded
+    with pytest.raises(IndexPastBound) as past:
+        parse_gpu_indices("gpu:a100:4(IDX:0-99999999)")
+    assert past.value.args == (99999999, 1024)
+    assert parse_gpu_indices("gpu(IDX:1023)") == [1023]
+    assert parse_gpu_indices("gpu(IDX:0-1)", max_gpus_per_node=2) == [0, 1]
+    with pytest.raises(IndexPastBound):
+        parse_gpu_indices("gpu(IDX:0-2)", max_gpus_per_node=2)
 
 
 # ---------------------------------------------------------------- recognizing files
@@ -588,6 +597,25 @@ def test_scontrol_one_line_per_job(tmp_path: Path) -> None:
     assert rows(db, "SELECT job_id, machine_id, gpu_index FROM gpu_bindings ORDER BY ALL") == [
         ("7101", "gpu10", 0), ("7101", "gpu10", 1), ("7101", "gpu11", 7)
     ]
+
+
+def test_scontrol_gpu_index_past_the_bound_is_rejected(tmp_path: Path) -> None:
+    """Issue #26: `IDX:0-99999999` made a hundred million bindings (and an index past SMALLINT
+    crashed the write); a node group naming a GPU index at or past the bound is rejected."""
+    path = tmp_path / "scontrol.txt"
+    path.write_text(
+        "JobId=7201 JobState=RUNNING Nodes=gpu10 CPU_IDs=0-7 Mem=32000 GRES=gpu:2(IDX:0-1)"
+        " Nodes=gpu11 CPU_IDs=0-7 Mem=32000 GRES=gpu:1(IDX:7)\n"
+        "JobId=7202 JobState=RUNNING Nodes=gpu12 CPU_IDs=0-7 Mem=32000 GRES=gpu:4(IDX:0-99999999)\n")
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, path, format_name="slurm_scontrol")
+    assert (report.rows, report.rejects) == (3, 1)
+    assert rows(db, "SELECT line, reason FROM rejects") == [
+        (2, "GPU index 99999999: over the bound of 1,024 GPUs per node (--max-gpus-per-node)")]
+    assert rows(db, "SELECT job_id, machine_id, gpu_index FROM gpu_bindings ORDER BY ALL") == [
+        ("7201", "gpu10", 0), ("7201", "gpu10", 1), ("7201", "gpu11", 7)]
+    (report,) = ingest(tmp_path / "b.duckdb", path, format_name="slurm_scontrol", max_gpus_per_node=4)
+    assert (report.rows, report.rejects) == (2, 2)  # gpu11's index 7 is past a bound of 4 too
 
 
 def test_messages_of_sacct_are_recorded_not_read(tmp_path: Path) -> None:

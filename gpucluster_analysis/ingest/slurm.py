@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from gpucluster_analysis.bounds import FIRST_YEAR, LAST_YEAR, outside_years
+from gpucluster_analysis.bounds import DEFAULT_MAX_GPUS_PER_NODE, FIRST_YEAR, LAST_YEAR, outside_years, over_gpu_bound
 from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import CONTROL_BYTES, first_lines, line_blocks, open_binary
@@ -1163,8 +1163,14 @@ def _split_gres(text: str) -> list[str]:
     return [e for e in entries if e]
 
 
-def parse_gpu_indices(gres: str) -> list[int]:
-    """GPU indices of a per-node GRES value: `gpu:a100:4(IDX:0-3)`, `gpu(IDX:0,2)`, `gpu:(null):0(IDX:N/A)`."""
+class IndexPastBound(ValueError):
+    """A GPU index at or past the bound of GPUs per node (bounds.py): args (index, bound)."""
+
+
+def parse_gpu_indices(gres: str, max_gpus_per_node: int = DEFAULT_MAX_GPUS_PER_NODE) -> list[int]:
+    """GPU indices of a per-node GRES value: `gpu:a100:4(IDX:0-3)`, `gpu(IDX:0,2)`, `gpu:(null):0(IDX:N/A)`.
+    IndexPastBound for an index at or past `max_gpus_per_node` (before a range is expanded:
+    `IDX:0-99999999` is no hundred million GPUs), ValueError for an unreadable list."""
     indices: list[int] = []
     for entry in _split_gres(gres):
         if not (entry == "gpu" or entry.startswith(("gpu:", "gpu("))):
@@ -1176,6 +1182,8 @@ def parse_gpu_indices(gres: str) -> list[int]:
             low, _, high = part.strip().partition("-")
             if not low.isdigit() or (high and not high.isdigit()):
                 raise ValueError(part)
+            if int(high or low) >= max_gpus_per_node:
+                raise IndexPastBound(int(high or low), max_gpus_per_node)
             indices.extend(range(int(low), int(high or low) + 1))
     return sorted(set(indices))
 
@@ -1218,7 +1226,10 @@ def _load_scontrol(ctx: LoadContext) -> LoadCounts:
                 continue
             try:
                 hosts = expand_hostlist(detail.group(1))
-                indices = parse_gpu_indices(detail.group(2) or "")
+                indices = parse_gpu_indices(detail.group(2) or "", ctx.options.max_gpus_per_node)
+            except IndexPastBound as e:
+                rejects.append((line_no, f"GPU index {e.args[0]}{over_gpu_bound(e.args[1])}", text))
+                continue
             except (HostlistError, ValueError) as e:
                 rejects.append((line_no, f"unreadable Nodes or GRES: {e}", text))
                 continue
