@@ -19,10 +19,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import duckdb
 
+from gpucluster_analysis.bounds import FIRST_YEAR, LAST_YEAR
 from gpucluster_analysis.errors import InputError
-
-# Wide enough for any cluster trace; periods are only a few hundred rows per zone.
-_FIRST_YEAR, _LAST_YEAR = 1990, 2060
 
 ZONE_PERIODS_TABLE = "zone_periods"
 
@@ -41,8 +39,9 @@ def _offset_periods(zone: ZoneInfo) -> list[tuple[datetime, int]]:
     def offset_at(t: datetime) -> int:
         return int(t.astimezone(zone).utcoffset().total_seconds())
 
-    start = datetime(_FIRST_YEAR, 1, 1, tzinfo=UTC)
-    end = datetime(_LAST_YEAR, 1, 1, tzinfo=UTC)
+    # the years every reader accepts (bounds.py): a few hundred periods per zone
+    start = datetime(FIRST_YEAR, 1, 1, tzinfo=UTC)
+    end = datetime(LAST_YEAR + 1, 1, 1, tzinfo=UTC)
     periods = [(start, offset_at(start))]
     step = timedelta(hours=6)
     t = start

@@ -63,3 +63,10 @@ def telemetry_stored(db: Path, path: Path, format_name: str, **options: object) 
         out = {name: sorted(con.execute(sql).fetchall(), key=repr) for name, sql in TELEMETRY_TABLES.items()}
     out["report"] = [(report.status, report.message.replace(str(path), "<file>"))]
     return out
+
+
+def headline(db: Path, out: Path) -> dict:  # type: ignore[type-arg]
+    """The headline numbers (`gca report --json`) of a report on the store at `db`."""
+    from gpucluster_analysis.report.build import build_report
+
+    return build_report(db, out).summary  # type: ignore[no-any-return]

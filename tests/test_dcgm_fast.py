@@ -135,6 +135,18 @@ CASES = {
                                                                        "device": "nvidia0",
                                                                        "modelName": "NVIDIA H100 80GB HBM3"},
                                                             "values": [[T0, " 12 "]]}]), {}, False),
+    # past the sanity bounds (issue #26): the exact way's rejects, whichever way is tried first
+    "gpu_past_bound": (lambda: answer(22, series_extra=[{"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "5000",
+                                                                    "Hostname": "node0"}, "values": [[T0, "50"]]}]),
+                       {}, False),
+    "sample_in_2999": (lambda: answer(23, series_extra=[{"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0",
+                                                                    "Hostname": "node9"},
+                                                         "values": [[T0, "5"], [32_503_680_000, "50"]]}]), {}, False),
+    "xid_past_bounds": (lambda: answer(24, series_extra=[
+        {"metric": {"__name__": "DCGM_FI_DEV_XID_ERRORS", "gpu": "5000", "Hostname": "node0"}, "values": [[T0, "79"]]},
+        {"metric": {"__name__": "DCGM_FI_DEV_XID_ERRORS", "gpu": "0", "Hostname": "node0"},
+         "values": [[T0, "13"], [32_503_680_000, "79"]]}]), {}, False),
+    "bound_option": (lambda: answer(25), {"max_gpus_per_node": 2}, False),  # GPU 2 of 0-2 past a bound of 2
     "host_option": (lambda: answer(15, hosts=1), {"host": "renamed"}, False),
     "no_host_label": (lambda: answer(16, hosts=1, host_label="node"), {}, False),
     "unsorted_times": (lambda: answer(17, series_extra=[{"metric": {"__name__": "DCGM_FI_DEV_FB_RESERVED", "gpu": "1",
@@ -156,6 +168,28 @@ def test_fast_and_exact_ways_store_the_same(tmp_path: Path, monkeypatch: pytest.
     assert all(t == fast_expected for t in taken) and (taken or not fast_expected), taken
     if fast_expected:
         assert exact["ingested_files"][0][1] > 200 and exact["rejects"] == []
+
+
+def test_values_past_the_bounds_are_rejected_with_their_reasons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #26: a DCGM sample in 3000, or of a GPU index past the bound of GPUs per node, is a
+    reject with its reason, an Xid value's too (no event is made of it); the rest is stored."""
+    from datetime import UTC, datetime
+
+    path = tmp_path / "node-metrics.json"
+    path.write_text(json.dumps(CASES["xid_past_bounds"][0]()))
+    exact, fast, _, taken = both_ways(tmp_path, path, monkeypatch)
+    assert fast == exact and taken and not any(taken)
+    assert sorted(reason for _, reason, _ in exact["rejects"]) == [
+        "Xid at 3000-01-01T00:00:00 UTC is outside the years gca reads (1990-2059)",
+        "Xid of GPU index 5000: over the bound of 1,024 GPUs per node (--max-gpus-per-node)",
+    ]
+    at = datetime.fromtimestamp(T0, UTC).replace(tzinfo=None)
+    assert [e[:5] for e in exact["gpu_events"]] == [(at, "node0", 0, "xid", "Xid 13")]
+    path.write_text(json.dumps(CASES["sample_in_2999"][0]()))
+    exact, _, _, _ = both_ways(tmp_path / "2999", path, monkeypatch)
+    assert [reason for _, reason, _ in exact["rejects"]] == [
+        "time 3000-01-01T00:00:00 UTC is outside the years gca reads (1990-2059)"]
+    assert sorted(r[:3] for r in exact["gpu_samples"] if r[1] == "node9") == [(at, "node9", 0)]
 
 
 def test_xid_events_are_where_a_value_first_shows_or_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -263,6 +297,9 @@ SCRAPE_CASES = {
     "crlf": (lambda: scrape_text(answer(45)).replace("\n", "\r\n"), True),
     "out_of_range": (lambda: scrape_text(answer(39), extra_lines={
         3: ['DCGM_FI_DEV_GPU_UTIL{gpu="7",Hostname="node1"} 250']}), False),
+    "gpu_past_bound": (lambda: scrape_text(answer(48), extra_lines={
+        2: ['DCGM_FI_DEV_GPU_UTIL{gpu="5000",Hostname="node1"} 50']}), False),
+    "time_in_2999": (lambda: scrape_text(answer(49)).replace("# time: 1784016010", "# time: 32503680000"), False),
     "scraped_twice": (lambda: scrape_text(answer(40), extra_lines={
         4: ['DCGM_FI_DEV_FB_RESERVED{gpu="2",Hostname="node1",UUID="GPU-0040-1-2"} 7'] * 2}), False),
 }

@@ -144,3 +144,13 @@ def test_replace_takes_back_the_nodes(tmp_path: Path) -> None:
     (report,) = ingest(db, path, replace=True)
     assert (report.status, report.rows) == ("replaced", 1)
     assert rows(db, "SELECT machine_id FROM machines") == [("n1",)]
+
+
+def test_a_node_with_more_gpus_than_any_holds_is_rejected(tmp_path: Path) -> None:
+    """Issue #26: a node's GPU count past the bound of GPUs per node (1,024, --max-gpus-per-node)."""
+    path = write(tmp_path / "openb_node_list_x.csv", HEADER + "n1,96000,393216,8,G2\nn2,96000,393216,5000,G2\n")
+    db = tmp_path / "t.duckdb"
+    (report,) = ingest(db, path)
+    assert (report.rows, report.rejects) == (1, 1)
+    assert rows(db, "SELECT line, reason FROM rejects") == [
+        (3, "5000 GPUs on one node: over the bound of 1,024 GPUs per node (--max-gpus-per-node)")]

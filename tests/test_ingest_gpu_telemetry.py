@@ -25,7 +25,7 @@ from gpucluster_analysis.ingest import IngestOptions, ingest_paths
 from gpucluster_analysis.ingest.dcgm import parse_sample, time_from_name
 from gpucluster_analysis.ingest.nvsmi import host_from_name, parse_time_option
 from gpucluster_analysis.report.build import build_report
-from tests.store_helpers import assert_loaded, ingest, rows
+from tests.store_helpers import assert_loaded, ingest, rows, write
 
 DATA = Path(__file__).parent / "data" / "gpu"
 H100 = "NVIDIA H100 80GB HBM3"
@@ -1184,3 +1184,80 @@ def test_query_range_export_of_profiling_fields(tmp_path: Path) -> None:
     assert [p[:5] for p in profile(db, "n2")] == [(0, None, 0.25, None, 0.125), (0, None, 0.75, None, None)]
     assert samples(db, "n2") == []
     assert workloads(db) == [("n2", 0, None, t(2023, 11, 14, 22, 13, 20), t(2023, 11, 14, 22, 14, 20), "job-a", "x", None, None)]
+
+
+# ------------------------------------------------------------------ sanity bounds (issue #26)
+
+
+def test_samples_in_2999_or_of_a_gpu_past_the_bound_leave_the_headline_to_the_sane_ones(tmp_path: Path) -> None:
+    """Issue #26, item 4: one telemetry row of GPU index 5000 made its machine hold 5,001 GPUs in
+    the report, and a sample in 2999 stretched the sampled period. Reproduction:
+
+        printf 'timestamp, index, utilization.gpu [%%]\\n2017/10/01 01:30:00.000, 5000, 100 %%\\n' > m1.csv
+        gca ingest cluster_job_log m1.csv --tz America/Los_Angeles --db s.duckdb
+        gca report --db s.duckdb --out r --json
+
+    Now such a row is rejected with its reason, and the machines' GPUs and the job's mean
+    utilization are those of the sane samples, worked out here.
+    """
+    db = tmp_path / "s.duckdb"
+    job_log = write(tmp_path / "cluster_job_log", json.dumps([{
+        "jobid": "j1", "status": "Pass", "vc": "vc1", "user": "u1", "submitted_time": "2017-10-01 00:00:00",
+        "attempts": [{"start_time": "2017-10-01 01:00:00", "end_time": "2017-10-01 03:00:00",
+                      "detail": [{"ip": "m1", "gpus": ["gpu0", "gpu1"]}]}]}]))
+    sane = [("2017/10/01 01:30:00.000", 0, 40), ("2017/10/01 01:30:00.000", 1, 60), ("2017/10/01 02:00:00.000", 0, 80)]
+    absurd = [("2017/10/01 01:30:00.000", 5000, 100), ("2999/10/01 01:30:00.000", 0, 100),
+              ("2017/10/01 01:31:00.000", -1, 100)]
+    log = write(tmp_path / "m1.csv", "timestamp, index, utilization.gpu [%]\n" + "".join(
+        f"{at}, {gpu}, {util} %\n" for at, gpu, util in [sane[0], *absurd, *sane[1:]]))
+    ok(ingest(db, job_log, zone="America/Los_Angeles")[0], 1, 0)
+    ok(ingest(db, log, zone="America/Los_Angeles")[0], len(sane), len(absurd))
+    assert rejects(db, "m1.csv") == [
+        (3, "GPU index 5000: over the bound of 1,024 GPUs per node (--max-gpus-per-node)"),
+        (4, "time 2999/10/01 01:30:00.000 is outside the years gca reads (1990-2059)"),
+        (5, "unreadable GPU index -1"),
+    ]
+    h = build_report(db, tmp_path / "r").summary
+    # the job's two GPUs; its samples all fall inside its attempt (01:00-03:00)
+    assert (h["overview"]["machines"], h["overview"]["gpus"]) == (1, 1 + max(gpu for _, gpu, _ in sane))
+    assert h["utilization"]["samples"] == len(sane)
+    assert h["utilization"]["mean_gpu_util_pct"] == pytest.approx(sum(u for _, _, u in sane) / len(sane))
+
+
+def test_philly_util_samples_outside_the_years_and_gpu_columns_past_the_bound(tmp_path: Path) -> None:
+    """Issue #26: a Philly utilization sample in 2999 is a reject; a cluster_gpu_util header with a
+    GPU column past the bound of GPUs per node refuses the file (every row has that column)."""
+    db = tmp_path / "s.duckdb"
+    gpu = write(tmp_path / "cluster_gpu_util", "time,machineId,gpu0_util,gpu1_util\n"
+                "2017-10-03 00:06:00 PDT,m1,10,20,\n2999-10-03 00:06:00 PDT,m1,30,40,\n")
+    cpu = write(tmp_path / "cluster_cpu_util", "time,machine_id,cpu_util\n"
+                "2017-10-03 00:06:00 PDT,m1,5\n1989-12-31 15:00:00 PST,m1,6\n")
+    mem = write(tmp_path / "cluster_mem_util", "time,machine_id,mem_total,mem_free\n"
+                "2017-10-03 00:06:00 PDT,m1,100,50\n2060-01-01 00:06:00 PDT,m1,100,50\n")
+    reports = ingest(db, gpu, cpu, mem)
+    assert [(r.rows, r.rejects) for r in reports] == [(2, 1), (1, 1), (1, 1)]
+    outside = " is outside the years gca reads (1990-2059)"
+    assert rows(db, "SELECT line, reason FROM rejects ORDER BY file_id") == [
+        (3, "time 2999-10-03 00:06:00 PDT" + outside), (3, "time 1989-12-31 15:00:00 PST" + outside),
+        (3, "time 2060-01-01 00:06:00 PDT" + outside)]
+    assert rows(db, "SELECT DISTINCT year(sample_at) FROM gpu_samples UNION SELECT year(sample_at) FROM host_samples") == [
+        (2017,)]
+    wide = write(tmp_path / "wide" / "cluster_gpu_util", "time,machineId,gpu0_util,gpu5000_util\n"
+                 "2017-10-03 00:06:00 PDT,m1,10,20,\n")
+    (report,) = ingest(tmp_path / "w.duckdb", wide)
+    assert report.status == "failed"
+    assert report.message.startswith(f"{wide}:1: its column gpu5000: over the bound of 1,024 GPUs per node"
+                                     " (--max-gpus-per-node)")
+    (report,) = ingest(tmp_path / "w2.duckdb", wide, max_gpus_per_node=8192)
+    assert (report.status, report.rows) == ("loaded", 2)
+
+
+def test_dmon_and_xml_rows_past_the_bound_are_rejected(tmp_path: Path) -> None:
+    """The exact way of every other nvidia-smi form holds them to the same bounds (nvsmi_check.sql)."""
+    db = tmp_path / "s.duckdb"
+    dmon = write(tmp_path / "node07.dmon.log", "#Date Time gpu sm\n#YYYYMMDD HH:MM:SS Idx %\n"
+                 "20260714 08:00:00 0 10\n20260714 08:00:00 2000 10\n29990714 08:00:00 1 10\n")
+    ok(ingest(db, dmon, zone="UTC")[0], 1, 2)
+    assert rejects(db, "node07.dmon.log") == [
+        (4, "GPU index 2000: over the bound of 1,024 GPUs per node (--max-gpus-per-node)"),
+        (5, "time 29990714 08:00:00 is outside the years gca reads (1990-2059)")]

@@ -76,6 +76,9 @@ def test_cuda_visible_devices_gives_integer_indices_only() -> None:
     log = (b"CUDA_VISIBLE_DEVICES=2,3\n[rank1]: CUDA_VISIBLE_DEVICES: 3, 0\n"
            b"export CUDA_VISIBLE_DEVICES='GPU-8a1b'\nCUDA_VISIBLE_DEVICES=\n")
     assert cuda_visible_indices(log) == [0, 2, 3]
+    # an index past the bound of GPUs per node (bounds.py) is no GPU the job got
+    assert cuda_visible_indices(b"CUDA_VISIBLE_DEVICES=1,1023,1024,99999999999") == [1, 1023]
+    assert cuda_visible_indices(b"CUDA_VISIBLE_DEVICES=1,1023,1024", max_gpus_per_node=2048) == [1, 1023, 1024]
 
 
 def test_synth_layout_classifies_every_file_and_keeps_identical_logs_of_different_jobs(tmp_path: Path) -> None:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import gzip
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import duckdb
 import pytest
@@ -17,7 +18,7 @@ import pytest
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
-from tests.store_helpers import ingest, rows, write
+from tests.store_helpers import headline, ingest, rows, write
 
 
 JOB_LOG = """[
@@ -190,6 +191,16 @@ def test_machine_list_and_observed_capacity(tmp_path: Path) -> None:
     ]
 
 
+def test_a_machine_listed_with_more_gpus_than_any_holds_is_rejected(tmp_path: Path) -> None:
+    """Issue #26: a listed GPU count past the bound of GPUs per node (1,024, --max-gpus-per-node)."""
+    db = tmp_path / "s.duckdb"
+    listing = write(tmp_path / "cluster_machine_list", "machineId, number of GPUs, single GPU mem\nm1,8, 24GB\nm2,100000, 24GB\n")
+    (report,) = ingest(db, listing)
+    assert (report.rows, report.rejects) == (1, 1)
+    assert rows(db, "SELECT line, reason FROM rejects") == [
+        (3, "100000 GPUs on one node: over the bound of 1,024 GPUs per node (--max-gpus-per-node)")]
+
+
 def test_reingest_is_a_noop_and_replace_reloads(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     log = write(tmp_path / "cluster_job_log", JOB_LOG)
@@ -278,3 +289,98 @@ def test_store_is_not_left_locked_or_half_written_after_a_failure(tmp_path: Path
     con = duckdb.connect(str(db))
     assert con.execute("SELECT count(*) FROM ingested_files").fetchone() == (0,)
     con.close()
+
+
+# Issue #26: absurd values in a Philly job log. Each job: (jobid, submitted_time, attempts as
+# (start_time, end_time, {machine: [GPU indices]})), in Los Angeles time as the log writes it.
+SANE_JOBS = [
+    ("ok_1", "2017-10-01 00:00:00", [("2017-10-01 01:00:00", "2017-10-01 03:00:00", {"m1": [0, 1]})]),
+    ("ok_2", "2017-10-02 10:00:00", [("2017-10-02 10:30:00", "2017-10-02 11:30:00", {"m1": [2, 3], "m2": [0, 1]}),
+                                     ("2017-10-02 12:00:00", "2017-10-02 12:15:00", {"m2": [7]})]),
+]
+# ... and the jobs each rejected whole for one absurd value, with the reason
+ABSURD_JOBS = [
+    ("in_2999", "2017-10-01 00:00:00", [("2999-10-01 01:00:00", "2017-10-01 03:00:00", {"m1": [4]})],
+     "attempt 0: start_time 2999-10-01 01:00:00 is outside the years gca reads (1990-2059)"),
+    # the issue's: a run time of -360,786 s, subtracted from the totals
+    ("backwards", "2017-10-01 00:00:00", [("2017-10-05 01:00:00", "2017-10-01 00:46:54", {"m1": [5]})],
+     "attempt 0: end_time 2017-10-01 00:46:54 is before start_time 2017-10-05 01:00:00"),
+    ("gpu_5000", "2017-10-01 00:00:00", [("2017-10-01 01:00:00", "2017-10-01 03:00:00", {"m3": [5000]})],
+     "attempt 0: gpu5000 on machine m3: over the bound of 1,024 GPUs per node (--max-gpus-per-node)"),
+    # one sane attempt and one absurd: not half a job
+    ("half", "2017-10-01 00:00:00", [("2017-10-01 01:00:00", "2017-10-01 02:00:00", {"m4": [0]}),
+                                     ("2017-10-01 05:00:00", "2017-10-01 04:00:00", {"m4": [0]})],
+     "attempt 1: end_time 2017-10-01 04:00:00 is before start_time 2017-10-01 05:00:00"),
+    ("submitted_1989", "1989-12-31 23:00:00", [("2017-10-01 01:00:00", "2017-10-01 02:00:00", {"m1": [0]})],
+     "submitted_time 1989-12-31 23:00:00 is outside the years gca reads (1990-2059)"),
+]
+
+
+def _philly_log(jobs: list) -> str:  # type: ignore[type-arg]
+    """A job log of `jobs`, one JSON record per line (so that a record's line is its job's)."""
+    records = [json.dumps({"status": "Pass", "vc": "vc1", "jobid": job, "user": "u1", "submitted_time": submitted,
+                           "attempts": [{"start_time": s, "end_time": e,
+                                         "detail": [{"ip": m, "gpus": [f"gpu{g}" for g in gpus]} for m, gpus in cells.items()]}
+                                        for s, e, cells in attempts]})
+               for job, submitted, attempts, *_ in jobs]
+    return "[\n" + ",\n".join(records) + "\n]\n"
+
+
+def test_absurd_times_and_gpus_reject_their_job_and_leave_the_headline_to_the_sane_ones(tmp_path: Path) -> None:
+    """Issue #26, item 4: a Philly attempt starting in 2999 gave "17,202,524 waiting GPU-hours"
+    and a period to 2999; one whose end precedes its start a gpu_time_s of -360,786, subtracted
+    from the totals. Reproduction:
+
+        (echo '[{"jobid": "a", "status": "Pass", "vc": "v", "user": "u", "submitted_time": "2017-10-01 00:00:00",'
+         echo '   "attempts": [{"start_time": "2999-10-01 01:00:00", "end_time": "2999-10-01 03:00:00",'
+         echo '                 "detail": [{"ip": "m1", "gpus": ["gpu0"]}]}]}]') > cluster_job_log
+        gca ingest cluster_job_log --db p.duckdb && gca report --db p.duckdb --out r --json
+
+    Now each such job is rejected whole, with its line and reason, and the report's headline
+    numbers are those of the sane jobs, worked out here from the same list.
+    """
+    db = tmp_path / "p.duckdb"
+    jobs = [SANE_JOBS[0], *ABSURD_JOBS[:3], SANE_JOBS[1], *ABSURD_JOBS[3:]]
+    (report,) = ingest(db, write(tmp_path / "cluster_job_log", _philly_log(jobs)))
+    assert (report.status, report.rows, report.rejects) == ("loaded", len(SANE_JOBS), len(ABSURD_JOBS))
+    lines = {job[0]: n + 2 for n, job in enumerate(jobs)}  # line 1 is '['
+    assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [(lines[j[0]], j[3]) for j in ABSURD_JOBS]
+    assert rows(db, "SELECT job_id FROM jobs ORDER BY 1") == [("ok_1",), ("ok_2",)]
+    assert rows(db, "SELECT count(*) FROM attempts WHERE job_id NOT LIKE 'ok_%'") == [(0,)]
+
+    la = ZoneInfo("America/Los_Angeles")
+
+    def utc(text: str) -> datetime:
+        return datetime.fromisoformat(text).replace(tzinfo=la).astimezone(UTC).replace(tzinfo=None)
+
+    def hours(start: str, end: str) -> float:
+        return (utc(end) - utc(start)).total_seconds() / 3600
+
+    gpu_hours = sum(hours(s, e) * sum(len(g) for g in cells.values()) for _, _, attempts in SANE_JOBS for s, e, cells in attempts)
+    # the first wait (submission to first start) x the first attempt's GPUs; the retry's wait is no cause's
+    wait_gpu_hours = sum(hours(submitted, attempts[0][0]) * sum(len(g) for g in attempts[0][2].values())
+                         for _, submitted, attempts in SANE_JOBS)
+    times = [utc(t) for _, submitted, attempts in SANE_JOBS for t in (submitted, *(x for s, e, _ in attempts for x in (s, e)))]
+    highest: dict[str, int] = {}
+    for _, _, attempts in SANE_JOBS:
+        for _, _, cells in attempts:
+            for machine, gpus in cells.items():
+                highest[machine] = max(highest.get(machine, -1), *gpus)
+    overview = (h := headline(db, tmp_path / "r"))["overview"]
+    assert (overview["jobs"], overview["attempts"]) == (2, 3)
+    assert overview["gpu_hours"] == pytest.approx(gpu_hours) == 8.25
+    assert (overview["first_at"], overview["last_at"]) == (f"{min(times):%Y-%m-%dT%H:%M:%S}Z", f"{max(times):%Y-%m-%dT%H:%M:%S}Z")
+    assert (overview["machines"], overview["gpus"]) == (len(highest), sum(g + 1 for g in highest.values())) == (2, 12)
+    assert h["queueing"]["wait_gpu_hours"] == pytest.approx(wait_gpu_hours) == 4.0
+
+
+def test_the_bound_of_gpus_per_node_is_an_option(tmp_path: Path) -> None:
+    """A cluster of bigger nodes passes --max-gpus-per-node (IngestOptions.max_gpus_per_node)."""
+    log = write(tmp_path / "cluster_job_log", _philly_log([ABSURD_JOBS[2]]))
+    (report,) = ingest(tmp_path / "a.duckdb", log)
+    assert report.status == "failed" and "over the bound of 1,024 GPUs per node" in report.message
+    (report,) = ingest(tmp_path / "b.duckdb", log, max_gpus_per_node=8192)
+    assert (report.status, report.rows, report.rejects) == ("loaded", 1, 0)
+    assert rows(tmp_path / "b.duckdb", "SELECT machine_id, gpu_index FROM allocations") == [("m3", 5000)]
+    (report,) = ingest(tmp_path / "c.duckdb", log, max_gpus_per_node=5000)  # indices 0-4999
+    assert report.status == "failed"

@@ -226,6 +226,18 @@ def test_pulled_values_equal_the_generated_ones(pulled: tuple[Path, prometheus.P
     assert rows(db, "SELECT count(*) FROM rejects") == [(0,)]
 
 
+def test_a_pull_holds_its_samples_to_the_bound_of_gpus_per_node(server: Server, tmp_path: Path) -> None:
+    """Issue #26: --max-gpus-per-node holds for a pull's chunks as for files: with a bound of 2,
+    the samples of GPUs 2 and 3 are rejects, saying so, and GPUs 0 and 1 are stored as ever."""
+    from gpucluster_analysis.ingest import IngestOptions
+
+    db = tmp_path / "s.duckdb"
+    run_pull(db, server.source, max_points=50, options=IngestOptions(max_gpus_per_node=2))
+    assert samples(db) == [s for s in expected_samples() if s[2] < 2]
+    reasons = rows(db, "SELECT DISTINCT reason FROM rejects ORDER BY 1")
+    assert reasons == [(f"GPU index {g}: over the bound of 2 GPUs per node (--max-gpus-per-node)",) for g in (2, 3)]
+
+
 def test_chunks_stay_under_the_points_limit_and_tile_the_range(pulled: tuple[Path, prometheus.PullReport]) -> None:
     db, report = pulled
     # 180 minutes at most 50 points a chunk: 50 + 50 + 50 + 30

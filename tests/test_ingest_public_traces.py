@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import gzip
 import shutil
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from gpucluster_analysis.ingest import detect_format
 from gpucluster_analysis.ingest.files import read_head
-from tests.store_helpers import ingest, jobs_csv, rows
+from tests.store_helpers import headline, ingest, jobs_csv, rows, write
 
 TRACES = Path(__file__).resolve().parent / "data" / "traces"
 HELIOS = TRACES / "cluster_log.csv"
@@ -289,8 +289,7 @@ def test_helios_hostile_rows(tmp_path: Path) -> None:
     assert (report.rows, report.rejects) == (3, 3)
     assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
         # Asia/Shanghai had DST until 1991 and gca knows zone rules from 1990 only
-        (2, "a time without an offset outside the years gca reads in a zone (1990-2059): "
-            "1989-06-09 18:41:01, 1989-06-09 18:41:01, 1989-06-09 19:41:01"),
+        (2, "submit_time 1989-06-09 18:41:01 is outside the years gca reads (1990-2059)"),
         (3, "gpu_num is not a whole number of GPUs: -1"),
         (7, "10 fields where the header has 12"),  # the cut last line, without a newline
     ]
@@ -498,3 +497,115 @@ def test_a_second_pod_list_of_the_same_pods_is_rejected_with_why(tmp_path: Path)
                                      " pod openb-pod-0000 already stored from another file (the pod lists sample the same"
                                      " pods: ingest one per store)")
     assert rows(db, "SELECT count(*) FROM rejects") == [(0,)]
+
+
+# ---------------------------------------------------------------- sanity bounds (issue #26)
+
+# (job_id, gpu_num, node_num, submit, start, end): Helios' Asia/Shanghai wall-clock times (UTC+8)
+HELIOS_SANE = [
+    ("1", 8, 1, "2020-06-09 18:00:00", "2020-06-09 18:30:00", "2020-06-09 20:30:00"),
+    ("2", 16, 2, "2020-06-10 00:00:00", "2020-06-10 00:00:00", "2020-06-10 01:00:00"),
+]
+HELIOS_ABSURD = [
+    (("3", 1000000000, 1, "2020-06-09 18:00:00", "2020-06-09 18:00:00", "2020-06-09 19:00:00"),
+     "gpu_num 1000000000 on one node: over the bound of 1,024 GPUs per node (--max-gpus-per-node)"),
+    (("4", 4097, 4, "2020-06-09 18:00:00", "2020-06-09 18:00:00", "2020-06-09 19:00:00"),
+     "gpu_num 4097 on 4 nodes: over the bound of 1,024 GPUs per node (--max-gpus-per-node)"),
+    (("5", 8, 200000, "2020-06-09 18:00:00", "2020-06-09 18:00:00", "2020-06-09 19:00:00"),
+     "node_num 200000: over the bound of 100,000 nodes per job"),
+    (("6", 8, 1, "2020-06-09 18:00:00", "2999-06-09 18:00:00", "2999-06-09 19:00:00"),
+     "start_time 2999-06-09 18:00:00 is outside the years gca reads (1990-2059)"),
+    (("7", 8, 1, "2020-06-09 18:00:00", "2020-06-09 19:00:00", "2020-06-09 18:00:00"),
+     "end_time 2020-06-09 18:00:00 is before start_time 2020-06-09 19:00:00"),
+]
+
+
+def _helios_line(job: tuple) -> str:  # type: ignore[type-arg]
+    job_id, gpus, nodes, submit, start, end = job
+    return f"{job_id},u1,vc1,{gpus},4,{nodes},COMPLETED,{submit},{start},{end},0,0"
+
+
+def test_helios_absurd_rows_are_rejected_and_the_headline_is_the_sane_jobs(tmp_path: Path) -> None:
+    """Issue #26, item 4: a GPU count or a time no cluster has poisoned the headline. Reproduction:
+
+        printf 'job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue\\n'\\
+        '1,u,v,1000000000,4,1,COMPLETED,2020-06-09 18:00:00,2020-06-09 18:00:00,2020-06-09 19:00:00,0,0\\n' > cluster_log.csv
+        gca ingest cluster_log.csv --db h.duckdb && gca report --db h.duckdb --out r --json
+
+    Now such a row is rejected with its reason, and the headline numbers are the sane jobs',
+    worked out here from HELIOS_SANE.
+    """
+    db = tmp_path / "h.duckdb"
+    lines = [HELIOS_HEADER.decode(), _helios_line(HELIOS_SANE[0]), *(_helios_line(j) for j, _ in HELIOS_ABSURD),
+             _helios_line(HELIOS_SANE[1])]
+    (report,) = ingest(db, write(tmp_path / "cluster_log.csv", "\n".join(lines) + "\n"))
+    assert (report.format, report.rows, report.rejects) == ("helios", 2, len(HELIOS_ABSURD))
+    assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [(n + 3, why) for n, (_, why) in enumerate(HELIOS_ABSURD)]
+
+    def utc(text: str) -> datetime:
+        return datetime.fromisoformat(text) - timedelta(hours=8)  # Asia/Shanghai, no summer time since 1991
+
+    def hours(start: str, end: str) -> float:
+        return (utc(end) - utc(start)).total_seconds() / 3600
+
+    times = [utc(t) for job in HELIOS_SANE for t in job[3:]]
+    h = headline(db, tmp_path / "r")
+    assert h["overview"]["jobs"] == 2
+    assert h["overview"]["gpu_hours"] == pytest.approx(sum(g * hours(s, e) for _, g, _, _, s, e in HELIOS_SANE)) == 32
+    assert (h["overview"]["first_at"], h["overview"]["last_at"]) == (f"{min(times):%Y-%m-%dT%H:%M:%S}Z",
+                                                                     f"{max(times):%Y-%m-%dT%H:%M:%S}Z")
+    assert h["queueing"]["wait_gpu_hours"] == pytest.approx(sum(g * hours(q, s) for _, g, _, q, s, _ in HELIOS_SANE)) == 4
+
+
+def test_acme_times_with_an_offset_are_held_to_the_years_in_utc(tmp_path: Path) -> None:
+    header = "job_id,user,node_num,gpu_num,cpu_num,type,state,submit_time,start_time,end_time,duration,queue,gpu_time"
+    path = write(tmp_path / "trace_seren.csv", "\n".join([
+        header,
+        "1,u1,1,8,128,Other,COMPLETED,2023-03-01 00:18:22+08:00,2023-03-01 00:18:54+08:00,2023-03-01 00:20:51+08:00,0,0,0",
+        # 2060-01-01 05:00 at +08:00 is 2059-12-31 21:00 UTC: in the years; 2060-01-01 09:00 +08:00 is not
+        "2,u1,1,8,128,Other,COMPLETED,2059-12-31 00:00:00+08:00,2060-01-01 05:00:00+08:00,2060-01-01 07:00:00+08:00,0,0,0",
+        "3,u1,1,8,128,Other,COMPLETED,2059-12-31 00:00:00+08:00,2060-01-01 05:00:00+08:00,2060-01-01 09:00:00+08:00,0,0,0",
+        "4,u1,1,2048,128,Other,COMPLETED,2023-03-01 00:18:22+08:00,2023-03-01 00:18:54+08:00,2023-03-01 00:20:51+08:00,0,0,0",
+    ]) + "\n")
+    db = tmp_path / "a.duckdb"
+    (report,) = ingest(db, path)
+    assert (report.format, report.rows, report.rejects) == ("acme", 2, 2)
+    assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
+        (4, "end_time 2060-01-01 09:00:00+08:00 is outside the years gca reads (1990-2059)"),
+        (5, "gpu_num 2048 on one node: over the bound of 1,024 GPUs per node (--max-gpus-per-node)"),
+    ]
+    (report,) = ingest(tmp_path / "b.duckdb", path, max_gpus_per_node=2048)
+    assert (report.rows, report.rejects) == (3, 1)
+
+
+ALIBABA_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
+
+
+def test_alibaba_absurd_pods_are_rejected_relative_or_anchored(tmp_path: Path) -> None:
+    """Alibaba's seconds count from an unknown start: without --epoch they may span the window's
+    70 years at most; anchored with --epoch, each instant must lie in the years themselves."""
+    century = 100 * 365 * 86400
+    path = write(tmp_path / "openb_pod_list_x.csv", "\n".join([
+        ALIBABA_HEADER,
+        "p1,4000,1000,8,1000,,BE,Succeeded,100,4000,200",
+        "p2,4000,1000,2000,1000,,BE,Succeeded,100,4000,200",  # 2000 GPUs of one node
+        f"p3,4000,1000,1,1000,,BE,Succeeded,100,{century},200",  # a century after the start
+        # 2023-03-01 + 13,000 days is in 2058: in the years when anchored there
+        f"p4,4000,1000,1,1000,,BE,Succeeded,100,{13000 * 86400},200",
+    ]) + "\n")
+    db = tmp_path / "r.duckdb"
+    (report,) = ingest(db, path)
+    assert (report.rows, report.rejects) == (2, 2)
+    assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
+        (3, "num_gpu 2000 on one node: over the bound of 1,024 GPUs per node (--max-gpus-per-node)"),
+        (4, f"deletion_time {century} s after the trace start: more than the 70 years gca reads"),
+    ]
+    db = tmp_path / "e.duckdb"
+    (report,) = ingest(db, path, epoch="2023-03-01T00:00:00Z")
+    assert (report.rows, report.rejects) == (2, 2)
+    late = datetime(2023, 3, 1) + timedelta(seconds=century)
+    assert rows(db, "SELECT line, reason FROM rejects WHERE line = 4") == [
+        (4, f"deletion_time {century} ({late:%Y-%m-%dT%H:%M:%S}Z) is outside the years gca reads (1990-2059)")]
+    db = tmp_path / "late.duckdb"
+    (report,) = ingest(db, path, epoch="2040-01-01T00:00:00Z")  # p4 now ends in 2075
+    assert rows(db, "SELECT line FROM rejects ORDER BY line") == [(3,), (4,), (5,)]

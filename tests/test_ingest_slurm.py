@@ -21,6 +21,7 @@ from gpucluster_analysis.ingest.files import read_head
 from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
 from gpucluster_analysis.ingest.slurm import (
     SONAR_COLUMNS,
+    IndexPastBound,
     parse_duration_s,
     parse_exit,
     parse_gpu_indices,
@@ -30,7 +31,7 @@ from gpucluster_analysis.ingest.slurm import (
     parse_tres,
 )
 from gpucluster_analysis.report.tables import prepare
-from tests.store_helpers import ingest, jobs_csv, rows
+from tests.store_helpers import headline, ingest, jobs_csv, rows
 
 DATA = Path(__file__).resolve().parent / "data" / "slurm"
 ZURICH = "Europe/Zurich"
@@ -146,6 +147,14 @@ def test_scontrol_gres_indices() -> None:
     assert parse_gpu_indices("gpu:(null):0(IDX:N/A)") == []
     assert parse_gpu_indices("gpu:a100:1(IDX:1),gpu:v100:1(IDX:3),shard:2(0/2,0/2)") == [1, 3]
     assert parse_gpu_indices("") == []
+    # issue #26: an index past the bound of GPUs per node, said before a range is expanded
+    with pytest.raises(IndexPastBound) as past:
+        parse_gpu_indices("gpu:a100:4(IDX:0-99999999)")
+    assert past.value.args == (99999999, 1024)
+    assert parse_gpu_indices("gpu(IDX:1023)") == [1023]
+    assert parse_gpu_indices("gpu(IDX:0-1)", max_gpus_per_node=2) == [0, 1]
+    with pytest.raises(IndexPastBound):
+        parse_gpu_indices("gpu(IDX:0-2)", max_gpus_per_node=2)
 
 
 # ---------------------------------------------------------------- recognizing files
@@ -622,6 +631,25 @@ def test_scontrol_one_line_per_job(tmp_path: Path) -> None:
     assert rows(db, "SELECT job_id, machine_id, gpu_index FROM gpu_bindings ORDER BY ALL") == [
         ("7101", "gpu10", 0), ("7101", "gpu10", 1), ("7101", "gpu11", 7)
     ]
+
+
+def test_scontrol_gpu_index_past_the_bound_is_rejected(tmp_path: Path) -> None:
+    """Issue #26: `IDX:0-99999999` made a hundred million bindings (and an index past SMALLINT
+    crashed the write); a node group naming a GPU index at or past the bound is rejected."""
+    path = tmp_path / "scontrol.txt"
+    path.write_text(
+        "JobId=7201 JobState=RUNNING Nodes=gpu10 CPU_IDs=0-7 Mem=32000 GRES=gpu:2(IDX:0-1)"
+        " Nodes=gpu11 CPU_IDs=0-7 Mem=32000 GRES=gpu:1(IDX:7)\n"
+        "JobId=7202 JobState=RUNNING Nodes=gpu12 CPU_IDs=0-7 Mem=32000 GRES=gpu:4(IDX:0-99999999)\n")
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, path, format_name="slurm_scontrol")
+    assert (report.rows, report.rejects) == (3, 1)
+    assert rows(db, "SELECT line, reason FROM rejects") == [
+        (2, "GPU index 99999999: over the bound of 1,024 GPUs per node (--max-gpus-per-node)")]
+    assert rows(db, "SELECT job_id, machine_id, gpu_index FROM gpu_bindings ORDER BY ALL") == [
+        ("7201", "gpu10", 0), ("7201", "gpu10", 1), ("7201", "gpu11", 7)]
+    (report,) = ingest(tmp_path / "b.duckdb", path, format_name="slurm_scontrol", max_gpus_per_node=4)
+    assert (report.rows, report.rejects) == (2, 2)  # gpu11's index 7 is past a bound of 4 too
 
 
 def test_messages_of_sacct_are_recorded_not_read(tmp_path: Path) -> None:
@@ -1174,3 +1202,141 @@ def test_the_sacct_reader_keeps_its_own_arrow_pool_and_gives_the_default_back(tm
     assert failed.status == "failed" and "binary data" in failed.message, failed.message
     assert pa.default_memory_pool().backend_name == before
     assert len(seen) == 2 and set(seen) <= {"jemalloc", "system"}
+
+
+# ---------------------------------------------------------------- sanity bounds (issue #26)
+
+SANE_HEADER = "JobID|JobName|User|Account|Partition|State|ExitCode|Submit|Eligible|Start|End|Timelimit|NNodes|ReqTRES|AllocTRES|NodeList"
+
+
+def _sacct_row(job: str, state: str, submit: str, start: str, end: str, nodes: int | str, gpus: int | str,
+               hosts: str, alloc: bool = True, requested: int | None = None) -> str:
+    """One allocation row (times UTC, `...T` omitted: '2024-01-01 10:00' -> 2024-01-01T10:00:00)."""
+    def t(text: str) -> str:
+        return text.replace(" ", "T") + ":00" if text != "Unknown" else text
+    tres = f"billing=1,cpu=4,gres/gpu={gpus},node={nodes}"
+    request = tres if requested is None else f"billing=1,cpu=4,gres/gpu={requested},node={nodes}"
+    return "|".join([job, "train", "ann", "vc1", "gpu", state, "0:0", t(submit), t(submit), t(start), t(end), "1-00:00:00",
+                     str(nodes), request, tres if alloc else "", hosts])
+
+
+def _step(job: str, start: str, end: str, host: str) -> str:
+    s, e = start.replace(" ", "T") + ":00", end.replace(" ", "T") + ":00"
+    return f"{job}.batch|batch|||gpu|COMPLETED|0:0|{s}|{s}|{s}|{e}||1||cpu=4,node=1|{host}"
+
+
+# (job id, submit, start, end, nodes, GPUs, hosts): what a report on the store should count
+SANE_RUNS = [
+    ("100", "2024-01-01 10:00", "2024-01-01 10:10", "2024-01-01 12:10", 1, 2, "g01"),
+    ("102", "2024-01-01 10:00", "2024-01-01 10:30", "2024-01-01 11:30", 1, 8, "g03"),
+    ("103", "2024-01-01 09:00", "2024-01-01 09:00", "2024-01-01 10:00", 2, 16, "g[04-05]"),
+]
+
+
+def test_absurd_gpu_and_node_counts_reject_their_job_whole_and_the_headline_is_the_sane_jobs(tmp_path: Path) -> None:
+    """Issue #26, item 4: `gres/gpu=1000000000` in one sacct row gave "1,000,000,008 GPUs,
+    153,611,201 GPU-hours". Reproduction:
+
+        printf 'JobID|State|Submit|Start|End|NNodes|AllocTRES|NodeList\\n'\\
+        'a|COMPLETED|2024-01-01T10:00:00|2024-01-01T10:00:00|2024-01-01T11:00:00|1|gres/gpu=8|g01\\n'\\
+        'b|COMPLETED|2024-01-01T10:00:00|2024-01-01T10:00:00|2024-01-01T11:00:00|1|gres/gpu=1000000000|g02\\n' > sacct.txt
+        gca ingest sacct.txt --db s.duckdb --tz UTC && gca report --db s.duckdb --out r --json
+
+    Now a row naming more GPUs on a node than the bound (1,024, --max-gpus-per-node), in
+    AllocTRES, ReqTRES or old AllocGRES, or more nodes than a job spans, is rejected, and with
+    it the rest of its job's record (a requeued job's other run, a het job's other component,
+    their steps): a job is stored whole or not at all. The headline numbers are the sane jobs',
+    worked out here from SANE_RUNS.
+    """
+    lines = [SANE_HEADER, *(_sacct_row(j, "COMPLETED", *rest) for j, *rest in SANE_RUNS[:2])]
+    lines += [
+        _sacct_row("101", "COMPLETED", "2024-01-01 10:00", "2024-01-01 11:00", "2024-01-01 13:00", 1, 1000000000, "g02"),
+        # pending, asking for 5000 GPUs on one node (ReqTRES only)
+        _sacct_row("105", "PENDING", "2024-01-01 10:00", "Unknown", "Unknown", 1, 5000, "None assigned", alloc=False),
+        _sacct_row("106", "COMPLETED", "2024-01-01 10:00", "2024-01-01 11:00", "2024-01-01 13:00", 200000, 8, "g06"),
+        # a requeued job: its first run is sane, its second is not
+        _sacct_row("107", "REQUEUED", "2024-01-01 10:00", "2024-01-01 10:05", "2024-01-01 10:20", 1, 4, "g07"),
+        _step("107", "2024-01-01 10:05", "2024-01-01 10:20", "g07"),
+        _sacct_row("107", "COMPLETED", "2024-01-01 10:20", "2024-01-01 10:30", "2024-01-01 11:00", 1, 99999, "g07"),
+        # a het job: component 0 sane, component 1 not
+        _sacct_row("108+0", "COMPLETED", "2024-01-01 10:00", "2024-01-01 10:05", "2024-01-01 11:00", 1, 4, "g08"),
+        _sacct_row("108+1", "COMPLETED", "2024-01-01 10:00", "2024-01-01 10:05", "2024-01-01 11:00", 1, 2000, "g09"),
+        _sacct_row("109", "COMPLETED", "2024-01-01 10:00", "2999-01-01 10:00", "2999-01-01 11:00", 1, 8, "g10"),
+        _sacct_row(*SANE_RUNS[2][:1], "COMPLETED", *SANE_RUNS[2][1:]),
+    ]
+    path = tmp_path / "sacct.txt"
+    path.write_text("\n".join(lines) + "\n")
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, path, zone="UTC")
+    bound = ": over the bound of 1,024 GPUs per node (--max-gpus-per-node)"
+    assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
+        (4, "1000000000 GPUs on one node" + bound),
+        (5, "5000 GPUs on one node" + bound),  # a pending job's GPUs are its request's
+        (6, "200000 nodes: over the bound of 100,000 nodes per job"),
+        (7, "job 107 is rejected whole: its row at line 9 was rejected"),
+        (8, "step of the allocation row at line 7, which was rejected"),
+        (9, "99999 GPUs on one node" + bound),
+        (10, "job 108 is rejected whole: its row at line 11 was rejected"),
+        (11, "2000 GPUs on one node" + bound),
+        (12, "Start 2999-01-01T10:00:00 is outside the years gca reads (1990-2059); "
+             "End 2999-01-01T11:00:00 is outside the years gca reads (1990-2059)"),
+    ]
+    assert (report.rows, report.rejects) == (3, 9)
+    assert rows(db, "SELECT job_id FROM jobs ORDER BY 1") == [(j[0],) for j in SANE_RUNS]
+
+    def at(text: str) -> datetime:
+        return datetime.fromisoformat(text)
+
+    def hours(start: str, end: str) -> float:
+        return (at(end) - at(start)).total_seconds() / 3600
+
+    per_host = {}
+    for _, _, _, _, nodes, gpus, hosts in SANE_RUNS:
+        for host in expand_hostlist(hosts):
+            per_host[host] = max(per_host.get(host, 0), gpus // nodes)
+    times = [at(t) for run in SANE_RUNS for t in run[1:4]]
+    h = headline(db, tmp_path / "r")
+    overview = h["overview"]
+    assert (overview["jobs"], overview["attempts"]) == (3, 3)
+    assert overview["gpu_hours"] == pytest.approx(sum(hours(s, e) * g for _, _, s, e, _, g, _ in SANE_RUNS)) == 28
+    assert (overview["first_at"], overview["last_at"]) == (f"{min(times):%Y-%m-%dT%H:%M:%S}Z", f"{max(times):%Y-%m-%dT%H:%M:%S}Z")
+    assert (overview["machines"], overview["gpus"]) == (len(per_host), sum(per_host.values())) == (4, 26)
+    assert h["queueing"]["wait_gpu_hours"] == pytest.approx(sum(hours(q, s) * g for _, q, s, _, _, g, _ in SANE_RUNS))
+
+
+def test_the_bound_is_per_node_times_the_nodes_and_an_option(tmp_path: Path) -> None:
+    """A job's GPUs may be the bound times its nodes, no more; --max-gpus-per-node sets the bound."""
+    path = tmp_path / "sacct.txt"
+    path.write_text("\n".join([
+        SANE_HEADER,
+        _sacct_row("1", "COMPLETED", "2024-01-01 10:00", "2024-01-01 10:00", "2024-01-01 11:00", 2, 16, "g[01-02]"),
+        _sacct_row("2", "COMPLETED", "2024-01-01 10:00", "2024-01-01 10:00", "2024-01-01 11:00", 2, 17, "g[03-04]"),
+        # allocated 4, but the request (jobs.requested_gpus) is over the bound
+        _sacct_row("3", "COMPLETED", "2024-01-01 10:00", "2024-01-01 10:00", "2024-01-01 11:00", 1, 4, "g05", requested=9),
+    ]) + "\n")
+    (report,) = ingest(tmp_path / "a.duckdb", path, zone="UTC", max_gpus_per_node=8)
+    assert (report.rows, report.rejects) == (1, 2)
+    assert rows(tmp_path / "a.duckdb", "SELECT line, reason FROM rejects ORDER BY line") == [
+        (3, "17 GPUs on 2 nodes: over the bound of 8 GPUs per node (--max-gpus-per-node)"),
+        (4, "9 GPUs requested on one node: over the bound of 8 GPUs per node (--max-gpus-per-node)")]
+    (report,) = ingest(tmp_path / "b.duckdb", path, zone="UTC")  # the default bound: all are sane
+    assert (report.rows, report.rejects) == (3, 0)
+    gres = tmp_path / "gres.txt"
+    gres.write_text("JobID|State|Submit|Start|End|NNodes|AllocGRES|NodeList\n"
+                    "3|COMPLETED|2024-01-01T10:00:00|2024-01-01T10:00:00|2024-01-01T11:00:00|1|gpu:tesla:4|g05\n"
+                    "4|COMPLETED|2024-01-01T10:00:00|2024-01-01T10:00:00|2024-01-01T11:00:00|1|gpu:tesla:3000|g06\n")
+    (report,) = ingest(tmp_path / "c.duckdb", gres, zone="UTC")
+    assert (report.rows, report.rejects) == (1, 1)
+    assert rows(tmp_path / "c.duckdb", "SELECT line, reason FROM rejects") == [
+        (3, "3000 GPUs on one node: over the bound of 1,024 GPUs per node (--max-gpus-per-node)")]
+
+
+def test_a_bad_bound_is_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "sacct.txt"
+    path.write_text(SANE_HEADER + "\n")
+    for bad in ("0", "40000"):
+        result = CliRunner().invoke(app, ["ingest", str(path), "--db", str(tmp_path / "s.duckdb"), "--max-gpus-per-node", bad])
+        assert result.exit_code == 2, result.output
+        assert f"--max-gpus-per-node {bad}: not a number of GPUs a node can hold" in result.output
+        assert "Traceback" not in result.output
+    assert not (tmp_path / "s.duckdb").exists()

@@ -84,3 +84,25 @@ def test_the_machine_list_gives_a_slurm_store_its_capacity(tmp_path: Path) -> No
     # listed 8 each; gpu01 observed 2 (the run held 2 GPUs of it); gpu02 never used, still listed
     assert rows(db, "SELECT machine_id, listed_gpus, observed_gpus, gpus FROM machine_capacity ORDER BY 1") == [
         ("gpu01", 8, 2, 8), ("gpu02", 8, None, 8)]
+
+
+def test_a_node_listing_more_gpus_than_any_holds_is_rejected(tmp_path: Path) -> None:
+    """Issue #26: a machine list's GPU count is a node's capacity, which the report's GPUs add
+    up: one past the bound of GPUs per node (1,024, --max-gpus-per-node) is rejected, once per
+    line, and a count past any integer too, where it crashed the store's write."""
+    path = write(tmp_path / "nodes.txt", "\n".join([
+        "n01|gpu:8",
+        "n[02-03]|gpu:a100:1000000000",
+        "n04|gpu:99999999999999999999",
+        "NodeName=n05 CPUTot=64 Gres=gpu:8 CfgTRES=cpu=64,gres/gpu=2048",
+        "n06|gpu:1024",
+    ]) + "\n")
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, path, format_name="slurm_nodes")
+    bound = " GPUs on one node: over the bound of 1,024 GPUs per node (--max-gpus-per-node)"
+    assert (report.status, report.rows, report.rejects) == ("loaded", 2, 3)
+    assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
+        (2, "1000000000" + bound), (3, "99999999999999999999" + bound), (4, "2048" + bound)]
+    assert [m[:2] for m in machines(db)] == [("n01", 8), ("n06", 1024)]
+    (report,) = ingest(tmp_path / "b.duckdb", path, format_name="slurm_nodes", max_gpus_per_node=4096)
+    assert (report.rows, report.rejects) == (3, 2)  # n05's 2048 now fit; the rest not

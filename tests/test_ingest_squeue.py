@@ -131,7 +131,7 @@ def test_broken_lines_are_rejected_with_their_line_numbers(tmp_path: Path) -> No
         (11, "unreadable timestamp line (expected # YYYY-MM-DDTHH:MM:SSZ, as date -u +'# %Y-%m-%dT%H:%M:%SZ' writes)"),
         (12, under_11),
         (14, under_11),
-        (15, "a time without Z or an offset outside the years gca reads in a zone (1990-2059)"),
+        (15, "the time 1969-12-31T23:00:00 is outside the years gca reads (1990-2059)"),
         (16, "under the timestamp line 15, which was rejected"),
         (18, "unreadable array task list [0-4000001]"),
     ]

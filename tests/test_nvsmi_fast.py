@@ -28,8 +28,11 @@ HEADER = ("timestamp, index, uuid, pci.bus_id, name, utilization.gpu [%], utiliz
 # ({d}: the row's date, {t}: its time of day)
 TIMES = ["{d} {t}.696", "{d} {t}", "{d} {t}.5", "{d} {t}.123456", "{d} {t}.1234567", "{d-} {t}.042",
          "2026/02/30 08:00:00", "{d} 24:00:00", "{d} 23:59:60", "{d} 08:61:00", "N/A", "", " {d} {t}.696 ",
-         "{d}T{t}", "{d}  {t}", "{d} 8:12:38"]
-INDICES = ["0", "1", "2", "3", " 3", "03", "N/A", "-1", "1.0", "99999", "x", ""]
+         "{d}T{t}", "{d}  {t}", "{d} 8:12:38",
+         # outside the years gca reads (issue #26)
+         "2999/01/01 00:00:00", "1989/12/31 23:59:59.5", "2060-01-01 00:00:00", "2059/12/31 23:59:59"]
+# (past the bound of GPUs per node, 1,024, or at it: issue #26)
+INDICES = ["0", "1", "2", "3", " 3", "03", "N/A", "-1", "1.0", "99999", "x", "", "5000", "1024", "1023", "9999999"]
 UUIDS = ["GPU-6b1f4c1e-2a51-4a7e-9c7e-0d6a2f1b9e01", "[N/A]", "N/A", "", "Unknown"]
 PCIS = ["00000000:18:00.0", "0000:3B:00.0", "[N/A]", "N/A", "00000000:AF:00.0"]
 NAMES = ["NVIDIA A100-SXM4-80GB", "[N/A]", "none", "Unknown", "Tesla V100-SXM2-32GB"]
@@ -125,6 +128,33 @@ def test_fast_and_exact_ways_store_the_same(tmp_path: Path, monkeypatch: pytest.
     assert sum(other for _, other in fast_rows) > 500
     reasons = {reason.split(" ")[0] for _, reason, _ in exact["rejects"]}
     assert len(exact["rejects"]) > 300 and len(reasons) >= 5
+
+
+def test_absurd_times_and_indices_rejected_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #26: a sample in 2999 or of a GPU index past the bound of GPUs per node is rejected
+    whichever way the row was typed: the fast way leaves it to the exact way, which says why."""
+    log = tmp_path / "node01.csv"
+    lines = [HEADER]
+    at = datetime(2026, 7, 14, 8)
+    for k in range(400):
+        index = ("0", "1", "7", "8", "5000")[k % 5]
+        stamp = "2999/07/14 08:00:00.000" if k % 7 == 0 else (at + timedelta(seconds=k)).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
+        lines.append(f"{stamp}, {index}, GPU-x, 00000000:18:00.0, H100, 26 %, 3 %, 5 MiB, 80 MiB, 70.5 W, 40, 1980 MHz")
+    log.write_text("\n".join(lines) + "\n")
+    for bound in (1024, 8):
+        run = tmp_path / str(bound)
+        run.mkdir()
+        exact, ahead, streamed, fast_rows = _three_ways(run, log, "UTC", monkeypatch, max_gpus_per_node=bound)
+        assert ahead == exact and streamed == exact
+        assert sum(clean for clean, _ in fast_rows) > 100
+        reasons = [reason for _, reason, _ in exact["rejects"]]
+        # every 7th row in 2999; of the others, index 5000 (and 8, at a bound of 8)
+        past = {1024: ("5000",), 8: ("8", "5000")}[bound]
+        expected = sum(1 for k in range(400) if k % 7 == 0) + sum(
+            1 for k in range(400) if k % 7 and ("0", "1", "7", "8", "5000")[k % 5] in past)
+        assert len(reasons) == expected
+        assert sum(r == "time 2999/07/14 08:00:00.000 is outside the years gca reads (1990-2059)" for r in reasons) == 58
+        assert f"GPU index 5000: over the bound of {bound:,} GPUs per node (--max-gpus-per-node)" in reasons
 
 
 def test_every_real_capture_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

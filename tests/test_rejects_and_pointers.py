@@ -87,3 +87,37 @@ def test_a_git_lfs_pointer_is_named_with_the_command_that_fetches_it(tmp_path: P
     packed.write_bytes(gzip.compress(helios_file(tmp_path / "y.csv", 0).read_bytes()))
     (report,) = ingest(tmp_path / "g.duckdb", packed)
     assert report.status == "loaded" and report.rows == 1
+
+
+def test_a_file_of_absurd_rows_only_fails_naming_the_bound(tmp_path: Path) -> None:
+    """Issue #26: a file whose every row is absurd stores nothing and fails, as any file whose
+    every row is rejected; its error names the bound as the likely cause."""
+    path = tmp_path / "cluster_log.csv"
+    path.write_text(HELIOS_HEADER + "\n" + "".join(
+        f"{n},uA,vc1,{10**9 + n},1,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,2020-06-10 04:55:09,0,0\n"
+        for n in range(3)))
+    db = tmp_path / "s.duckdb"
+    result = CliRunner().invoke(app, ["ingest", str(path), "--db", str(db)])
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert "every row was rejected, nothing stored (3 rows)" in result.output
+    assert "over the bound of 1,024 GPUs per node (--max-gpus-per-node)" in result.output
+    assert rows(db, "SELECT count(*) FROM ingested_files") == [(0,)]
+    result = CliRunner().invoke(app, ["ingest", str(path), "--db", str(db), "--max-gpus-per-node", "32768"])
+    assert result.exit_code == ExitCode.USAGE  # a billion GPUs are past any bound gca takes
+    # nodes of 2,000 GPUs: past the default bound, within the one given
+    path.write_text(path.read_text().replace(",1000000000,", ",2000,", 1))
+    result = CliRunner().invoke(app, ["ingest", str(path), "--db", str(db), "--max-gpus-per-node", "2000"])
+    assert result.exit_code == ExitCode.OK, result.output
+    assert rows(db, "SELECT job_id, requested_gpus FROM jobs") == [("0", 2000.0)]
+
+
+def test_the_year_window_is_written_in_one_place() -> None:
+    """The years every reader holds times to are bounds.py's, handed to the SQL as parameters:
+    no script or module writes them again (they were written three times)."""
+    from gpucluster_analysis.bounds import FIRST_YEAR, LAST_YEAR
+
+    root = Path(__file__).resolve().parent.parent
+    files = [*root.glob("gpucluster_analysis/**/*.py"), *root.glob("sql/**/*.sql")]
+    again = [str(f.relative_to(root)) for f in files if f.name != "bounds.py"
+             and any(str(y) in f.read_text(encoding="utf-8") for y in (FIRST_YEAR, LAST_YEAR, LAST_YEAR + 1))]
+    assert files and again == []

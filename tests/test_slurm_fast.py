@@ -129,15 +129,17 @@ ODD = {
     "time": ["Unknown", "None", "", "2024-02-30T10:00:00", "2024-13-01T00:00:00", "2024-01-01T24:00:00",
              "2024-01-01T10:00:60", "1704103200", "0", "1969-12-31T19:00:00", "1970-01-01T00:00:00",
              "2100-01-01T00:00:00", "1989-12-31T23:59:59", "2024-01-01 10:00:00", "2024-1-1T10:00:00",
-             "2024-01-01T10:00", "n/a", "(null)", " 2024-01-01T10:00:00", "2059-12-31T23:59:59"],
+             "2024-01-01T10:00", "n/a", "(null)", " 2024-01-01T10:00:00", "2059-12-31T23:59:59", "2999-01-01T00:00:00"],
     "Timelimit": ["UNLIMITED", "Partition_Limit", "30", "1-12", "1-12:30", "45:00", "", "01:60:00", "abc",
                   "-00:05:00", "99999999999999999999-00:00:00", "INVALID", "00:30.5"],
-    "NNodes": ["", "x", "01", "99999999999", " 2"],
+    "NNodes": ["", "x", "01", "99999999999", " 2", "200000", "100000"],
     "TRES": ["", "cpu=4,mem=1G,node=1", "gres/gpu=0", "cpu=4,gres/gpu=four", "cpu=4,,node=1", "cpu = 4,gres/gpu=1",
              "gres/gpu:tesla:2(S:0-1)=2", "gres/gpu:=1", "node=0", "gres/gpumem=100M,gres/gpu=1",
              "energy=1315314,gres/gpu=1,node=1", "gres/gpu=1,gres/gpu=2", "gres/gpu=99999999999999999999",
              "gres/gpu:a100=2,gres/gpu:v100=1,node=2", "gres/gpu:a100=1,gres/gpu:a100=2", "billing=4,",
-             "N/A", "a=b=c,gres/gpu=1", "node=99999999999", "gres/gpu:a100=2"],
+             "N/A", "a=b=c,gres/gpu=1", "node=99999999999", "gres/gpu:a100=2",
+             # over the bound of GPUs per node (issue #26), or at it
+             "gres/gpu=1000000000", "gres/gpu:a100=2000,node=1", "gres/gpu=1024,node=1", "gres/gpu=2049,node=2"],
     "NodeList": ["gpu[01-02]", "gpu[01-02],cpu7", "None assigned", "(null)", "", "gpu[02-01]", "gpu[01-",
                  "gpu 01", "n[1-3]-x[1-2]", "none", "gpu[001,003-004]"],
 }
@@ -263,6 +265,34 @@ def test_hostile_dumps_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.Mo
     rejects = exact[0]["rejects"]
     reasons = {reason.split(" ")[0] for _, _, reason, _ in rejects}
     assert len(rejects) > 100 and len(reasons) >= 8, reasons
+
+
+def test_absurd_counts_rejected_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #26: rows over the bound of GPUs per node or of nodes per job, and the rest of
+    their jobs' records, are rejected alike whichever way typed them (the bounds are checked in
+    SQL, on what either way staged), with the default bound and another."""
+    dump = _Dump(seed=26, start=datetime(2024, 5, 1, 8), odd=0.0, step_minutes=7)
+    dump.write(tmp_path / "plain.txt", 150)
+    absurd = {"gres/gpu=2,": "gres/gpu=1000000000,", "gres/gpu=4,": "gres/gpu=3000,"}
+    nnodes = COLUMNS.index("NNodes")
+    lines = dump.lines[:1]
+    for n, line in enumerate(dump.lines[1:]):
+        for good, bad in absurd.items():
+            if n % 9 == 0 and good in line:
+                line = line.replace(good, bad, 1)
+        fields = line.split("|")
+        if n % 11 == 0 and len(fields) == len(COLUMNS) and fields[nnodes] == "1":
+            line = "|".join([*fields[:nnodes], "200000", *fields[nnodes + 1:]])
+        lines.append(line)
+    path = tmp_path / "sacct.txt"
+    path.write_text("\n".join(lines) + "\n")
+    for options in ({}, {"max_gpus_per_node": 2}):
+        exact, fast, fast_rows, _ = _both_ways(tmp_path / str(len(options)), monkeypatch, [path], zone="UTC", **options)
+        _assert_same(exact, fast, f"{path.name} {options}")
+        reasons = [reason for _, _, reason, _ in exact[0]["rejects"]]
+        assert fast_rows > 100
+        assert sum("over the bound of" in r for r in reasons) > 5, reasons
+        assert any("nodes per job" in r for r in reasons) and any("is rejected whole" in r for r in reasons), reasons
 
 
 def test_a_layout_whose_head_is_the_whole_row_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

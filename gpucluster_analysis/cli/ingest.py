@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from gpucluster_analysis.bounds import DEFAULT_MAX_GPUS_PER_NODE
 from gpucluster_analysis.cli._options import DEFAULT_DB, DbOption, OverwriteOption, ShardOption
 from gpucluster_analysis.cli._output import guarded, stderr
 from gpucluster_analysis.errors import ExitCode, GcaError, InputError
@@ -72,6 +73,11 @@ def ingest(
         typer.Option("--epoch", help="When the relative seconds of an Alibaba pod list count from: ISO 8601, UTC unless Z/offset "
                      "(default 1970-01-01T00:00:00Z, so durations are exact and dates mean nothing)."),
     ] = None,
+    max_gpus_per_node: Annotated[
+        int,
+        typer.Option("--max-gpus-per-node", help="The most GPUs one node holds: a row naming more on a node (a GPU count"
+                     " over this times the job's nodes, a GPU index at or past it) is rejected as absurd."),
+    ] = DEFAULT_MAX_GPUS_PER_NODE,
     since: Annotated[
         str | None,
         typer.Option("--since", help="Prometheus pull: the first sample time, ISO 8601 (UTC unless Z/offset) or epoch seconds."),
@@ -138,6 +144,10 @@ def ingest(
     --until at --step, in chunks; a pull that stopped resumes when run again, and
     a range pulled before is not pulled twice.
 
+    Absurd values are rejected as malformed rows are: a time outside the years gca
+    reads, an end before its start, more GPUs on a node than --max-gpus-per-node, a job
+    on more nodes than any cluster has (docs/schema.md, "Sanity windows and bounds").
+
     Parquet shards: --to DIR writes the files as one shard of a dataset (default name:
     UTC time, host and process id; --shard to choose), read by gca report --from DIR.
     Each job (scheduler record) and each file must be in one shard only.
@@ -173,7 +183,7 @@ def ingest(
         parse_epoch(epoch)  # a bad --epoch fails before anything is read
     options = IngestOptions(zone=tz, replace=replace, strict=strict, log_pattern=log_pattern, signatures=tuple(signatures or ()),
                             columns=tuple(c for c in columns.split(",") if c.strip()) if columns else None,
-                            host=host, time=time, interval_s=interval, epoch=epoch)
+                            host=host, time=time, interval_s=interval, epoch=epoch, max_gpus_per_node=max_gpus_per_node)
     target = None
     if to is not None:
         from gpucluster_analysis.dataset.write import ShardTarget
@@ -217,7 +227,7 @@ def _ingest(files: list[Path], pulls: list[PullPlan], db: Path, options: IngestO
                     markup=False,
                 )
         for pull in pulls:
-            _pull(con, pull)
+            _pull(con, pull, options)
         if keep_results:  # a shard written with --to holds no kept results (dataset/layout.py)
             _keep(con)
     failed = [r for r in reports if r.status == "failed"]
@@ -240,7 +250,7 @@ def _keep(con: duckdb.DuckDBPyConnection) -> None:
         log(f"kept the report's sample attribution for the store as it now is: {seconds:.1f} s")
 
 
-def _pull(con: duckdb.DuckDBPyConnection, pull: PullPlan) -> None:
+def _pull(con: duckdb.DuckDBPyConnection, pull: PullPlan, options: IngestOptions) -> None:
     import time as clock
 
     from gpucluster_analysis.errors import GcaError
@@ -252,7 +262,7 @@ def _pull(con: duckdb.DuckDBPyConnection, pull: PullPlan) -> None:
     with listener:
         try:
             report = pull_from(con, pull.source, since_ms=pull.since_ms, until_ms=until_ms,
-                               step_ms=pull.step_ms, match=pull.match, listener=listener)
+                               step_ms=pull.step_ms, match=pull.match, listener=listener, options=options)
         except KeyboardInterrupt:
             listener.stop()
             if listener.stored:

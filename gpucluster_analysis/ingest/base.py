@@ -15,6 +15,8 @@ from pathlib import Path
 
 import duckdb
 
+from gpucluster_analysis.bounds import DEFAULT_MAX_GPUS_PER_NODE, check_max_gpus_per_node, sql_params
+
 
 @dataclass(frozen=True)
 class IngestOptions:
@@ -30,6 +32,15 @@ class IngestOptions:
     interval_s: float | None = None  # seconds between samples of a timeless dmon or --query-gpu log
     columns: tuple[str, ...] | None = None  # field order of a headerless file (sacct -n: JobID,State,...)
     epoch: str | None = None  # ISO 8601 instant a trace's relative seconds count from (Alibaba); None: 1970-01-01 UTC
+    # a row naming more GPUs on one node (or a GPU index at or past it) is rejected (bounds.py)
+    max_gpus_per_node: int = DEFAULT_MAX_GPUS_PER_NODE
+
+    def __post_init__(self) -> None:
+        check_max_gpus_per_node(self.max_gpus_per_node)
+
+    def bounds(self) -> dict[str, object]:
+        """The sanity bounds as the ingest scripts' parameters (bounds.sql_params)."""
+        return sql_params(self.max_gpus_per_node)
 
 
 @dataclass

@@ -215,7 +215,7 @@ def _scrape_series(text: str) -> dict[str, str | None] | None:
 def _read_ahead_prom(path: Path, options: IngestOptions) -> object:
     if options.host or options.time:
         return _Exact()
-    typed = dcgm_fast.read_scrapes(path, _scrape_series)
+    typed = dcgm_fast.read_scrapes(path, _scrape_series, options.max_gpus_per_node)
     return _Exact() if typed is None else typed
 
 
@@ -358,7 +358,7 @@ class _Exact:
 def _read_ahead_query_range(path: Path, options: IngestOptions) -> object:
     if options.host or path.stat().st_size > _MAX_RESPONSE_BYTES:
         return _Exact()
-    typed = dcgm_fast.read(path, METRICS, _fallback_measure(path))
+    typed = dcgm_fast.read(path, METRICS, _fallback_measure(path), options.max_gpus_per_node)
     return _Exact() if typed is None else typed
 
 
@@ -453,7 +453,7 @@ def _store(ctx: LoadContext) -> LoadCounts:
             raise InputError(f"{ctx.path}: {missing} values have no host (no Hostname or instance label)",
                              hint="pass --host NAME, or name the file after its host (e.g. node01.prom)")
     run_script(con, "ingest", "nvsmi_macros", {})
-    run_script(con, "ingest", "dcgm_pivot", {})
+    run_script(con, "ingest", "dcgm_pivot", ctx.options.bounds())
     counts = store_staged(ctx, "UTC")
     con.execute("INSERT INTO gpu_workload_labels (machine_id, gpu_index, gpu_instance_id, first_at, last_at, pod, namespace,"
                 " container, hpc_job, file_id) SELECT machine_id, gpu_index, gpu_instance_id, first_at, last_at, pod,"

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import polars as pl
 
+from gpucluster_analysis.bounds import DEFAULT_MAX_GPUS_PER_NODE, WINDOW_END, WINDOW_START
+
 # Measures the fast way types (dcgm.METRICS' values), with the range nvsmi_check.sql accepts.
 RANGES: dict[str, tuple[float | None, float | None]] = {
     "util": (0, 100), "mem_util": (0, 100), "mem_used": (0, None), "mem_free": (None, None),
@@ -55,23 +57,25 @@ class Typed:
     xid_events: pl.DataFrame
 
 
-def read(path: Path, metrics: dict[str, str], fallback: str | None) -> Typed | None:
+def read(path: Path, metrics: dict[str, str], fallback: str | None,
+         max_gpus_per_node: int = DEFAULT_MAX_GPUS_PER_NODE) -> Typed | None:
     """A clean answer's rows, one per GPU and time (columns: machine_id, sample_at, gpu_index,
     the measures, in_samples, has_details), its devices and Xid events; or None: the exact way.
 
     `metrics`: lower-case metric name -> measure (dcgm.METRICS); `fallback`: the measure the
-    file name gives series without __name__.
+    file name gives series without __name__; `max_gpus_per_node`: the bound a GPU index stays
+    below (bounds.py).
     """
     try:
         if path.stat().st_size > MAX_BYTES:
             return None
         answer = pl.read_json(path, infer_schema_length=None)
-        return _typed(answer, metrics, fallback)
+        return _typed(answer, metrics, fallback, max_gpus_per_node)
     except (pl.exceptions.PolarsError, ValueError, OSError, TypeError):
         return None
 
 
-def _typed(answer: pl.DataFrame, metrics: dict[str, str], fallback: str | None) -> Typed | None:
+def _typed(answer: pl.DataFrame, metrics: dict[str, str], fallback: str | None, max_gpus_per_node: int) -> Typed | None:
     if answer.height != 1 or set(answer.columns) - {"status", "data"} or "data" not in answer.columns:
         return None
     if answer.item(0, "status") != "success":
@@ -120,17 +124,19 @@ def _typed(answer: pl.DataFrame, metrics: dict[str, str], fallback: str | None) 
         pl.col("values").list.get(0).cast(pl.Float64, strict=False).alias("ts"),
         pl.col("values").list.get(1).alias("text"),
     )
-    return _checked(kept, points)
+    return _checked(kept, points, max_gpus_per_node)
 
 
-def _checked(kept: pl.DataFrame, points: pl.DataFrame, *, numbers_checked: bool = False) -> Typed | None:
+def _checked(kept: pl.DataFrame, points: pl.DataFrame, max_gpus_per_node: int, *,
+             numbers_checked: bool = False) -> Typed | None:
     """The typed rows and Xid events of a clean answer or scrape file, or None.
 
     `kept`: one row per series of a metric gca reads (series_no, measure, host, gpu_text,
     instance_text, uuid, pci_text, model, exported_pod, pod, pod_name, hpc_job);
     `points`: series_no, line (None in an answer), ts (epoch seconds), text (the value), in
     the order the file gives them. `numbers_checked`: every text is
-    already known to match _NUMBER or be NaN.
+    already known to match _NUMBER or be NaN. A GPU index at or past `max_gpus_per_node`, or a
+    time outside the years gca reads (bounds.py), is the exact way's to reject.
     """
     if kept.is_empty() or not kept.get_column("measure").is_in([*RANGES, "xid"]).all():
         return None  # clock reasons, or no DCGM series at all: the exact way
@@ -138,6 +144,7 @@ def _checked(kept: pl.DataFrame, points: pl.DataFrame, *, numbers_checked: bool 
     clean_series = kept.select(
         pl.col("host").is_not_null() & (pl.col("host") != "") & (pl.col("host") == pl.col("host").str.strip_chars(" "))
         & pl.col("gpu_text").str.contains(r"^[0-9]{1,4}$").fill_null(False)
+        & (pl.col("gpu_text").cast(pl.Int32, strict=False) < max_gpus_per_node).fill_null(False)
         & (pl.col("instance_text").is_null() | (pl.col("instance_text") == ""))
         # workload labels that name a workload: gpu_workload_labels, the exact way's
         & (pod.is_null() | (pod == "") | pod.str.to_lowercase().str.contains("dcgm-exporter", literal=True))
@@ -171,6 +178,8 @@ def _checked(kept: pl.DataFrame, points: pl.DataFrame, *, numbers_checked: bool 
         # make_timestamp(round(ts * 10^6)): half away from zero, as DuckDB rounds (times are >= 0)
         ((pl.col("ts") * 1_000_000 + 0.5).floor().cast(pl.Int64).cast(pl.Datetime("us"))).alias("sample_at"),
     ).join(series.select("series_no", "order", "device_no"), on="series_no", how="left").sort("order", maintain_order=True)
+    if not points.select(pl.col("sample_at").is_between(WINDOW_START, WINDOW_END, closed="left").all()).item():
+        return None  # a sample outside the years gca reads: the exact way rejects it
     # each series' times strictly increasing (as Prometheus answers): no time twice
     same_series = pl.col("order") == pl.col("order").shift()
     if points.select((same_series & (pl.col("sample_at") <= pl.col("sample_at").shift())).any()).item():
@@ -290,7 +299,8 @@ _VALUE = r"^[ \t]+(?:-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|(?i:nan))[ \t\r]*
 _CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
 
 
-def read_scrapes(path: Path, series_of: Callable[[str], dict[str, str | None] | None]) -> Typed | None:
+def read_scrapes(path: Path, series_of: Callable[[str], dict[str, str | None] | None],
+                 max_gpus_per_node: int = DEFAULT_MAX_GPUS_PER_NODE) -> Typed | None:
     """read()'s rows and events for a file of dcgm-exporter scrapes, or None: the exact way.
 
     Clean means, besides read()'s rules: uncompressed UTF-8 ending in a line end; every DCGM
@@ -315,12 +325,13 @@ def read_scrapes(path: Path, series_of: Callable[[str], dict[str, str | None] | 
         lines = pl.read_csv(path, has_header=False, separator="}", quote_char=None,
                             schema={"head": pl.Categorical(pl.Categories.random()), "value": pl.String},
                             missing_columns="insert", raise_if_empty=False)
-        return _scrapes(lines, series_of)
+        return _scrapes(lines, series_of, max_gpus_per_node)
     except (pl.exceptions.PolarsError, ValueError, OSError):
         return None
 
 
-def _scrapes(lines: pl.DataFrame, series_of: Callable[[str], dict[str, str | None] | None]) -> Typed | None:
+def _scrapes(lines: pl.DataFrame, series_of: Callable[[str], dict[str, str | None] | None],
+             max_gpus_per_node: int) -> Typed | None:
     distinct = lines.get_column("head").unique().drop_nulls()
     heads = pl.DataFrame({"code": distinct.to_physical(), "head": distinct.cast(pl.String)})
     head = pl.col("head")
@@ -384,4 +395,4 @@ def _scrapes(lines: pl.DataFrame, series_of: Callable[[str], dict[str, str | Non
     points = samples.with_columns(times.get_column("epoch").cast(pl.Float64).gather(above).alias("ts")).filter(
         stored).select(
         "series_no", pl.col("line").cast(pl.Int64), "ts", pl.col("value").str.strip_chars(" \t\r").alias("text"))
-    return _checked(kept, points, numbers_checked=True)
+    return _checked(kept, points, max_gpus_per_node, numbers_checked=True)

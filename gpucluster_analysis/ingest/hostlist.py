@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 
+from gpucluster_analysis.bounds import MAX_NODES_PER_JOB
+
 # A job never spans more hosts than this; a bigger expansion is a typo, not a job.
-MAX_HOSTS = 100_000
+MAX_HOSTS = MAX_NODES_PER_JOB
 
 NO_HOSTS = frozenset({"", "none assigned", "(null)", "none", "n/a"})
 

@@ -29,6 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from gpucluster_analysis.bounds import DEFAULT_MAX_GPUS_PER_NODE
 from gpucluster_analysis.classify import classify_bytes, load_signatures
 from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.ingest.base import FileFormat, IngestOptions
@@ -153,12 +154,13 @@ def read_head_and_tail(path: Path, digest: Any = None) -> tuple[bytes, bytes | N
     return head, rest, size
 
 
-def cuda_visible_indices(data: bytes) -> list[int]:
-    """Integer GPU indices from every CUDA_VISIBLE_DEVICES the log prints (UUIDs are ignored)."""
+def cuda_visible_indices(data: bytes, max_gpus_per_node: int = DEFAULT_MAX_GPUS_PER_NODE) -> list[int]:
+    """Integer GPU indices from every CUDA_VISIBLE_DEVICES the log prints (UUIDs are ignored), below
+    the bound of GPUs per node (bounds.py): a bigger number is not an index the job got."""
     found: set[int] = set()
     for m in _CUDA_VISIBLE.finditer(data):
         for part in m.group(1).decode().replace(" ", "").split(","):
-            if part.isdigit() and int(part) < 1024:
+            if part.isdigit() and int(part) < max_gpus_per_node:
                 found.add(int(part))
     return sorted(found)
 
@@ -216,7 +218,7 @@ def _parse(path: Path, options: IngestOptions, digest: Any) -> dict[str, list[di
     bindings = [
         {"source": None, "job_id": place.job_id, "attempt_ref": place.attempt_ref, "machine_id": None,
          "gpu_index": gpu, "origin": "cuda_visible_devices"}
-        for gpu in cuda_visible_indices(data)
+        for gpu in cuda_visible_indices(data, options.max_gpus_per_node)
     ]
     return {"job_logs": [log], "gpu_bindings": bindings}
 

@@ -369,7 +369,8 @@ def _read_log(path: Path, options: Any, sink: Any, *, dmon: bool) -> _LogRead:
                 numbers = np.arange(first + pos, first + pos + plain, dtype=np.int64)
                 run = texts.slice(pos, plain)
                 if nvsmi_fast.eligible(current, dmon=dmon):
-                    clean, other = nvsmi_fast.split_clean(run, numbers, current, host, local_periods(zone))
+                    clean, other = nvsmi_fast.split_clean(run, numbers, current, host, local_periods(zone),
+                                                          options.max_gpus_per_node)
                     if clean.height:
                         sink.fast(clean)
                     numbers, run = numbers[other], run.filter(pa.array(other))

@@ -24,6 +24,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from gpucluster_analysis.bounds import WINDOW_END, WINDOW_START
+
 # stage_fast's columns: what nvsmi_store.sql stores of a clean row (all of it is valid).
 FAST_COLUMNS = {
     "line": pl.Int64, "machine_id": pl.String, "sample_at": pl.Datetime("us"), "gpu_index": pl.Int16,
@@ -107,11 +109,12 @@ def constant_offset(periods: list[tuple[datetime, int]], first: datetime, last: 
 
 
 def split_clean(texts: pa.Array, lines: np.ndarray, layout: dict[str, Any], host: str,
-                periods: list[tuple[datetime, int]]) -> tuple[pl.DataFrame, np.ndarray]:
+                periods: list[tuple[datetime, int]], max_gpus_per_node: int) -> tuple[pl.DataFrame, np.ndarray]:
     """(the typed stage_fast rows of the clean lines, a numpy mask of the other lines).
 
     `texts` are stripped data lines of the block with exactly its field count (the reader's
-    plain rows), `lines` their numbers; `periods` the site zone's (timezones.local_periods).
+    plain rows), `lines` their numbers; `periods` the site zone's (timezones.local_periods);
+    `max_gpus_per_node` the bound a GPU index stays below (bounds.py).
     """
     n = layout["n_fields"]
     text = pl.Series("text", pl.from_arrow(texts), dtype=pl.String)
@@ -151,9 +154,12 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: dict[str, Any], host
             out_of_range.append(pl.col(column) > upper)
     typed = (frame.lazy().with_columns(pl.col("text").str.split_exact(",", n - 1).alias("fields"))
              .select(values).collect())
-    # a time the pattern let through that strptime still refuses (30 February), or a value out
-    # of range, goes the exact way, which rejects it with its reason
-    good = typed["local_at"].is_not_null()
+    # a time the pattern let through that strptime still refuses (30 February), a value out
+    # of range, a time outside the years gca reads or an index at or past the bound of GPUs per
+    # node (bounds.py, as nvsmi_check.sql holds them) goes the exact way, which rejects it with
+    # its reason
+    good = (typed["local_at"].is_not_null() & (typed["local_at"] >= WINDOW_START) & (typed["local_at"] < WINDOW_END)
+            & (typed["gpu_index"] < max_gpus_per_node)).fill_null(False)
     if out_of_range:
         good = good & ~typed.select(pl.any_horizontal(out_of_range).fill_null(False)).to_series()
     mask = clean.to_numpy().copy()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from gpucluster_analysis.bounds import MAX_GPUS_OPTION
 from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.csv_rejects import (
@@ -119,7 +120,21 @@ def _csv_layout(ctx: LoadContext, fixed: list[tuple[str, str]], what: str) -> tu
                 count -= 1
             for i in range(count):
                 columns[f"g{i}"] = "DOUBLE"
+        _check_gpu_columns(ctx, columns, has_header)
     return columns, has_header
+
+
+def _check_gpu_columns(ctx: LoadContext, columns: dict[str, str], has_header: bool) -> None:
+    """Refuse a layout with a GPU column at or past the bound of GPUs per node (bounds.py): each
+    row of the file has that column, so no row of it is believable (every one would be rejected)."""
+    bound = ctx.options.max_gpus_per_node
+    past = [int(name[1:]) for name in columns if re.fullmatch(r"g\d+", name) and int(name[1:]) >= bound]
+    if past:
+        where = f"its column gpu{max(past)}" if has_header else f"its first row has {len(columns) - 2} GPU values"
+        raise ParseError(
+            f"{ctx.path}:1: {where}: over the bound of {bound:,} GPUs per node ({MAX_GPUS_OPTION})",
+            hint=f"a machine holds fewer GPUs; if yours do hold more, pass {MAX_GPUS_OPTION}",
+        )
 
 
 def _load_csv(ctx: LoadContext, script: str, table: str, fixed: list[tuple[str, str]], what: str) -> LoadCounts:
@@ -130,7 +145,7 @@ def _load_csv(ctx: LoadContext, script: str, table: str, fixed: list[tuple[str, 
     run_script(
         ctx.con, "ingest", script,
         {"path": str(ctx.path), "file_id": ctx.file_id, "columns": columns, "header": has_header,
-         "gpu_indexes": gpu_indexes},
+         "gpu_indexes": gpu_indexes, **ctx.options.bounds()},
         on_statement=ctx.on_statement,
     )
     collect_reader_rejects(ctx.con, ctx.file_id)
@@ -155,7 +170,7 @@ def _load_job_log(ctx: LoadContext) -> LoadCounts:
     try:
         run_script(
             ctx.con, "ingest", "philly_job_log",
-            {"path": str(ctx.path), "file_id": ctx.file_id, "zone": zone},
+            {"path": str(ctx.path), "file_id": ctx.file_id, "zone": zone, **ctx.options.bounds()},
             on_statement=ctx.on_statement,
         )
     except Exception as e:  # duckdb.Error, narrowed below to keep duckdb out of the signature

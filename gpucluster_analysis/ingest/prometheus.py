@@ -269,11 +269,13 @@ def pull(
     max_response_points: int = MAX_RESPONSE_POINTS,
     timeout_s: float = TIMEOUT_S,
     max_answer_bytes: int = MAX_ANSWER_BYTES,
+    options: IngestOptions | None = None,
 ) -> PullReport:
     """Pull every sample time `since <= t < until` (multiples of the step) not stored yet; one transaction per chunk.
 
     Each request takes at most `timeout_s` in all and reads at most `max_answer_bytes` of
-    answer; a chunk whose answer is bigger is pulled again in halves.
+    answer; a chunk whose answer is bigger is pulled again in halves. `options`: how each chunk
+    is read (the bound of GPUs per node).
     """
     listener = listener or _Silent()
     query = query_for(match or default_match())
@@ -298,7 +300,8 @@ def pull(
         while k <= b:
             end = min(b, k + size - 1)
             try:
-                chunk = _pull_chunk(con, source, query, k * step_ms, end * step_ms, step_ms, timeout_s, max_answer_bytes)
+                chunk = _pull_chunk(con, source, query, k * step_ms, end * step_ms, step_ms, timeout_s, max_answer_bytes,
+                                    options or IngestOptions())
             except GcaError as e:
                 if isinstance(e, AnswerTooBig) and end > k:
                     size = (end - k + 1) // 2  # fewer sample times per request, until an answer fits
@@ -375,7 +378,7 @@ def _uncovered(
 
 def _pull_chunk(
     con: duckdb.DuckDBPyConnection, source: PrometheusSource, query: str, start_ms: int, end_ms: int, step_ms: int,
-    timeout_s: float, max_answer_bytes: int,
+    timeout_s: float, max_answer_bytes: int, options: IngestOptions,
 ) -> Chunk:
     started = time.perf_counter()
     params = {"query": query, "start": _seconds(start_ms), "end": _seconds(end_ms), "step": _seconds(step_ms)}
@@ -397,7 +400,7 @@ def _pull_chunk(
             if empty:
                 counts, series, samples = LoadCounts(rows=0, rejects=0), 0, 0
             else:
-                ctx = LoadContext(con=con, path=body, file_id=int(file_id), options=IngestOptions(), head="")
+                ctx = LoadContext(con=con, path=body, file_id=int(file_id), options=options, head="")
                 counts = dcgm.load_query_range(ctx)
                 series, samples = con.execute(
                     "SELECT count(*), coalesce(sum(len(points)), 0) FROM stage_dcgm_series").fetchall()[0]

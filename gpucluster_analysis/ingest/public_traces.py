@@ -250,7 +250,7 @@ def _load_jobs(ctx: LoadContext, source: str, what: str) -> LoadCounts:
         zone = PHILLY_ZONE
     install_zone(ctx.con, zone)
     params.update(path=str(ctx.path), file_id=ctx.file_id, source=source, zone=zone, encoding=encoding,
-                  max_line_size=MAX_LINE_BYTES)
+                  max_line_size=MAX_LINE_BYTES, **ctx.options.bounds())
     run_script(ctx.con, "ingest", "trace_macros", {})
     run_script(ctx.con, "ingest", "helios_acme_jobs", params, on_statement=ctx.on_statement)
     return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"), time_zone=zone)
@@ -275,7 +275,8 @@ def _load_alibaba(ctx: LoadContext) -> LoadCounts:
     encoding = _encoding(ctx.path)
     params = _layout(ctx, _POD_COLUMNS, _POD_COLUMNS, "an Alibaba cluster-trace-gpu-v2023 pod list")
     epoch = parse_epoch(ctx.options.epoch) if ctx.options.epoch else ALIBABA_EPOCH
-    params.update(path=str(ctx.path), file_id=ctx.file_id, epoch=epoch, encoding=encoding, max_line_size=MAX_LINE_BYTES)
+    params.update(path=str(ctx.path), file_id=ctx.file_id, epoch=epoch, anchored=bool(ctx.options.epoch), encoding=encoding,
+                  max_line_size=MAX_LINE_BYTES, **ctx.options.bounds())
     run_script(ctx.con, "ingest", "trace_macros", {})
     run_script(ctx.con, "ingest", "alibaba_pods", params, on_statement=ctx.on_statement)
     # Recorded with the file: its times were read as UTC offsets from the epoch (--tz does not apply).
@@ -286,7 +287,8 @@ def _load_alibaba(ctx: LoadContext) -> LoadCounts:
 def _load_alibaba_nodes(ctx: LoadContext) -> LoadCounts:
     encoding = _encoding(ctx.path)
     params = _layout(ctx, _NODE_COLUMNS, _NODE_REQUIRED, "an Alibaba cluster-trace-gpu-v2023 node list")
-    params.update(path=str(ctx.path), file_id=ctx.file_id, encoding=encoding, max_line_size=MAX_LINE_BYTES)
+    params.update(path=str(ctx.path), file_id=ctx.file_id, encoding=encoding, max_line_size=MAX_LINE_BYTES,
+                  **ctx.options.bounds())
     run_script(ctx.con, "ingest", "trace_macros", {})
     run_script(ctx.con, "ingest", "alibaba_nodes", params, on_statement=ctx.on_statement)
     return LoadCounts(rows=_count(ctx, "machines"), rejects=_count(ctx, "rejects"))

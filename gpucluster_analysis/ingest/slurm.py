@@ -36,6 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from gpucluster_analysis.bounds import DEFAULT_MAX_GPUS_PER_NODE, FIRST_YEAR, LAST_YEAR, outside_years, over_gpu_bound
 from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import CONTROL_BYTES, first_lines, line_blocks, open_binary
@@ -101,9 +102,6 @@ KNOWN_STATES = frozenset(STATUS_OF_STATE) | REQUEUE_STATES
 
 _MISSING = frozenset({"", "unknown", "none", "n/a", "(null)"})
 _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}$")
-# Years whose zone rules gca converts (gpucluster_analysis/timezones.py); a time outside
-# them would get a wrong offset, so its row is rejected.
-_FIRST_YEAR, _LAST_YEAR = 1990, 2059
 _DURATION = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?(?:\.\d+)?$")
 _NO_LIMIT = frozenset({"unlimited", "partition_limit", "invalid", "none", ""})
 _EXIT = re.compile(r"^(-?\d+):(-?\d+)$")
@@ -154,7 +152,7 @@ def parse_time(text: str, zone: str = "UTC") -> str | None:
     Epoch seconds (sites that set SLURM_TIME_FORMAT=%s) come back as '@YYYY-MM-DD HH:MM:SS',
     already UTC. Slurm's unset time (0) is None however it is written: `0`, or the epoch in
     the site's zone (`1969-12-31T19:00:00` in New York). Raises ValueError for anything else,
-    and for years outside the ones whose zone rules gca knows (1990-2059).
+    and for years outside the window every reader holds times to (bounds.py).
     """
     if text.lower() in _MISSING:
         return None
@@ -165,7 +163,7 @@ def parse_time(text: str, zone: str = "UTC") -> str | None:
         if seconds >= 2**40:  # past any year gca reads, and past what datetime holds
             raise YearOutOfRange(text)
         utc = datetime(1970, 1, 1) + timedelta(seconds=seconds)
-        if not _FIRST_YEAR <= utc.year <= _LAST_YEAR:
+        if not FIRST_YEAR <= utc.year <= LAST_YEAR:
             raise YearOutOfRange(text)
         return "@" + utc.strftime("%Y-%m-%d %H:%M:%S")
     if not _TIME.match(text):
@@ -174,7 +172,7 @@ def parse_time(text: str, zone: str = "UTC") -> str | None:
         local = datetime.fromisoformat(text)  # a real date: 2024-02-30 fails here
     except ValueError:
         raise ValueError(text) from None
-    if not _FIRST_YEAR <= local.year <= _LAST_YEAR:
+    if not FIRST_YEAR <= local.year <= LAST_YEAR:
         if local.year in (1969, 1970) and to_utc_python(local, zone) == datetime(1970, 1, 1):
             return None
         raise YearOutOfRange(text)
@@ -692,7 +690,7 @@ def _parse_fields(
         try:
             times[key] = parse_time(_value(fields, i), zone)
         except YearOutOfRange:
-            problems.append(f"{label} {_value(fields, i)} is outside the years gca reads ({_FIRST_YEAR}-{_LAST_YEAR})")
+            problems.append(outside_years(f"{label} {_value(fields, i)}"))
         except ValueError:
             problems.append(f"unreadable {label} {_value(fields, i)!r} (expected 2025-09-12T14:06:12;"
                             " export with SLURM_TIME_FORMAT=standard)")
@@ -1115,7 +1113,8 @@ def _stage_and_store(ctx: LoadContext, reader: _Reader, stager: _Stager, zone: s
         raise ParseError(f"{ctx.path}: no sacct header or data lines", hint="expected sacct output")
     stager.finish(gpus_accounted, lambda: run_script(ctx.con, "ingest", "slurm_sacct_times", {"zone": zone},
                                                      on_statement=ctx.on_statement))
-    run_script(ctx.con, "ingest", "slurm_sacct", {"file_id": ctx.file_id, "zone": zone}, on_statement=ctx.on_statement)
+    run_script(ctx.con, "ingest", "slurm_sacct", {"file_id": ctx.file_id, "zone": zone, **ctx.options.bounds()},
+               on_statement=ctx.on_statement)
     _reject_texts(ctx)
     superseded, unchanged = ctx.con.execute(
         "SELECT coalesce(sum(superseded), 0), coalesce(sum(unchanged), 0) FROM stage_sacct_choice").fetchall()[0]
@@ -1188,8 +1187,14 @@ def _split_gres(text: str) -> list[str]:
     return [e for e in entries if e]
 
 
-def parse_gpu_indices(gres: str) -> list[int]:
-    """GPU indices of a per-node GRES value: `gpu:a100:4(IDX:0-3)`, `gpu(IDX:0,2)`, `gpu:(null):0(IDX:N/A)`."""
+class IndexPastBound(ValueError):
+    """A GPU index at or past the bound of GPUs per node (bounds.py): args (index, bound)."""
+
+
+def parse_gpu_indices(gres: str, max_gpus_per_node: int = DEFAULT_MAX_GPUS_PER_NODE) -> list[int]:
+    """GPU indices of a per-node GRES value: `gpu:a100:4(IDX:0-3)`, `gpu(IDX:0,2)`, `gpu:(null):0(IDX:N/A)`.
+    IndexPastBound for an index at or past `max_gpus_per_node` (before a range is expanded:
+    `IDX:0-99999999` is no hundred million GPUs), ValueError for an unreadable list."""
     indices: list[int] = []
     for entry in _split_gres(gres):
         if not (entry == "gpu" or entry.startswith(("gpu:", "gpu("))):
@@ -1201,6 +1206,8 @@ def parse_gpu_indices(gres: str) -> list[int]:
             low, _, high = part.strip().partition("-")
             if not low.isdigit() or (high and not high.isdigit()):
                 raise ValueError(part)
+            if int(high or low) >= max_gpus_per_node:
+                raise IndexPastBound(int(high or low), max_gpus_per_node)
             indices.extend(range(int(low), int(high or low) + 1))
     return sorted(set(indices))
 
@@ -1243,7 +1250,10 @@ def _load_scontrol(ctx: LoadContext) -> LoadCounts:
                 continue
             try:
                 hosts = expand_hostlist(detail.group(1))
-                indices = parse_gpu_indices(detail.group(2) or "")
+                indices = parse_gpu_indices(detail.group(2) or "", ctx.options.max_gpus_per_node)
+            except IndexPastBound as e:
+                rejects.append((line_no, f"GPU index {e.args[0]}{over_gpu_bound(e.args[1])}", text))
+                continue
             except (HostlistError, ValueError) as e:
                 rejects.append((line_no, f"unreadable Nodes or GRES: {e}", text))
                 continue

@@ -32,11 +32,10 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from gpucluster_analysis.bounds import FIRST_YEAR, LAST_YEAR
 from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
 from gpucluster_analysis.ingest.slurm import (
-    _FIRST_YEAR,
     _JOB_ID,
-    _LAST_YEAR,
     _MISSING,
     _STAGE_COLUMNS,
     _STEP_COLUMNS,
@@ -235,7 +234,7 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
         t = value(i)
         is_time = t.str.contains(_TIME)
         readable = (is_time & t.str.slice(0, 10).str.strptime(pl.Date, "%Y-%m-%d", strict=False).is_not_null()
-                    & t.str.slice(0, 4).cast(pl.Int32, strict=False).is_between(_FIRST_YEAR, _LAST_YEAR))
+                    & t.str.slice(0, 4).cast(pl.Int32, strict=False).is_between(FIRST_YEAR, LAST_YEAR))
         # a value neither a time nor missing makes the row unclean: it is never staged from here
         return [pl.when(is_time).then(t.str.replace("T", " ", literal=True)).alias(name),
                 (readable | missing(t)).alias(f"{name}_ok")]

@@ -97,7 +97,8 @@ def _load(ctx: LoadContext) -> LoadCounts:
                 rejects.append((number, f"unreadable GRES {sinfo.group(2)!r}", text))
                 continue
             for host in hosts:
-                nodes.setdefault(host, {"line": number, "gpus": gpus, "model": model, "cpus": None, "memory_mib": None})
+                nodes.setdefault(host, {"line": number, "gpus": gpus, "model": model, "cpus": None, "memory_mib": None,
+                                        "text": text})
             continue
         rejects.append((number, "neither a NodeName= record nor a `node|gres` line", text))
     finish()
@@ -105,19 +106,35 @@ def _load(ctx: LoadContext) -> LoadCounts:
         raise ParseError(f"{ctx.path}: no node in it", hint="expected `scontrol show node -o` or `sinfo -N -h -o '%N|%G'`")
     rows = sorted(nodes.items(), key=lambda kv: kv[1]["line"])  # type: ignore[arg-type, return-value]
     node_rows = pa.table({  # noqa: F841 (read by DuckDB)
+        "line": pa.array([n["line"] for _, n in rows], type=pa.int64()),
+        "text": pa.array([str(n["text"])[:500] for _, n in rows], type=pa.string()),
         "machine_id": [name for name, _ in rows],
-        "listed_gpus": pa.array([n["gpus"] for _, n in rows], type=pa.int32()),
+        # as written (a count past any integer type is still named in its reject)
+        "gpus_text": pa.array([str(n["gpus"]) for _, n in rows], type=pa.string()),
         "cpus": pa.array([n["cpus"] for _, n in rows], type=pa.float64()),
         "memory_mib": pa.array([n["memory_mib"] for _, n in rows], type=pa.float64()),
         "gpu_model": pa.array([n["model"] for _, n in rows], type=pa.string()),
     })
+    # a node listing more GPUs than any holds (bounds.py) is rejected, once per line (a sinfo
+    # hostlist names several); a count past INTEGER is over it too
+    bounds = ctx.options.bounds()
+    ctx.con.execute("CREATE OR REPLACE TEMP TABLE stage_nodes AS SELECT *, coalesce(TRY_CAST(gpus_text AS INTEGER)"
+                    " <= $max_gpus_per_node, false) AS sane FROM node_rows",
+                    {"max_gpus_per_node": bounds["max_gpus_per_node"]})
     ctx.con.execute("INSERT INTO machines (machine_id, listed_gpus, gpu_memory_gb, cpus, memory_mib, gpu_model, source, file_id)"
-                    " SELECT machine_id, listed_gpus, NULL, cpus, memory_mib, gpu_model, 'slurm', ? FROM node_rows", [ctx.file_id])
+                    " SELECT machine_id, CAST(gpus_text AS INTEGER), NULL, cpus, memory_mib, gpu_model, 'slurm', ?"
+                    " FROM stage_nodes WHERE sane", [ctx.file_id])
+    ctx.con.execute("INSERT INTO rejects (file_id, line, reason, text)"
+                    " SELECT DISTINCT $file_id, line, gpus_text || ' GPUs on one node' || $gpu_bound, text FROM stage_nodes"
+                    " WHERE NOT sane ORDER BY line", {"file_id": ctx.file_id, "gpu_bound": bounds["gpu_bound"]})
+    stored = ctx.con.execute("SELECT count(*) FILTER (WHERE sane) FROM stage_nodes").fetchall()[0][0]
+    ctx.con.execute("DROP TABLE stage_nodes")
     if rejects:
         bad = pa.table({"line": [r[0] for r in rejects], "reason": [r[1] for r in rejects],  # noqa: F841
                         "text": [r[2][:500] for r in rejects]})
         ctx.con.execute("INSERT INTO rejects (file_id, line, reason, text) SELECT ?, line, reason, text FROM bad", [ctx.file_id])
-    return LoadCounts(rows=len(rows), rejects=len(rejects))
+    rejected = ctx.con.execute("SELECT count(*) FROM rejects WHERE file_id = ?", [ctx.file_id]).fetchall()[0][0]
+    return LoadCounts(rows=int(stored), rejects=int(rejected))
 
 
 def _add_scontrol(record: dict[str, str], line: int, nodes: dict[str, dict[str, object]],
@@ -140,7 +157,7 @@ def _add_scontrol(record: dict[str, str], line: int, nodes: dict[str, dict[str, 
         return float(value) if value.replace(".", "", 1).isdigit() else None
 
     nodes.setdefault(name, {"line": line, "gpus": gpus, "model": model, "cpus": number("CPUTot"),
-                            "memory_mib": number("RealMemory")})
+                            "memory_mib": number("RealMemory"), "text": text})
 
 
 def _sniff(head: str) -> bool:

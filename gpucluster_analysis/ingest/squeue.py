@@ -62,7 +62,7 @@ def _load(ctx: LoadContext) -> LoadCounts:
     zone = ctx.options.zone or local_zone()  # for timestamps without Z or an offset, as for sacct
     install_zone(ctx.con, zone)
     params = {"path": str(ctx.path), "file_id": ctx.file_id, "zone": zone, "delim": _WHOLE_LINE,
-              "encoding": encoding, "max_line_size": MAX_LINE_BYTES, "cut": cut}
+              "encoding": encoding, "max_line_size": MAX_LINE_BYTES, "cut": cut, **ctx.options.bounds()}
     run_script(ctx.con, "ingest", "slurm_squeue", params, on_statement=ctx.on_statement)
     (zone_read,) = ctx.con.execute(
         "SELECT count(*) > 0 FROM stage_squeue_stamp WHERE own_offset_s IS NULL AND problem IS NULL"

@@ -244,7 +244,7 @@ def store_staged(ctx: LoadContext, zone: str | None, *, pci_order: bool = False)
         for column in PROFILE_TEXT_COLUMNS:  # readers without DCGM's profiling fields leave them out
             ctx.con.execute(f"ALTER TABLE stage_raw ADD COLUMN IF NOT EXISTS {column} VARCHAR")
         run_script(ctx.con, "ingest", "nvsmi_macros", {})
-        run_script(ctx.con, "ingest", "nvsmi_check", {"zone": zone, "pci_order": pci_order},
+        run_script(ctx.con, "ingest", "nvsmi_check", {"zone": zone, "pci_order": pci_order, **ctx.options.bounds()},
                    on_statement=ctx.on_statement)
         _stage_gpu_columns = ", ".join(
             f'"{name}" {kind}' for name, kind in ctx.con.execute("SELECT column_name, column_type FROM "

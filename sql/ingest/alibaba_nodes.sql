@@ -2,8 +2,9 @@
 -- sn,cpu_milli,memory_mib,gpu,model) into machines: one row per node, source 'alibaba'.
 -- Parameters: $path, $file_id, $encoding, $delim, $max_line_size, $header_text, $n_fields and
 -- $pos_<column> (1-based position of each column in the header, NULL when absent), as in
--- alibaba_pods.sql. Lines are read whole and split (trace_lines, sql/ingest/trace_macros.sql),
--- so every reject carries its line number.
+-- alibaba_pods.sql; $max_gpus_per_node and $gpu_bound (gpucluster_analysis/bounds.py). Lines
+-- are read whole and split (trace_lines, sql/ingest/trace_macros.sql), so every reject carries
+-- its line number.
 -- cpus = cpu_milli / 1000; an empty cpu_milli, memory_mib or model is stored as NULL (not
 -- known); the GPU count is required: it is the capacity the node list is read for.
 
@@ -36,8 +37,9 @@ SELECT line, text, problem FROM (
             WHEN n.n_fields <> $n_fields THEN n.n_fields || ' fields where the header has ' || $n_fields
             WHEN n.machine_id IS NULL THEN 'row without a node name (sn)'
             WHEN n.gpu_text IS NULL THEN 'node ' || n.machine_id || ' without a GPU count'
-            WHEN n.gpus IS NULL OR n.gpus <> floor(n.gpus) OR n.gpus > 1e6
+            WHEN n.gpus IS NULL OR n.gpus <> floor(n.gpus)
                 THEN 'gpu is not a whole number of GPUs: ' || n.gpu_text
+            WHEN n.gpus > $max_gpus_per_node THEN n.gpu_text || ' GPUs on one node' || $gpu_bound
             WHEN n.cpu_text IS NOT NULL AND n.cpu_milli IS NULL
                 THEN 'cpu_milli is not a number of CPU millicores >= 0: ' || n.cpu_text
             WHEN n.memory_text IS NOT NULL AND n.memory_mib IS NULL

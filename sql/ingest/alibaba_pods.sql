@@ -4,16 +4,18 @@
 -- a naive UTC TIMESTAMP; --epoch, else 1970-01-01),
 -- $encoding (utf-8, or latin-1 for a file that is not UTF-8), $delim, $header_text, $n_fields
 -- and $pos_<column> (1-based position of each column in the header, NULL when absent), as in
--- helios_acme_jobs.sql.
+-- helios_acme_jobs.sql; $anchored (whether --epoch named the trace start) and the sanity bounds
+-- $window_start, $window_end, $outside_years, $max_gpus_per_node, $gpu_bound
+-- (gpucluster_analysis/bounds.py).
 -- creation/scheduled/deletion_time are whole seconds since the trace start. A pod runs on
 -- one node; it holds num_gpu x gpu_milli/1000 GPUs (gpu_milli < 1000: a shared GPU).
 
 
 -- Whole non-negative seconds ('9437497', also '9437497.0' as pandas writes a column with
--- gaps), under a century (a bigger number is no trace time and would overflow a timestamp);
--- anything else is NULL and its row is rejected.
+-- gaps), under 10^12 (30,000 years: a bigger number would overflow a timestamp); anything else
+-- is NULL and its row is rejected. (Seconds past the window are rejected below, saying so.)
 CREATE OR REPLACE TEMP MACRO trace_seconds(t) AS (
-    CASE WHEN TRY_CAST(t AS DOUBLE) >= 0 AND TRY_CAST(t AS DOUBLE) < 3.2e9
+    CASE WHEN TRY_CAST(t AS DOUBLE) >= 0 AND TRY_CAST(t AS DOUBLE) < 1e12
               AND TRY_CAST(t AS DOUBLE) = floor(TRY_CAST(t AS DOUBLE))
          THEN CAST(TRY_CAST(t AS DOUBLE) AS BIGINT) END
 );
@@ -40,7 +42,31 @@ FROM (
     FROM trace_lines($path, $delim, $encoding, $max_line_size, $header_text)
 );
 
+-- Why a pod's time (s seconds after the start) is outside the years gca reads (bounds.py), or
+-- NULL: anchored by --epoch, the instant itself must be in [lo, hi), the window; counted from an
+-- unknown start (dates from 1970 that mean nothing), it must be less than the window's length
+-- after it: [lo, hi) is then [start, start + that length).
+CREATE OR REPLACE TEMP MACRO pod_time_problem(name, text, instant, anchored, lo, hi, outside_years) AS (
+    CASE WHEN instant IS NULL OR (instant >= lo AND instant < hi) THEN NULL
+         WHEN anchored THEN name || ' ' || text || ' (' || strftime(instant, '%Y-%m-%dT%H:%M:%SZ') || ')' || outside_years
+         ELSE name || ' ' || text || ' s after the trace start: more than the ' || (year(hi) - year(lo))
+              || ' years gca reads' END
+);
+
 CREATE OR REPLACE TEMP TABLE stage_pod_problem AS
+WITH window_of AS (
+    SELECT CASE WHEN $anchored THEN $window_start ELSE $epoch END AS lo,
+           CASE WHEN $anchored THEN $window_end ELSE $epoch + ($window_end - $window_start) END AS hi
+),
+timed AS (
+    SELECT p.*, coalesce(
+        pod_time_problem('creation_time', created_text, $epoch + to_seconds(created_s), $anchored, w.lo, w.hi, $outside_years),
+        pod_time_problem('scheduled_time', scheduled_text, $epoch + to_seconds(scheduled_s), $anchored, w.lo, w.hi,
+                         $outside_years),
+        pod_time_problem('deletion_time', deleted_text, $epoch + to_seconds(deleted_s), $anchored, w.lo, w.hi, $outside_years)
+    ) AS far
+    FROM stage_pod p CROSS JOIN window_of w
+)
 SELECT line, text, problem FROM (
     SELECT line, text,
         CASE
@@ -52,8 +78,11 @@ SELECT line, text, problem FROM (
                 THEN 'scheduled_time is not whole seconds since the trace start: ' || scheduled_text
             WHEN deleted_text IS NOT NULL AND deleted_s IS NULL
                 THEN 'deletion_time is not whole seconds since the trace start: ' || deleted_text
+            WHEN far IS NOT NULL THEN far
             WHEN gpu_text IS NOT NULL AND (num_gpu IS NULL OR num_gpu < 0 OR num_gpu <> floor(num_gpu))
                 THEN 'num_gpu is not a whole number of GPUs: ' || gpu_text
+            -- a pod runs on one node
+            WHEN num_gpu > $max_gpus_per_node THEN 'num_gpu ' || gpu_text || ' on one node' || $gpu_bound
             WHEN milli_text IS NOT NULL AND (gpu_milli IS NULL OR gpu_milli < 0 OR gpu_milli > 1000)
                 THEN 'gpu_milli is not a share of a GPU between 0 and 1000: ' || milli_text
             WHEN num_gpu > 0 AND gpu_milli IS NOT NULL AND gpu_milli = 0
@@ -65,7 +94,7 @@ SELECT line, text, problem FROM (
                 -- the openb_pod_list_* files are samples of one workload: one of them per store
                 THEN 'pod ' || job_id || ' already stored from another file (the pod lists sample the same pods: ingest one per store)'
         END AS problem
-    FROM stage_pod
+    FROM timed
 )
 WHERE problem IS NOT NULL;
 

@@ -7,7 +7,10 @@
 -- sm_active, sm_occupancy, tensor_active, fp64_active, fp32_active, fp16_active, dram_active,
 -- pcie_tx_bytes, pcie_rx_bytes, nvlink_tx_bytes, nvlink_rx_bytes); problem: a line the reader
 -- could not parse (kept as its own reject).
--- Needs the macros of nvsmi_macros.sql. A MIG instance (GPU_I_ID) is its own row, never merged
+-- Parameters: the sanity bounds $window_start, $window_end, $outside_years, $max_gpus_per_node,
+-- $gpu_bound (gpucluster_analysis/bounds.py): an Xid value at a time outside the years gca reads,
+-- or of a GPU index at or past the bound, is rejected here; the other measures' rows are held
+-- to them by nvsmi_check.sql. Needs the macros of nvsmi_macros.sql. A MIG instance (GPU_I_ID) is its own row, never merged
 -- into its parent's; DCGM_FI_PROF_GR_ENGINE_ACTIVE (0-1) stays apart from DCGM_FI_DEV_GPU_UTIL (0-100).
 
 CREATE OR REPLACE TEMP TABLE stage_keyed AS
@@ -89,7 +92,18 @@ FROM keyed k LEFT JOIN conflicts c
 UNION ALL
 SELECT line, text, host, NULL, utc_at, NULL, gpu_text, instance_text, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, problem
-FROM stage_dcgm WHERE problem IS NOT NULL;
+FROM stage_dcgm WHERE problem IS NOT NULL
+UNION ALL
+-- an Xid value no event can be made of (the pivot leaves Xid series out): outside the years,
+-- or of a GPU index past the bound of GPUs per node
+SELECT line, text, host, NULL, utc_at, NULL, gpu_text, instance_text, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       CASE WHEN NOT (utc_at >= $window_start AND utc_at < $window_end)
+                THEN 'Xid at ' || strftime(utc_at, '%Y-%m-%dT%H:%M:%S') || ' UTC' || $outside_years
+            ELSE 'Xid of GPU index ' || trim(gpu_text) || $gpu_bound END
+FROM stage_dcgm
+WHERE problem IS NULL AND measure = 'xid'
+  AND (NOT (utc_at >= $window_start AND utc_at < $window_end) OR TRY_CAST(trim(gpu_text) AS HUGEINT) >= $max_gpus_per_node);
 
 DROP TABLE stage_keyed;
 
@@ -101,7 +115,11 @@ SELECT line, utc_at AS event_at, host AS machine_id, TRY_CAST(gpu_text AS SMALLI
        'Xid ' || CAST(CAST(x AS BIGINT) AS VARCHAR) || coalesce(' (GPU instance ' || instance_text || ')', '') AS detail
 FROM (
     SELECT *, lag(x) OVER (PARTITION BY host, gpu_text, instance_text ORDER BY utc_at, line) AS previous
-    FROM (SELECT *, TRY_CAST(value_text AS DOUBLE) AS x FROM stage_dcgm WHERE problem IS NULL AND measure = 'xid')
+    FROM (SELECT *, TRY_CAST(value_text AS DOUBLE) AS x FROM stage_dcgm
+          WHERE problem IS NULL AND measure = 'xid'
+            -- those past the bounds are rejects (above)
+            AND utc_at >= $window_start AND utc_at < $window_end
+            AND coalesce(TRY_CAST(trim(gpu_text) AS HUGEINT) < $max_gpus_per_node, true))
     WHERE isfinite(x)
 )
 WHERE x <> 0 AND x IS DISTINCT FROM previous;
@@ -121,4 +139,7 @@ FROM (
           WHERE problem IS NULL AND (pod IS NOT NULL OR hpc_job IS NOT NULL))
 )
 WHERE (pod IS NOT NULL OR nullif(hpc_job, '') IS NOT NULL) AND utc_at IS NOT NULL AND host IS NOT NULL
+  -- the samples of a GPU past the bound, or outside the years gca reads, are rejected: they name no workload
+  AND utc_at >= $window_start AND utc_at < $window_end
+  AND coalesce(TRY_CAST(trim(gpu_text) AS HUGEINT) < $max_gpus_per_node, true)
 GROUP BY ALL;

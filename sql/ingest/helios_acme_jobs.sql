@@ -4,7 +4,9 @@
 -- offset), $delim (a byte no line holds, so each line is read whole), $encoding (utf-8, or latin-1
 -- for a file that is not UTF-8), $header_text (line 1,
 -- skipped again where a concatenated file repeats it), $n_fields, and $pos_<column>: the
--- 1-based position of each column in the header, NULL when the file has no such column.
+-- 1-based position of each column in the header, NULL when the file has no such column; the
+-- sanity bounds $window_start, $window_end, $outside_years, $max_gpus_per_node, $gpu_bound,
+-- $max_nodes_per_job, $node_bound (gpucluster_analysis/bounds.py).
 -- Needs the temp table zone_periods for $zone (gpucluster_analysis.timezones).
 -- Lines are read whole and split (trace_lines, sql/ingest/trace_macros.sql), so every
 -- reject carries its exact line number.
@@ -54,8 +56,11 @@ offsets AS (
 ),
 periods AS (SELECT local_start, offset_s FROM zone_periods WHERE zone = $zone)
 SELECT o.t, o.local_ts, o.local_ts - to_seconds(coalesce(o.own_offset_s, z.offset_s)) AS utc_ts,
-       -- outside these years the zone's rules are not known (gpucluster_analysis/timezones.py)
-       o.own_offset_s IS NULL AND NOT year(o.local_ts) BETWEEN 1990 AND 2059 AS out_of_years
+       -- a time without an offset as written, one with an offset in UTC
+       NOT (CASE WHEN o.own_offset_s IS NULL THEN o.local_ts ELSE o.local_ts - to_seconds(o.own_offset_s) END
+            >= $window_start
+            AND CASE WHEN o.own_offset_s IS NULL THEN o.local_ts ELSE o.local_ts - to_seconds(o.own_offset_s) END
+            < $window_end) AS out_of_years
 FROM offsets o ASOF LEFT JOIN periods z ON o.local_ts >= z.local_start;
 
 CREATE OR REPLACE TEMP TABLE stage_job_checked AS
@@ -65,7 +70,8 @@ SELECT j.*, ts.utc_ts AS submit_at, tb.utc_ts AS start_at, te.utc_ts AS end_at,
        ts.local_ts IS NULL AND j.submit_text IS NOT NULL AS bad_submit,
        tb.local_ts IS NULL AND j.start_text IS NOT NULL AS bad_start,
        te.local_ts IS NULL AND j.end_text IS NOT NULL AS bad_end,
-       coalesce(ts.out_of_years OR tb.out_of_years OR te.out_of_years, false) AS out_of_years,
+       coalesce(ts.out_of_years, false) AS far_submit, coalesce(tb.out_of_years, false) AS far_start,
+       coalesce(te.out_of_years, false) AS far_end,
        row_number() OVER (PARTITION BY j.job_id ORDER BY j.line) AS copy_no
 FROM stage_job j
 LEFT JOIN stage_time ts ON ts.t = j.submit_text
@@ -84,12 +90,16 @@ SELECT line, text, problem FROM (
             WHEN bad_submit THEN 'unreadable submit_time ' || submit_text
             WHEN bad_start THEN 'unreadable start_time ' || start_text
             WHEN bad_end THEN 'unreadable end_time ' || end_text
-            WHEN out_of_years THEN 'a time without an offset outside the years gca reads in a zone (1990-2059): '
-                || concat_ws(', ', submit_text, start_text, end_text)
+            WHEN far_submit THEN 'submit_time ' || submit_text || $outside_years
+            WHEN far_start THEN 'start_time ' || start_text || $outside_years
+            WHEN far_end THEN 'end_time ' || end_text || $outside_years
             WHEN gpu_text IS NOT NULL AND (gpus IS NULL OR gpus < 0 OR gpus <> floor(gpus))
                 THEN 'gpu_num is not a whole number of GPUs: ' || gpu_text
             WHEN node_text IS NOT NULL AND (nodes IS NULL OR nodes < 0 OR nodes <> floor(nodes))
                 THEN 'node_num is not a whole number of nodes: ' || node_text
+            WHEN nodes > $max_nodes_per_job THEN 'node_num ' || node_text || $node_bound
+            WHEN gca_gpus_over(gpus, nodes, $max_gpus_per_node)
+                THEN 'gpu_num ' || gpu_text || gca_on_nodes(CAST(nodes AS BIGINT)) || $gpu_bound
             WHEN end_at < start_at THEN 'end_time ' || end_text || ' is before start_time ' || start_text
             WHEN start_at < submit_at THEN 'start_time ' || start_text || ' is before submit_time ' || submit_text
             WHEN copy_no > 1 THEN 'duplicate job_id ' || job_id || ' (first seen on an earlier line)'

@@ -23,3 +23,15 @@ SELECT * FROM read_csv(path, header = has_header, columns = cols, delim = ',', q
                        escape = '', nullstr = ['NA', 'N/A', 'None', ''], auto_detect = false,
                        store_rejects = true, rejects_table = 'gca_csv_rejects',
                        rejects_scan = 'gca_csv_scans');
+
+-- The sanity bounds (gpucluster_analysis/bounds.py) come to each script as parameters
+-- ($max_gpus_per_node, $gpu_bound, ...); these say what a row over them holds.
+-- Whether `gpus` on `nodes` are more than `bound` a node (a row naming no nodes, or 0, has one).
+CREATE OR REPLACE TEMP MACRO gca_gpus_over(gpus, nodes, bound) AS (
+    gpus > CAST(bound AS BIGINT) * greatest(coalesce(nodes, 1), 1)
+);
+
+-- ' on one node', ' on 4 nodes': where a reason's GPU count stands.
+CREATE OR REPLACE TEMP MACRO gca_on_nodes(nodes) AS (
+    CASE WHEN coalesce(nodes, 1) <= 1 THEN ' on one node' ELSE ' on ' || nodes || ' nodes' END
+);

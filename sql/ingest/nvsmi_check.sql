@@ -1,7 +1,10 @@
 -- Check what a GPU telemetry reader staged as text: shared by nvidia-smi (CSV, dmon, XML) and
 -- DCGM. Makes stage_gpu (typed rows, each with its problem or none), which nvsmi_store.sql stores.
 -- Parameters: $zone (zone of local_at; zone_periods must hold it), $pci_order
--- (number GPUs that have no index by PCI bus order within the file).
+-- (number GPUs that have no index by PCI bus order within the file), and the sanity bounds
+-- $window_start, $window_end, $outside_years, $max_gpus_per_node, $gpu_bound
+-- (gpucluster_analysis/bounds.py: a zone-less time is held to the years as written, another
+-- in UTC; a GPU index is below the bound of GPUs per node).
 -- Input, made by the format's reader (one row per GPU, or MIG instance, per sample):
 --   stage_raw(line, text, machine_id, local_at, utc_at, time_text, index_text, instance_text,
 --             uuid, pci_text, model, util_text, mem_util_text, mem_used_text, mem_total_text,
@@ -142,7 +145,14 @@ typed AS (
                WHEN sample_at IS NULL THEN 'unreadable time ' || time_text
                WHEN skipped_time THEN 'time ' || time_text || ' does not exist in ' || $zone
                    || ' (clocks skip it when they go forward): is --tz the zone the log was written in?'
-               WHEN gpu_index IS NULL AND NOT gpu_missing(index_text) THEN 'unreadable GPU index ' || index_text
+               WHEN NOT (coalesce(local_at, sample_at) >= $window_start AND coalesce(local_at, sample_at) < $window_end)
+                   THEN 'time ' || coalesce(time_text, strftime(sample_at, '%Y-%m-%dT%H:%M:%S') || ' UTC') || $outside_years
+               WHEN gpu_index IS NULL AND NOT gpu_missing(index_text)
+                   THEN CASE WHEN TRY_CAST(trim(index_text) AS HUGEINT) >= $max_gpus_per_node
+                             THEN 'GPU index ' || trim(index_text) || $gpu_bound
+                             ELSE 'unreadable GPU index ' || index_text END
+               WHEN gpu_index < 0 THEN 'unreadable GPU index ' || index_text
+               WHEN gpu_index >= $max_gpus_per_node THEN 'GPU index ' || gpu_index || $gpu_bound
                WHEN gpu_instance_id IS NULL AND NOT gpu_missing(instance_text)
                    THEN 'unreadable GPU instance id ' || instance_text
                WHEN NOT isfinite(coalesce(util_pct, 0)) OR util_pct IS NULL AND NOT gpu_missing(util_text)

@@ -1,6 +1,8 @@
 -- Load one Philly cluster_gpu_util file (time TZ, machine, one column per GPU) as long-form gpu_samples.
 -- Parameters: $path, $file_id, $columns (the reader's column struct: t, machine_id, g0..gN),
--- $header (whether line 1 is a header), $gpu_indexes (the GPU index of each g column, in order).
+-- $header (whether line 1 is a header), $gpu_indexes (the GPU index of each g column, in order,
+-- each below the bound of GPUs per node: the loader refuses a header past it), and $window_start,
+-- $window_end, $outside_years (the years samples may fall in: gpucluster_analysis/bounds.py).
 -- One streaming pass and no staging table, so memory stays flat on a 58M-row file.
 -- DuckDB's reader records rows of the wrong width or with non-numeric cells in
 -- gca_csv_rejects (with line numbers). Rows that parse but make no sense
@@ -28,6 +30,7 @@ FROM (
             SELECT *,
                 CASE
                     WHEN sample_at IS NULL THEN 'unreadable time ' || coalesce(t, '(empty)')
+                    WHEN NOT (sample_at >= $window_start AND sample_at < $window_end) THEN 'time ' || trim(t) || $outside_years
                     WHEN machine_id IS NULL THEN 'row without a machine id'
                     WHEN max_util > 100 OR min_util < 0 THEN 'GPU utilization outside 0-100'
                 END AS problem

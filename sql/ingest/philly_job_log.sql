@@ -1,5 +1,7 @@
 -- Load one Philly cluster_job_log (a JSON array of jobs) into jobs, attempts, allocations.
--- Parameters: $path (the file), $file_id, $zone (zone of the log's naive times).
+-- Parameters: $path (the file), $file_id, $zone (zone of the log's naive times), and the
+-- sanity bounds $window_start, $window_end, $outside_years, $max_gpus_per_node, $gpu_bound
+-- (gpucluster_analysis/bounds.py).
 -- Needs the temp table zone_periods for $zone (gpucluster_analysis.timezones).
 -- A job whose record is malformed is rejected whole (rejects.line is filled in
 -- afterwards by the loader, which finds the record in the file).
@@ -30,7 +32,8 @@ CREATE OR REPLACE TEMP TABLE stage_alloc AS
 SELECT record_no, job_id, source_index,
        nullif(trim(d.ip), '') AS machine_id,
        g AS gpu_text,
-       TRY_CAST(regexp_extract(g, '^\s*gpu(\d+)\s*$', 1) AS SMALLINT) AS gpu_index
+       -- wider than allocations.gpu_index: an index past the bound is named in its reject
+       TRY_CAST(regexp_extract(g, '^\s*gpu(\d+)\s*$', 1) AS BIGINT) AS gpu_index
 FROM (SELECT record_no, job_id, source_index, unnest(detail) AS d FROM stage_attempt)
 CROSS JOIN LATERAL (SELECT unnest(coalesce(d.gpus, [])) AS g);
 
@@ -46,13 +49,18 @@ parsed AS (
     FROM texts WHERE t IS NOT NULL AND trim(t) NOT IN ('', 'None', 'null', 'NULL', 'NA')
 ),
 periods AS (SELECT local_start, offset_s FROM zone_periods WHERE zone = $zone)
-SELECT p.t, p.local_ts, p.local_ts - to_seconds(z.offset_s) AS utc_ts
+SELECT p.t, p.local_ts, p.local_ts - to_seconds(z.offset_s) AS utc_ts,
+       NOT (p.local_ts >= $window_start AND p.local_ts < $window_end) AS out_of_years
 FROM parsed p ASOF LEFT JOIN periods z ON p.local_ts >= z.local_start;
 
--- Why a record cannot be stored; NULL when it is fine. First reason wins.
+-- Why a record cannot be stored; NULL when it is fine. First reason wins. A job is stored
+-- whole or not at all: one attempt with an absurd time or GPU (bounds.py) rejects its job.
 CREATE OR REPLACE TEMP TABLE stage_job_problem AS
 WITH bad_time AS (
     SELECT t FROM stage_time WHERE local_ts IS NULL
+),
+far_time AS (
+    SELECT t FROM stage_time WHERE out_of_years
 ),
 job_problems AS (
     SELECT record_no, 'job has no jobid' AS reason FROM stage_job WHERE job_id IS NULL
@@ -66,11 +74,25 @@ job_problems AS (
     SELECT record_no, 'attempt ' || source_index || ': unreadable end_time ' || end_time FROM stage_attempt
     WHERE end_time IN (SELECT t FROM bad_time)
     UNION ALL
+    SELECT record_no, 'submitted_time ' || submitted_time || $outside_years FROM stage_job
+    WHERE submitted_time IN (SELECT t FROM far_time)
+    UNION ALL
+    SELECT record_no, 'attempt ' || source_index || ': start_time ' || start_time || $outside_years FROM stage_attempt
+    WHERE start_time IN (SELECT t FROM far_time)
+    UNION ALL
+    SELECT record_no, 'attempt ' || source_index || ': end_time ' || end_time || $outside_years FROM stage_attempt
+    WHERE end_time IN (SELECT t FROM far_time)
+    UNION ALL
     SELECT record_no, 'attempt ' || source_index || ': detail entry without a machine (ip)' FROM stage_alloc
     WHERE machine_id IS NULL
     UNION ALL
     SELECT record_no, 'attempt ' || source_index || ': unreadable GPU name ' || coalesce(gpu_text, 'null')
     FROM stage_alloc WHERE gpu_index IS NULL
+    UNION ALL
+    -- an index at or past the bound: the machine would hold more GPUs than any does
+    SELECT record_no, 'attempt ' || source_index || ': ' || trim(gpu_text) || ' on machine ' || coalesce(machine_id, '(none)')
+                      || $gpu_bound
+    FROM stage_alloc WHERE gpu_index >= $max_gpus_per_node
     UNION ALL
     SELECT record_no, 'duplicate jobid (first seen at record ' || first_record || ')'
     FROM (SELECT record_no, min(record_no) OVER (PARTITION BY job_id) AS first_record FROM stage_job WHERE job_id IS NOT NULL)
@@ -79,8 +101,18 @@ job_problems AS (
     SELECT s.record_no, 'jobid already stored from ' || f.path
     FROM stage_job s JOIN jobs j ON j.source = 'philly' AND j.job_id = s.job_id
     JOIN ingested_files f ON f.file_id = j.file_id
+),
+-- a negative run time, which the job's GPU time would subtract: said of a job whose times are
+-- readable and in the years, after any other reason
+order_problems AS (
+    SELECT a.record_no, 'attempt ' || a.source_index || ': end_time ' || a.end_time || ' is before start_time ' || a.start_time
+           AS reason
+    FROM stage_attempt a JOIN stage_time ts ON ts.t = a.start_time JOIN stage_time te ON te.t = a.end_time
+    WHERE te.utc_ts < ts.utc_ts
 )
-SELECT record_no, min_by(reason, reason) AS reason FROM job_problems GROUP BY record_no;
+SELECT record_no, min_by(reason, (rank, reason)) AS reason
+FROM (SELECT record_no, 1 AS rank, reason FROM job_problems UNION ALL SELECT record_no, 2, reason FROM order_problems)
+GROUP BY record_no;
 
 INSERT INTO rejects (file_id, line, reason, text)
 SELECT $file_id, NULL, p.reason, 'record ' || p.record_no || ' jobid ' || coalesce(s.job_id, '(none)')

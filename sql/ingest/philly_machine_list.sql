@@ -1,5 +1,6 @@
 -- Load Philly's cluster_machine_list (machineId, number of GPUs, single GPU mem) into machines.
--- Parameters: $path, $file_id, $columns (machine_id, gpus, gpu_mem), $header.
+-- Parameters: $path, $file_id, $columns (machine_id, gpus, gpu_mem), $header, $max_gpus_per_node
+-- and $gpu_bound (gpucluster_analysis/bounds.py).
 -- The listed GPU counts are known to be wrong for some machines (philly-traces
 -- issue #8); they are stored as listed and compared with what the data shows.
 
@@ -19,6 +20,7 @@ CREATE OR REPLACE TEMP TABLE stage_machine_problem AS
 SELECT *, CASE
     WHEN machine_id IS NULL THEN 'row without a machine id'
     WHEN listed_gpus IS NULL OR listed_gpus < 0 THEN 'unreadable GPU count ' || coalesce(gpus, '(empty)')
+    WHEN listed_gpus > $max_gpus_per_node THEN listed_gpus || ' GPUs on one node' || $gpu_bound
     WHEN gpu_mem IS NOT NULL AND gpu_memory_gb IS NULL THEN 'unreadable GPU memory ' || gpu_mem
     WHEN copy_no > 1 THEN 'machine listed twice'
     WHEN machine_id IN (SELECT machine_id FROM machines) THEN 'machine already stored from another list'

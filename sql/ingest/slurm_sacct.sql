@@ -1,5 +1,6 @@
 -- Load one sacct dump into jobs, attempts and attempt_hosts.
--- Parameters: $file_id, $zone (the zone of sacct's naive times).
+-- Parameters: $file_id, $zone (the zone of sacct's naive times), and the sanity bounds
+-- $max_gpus_per_node, $gpu_bound, $max_nodes_per_job, $node_bound (gpucluster_analysis/bounds.py).
 -- Needs the tables staged by gpucluster_analysis/ingest/slurm.py (`text` only where a line was
 -- read line by line: rejects of the other rows get theirs from slurm.py afterwards):
 --   stage_sacct_allocs  one row per allocation line: the parsed job id (job_id with the array
@@ -64,7 +65,7 @@ CREATE OR REPLACE TEMP VIEW stage_sacct_linked AS
 SELECT a.*, coalesce(r.record_no, a.block_no) AS record_no
 FROM stage_sacct_allocs a LEFT JOIN stage_sacct_split_record r USING (block_no);
 
--- Why an allocation row cannot be stored; first reason wins.
+-- Why an allocation row cannot be stored; its own reason first, then its record's.
 CREATE OR REPLACE TEMP TABLE stage_sacct_alloc_problem AS
 WITH
 -- A record repeating a run: the last row is the newest word on it. (Repeated records of a job
@@ -75,16 +76,40 @@ repeats AS (
     SELECT line, max(line) OVER (PARTITION BY record_no, het_offset, submit_t, start_t) AS last_line
     FROM stage_sacct_linked WHERE NOT alone AND problem IS NULL AND (submit_t IS NOT NULL OR start_t IS NOT NULL)
 ),
-problems AS (
+own AS (
     SELECT line, problem AS reason FROM stage_sacct_allocs WHERE problem IS NOT NULL
     UNION ALL
     SELECT line, disorder || ' (times out of order)' FROM stage_sacct_alloc_time WHERE disorder IS NOT NULL
     UNION ALL
-    SELECT line, 'same JobID, Submit and Start as line ' || last_line || ', which is kept'
+    -- counts no node holds (bounds.py): a typo or hostile input, which would be most of the
+    -- report's GPUs or GPU-hours
+    SELECT line,
+           CASE WHEN nnodes > $max_nodes_per_job THEN nnodes || ' nodes' || $node_bound
+                WHEN gca_gpus_over(gpus, nnodes, $max_gpus_per_node) THEN gpus || ' GPUs' || gca_on_nodes(nnodes) || $gpu_bound
+                ELSE req_gpus || ' GPUs requested' || gca_on_nodes(nnodes) || $gpu_bound END
+    FROM stage_sacct_allocs
+    WHERE problem IS NULL AND (nnodes > $max_nodes_per_job OR gca_gpus_over(gpus, nnodes, $max_gpus_per_node)
+                               OR gca_gpus_over(req_gpus, nnodes, $max_gpus_per_node))
+),
+-- A job's record is stored whole or not at all: without one of its rows, a requeued job
+-- would lose a run (and maybe the last, which gives its status), a het job's attempt a
+-- component's GPUs. So the other allocation rows of a record with a rejected row go too
+-- (a job's only allocation row has none).
+record_rejected AS (
+    SELECT l.record_no, min(o.line) AS first_line
+    FROM own o JOIN stage_sacct_linked l USING (line) WHERE NOT l.alone GROUP BY l.record_no
+),
+problems AS (
+    SELECT line, 1 AS rank, reason FROM own
+    UNION ALL
+    SELECT l.line, 2, 'job ' || l.job_id || ' is rejected whole: its row at line ' || r.first_line || ' was rejected'
+    FROM stage_sacct_linked l JOIN record_rejected r USING (record_no)
+    WHERE NOT l.alone AND l.line <> r.first_line
+    UNION ALL
+    SELECT line, 3, 'same JobID, Submit and Start as line ' || last_line || ', which is kept'
     FROM repeats WHERE line < last_line
-
 )
-SELECT line, min_by(reason, reason) AS reason FROM problems GROUP BY line;
+SELECT line, min_by(reason, (rank, reason)) AS reason FROM problems GROUP BY line;
 
 -- A step listed twice under the same run: an aggregate finds them (few), not a window over
 -- every step.

@@ -3,7 +3,8 @@
 -- `squeue -h -t PD -o '%i|%r'` (`<jobid>|<reason>`), repeated.
 -- Parameters: $path, $file_id, $zone (the zone of timestamps written without Z or an offset),
 -- $delim (a byte no line holds, so each line is read whole), $encoding (utf-8, or latin-1),
--- $max_line_size, $cut (the last line has no line end: the log was being written when copied).
+-- $max_line_size, $cut (the last line has no line end: the log was being written when copied),
+-- $window_start, $window_end, $outside_years (the years gca reads: gpucluster_analysis/bounds.py).
 -- Needs the temp table zone_periods for $zone (gpucluster_analysis.timezones).
 -- Rules (docs/schema.md, "Reading Slurm"): a data line belongs to the nearest timestamp line
 -- above it; job ids are named as the sacct reader names them (array task 123_4, het
@@ -57,10 +58,16 @@ SELECT s.line, s.own_offset_s,
        s.local_ts - to_seconds(coalesce(s.own_offset_s, z.offset_s)) AS utc_at,
        CASE WHEN s.local_ts IS NULL
                 THEN 'unreadable timestamp line (expected # YYYY-MM-DDTHH:MM:SSZ, as date -u +''# %Y-%m-%dT%H:%M:%SZ'' writes)'
-            -- outside these years the zone's rules are not known (gpucluster_analysis/timezones.py)
-            WHEN s.own_offset_s IS NULL AND NOT year(s.local_ts) BETWEEN 1990 AND 2059
-                THEN 'a time without Z or an offset outside the years gca reads in a zone (1990-2059)'
             WHEN abs(s.own_offset_s) > 14 * 3600 THEN 'an offset beyond 14 hours'
+            -- a time without an offset as written (the zone's rules are known for these years
+            -- only), one with an offset in UTC
+            WHEN NOT (s.local_ts - to_seconds(coalesce(s.own_offset_s, 0)) >= $window_start
+                      AND s.local_ts - to_seconds(coalesce(s.own_offset_s, 0)) < $window_end)
+                THEN 'the time ' || strftime(s.local_ts, '%Y-%m-%dT%H:%M:%S')
+                     || CASE WHEN coalesce(s.own_offset_s, 0) <> 0
+                             THEN ' (' || strftime(s.local_ts - to_seconds(s.own_offset_s), '%Y-%m-%dT%H:%M:%S') || ' UTC)'
+                             ELSE '' END
+                     || $outside_years
        END AS problem
 FROM parsed s ASOF LEFT JOIN periods z ON s.local_ts >= z.local_start;
 
