@@ -268,6 +268,8 @@ def _pull(con: duckdb.DuckDBPyConnection, pull: PullPlan) -> None:
         stderr.print(f"gca: {report.server}: nothing new to pull", markup=False)
         return
     rejects = f", {report.rejects:,} rejected (see the rejects table)" if report.rejects else ""
+    if report.duplicates:
+        rejects += f", {report.duplicates:,} GPU samples stored before from another file (not stored again)"
     stderr.print(
         f"gca: {report.server}: stored {len(report.chunks):,} chunk{'s' if len(report.chunks) > 1 else ''} from {iso(report.chunks[0].start_ms)} to "
         f"{iso(report.chunks[-1].end_ms)}: {sum(c.samples for c in report.chunks):,} values of "
@@ -402,6 +404,12 @@ def _print_summary(reports: list, db: Path) -> None:  # type: ignore[type-arg]
             # overlapping dumps (nightly sacct, squeue logs): what was met again is no reject
             stderr.print(f"gca: {r.path}: {r.superseded:,} records superseded by a later one (the later kept),"
                          f" {r.unchanged:,} unchanged (already stored)", markup=False)
+        if r.duplicates:
+            # re-encoded or overlapping telemetry: the samples are stored once (ingest/samples.py)
+            differing = (f"; {r.differing:,} of them with other values, of which the row of the file first by"
+                         " content hash is kept" if r.differing else "")
+            stderr.print(f"gca: {r.path}: {r.duplicates:,} samples already stored from another file, not stored"
+                         f" again{differing}", markup=False)
         for line, reason in r.reject_samples:
             where = f"{r.path}:{line}" if line else str(r.path)
             stderr.print(f"gca: rejected {where}: {reason}", markup=False)
