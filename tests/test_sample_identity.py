@@ -356,3 +356,29 @@ def test_replace_of_a_file_whose_values_won_keeps_the_order_of_files(tmp_path: P
     assert report.status == "replaced"
     assert stored_gpu_samples(db) == _first_by_hash(*versions.values())
     assert rows(db, f"SELECT count(*) FROM (SELECT {KEY} FROM gpu_samples GROUP BY ALL HAVING count(*) > 1)") == [(0,)]
+
+
+# ------------------------------------------------------------------ coverage
+
+
+def test_gpu_time_coverage_never_passes_100_percent(tmp_path: Path) -> None:
+    """The trace's machine m0 also sampled by nvidia-smi, every minute at the trace's times: two
+    measurements of its GPUs, both stored, so m0's jobs have twice the samples their GPU time
+    holds. Coverage counts each job's samples only up to that, and stays at most 100%."""
+    cells = philly_gpu_cells(PHILLY / "cluster_gpu_util")
+    lines = ["timestamp, index, utilization.gpu [%]\n"]
+    lines += [f"{at:%Y/%m/%d %H:%M:%S}.000, {gpu}, {value:.0f} %\n"
+              for (at, machine, gpu), value in sorted(cells.items()) if machine == "m0"]
+    nvsmi = write(tmp_path / "nvsmi" / "m0.csv", "".join(lines))
+    alone, both = tmp_path / "alone.duckdb", tmp_path / "both.duckdb"
+    ingest(alone, PHILLY)
+    ingest(both, PHILLY)
+    (report,) = ingest(both, nvsmi, zone="UTC")
+    assert report.rows == len(lines) - 1 and report.duplicates == 0  # another kind: kept
+    single, double = coverage(alone), coverage(both)
+    m0 = sum(1 for (_, machine, _) in cells if machine == "m0")
+    assert count(both, "gpu_samples") == len(cells) + m0
+    assert double["attributed_samples"] > single["attributed_samples"]  # type: ignore[operator]
+    uncapped = 100 * double["attributed_samples"] * 60 / (double["expected_samples"] * 60)  # type: ignore[operator]
+    assert uncapped > 110
+    assert float(single["coverage_pct"]) <= float(double["coverage_pct"]) <= 100  # type: ignore[arg-type]
