@@ -14,8 +14,8 @@ Cost: samples are compared one by one only where a file's span (per machine, `sa
 overlaps a span of a file before it. A file is summarized once, when it is compared, and all of
 an ingest's new files of a kind at once (one scan of their rows); a store's first file of a kind
 is compared with nothing and not read at all until a second file of its kind comes. So the
-full-scale ingest of one big file per kind costs one small query, and a day of per-node logs
-that overlap nothing one scan of their rows (~0.1 s for 125 node-days of nvidia-smi at 10 s).
+full-scale ingest of one big file per kind costs one small query, and per-node logs that
+overlap nothing one scan of their rows (~0.08 s for 40 node-days of nvidia-smi at 10 s).
 
 Between a file's commit and its comparison at the end of the ingest the store may hold its
 duplicates: an ingest stopped in between leaves them until the next ingest, which compares
