@@ -105,7 +105,9 @@ def ingest(
     """Read raw cluster logs into the store.
 
     The format of each file is detected from its content (and name); --format
-    forces one. Re-ingesting a file with the same content does nothing.
+    forces one. Re-ingesting a file with the same content does nothing, and
+    telemetry samples already stored (a .gz copy, logs that overlap) are not
+    stored again: the summary counts them as duplicates.
 
     Philly: philly_job_log, philly_gpu_util, philly_cpu_util, philly_mem_util,
     philly_machine_list.

@@ -1,20 +1,20 @@
--- The new file's samples that are already stored (docs/schema.md, "Samples identical in content
--- are stored once"): a sample is its source kind, machine, GPU (and MIG instance) and time, and a
--- row of the new file whose sample a row of another file of its kind stands for is a duplicate.
--- It goes to <table>_duplicates, where taking the other file back (--replace) finds it; where
--- its values differ from the stored row's, the row of the file first in a fixed order of files
--- (by content hash, then file id) is the one stored, so that the order files are ingested in
--- never changes what the store holds. Each sample table is decided on its own, so a file that
--- adds a measure to a stored sample (a detail the other file lacked) stores that row.
--- Parameters: $file_id (the new file), $holders (the files whose spans overlap its spans:
--- stage_sample_overlaps), $files ($holders and $file_id), $from_at and $to_at (the overlaps'
--- first and last time). The lists and times filter the scans by row groups (zone maps), so only
--- the overlapping part of the store is read.
+-- A file's samples that are already stored (docs/schema.md, "Telemetry samples are stored
+-- once"): a sample is its source kind, machine, GPU (and MIG instance) and time, and a row of the
+-- file compared whose sample a stored row of a file of its kind before it stands for is a
+-- duplicate. It goes to <table>_duplicates, where taking the other file back (--replace) finds
+-- it; where its values differ from the stored row's, the row of the file first in a fixed order
+-- of files (by content hash, then file id) is the one stored, so that the order files are
+-- ingested in never changes what the store holds. Each sample table is decided on its own, so a
+-- file that adds a measure to a stored sample (a detail the other file lacked) stores that row.
+-- Parameters: $file_id (the file compared), $holders (the files before it whose spans overlap
+-- its spans: sample_overlaps.sql), $files ($holders and $file_id), $from_at and $to_at (the
+-- overlaps' first and last time). The lists and times filter the scans by row groups (zone
+-- maps), so only the overlapping part of the store is read.
 -- Output: the rows moved, and temp table stage_sample_matches (sample_table, row_id, stored_row,
 -- stored_file, machine_id, gpu_index, instance, sample_at, same), from which ingest/samples.py
 -- counts the duplicates.
 
--- Each row of the new file whose sample a stored row of an overlapping file stands for (the same
+-- Each row of the file whose sample a stored row of an overlapping file stands for (the same
 -- identity: a host sample has no GPU, a whole GPU no MIG instance: -1), and whether their values
 -- are the same. Rows meet only inside the overlaps, as each lies in its file's spans.
 CREATE OR REPLACE TEMP TABLE stage_sample_matches AS
