@@ -17,6 +17,7 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -29,6 +30,7 @@ from typer.testing import CliRunner
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import ExitCode, InputError, ServerError
+from gpucluster_analysis.ingest import IngestOptions, ingest_paths
 from gpucluster_analysis.ingest import prometheus
 from gpucluster_analysis.ingest.prometheus import (
     PrometheusSource,
@@ -340,6 +342,29 @@ def test_half_the_range_then_the_whole_then_again_stores_nothing_twice(server: S
     # the same range with another --match would store its samples twice: refused
     other = runner.invoke(app, ["ingest", server.url, "--since", SINCE, "--until", UNTIL, "--match", "DCGM_FI_.*", *AUTH, "--db", db])
     assert other.exit_code == ExitCode.USAGE and "pulled before with another query" in other.stderr
+
+
+def test_a_pull_stores_no_sample_an_exported_file_gave(server: Server, tmp_path: Path) -> None:
+    """curl 'http://HOST:9090/api/v1/query_range?query=...&start=T0&end=T0+99m&step=60' > export.json;
+    gca ingest export.json; then gca ingest prometheus+http://HOST:9090 over three hours: the
+    export's 100 minutes are not stored again (chunks of one pull never overlap each other, but
+    a file of the same DCGM samples may overlap them)."""
+    query = prometheus.query_for(prometheus.default_match())
+    params = urllib.parse.urlencode({"query": query, "start": T0, "end": T0 + 99 * STEP, "step": STEP})
+    request = urllib.request.Request(f"http://127.0.0.1:{server.port}/api/v1/query_range?{params}",
+                                     headers={"Authorization": BASIC})
+    export = tmp_path / "export.json"
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        export.write_bytes(answer.read())
+    db = tmp_path / "s.duckdb"
+    with open_store(db) as con:
+        (report,) = ingest_paths(con, [export], IngestOptions())
+    assert report.format == "dcgm_query_range" and samples(db) == expected_samples(range(100))
+    pulled = run_pull(db, server.source, max_points=50)
+    # a sample is a (GPU or MIG instance, minute): each has a memory row
+    assert pulled.duplicates == len(expected_memory(range(100)))
+    assert pulled.rows == len(expected_memory()) - len(expected_memory(range(100)))
+    assert samples(db) == expected_samples() and memory(db) == expected_memory()
 
 
 def one_error_line(result) -> str:  # type: ignore[no-untyped-def]

@@ -25,7 +25,7 @@ def test_version_1_store_is_upgraded_keeping_its_rows(tmp_path: Path) -> None:
     con.execute("INSERT INTO jobs VALUES ('philly', 'j1', 'u', 'v', 'passed', 'Pass', '2017-10-10 10:00:00', 1)")
     con.close()
     with open_store(db) as con:
-        assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(8,)]
+        assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(9,)]
         assert {"eligible_at", "job_name", "cancelled_by"} <= _columns(con, "jobs")
         assert {"num_gpus", "num_nodes", "status"} <= _columns(con, "attempts")
         assert con.execute("SELECT job_id, eligible_at FROM jobs").fetchall() == [("j1", None)]
@@ -35,6 +35,7 @@ def test_version_1_store_is_upgraded_keeping_its_rows(tmp_path: Path) -> None:
         assert {"sm_active", "tensor_active", "dram_active", "nvlink_rx_bytes"} <= _columns(con, "gpu_sample_details")
         assert con.execute("SELECT count(*) FROM prometheus_chunks").fetchall() == [(0,)]
         assert con.execute("SELECT count(*) FROM kept_results").fetchall() == [(0,)]  # none until the next ingest
+        assert con.execute("SELECT count(*) FROM sample_spans").fetchall() == [(0,)]
 
 
 def test_store_from_a_newer_gca_is_refused(tmp_path: Path) -> None:
@@ -59,5 +60,36 @@ def test_a_report_upgrades_a_store_from_an_older_gca(tmp_path: Path) -> None:
     with open_store(db, read_only=True) as con:
         assert "sm_active" in _columns(con, "gpu_sample_details")
         assert "kept_results" in {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-        assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(8,)]
+        assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(9,)]
     assert upgrade_older_store(db) is False  # current: left alone
+
+
+def test_a_version_8_store_is_upgraded_and_its_duplicates_set_aside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store written before samples had an identity (schema 8) that holds the trace's GPU file
+    and a gzip copy of it, both stored: the upgrade adds the spans and the tables of duplicates,
+    and its next ingest (of any file) compares its telemetry files, so the copy's samples leave
+    gpu_samples."""
+    import gzip
+
+    from gpucluster_analysis.ingest import IngestOptions, ingest_paths, load
+
+    examples = Path(__file__).resolve().parent.parent / "examples" / "synthetic"
+    trace = examples / "cluster_gpu_util"
+    cells = sum(1 for line in trace.read_text().splitlines()[1:] for v in line.split(",")[2:] if v not in ("", "NA"))
+    copy = tmp_path / "cluster_gpu_util.gz"
+    copy.write_bytes(gzip.compress(trace.read_bytes()))
+    db = tmp_path / "v8.duckdb"
+    with monkeypatch.context() as before_9:
+        before_9.setattr(load, "compare_new", lambda con, kinds: {})  # what gca did before schema 9
+        with open_store(db) as con:
+            ingest_paths(con, [trace, copy], IngestOptions())
+            for table in ("sample_spans", "gpu_samples_duplicates", "gpu_sample_details_duplicates", "host_samples_duplicates"):
+                con.execute(f"DROP TABLE {table}")
+            con.execute("UPDATE schema_version SET version = 8")
+            assert con.execute("SELECT count(*) FROM gpu_samples").fetchall() == [(2 * cells,)]
+    with open_store(db) as con:
+        assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(9,)]
+        assert con.execute("SELECT count(*) FROM gpu_samples").fetchall() == [(2 * cells,)]
+        ingest_paths(con, [examples / "cluster_machine_list"], IngestOptions())
+        assert con.execute("SELECT count(*) FROM gpu_samples").fetchall() == [(cells,)]
+        assert con.execute("SELECT rows_loaded FROM ingested_files WHERE path = ?", [str(copy)]).fetchall() == [(0,)]

@@ -112,7 +112,9 @@ def ingest(
     """Read raw cluster logs into the store.
 
     The format of each file is detected from its content (and name); --format
-    forces one. Re-ingesting a file with the same content does nothing.
+    forces one. Re-ingesting a file with the same content does nothing, and
+    telemetry samples already stored (a .gz copy, logs that overlap) are not
+    stored again: the summary counts them as duplicates.
 
     Philly: philly_job_log, philly_gpu_util, philly_cpu_util, philly_mem_util,
     philly_machine_list.
@@ -279,6 +281,8 @@ def _pull(con: duckdb.DuckDBPyConnection, pull: PullPlan, options: IngestOptions
         stderr.print(f"gca: {report.server}: nothing new to pull", markup=False)
         return
     rejects = f", {report.rejects:,} rejected (see the rejects table)" if report.rejects else ""
+    if report.duplicates:
+        rejects += f", {report.duplicates:,} GPU samples stored before from another file (not stored again)"
     stderr.print(
         f"gca: {report.server}: stored {len(report.chunks):,} chunk{'s' if len(report.chunks) > 1 else ''} from {iso(report.chunks[0].start_ms)} to "
         f"{iso(report.chunks[-1].end_ms)}: {sum(c.samples for c in report.chunks):,} values of "
@@ -412,6 +416,12 @@ def _print_summary(reports: list, db: Path) -> None:  # type: ignore[type-arg]
             # overlapping dumps (nightly sacct, squeue logs): what was met again is no reject
             stderr.print(f"gca: {r.path}: {r.superseded:,} records superseded by a later one (the later kept),"
                          f" {r.unchanged:,} unchanged (already stored)", markup=False)
+        if r.duplicates:
+            # re-encoded or overlapping telemetry: the samples are stored once (ingest/samples.py)
+            differing = (f"; {r.differing:,} of them with other values, of which the row of the file first by"
+                         " content hash is kept" if r.differing else "")
+            stderr.print(f"gca: {r.path}: {r.duplicates:,} samples already stored from another file, not stored"
+                         f" again{differing}", markup=False)
         for line, reason in r.reject_samples:
             where = f"{r.path}:{line}" if line else str(r.path)
             stderr.print(f"gca: rejected {where}: {reason}", markup=False)

@@ -40,8 +40,10 @@ DATA_FILE = "data.parquet"
 # Tables that grow with the cluster's size and time: partitioned by the UTC day of this column.
 SAMPLE_TABLES = {"gpu_samples": "sample_at", "gpu_sample_details": "sample_at", "host_samples": "sample_at"}
 # Not data: the manifests carry the schema version; kept results (report/kept.py) hold only
-# for the store they were computed in.
-NOT_EXPORTED = ("schema_version", "kept_results")
+# for the store they were computed in; so do the spans and the duplicates set aside that the
+# store's ingest compares new telemetry with (ingest/samples.py): a report never reads them.
+NOT_EXPORTED = ("schema_version", "kept_results", "sample_spans", "gpu_samples_duplicates",
+                "gpu_sample_details_duplicates", "host_samples_duplicates")
 _SHARD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
 

@@ -7,7 +7,7 @@ import duckdb
 from gpucluster_analysis.errors import StoreError
 from gpucluster_analysis.sqlfiles import list_sql, load_sql
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 def apply_schema(con: duckdb.DuckDBPyConnection) -> None:

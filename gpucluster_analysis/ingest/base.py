@@ -96,6 +96,10 @@ class FileFormat:
     # Called inside the transaction before a file of this format is taken back (--replace),
     # with its file_id: a format whose rows another file may also hold hands them over.
     forget: Callable[[duckdb.DuckDBPyConnection, int], None] | None = None
+    # Of a telemetry format: the tool that measured its samples (nvidia-smi, dcgm, philly-gpu,
+    # ...). A sample is its kind, machine, GPU and time: one already stored from a file of the
+    # same kind is not stored again (ingest/samples.py); another kind's is another measurement.
+    sample_kind: str | None = None
 
 
 @dataclass
@@ -110,6 +114,11 @@ class FileReport:
     seconds: float = 0.0
     superseded: int = 0  # as LoadCounts
     unchanged: int = 0
+    # telemetry samples already stored from a file before it (ingest/samples.py), not stored
+    # again; differing: of them, those whose values were not the stored ones
+    duplicates: int = 0
+    differing: int = 0
+    file_id: int | None = None  # its ingested_files row, once stored
     message: str = ""
     reject_samples: list[tuple[int | None, str]] = field(default_factory=list)
     warnings: tuple[str, ...] = ()  # as LoadCounts

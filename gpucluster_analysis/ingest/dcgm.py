@@ -473,16 +473,21 @@ def _sniff_query_range(head: str) -> bool:
     return text.startswith("{") and ('"resultType"' in text or ('"status"' in text and '"errorType"' in text))
 
 
+# Every reading of DCGM is one kind of measurement (ingest/samples.py): an exporter's scrape, the
+# Prometheus answer that stored it and dcgmi dmon of one GPU at one time hold the same sample.
+SAMPLE_KIND = "dcgm"
+
 FORMATS = [
     FileFormat(
         name="dcgm_prom", source="dcgm",
         description="dcgm-exporter Prometheus text scrape(s) (/metrics)",
         file_names=(), sniff=_sniff_prom, load=bounded_memory(_load_prom), prepare=_read_ahead_prom,
+        sample_kind=SAMPLE_KIND,
     ),
     FileFormat(
         name="dcgm_query_range", source="dcgm",
         description="Prometheus API query_range/query JSON export of DCGM metrics",
         file_names=(), sniff=_sniff_query_range, load=_load_query_range,  # one JSON value, read whole: a memory limit would refuse a big one
-        prepare=_read_ahead_query_range,
+        prepare=_read_ahead_query_range, sample_kind=SAMPLE_KIND,
     ),
 ]

@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 
 from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
+from gpucluster_analysis.ingest.dcgm import SAMPLE_KIND
 from gpucluster_analysis.ingest.files import first_lines
 from gpucluster_analysis.ingest.telemetry import (
     CUT_LINE,
@@ -236,5 +237,6 @@ FORMATS = [
         name="dcgmi_dmon", source="dcgm",
         description="dcgmi dmon -e FIELDS text (profiling and device fields per GPU and MIG instance; --time/--interval for times)",
         file_names=(), sniff=_sniff, load=bounded_memory(_load), default_zone=local_zone(),
+        sample_kind=SAMPLE_KIND,
     ),
 ]

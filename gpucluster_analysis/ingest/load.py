@@ -58,7 +58,9 @@ from gpucluster_analysis.ingest.registry import (
     claim_by_path,
     detect_format,
     format_named,
+    sample_kinds,
 )
+from gpucluster_analysis.ingest.samples import Duplicates, compare_new, hand_over
 from gpucluster_analysis.sqlfiles import run_script
 
 if TYPE_CHECKING:  # multiprocessing is imported only where worker processes start
@@ -68,7 +70,7 @@ if TYPE_CHECKING:  # multiprocessing is imported only where worker processes sta
 _CONTRIBUTING_TABLES = (
     "rejects", "jobs", "attempts", "allocations", "machines", "gpu_samples", "gpu_sample_details", "host_samples",
     "attempt_hosts", "gpu_bindings", "gpu_devices", "gpu_events", "job_logs", "pending_reasons", "quotas",
-    "sacct_records",
+    "sacct_records", "sample_spans", "gpu_samples_duplicates", "gpu_sample_details_duplicates", "host_samples_duplicates",
 )
 _TEMP_PREFIXES = ("stage_",)
 # Parse-only formats (job logs) are stored this many files per transaction.
@@ -249,6 +251,7 @@ def ingest_paths(
                 report = _unreadable(path, fmt, e)
             listener.file_finished(report)
             reports.append(report)
+        _count_duplicates(reports, compare_new(con, sample_kinds()))
     except BaseException:
         if pool is not None:
             pool.close(abandon=True)
@@ -260,6 +263,16 @@ def ingest_paths(
             pool.close()
         con.execute(f"SET checkpoint_threshold = '{threshold}'")
     return reports
+
+
+def _count_duplicates(reports: list[FileReport], found: dict[int, Duplicates]) -> None:
+    """The telemetry samples each file stored that files before it had (ingest/samples.py):
+    counted as duplicates, not as its rows."""
+    for report in reports:
+        if report.file_id in found:
+            duplicates = found[report.file_id]
+            report.rows = max(report.rows - duplicates.samples, 0)
+            report.duplicates, report.differing = duplicates.samples, duplicates.differing
 
 
 CHECKPOINT_BYTES = 256 << 20
@@ -684,7 +697,7 @@ def ingest_file(
     return FileReport(
         path, fmt.name, "replaced" if previous else "loaded",
         rows=counts.rows, rejects=counts.rejects, seconds=time.perf_counter() - started,
-        superseded=counts.superseded, unchanged=counts.unchanged,
+        superseded=counts.superseded, unchanged=counts.unchanged, file_id=file_id,
         reject_samples=[(line, reason) for line, reason in samples], warnings=counts.warnings,
     )
 
@@ -745,6 +758,8 @@ def _forget_file(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
     fmt = next((f for f in FORMATS if f.name == format_name), None)
     if fmt is not None and fmt.forget is not None:
         fmt.forget(con, file_id)
+    if fmt is not None and fmt.sample_kind:
+        hand_over(con, file_id, sample_kinds()[fmt.sample_kind])
     for table in _CONTRIBUTING_TABLES:
         con.execute(f"DELETE FROM {table} WHERE file_id = ?", [file_id])
     con.execute("DELETE FROM ingested_files WHERE file_id = ?", [file_id])

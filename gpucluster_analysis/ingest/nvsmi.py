@@ -680,22 +680,27 @@ def _sniff_xml(head: str) -> bool:
     return "<nvidia_smi_log" in head or head.lstrip().startswith(_QUERY_TEXT)
 
 
+# Every nvidia-smi output is one kind of measurement (NVML's, ingest/samples.py): a CSV log and a
+# dmon log of one GPU at one time hold the same sample.
+SAMPLE_KIND = "nvidia-smi"
+
 FORMATS = [
     FileFormat(
         name="nvsmi_csv", source="nvidia-smi",
         description="nvidia-smi --query-gpu CSV log (any fields, with or without header and units)",
         file_names=(), sniff=_sniff_csv, load=bounded_memory(_load_csv), default_zone=local_zone(),
-        prepare=functools.partial(read_ahead, dmon=False),
+        prepare=functools.partial(read_ahead, dmon=False), sample_kind=SAMPLE_KIND,
     ),
     FileFormat(
         name="nvsmi_dmon", source="nvidia-smi",
         description="nvidia-smi dmon log (any -s column set; -o DT for times)",
         file_names=(), sniff=_sniff_dmon, load=bounded_memory(_load_dmon), default_zone=local_zone(),
-        prepare=functools.partial(read_ahead, dmon=True),
+        prepare=functools.partial(read_ahead, dmon=True), sample_kind=SAMPLE_KIND,
     ),
     FileFormat(
         name="nvsmi_xml", source="nvidia-smi",
         description="nvidia-smi -q -x XML snapshots (one or several concatenated)",
         file_names=(), sniff=_sniff_xml, load=bounded_memory(_load_xml), default_zone=local_zone(),
+        sample_kind=SAMPLE_KIND,
     ),
 ]

@@ -213,6 +213,8 @@ def _load_machine_list(ctx: LoadContext) -> LoadCounts:
     return _load_csv(ctx, "philly_machine_list", "machines", fixed, "cluster_machine_list")
 
 
+# sample_kind (ingest/samples.py): each utilization file is a measurement of its own; the CPU and
+# memory files fill different columns of host_samples, so neither one's rows duplicate the other's.
 FORMATS = [
     FileFormat(
         name="philly_job_log", source="philly",
@@ -222,17 +224,17 @@ FORMATS = [
     FileFormat(
         name="philly_gpu_util", source="philly",
         description="Philly cluster_gpu_util: per-minute GPU utilization per machine",
-        file_names=("cluster_gpu_util",), sniff=_sniff_gpu_util, load=_load_gpu_util,
+        file_names=("cluster_gpu_util",), sniff=_sniff_gpu_util, load=_load_gpu_util, sample_kind="philly-gpu",
     ),
     FileFormat(
         name="philly_cpu_util", source="philly",
         description="Philly cluster_cpu_util: per-minute host CPU utilization",
-        file_names=("cluster_cpu_util",), sniff=_sniff_cpu_util, load=_load_cpu_util,
+        file_names=("cluster_cpu_util",), sniff=_sniff_cpu_util, load=_load_cpu_util, sample_kind="philly-cpu",
     ),
     FileFormat(
         name="philly_mem_util", source="philly",
         description="Philly cluster_mem_util: per-minute host memory total/free (KiB)",
-        file_names=("cluster_mem_util",), sniff=_sniff_mem_util, load=_load_mem_util,
+        file_names=("cluster_mem_util",), sniff=_sniff_mem_util, load=_load_mem_util, sample_kind="philly-mem",
     ),
     FileFormat(
         name="philly_machine_list", source="philly",

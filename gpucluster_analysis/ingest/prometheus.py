@@ -47,6 +47,8 @@ from gpucluster_analysis import __version__
 from gpucluster_analysis.errors import GcaError, InputError, ServerError, StoreError
 from gpucluster_analysis.ingest import dcgm
 from gpucluster_analysis.ingest.base import IngestOptions, LoadContext, LoadCounts
+from gpucluster_analysis.ingest.registry import sample_kinds
+from gpucluster_analysis.ingest.samples import compare_new
 from gpucluster_analysis.sqlfiles import run_script
 
 SCHEMES = ("prometheus+http", "prometheus+https")
@@ -208,6 +210,7 @@ class Chunk:
     rejects: int
     seconds: float
     answer_bytes: int = 0  # the server's answer, decompressed
+    file_id: int = 0  # its ingested_files row
 
 
 @dataclass
@@ -218,10 +221,12 @@ class PullReport:
     chunks: list[Chunk] = field(default_factory=list)
     # ranges of the request pulled before: (first time, last time, chunks)
     covered: list[tuple[int, int, int]] = field(default_factory=list)
+    # GPU samples a file of DCGM samples gave before (an export, scrapes), not stored again (ingest/samples.py)
+    duplicates: int = 0
 
     @property
     def rows(self) -> int:
-        return sum(c.rows for c in self.chunks)
+        return sum(c.rows for c in self.chunks) - self.duplicates
 
     @property
     def rejects(self) -> int:
@@ -321,6 +326,10 @@ def pull(
             fit = max_response_points * 4 // (5 * most_series) if most_series else max_points
             fit_bytes = int(max_answer_bytes * 4 / (5 * most_bytes)) if most_bytes else max_points
             size = max(1, min(max_points, fit, fit_bytes))
+    # chunks of one query never overlap each other; a file of the same DCGM samples may overlap
+    # them (a pull that stopped leaves its chunks to the next ingest or pull to compare)
+    found = compare_new(con, sample_kinds())
+    report.duplicates = sum(found[c.file_id].samples for c in report.chunks if c.file_id in found)
     return report
 
 
@@ -424,7 +433,8 @@ def _pull_chunk(
                 e.args = (e.message,)
             raise
         _drop_staging(con)
-    return Chunk(start_ms, end_ms, int(series), int(samples), counts.rows, counts.rejects, time.perf_counter() - started, size)
+    return Chunk(start_ms, end_ms, int(series), int(samples), counts.rows, counts.rejects,
+                 time.perf_counter() - started, size, int(file_id))
 
 
 def _drop_staging(con: duckdb.DuckDBPyConnection) -> None:

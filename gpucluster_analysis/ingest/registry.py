@@ -33,6 +33,15 @@ def format_named(name: str) -> FileFormat:
     raise InputError(f"unknown format {name!r}", hint=f"--format takes one of: {known}")
 
 
+def sample_kinds() -> dict[str, list[str]]:
+    """Each source kind of telemetry samples (ingest/samples.py) with the names of its formats."""
+    kinds: dict[str, list[str]] = {}
+    for fmt in FORMATS:
+        if fmt.sample_kind:
+            kinds.setdefault(fmt.sample_kind, []).append(fmt.name)
+    return kinds
+
+
 def _base_name(path: Path) -> str:
     name = path.name
     for suffix in (".gz", ".csv", ".json", ".txt", ".log"):

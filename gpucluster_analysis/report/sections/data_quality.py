@@ -41,8 +41,11 @@ def section(r: dict[str, pl.DataFrame]) -> Section:
             f" {fmt_time(cov['telemetry_last_at'])}) is {fmt_int(cov['span_gpu_hours'])} of"
             f" {fmt_int(cov['window_gpu_hours'])} GPU-hours; at one sample per {fmt_dur(interval)} (the most common gap"
             f" between sample times) that is {fmt_int(cov['expected_samples'])} samples, of which"
-            f" {fmt_int(cov['attributed_samples'])} non-null samples were attributed: coverage"
-            f" {fmt_pct(cov['coverage_pct'])}. Of the telemetry's {fmt_int(cov['gpu_samples_non_null'])} non-null"
+            f" {fmt_int(cov['attributed_samples'])} non-null samples were attributed"
+            + (f" ({fmt_int(cov['covered_samples'])} of them counted: a job's samples only up to what its GPU time"
+               " holds at that interval, as when two tools sample the same GPUs)"
+               if (cov.get("covered_samples") or 0) < (cov.get("attributed_samples") or 0) else "")
+            + f": coverage {fmt_pct(cov['coverage_pct'])}. Of the telemetry's {fmt_int(cov['gpu_samples_non_null'])} non-null"
             f" samples, {fmt_pct(cov['attributed_share_pct'])} fall inside some job's allocation."
         )
         if jobs_n:
