@@ -7,7 +7,8 @@ whole attempt fail (`(a=aa=aa=...` for `\\((?:\\w+=[^\\s,()]+,? ?)+\\)`, `xid` +
 pattern (re._parser), this module takes:
 
 * for every repetition, the text that leads to it (the characters of what comes before it)
-  and one pass through its body, and pumps the body: lead + body * n + a failing tail;
+  and one pass through its body, and pumps the body: lead + body * n + a failing tail, and
+  also the two together, (lead + body) * n, where a search starts again at every lead;
 * every character the pattern's literals and classes accept (and, for a negated class, a
   few it refuses), pumped alone and in pairs, with and without each literal run before.
 
@@ -162,6 +163,7 @@ def hostile_pumps(pattern: str | re.Pattern[str], pairs: int = 40, seed: int = 0
         for lead, body in w.pumps:
             pump(lead, body)
             pump("", body)
+            pump("", lead[-24:] + body)  # the way in again and again: a scan from each start to the end
     repetitions = sorted(lines)
     lines = set()
     chars = list(dict.fromkeys(walk.chars))

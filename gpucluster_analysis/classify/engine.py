@@ -242,7 +242,8 @@ def classify_bytes(data: bytes, signatures: list[Signature], *, tail_from_line: 
                 block = None
                 continue
             line_number = None if tail_from_line is not None and number >= tail_from_line else number
-            found = [sigs[i] for i in to_try if sigs[i].matches(line)]
+            data = line.encode("utf-8", "surrogatepass")
+            found = [sigs[i] for i in to_try if sigs[i].matches_bytes(data)]
             note = next((s for s in found if s.kind == "note"), None)
             if note is not None:  # a routine note: nothing on this line counts
                 notes.append(Evidence(note.id, "note", line_number, line, "a routine note, not a failure"))

@@ -16,11 +16,10 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from gpucluster_analysis.classify.noise import normalize_line
 from gpucluster_analysis.errors import RulesError
-from gpucluster_analysis.textmatch import compile_linear
+from gpucluster_analysis.textmatch import LinearPattern, compile_linear
 
 # reason -> category (docs/domain.md, "Failure taxonomy").
 CATEGORIES: dict[str, str] = {
@@ -108,8 +107,8 @@ class Signature:
     # a line the pattern matches does not count when this matches it too (RE2 has no lookahead)
     unless: str = ""
     # compiled by RE2 (textmatch.py): linear in the line, whatever the pattern
-    regex: Any = field(init=False, repr=False, compare=False)
-    unless_regex: Any = field(init=False, repr=False, compare=False)
+    regex: LinearPattern = field(init=False, repr=False, compare=False)
+    unless_regex: LinearPattern | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         where = f"{self.source}: {'signature' if self.kind == CAUSE else 'evidence'} {self.id!r}"
@@ -118,7 +117,11 @@ class Signature:
 
     def matches(self, line: str) -> bool:
         """The pattern matches the (normalized) line and `unless` does not."""
-        return self.regex.search(line) is not None and (self.unless_regex is None or self.unless_regex.search(line) is None)
+        return self.matches_bytes(line.encode("utf-8", "surrogatepass"))
+
+    def matches_bytes(self, data: bytes) -> bool:
+        """`matches` for the line's UTF-8 bytes (encoded once for every signature tried on it)."""
+        return self.regex.occurs_in(data) and (self.unless_regex is None or not self.unless_regex.occurs_in(data))
 
     @property
     def category(self) -> str:

@@ -1165,7 +1165,7 @@ def _count(ctx: LoadContext, table: str) -> int:
 # --- scontrol show job -d ------------------------------------------------------------
 
 _KEY_VALUE = re.compile(r"(?:^|\s)([A-Za-z_][A-Za-z0-9_:/]*)=(\S*(?:\s+(?![A-Za-z_][A-Za-z0-9_:/]*=)\S+)*)")
-_IDX = re.compile(r"IDX:([^)]*)\)")
+_IDX = re.compile(r"IDX:([^()\s:]*+)\)")  # no ":" inside: a scan ends at the next "IDX:", linear in a hostile line
 # A node group of `scontrol show job -d`: Nodes=gpu[01-02] CPU_IDs=0-31 Mem=256000 GRES=gpu:a100:4(IDX:0-3)
 _NODE_DETAIL = re.compile(r"(?:^|\s)Nodes=(\S+)\s+CPU_IDs=\S+(?:\s+Mem=\S+)?(?:\s+GRES(?:_IDX)?=(\S*))?")
 

@@ -2,9 +2,10 @@
 
 How a log is read: one regex of every pattern's prefilter literals, factored into a trie
 (the classifier's), scans the lower-cased bytes; only the lines it hits are decoded, and
-on each only the patterns one of whose literals the line holds are run: `finditer` over
-the physical line for step and run-average patterns; for bar patterns `match` at the
-start of each \\r piece, last piece first, skipping earlier states of a bar already read.
+on each only the patterns one of whose literals the line holds are run, on each \\r piece
+up to its PIECE_CHARS-th character (no pattern then backtracks long on a hostile line):
+`finditer` for step and run-average patterns; for bar patterns `match` at the start of
+each piece, last piece first, skipping earlier states of a bar already read.
 `#015` (syslog's escaped carriage return) counts as \\r.
 """
 
@@ -20,6 +21,7 @@ from pathlib import Path
 from gpucluster_analysis.classify.noise import normalize_line
 from gpucluster_analysis.logscan import HEAD_BYTES, TAIL_BYTES, lines_holding, read_parts, trie_pattern
 from gpucluster_analysis.speed.patterns import SpeedPattern, load_patterns
+from gpucluster_analysis.textmatch import PIECE_CHARS
 
 __all__ = [
     "SLOW_START_FRACTION", "WARMUP_FRACTION", "SpeedSample", "SpeedSummary", "default_patterns",
@@ -110,22 +112,26 @@ _Hit = tuple[int, str, int, float, str, float]  # position, family, elapsed s, r
 
 
 def _line_hits(pattern: SpeedPattern, line: str) -> list[_Hit]:
-    """The samples `pattern` reads from one physical line (\\r pieces included), in order.
-    A bar pattern keeps only the last state of each bar family on the line: its pieces are
-    read from the end, and a piece that starts with the description and holds the
-    "/total " of a bar already read later on the line is skipped unmatched."""
+    """The samples `pattern` reads from one physical line (\\r pieces included), in order; each
+    piece is read up to its PIECE_CHARS-th character (textmatch.py). A step pattern reads every
+    piece. A bar pattern keeps only the last state of each bar family on the line: its pieces are
+    read from the end, and a piece that starts with the description and holds the "/total " of a
+    bar already read later on the line is skipped unmatched."""
     has_unit = "unit" in pattern.regex.groupindex
     unless = pattern.unless
     if pattern.kind != "bar":
         hits: list[_Hit] = []
-        if unless is not None and unless.search(line) is not None:
-            return hits
-        for m in pattern.regex.finditer(line):
-            raw = float(m.group("value").replace(",", ""))
-            unit = m.group("unit") if has_unit else None
-            value = pattern.to_canonical(raw, unit)
-            if value is not None:
-                hits.append((m.start(), "", 0, raw, unit or pattern.unit, value))
+        start = 0
+        for whole in line.split("\r"):
+            piece = whole[:PIECE_CHARS]
+            if unless is None or unless.search(piece) is None:
+                for m in pattern.regex.finditer(piece):
+                    raw = float(m.group("value").replace(",", ""))
+                    unit = m.group("unit") if has_unit else None
+                    value = pattern.to_canonical(raw, unit)
+                    if value is not None:
+                        hits.append((start + m.start(), "", 0, raw, unit or pattern.unit, value))
+            start += len(whole) + 1
         return hits
     last: dict[str, _Hit] = {}
     seen: set[tuple[str, str]] = set()
@@ -136,6 +142,7 @@ def _line_hits(pattern: SpeedPattern, line: str) -> list[_Hit]:
         # an earlier state of a bar already read: same description, same "/total "
         if any(piece.startswith(desc) and f"/{total} " in piece for desc, total in seen):
             continue
+        piece = piece[:PIECE_CHARS]
         m = match(piece)
         if m is None or (unless is not None and unless.search(piece) is not None):
             continue

@@ -16,10 +16,8 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from gpucluster_analysis.errors import RulesError
-from gpucluster_analysis.textmatch import compile_linear
 
 SHIPPED = "patterns.toml"
 
@@ -71,14 +69,14 @@ class SpeedPattern:
     counter_examples: tuple[Example, ...] = ()
     unless_text: str = ""  # where this matches (a bar's piece, a step pattern's line), the regex reads nothing
     source: str = ""
-    # compiled by RE2 (textmatch.py): linear in the line, whatever the pattern
-    regex: Any = field(init=False, repr=False, compare=False)
-    unless: Any = field(init=False, repr=False, compare=False)
+    # Python's re, not RE2 (textmatch.py): these patterns ship with gca and are written not to
+    # backtrack (tests/test_hostile_lines.py), and RE2's capture groups cost 3-9x per progress-bar line
+    regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    unless: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        where = f"{self.source}: pattern {self.id!r}"
-        object.__setattr__(self, "regex", compile_linear(self.regex_text, where, "regex"))
-        object.__setattr__(self, "unless", compile_linear(self.unless_text, where, "unless") if self.unless_text else None)
+        object.__setattr__(self, "regex", re.compile(self.regex_text))
+        object.__setattr__(self, "unless", re.compile(self.unless_text) if self.unless_text else None)
 
     @property
     def canonical_unit(self) -> str:
@@ -162,8 +160,8 @@ def _pattern(table: object, n: int, source: str) -> SpeedPattern:
     unless = table.get("unless", "")
     if not isinstance(unless, str):
         raise RulesError(f"{where}: unless must be a string (a regex)")
-    regex = compile_linear(table["regex"], where, "regex")
-    groups = set(regex.groupindex)
+    groups = set(_compiled(table["regex"], where, "regex").groupindex)
+    _compiled(unless, where, "unless")
     if "value" not in groups:
         raise RulesError(f"{where}: regex has no (?P<value>...) group")
     if table["kind"] == "bar" and not {"desc", "total", "elapsed"} <= groups:
@@ -197,6 +195,13 @@ def _pattern(table: object, n: int, source: str) -> SpeedPattern:
     )
     _check_examples(pattern, where)
     return pattern
+
+
+def _compiled(text: str, where: str, key: str) -> re.Pattern[str]:
+    try:
+        return re.compile(text)
+    except re.error as e:
+        raise RulesError(f"{where}: {key} does not compile: {e}") from None
 
 
 def _examples(value: object, where: str, key: str, *, with_value: bool) -> tuple[Example, ...]:
