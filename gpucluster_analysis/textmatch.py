@@ -51,7 +51,7 @@ _OPTIONS.never_capture = True  # a signature says whether it occurs in a line, n
 # A pattern whose automaton outgrows this is refused at load (RE2's default, 8 MiB, said again so that
 # it is a decision): far beyond any real signature, and it bounds what a site's file can make gca build.
 _OPTIONS.max_mem = 8 << 20
-_UNANCHORED = re2._Anchor.UNANCHORED
+_UNANCHORED = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
 _NO_MATCH = (-1, -1)
 
 
@@ -66,7 +66,9 @@ class LinearPattern:
 
     def __init__(self, pattern: str, compiled: Any) -> None:
         self.pattern = pattern
-        self._match = compiled._regexp.Match
+        self._match = getattr(getattr(compiled, "_regexp", None), "Match", None)
+        if self._match is None:  # another google-re2 than the one this was written for: its public way
+            self._match = lambda _anchor, data, _pos, _end: ((0, 0),) if compiled.search(data) else (_NO_MATCH,)
 
     def occurs_in(self, data: bytes) -> bool:
         """Whether the pattern occurs in `data`, a line's UTF-8 bytes."""

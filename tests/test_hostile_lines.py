@@ -334,3 +334,30 @@ source = "https://example.org"
 """
     with pytest.raises(RulesError, match="speed.toml: pattern 'x': regex does not compile"):
         parse_patterns(text, "speed.toml")
+
+
+def test_the_direct_matcher_agrees_with_re2s_own_search() -> None:
+    """LinearPattern asks RE2's matcher on bytes; on every signature's examples and counter-examples,
+    non-ASCII lines among them, it says what google-re2's public search says."""
+    import re2
+
+    lines = ["已杀死", "Убито", "RuntimeError: CUDA out of memory. é", "", "x" * 10_000 + "Killed"]
+    for sig in load_signatures():
+        lines += [*sig.examples, *sig.counter_examples]
+    for sig in load_signatures():
+        public = re2.compile(expand(sig.pattern))
+        for line in lines:
+            assert sig.regex.occurs_in_text(line) == (public.search(line) is not None), (sig.id, line)
+
+
+def test_the_matcher_falls_back_to_the_public_search() -> None:
+    """A google-re2 without the matcher LinearPattern asks directly: its public search answers."""
+    import types
+
+    import re2
+
+    from gpucluster_analysis.textmatch import LinearPattern
+
+    only_public = types.SimpleNamespace(search=re2.compile("quota (?:exceeded|full)").search)
+    pattern = LinearPattern("quota (?:exceeded|full)", only_public)
+    assert pattern.occurs_in(b"disk quota exceeded") and not pattern.occurs_in(b"quota ok")
