@@ -56,17 +56,25 @@ def _training_chunk(rng: random.Random, lines: int, rank_prefix: bool) -> bytes:
             )
             parts.append(prefix + bar)
         elif r < 0.65:
-            parts.append(f"{prefix}[2024-05-01 12:{step % 60:02d}:{step % 59:02d},123] [INFO] [logging.py:96:log_dist] "
-                         f"[Rank 0] step={step}, skipped=0, lr=[{rng.random() * 1e-4:.3e}], mom=[(0.9, 0.999)]")
+            parts.append(
+                f"{prefix}[2024-05-01 12:{step % 60:02d}:{step % 59:02d},123] [INFO] [logging.py:96:log_dist] "
+                f"[Rank 0] step={step}, skipped=0, lr=[{rng.random() * 1e-4:.3e}], mom=[(0.9, 0.999)]"
+            )
         elif r < 0.75:
-            parts.append(f"gpu-node-{rng.randrange(64):02d}:{rng.randrange(99999)}:{rng.randrange(99999)} [{rng.randrange(8)}] "
-                         f"NCCL INFO Channel {step % 32:02d}/0 : 0[0] -> 1[0] [send] via NET/IB/{step % 4}")
+            parts.append(
+                f"gpu-node-{rng.randrange(64):02d}:{rng.randrange(99999)}:{rng.randrange(99999)} [{rng.randrange(8)}] "
+                f"NCCL INFO Channel {step % 32:02d}/0 : 0[0] -> 1[0] [send] via NET/IB/{step % 4}"
+            )
         elif r < 0.9:
-            parts.append(f"{prefix}{{'loss': {rng.random():.4f}, 'grad_norm': {rng.random() * 10:.3f}, "
-                         f"'learning_rate': {rng.random() * 1e-5:.3e}, 'epoch': {step / 1000:.2f}}}")
+            parts.append(
+                f"{prefix}{{'loss': {rng.random():.4f}, 'grad_norm': {rng.random() * 10:.3f}, "
+                f"'learning_rate': {rng.random() * 1e-5:.3e}, 'epoch': {step / 1000:.2f}}}"
+            )
         else:
-            parts.append(f"I0501 12:00:{step % 60:02d}.{step % 999999:06d} 140213 trainer.py:412] global step {step}: "
-                         f"loss = {rng.random():.3f} ({rng.random():.3f} sec/step), throughput {rng.random() * 900:.1f} samples/s")
+            parts.append(
+                f"I0501 12:00:{step % 60:02d}.{step % 999999:06d} 140213 trainer.py:412] global step {step}: "
+                f"loss = {rng.random():.3f} ({rng.random():.3f} sec/step), throughput {rng.random() * 900:.1f} samples/s"
+            )
     return ("\n".join(parts) + "\n").encode()
 
 
@@ -125,15 +133,21 @@ def main() -> None:
                 right += result.reason == reason
             seconds = time.perf_counter() - t
             rows.append((label, len(group), disk, read, seconds, right))
-            for key, value in zip(("files", "disk", "read", "seconds", "right"), (len(group), disk, read, seconds, right)):
+            for key, value in zip(
+                ("files", "disk", "read", "seconds", "right"), (len(group), disk, read, seconds, right)
+            ):
                 total[key] += value
         rows.append(("all", total["files"], total["disk"], total["read"], total["seconds"], total["right"]))
-    print(f"Python {platform.python_version()}, {os.cpu_count()} cores, head {HEAD_BYTES >> 20} MiB + tail {TAIL_BYTES >> 20} MiB\n")
+    print(
+        f"Python {platform.python_version()}, {os.cpu_count()} cores, head {HEAD_BYTES >> 20} MiB + tail {TAIL_BYTES >> 20} MiB\n"
+    )
     print("| logs | files | on disk MB | read MB | seconds | disk MB/s | read MB/s | files/s | right reason |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for label, n, disk, read, seconds, right in rows:
-        print(f"| {label} | {n} | {disk / 1e6:.0f} | {read / 1e6:.0f} | {seconds:.1f} | {disk / 1e6 / seconds:.0f} | "
-              f"{read / 1e6 / seconds:.0f} | {n / seconds:.0f} | {right}/{n} |")
+        print(
+            f"| {label} | {n} | {disk / 1e6:.0f} | {read / 1e6:.0f} | {seconds:.1f} | {disk / 1e6 / seconds:.0f} | "
+            f"{read / 1e6 / seconds:.0f} | {n / seconds:.0f} | {right}/{n} |"
+        )
 
 
 if __name__ == "__main__":

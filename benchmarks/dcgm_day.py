@@ -40,7 +40,11 @@ FIELDS = (
     ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."),
     ("DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned."),
     ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active."),
-    ("DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of cycles the device memory interface is active sending or receiving data."),
+    (
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+        "gauge",
+        "Ratio of cycles the device memory interface is active sending or receiving data.",
+    ),
 )
 
 
@@ -65,12 +69,35 @@ def write_node(path: Path, node: int, scrapes: int, interval_s: int, gpus: int, 
                 if busy[g]:
                     util, used = rng.randint(60, 100), rng.randint(30000, 80000)
                     sm = round(util / 100 * rng.uniform(0.3, 0.95), 6)
-                    values.append((rng.choice((1755, 1830, 1980)), rng.randint(55, 80), f"{rng.uniform(350, 690):.3f}",
-                                   util, rng.randint(20, 70), 81559 - used, used, f"{sm:.6f}",
-                                   f"{sm * rng.uniform(0, 0.8):.6f}", f"{rng.uniform(0.1, 0.6):.6f}"))
+                    values.append(
+                        (
+                            rng.choice((1755, 1830, 1980)),
+                            rng.randint(55, 80),
+                            f"{rng.uniform(350, 690):.3f}",
+                            util,
+                            rng.randint(20, 70),
+                            81559 - used,
+                            used,
+                            f"{sm:.6f}",
+                            f"{sm * rng.uniform(0, 0.8):.6f}",
+                            f"{rng.uniform(0.1, 0.6):.6f}",
+                        )
+                    )
                 else:
-                    values.append((345, rng.randint(30, 40), f"{rng.uniform(65, 75):.3f}", 0, 0, 81555, 4,
-                                   "0.000000", "0.000000", "0.000000"))
+                    values.append(
+                        (
+                            345,
+                            rng.randint(30, 40),
+                            f"{rng.uniform(65, 75):.3f}",
+                            0,
+                            0,
+                            81555,
+                            4,
+                            "0.000000",
+                            "0.000000",
+                            "0.000000",
+                        )
+                    )
             for k, (name, kind, text) in enumerate(FIELDS):
                 out.append(f"# HELP {name} {text}\n# TYPE {name} {kind}\n")
                 out.extend(f"{name}{labels[g]} {values[g][k]}\n" for g in range(gpus))
@@ -98,7 +125,9 @@ def write_node_json(path: Path, node: int, scrapes: int, interval_s: int, gpus: 
                     series[key] = {"metric": metric, "values": []}
                 series[key]["values"].append([when, value.strip()])
     text.unlink()
-    path.write_text(json.dumps({"status": "success", "data": {"resultType": "matrix", "result": list(series.values())}}))
+    path.write_text(
+        json.dumps({"status": "success", "data": {"resultType": "matrix", "result": list(series.values())}})
+    )
 
 
 def main() -> None:
@@ -121,9 +150,13 @@ def main() -> None:
         t = time.perf_counter()
         for node in range(args.nodes):
             if args.json:
-                write_node_json(scrapes_dir / f"gpu-node{node:03d}.json", node, scrapes, args.interval, args.gpus, 1784016000)
+                write_node_json(
+                    scrapes_dir / f"gpu-node{node:03d}.json", node, scrapes, args.interval, args.gpus, 1784016000
+                )
             else:
-                write_node(scrapes_dir / f"gpu-node{node:03d}.prom", node, scrapes, args.interval, args.gpus, 1784016000)
+                write_node(
+                    scrapes_dir / f"gpu-node{node:03d}.prom", node, scrapes, args.interval, args.gpus, 1784016000
+                )
         print(f"generated {args.nodes} files in {time.perf_counter() - t:.1f} s", file=sys.stderr)
     for stale in (db, db.with_name(db.name + ".wal")):
         stale.unlink(missing_ok=True)
@@ -133,10 +166,14 @@ def main() -> None:
 
     samples = args.nodes * scrapes * args.gpus * len(FIELDS)
     print(f"\n{machine_line()}; load average {os.getloadavg()[0]:.1f}")
-    print(f"Scrapes: {args.nodes} files, {samples:,} sample lines, {size / (1 << 20):,.0f} MiB; "
-          f"store {db.stat().st_size / (1 << 20):,.0f} MiB")
-    print(f"\n| step | wall time (s) | peak RSS (GiB) | sample lines/s |\n|---|---:|---:|---:|\n"
-          f"| ingest | {seconds:.1f} | {peak:.2f} | {samples / seconds:,.0f} |")
+    print(
+        f"Scrapes: {args.nodes} files, {samples:,} sample lines, {size / (1 << 20):,.0f} MiB; "
+        f"store {db.stat().st_size / (1 << 20):,.0f} MiB"
+    )
+    print(
+        f"\n| step | wall time (s) | peak RSS (GiB) | sample lines/s |\n|---|---:|---:|---:|\n"
+        f"| ingest | {seconds:.1f} | {peak:.2f} | {samples / seconds:,.0f} |"
+    )
     if not args.keep:
         shutil.rmtree(args.work, ignore_errors=True)
 

@@ -33,9 +33,11 @@ _MEASURE = (
 
 def machine_line() -> str:
     """What the numbers were measured on: architecture, cores, memory, Python, OS."""
-    return (f"Machine: {platform.machine()}, {os.cpu_count()} cores, "
-            f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / (1 << 30):.0f} GiB, "
-            f"Python {platform.python_version()}, {platform.platform()}")
+    return (
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, "
+        f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / (1 << 30):.0f} GiB, "
+        f"Python {platform.python_version()}, {platform.platform()}"
+    )
 
 
 # A fixed single-core workload (pure Python): its time says how fast this machine runs right
@@ -46,8 +48,10 @@ _PROBE = "import time; t = time.perf_counter(); sum(i * i for i in range(3_000_0
 
 def speed_probe() -> float:
     """Seconds of the probe workload, in a fresh process (best of three)."""
-    return min(float(subprocess.run([sys.executable, "-c", _PROBE], check=True, stdout=subprocess.PIPE,
-                                    text=True).stdout) for _ in range(3))
+    return min(
+        float(subprocess.run([sys.executable, "-c", _PROBE], check=True, stdout=subprocess.PIPE, text=True).stdout)
+        for _ in range(3)
+    )
 
 
 def run_step(name: str, args: list[str]) -> tuple[str, float, float]:
@@ -55,8 +59,9 @@ def run_step(name: str, args: list[str]) -> tuple[str, float, float]:
     seconds_text, peak_kib = out.stdout.split()[-2:]
     seconds, peak_gib = float(seconds_text), int(peak_kib) / (1 << 20)
     # The machine is shared: the 1-minute load average at the end says how much.
-    print(f"{name}: {seconds:.1f} s, peak RSS {peak_gib:.2f} GiB, load average {os.getloadavg()[0]:.1f}",
-          file=sys.stderr)
+    print(
+        f"{name}: {seconds:.1f} s, peak RSS {peak_gib:.2f} GiB, load average {os.getloadavg()[0]:.1f}", file=sys.stderr
+    )
     return name, seconds, peak_gib
 
 
@@ -75,8 +80,23 @@ def main() -> None:
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
     results = [
-        run_step("synth", [*gca, "synth", "--out", str(trace), "--jobs", str(args.jobs),
-                           "--machines", str(args.machines), "--days", str(args.days), "--seed", str(args.seed)]),
+        run_step(
+            "synth",
+            [
+                *gca,
+                "synth",
+                "--out",
+                str(trace),
+                "--jobs",
+                str(args.jobs),
+                "--machines",
+                str(args.machines),
+                "--days",
+                str(args.days),
+                "--seed",
+                str(args.seed),
+            ],
+        ),
     ]
     sizes = {p.name: p.stat().st_size for p in trace.iterdir() if p.is_file()}
     results.append(run_step("ingest", [*gca, "ingest", str(trace), "--db", str(db)]))

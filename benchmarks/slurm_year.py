@@ -53,9 +53,32 @@ _ID = re.compile(r"^(\d+)")
 def base_trace(work: Path) -> Path:
     trace = work / "base"
     if not (trace / "sacct.txt").exists():
-        subprocess.run([sys.executable, "-m", "gpucluster_analysis", "synth", "--format", "slurm", "--out", str(trace),
-                        "--jobs", str(BASE_JOBS), "--machines", str(NODES), "--days", str(BASE_DAYS), "--seed", "3",
-                        "--interval", "3600", "--dcgm-interval", "3600"], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "gpucluster_analysis",
+                "synth",
+                "--format",
+                "slurm",
+                "--out",
+                str(trace),
+                "--jobs",
+                str(BASE_JOBS),
+                "--machines",
+                str(NODES),
+                "--days",
+                str(BASE_DAYS),
+                "--seed",
+                "3",
+                "--interval",
+                "3600",
+                "--dcgm-interval",
+                "3600",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     return trace
 
 
@@ -113,54 +136,81 @@ def run_step(name: str, args: list[str]) -> tuple[float, float, float, float]:
     out = subprocess.run([sys.executable, "-c", _MEASURE, *args], check=True, stdout=subprocess.PIPE, text=True)
     wall, cpu, peak_kib = out.stdout.split()[-3:]
     load = os.getloadavg()[0]
-    print(f"{name}: {float(wall):.1f} s, {float(cpu):.1f} CPU-s, peak RSS {int(peak_kib) / (1 << 20):.2f} GiB,"
-          f" load average {load:.1f}", file=sys.stderr)
+    print(
+        f"{name}: {float(wall):.1f} s, {float(cpu):.1f} CPU-s, peak RSS {int(peak_kib) / (1 << 20):.2f} GiB,"
+        f" load average {load:.1f}",
+        file=sys.stderr,
+    )
     return float(wall), float(cpu), int(peak_kib) / (1 << 20), load
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, action="append", help="jobs in a dump (repeatable); default 100k, 300k, 1M")
-    parser.add_argument("--work", type=Path, default=HERE / "data" / "slurm_year", help="scratch directory (git-ignored)")
+    parser.add_argument(
+        "--work", type=Path, default=HERE / "data" / "slurm_year", help="scratch directory (git-ignored)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the dumps and stores")
-    parser.add_argument("--spacing", type=parse_spacing,
-                        help="time between copies of the base trace, e.g. 1h (default: synth's span, 3d: back to "
-                             "back; live: 1h)")
-    parser.add_argument("--base", choices=["synth", "live"], default="synth",
-                        help="what is repeated: a synthetic Slurm trace (default) or the real run in tests/data/slurm/live")
+    parser.add_argument(
+        "--spacing",
+        type=parse_spacing,
+        help="time between copies of the base trace, e.g. 1h (default: synth's span, 3d: back to back; live: 1h)",
+    )
+    parser.add_argument(
+        "--base",
+        choices=["synth", "live"],
+        default="synth",
+        help="what is repeated: a synthetic Slurm trace (default) or the real run in tests/data/slurm/live",
+    )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     sacct, extras, default_spacing = base_inputs(args.base, args.work)
     spacing = args.spacing or default_spacing
     tag = ("" if args.base == "synth" else f"_{args.base}") + (
-        "" if spacing == default_spacing else f"_every{int(spacing.total_seconds())}s")
+        "" if spacing == default_spacing else f"_every{int(spacing.total_seconds())}s"
+    )
     sizes = args.jobs or [100_000, 300_000, 1_000_000]
     gca = [sys.executable, "-m", "gpucluster_analysis"]
     rows = []
     for size in sizes:
-        dump, db, out = (args.work / f"sacct_{size}{tag}.txt", args.work / f"year_{size}{tag}.duckdb",
-                         args.work / f"report_{size}{tag}")
+        dump, db, out = (
+            args.work / f"sacct_{size}{tag}.txt",
+            args.work / f"year_{size}{tag}.duckdb",
+            args.work / f"report_{size}{tag}",
+        )
         for stale in (db, db.with_name(db.name + ".wal")):
             stale.unlink(missing_ok=True)
         written = write_dump(sacct, dump, size, spacing)
         print(f"{dump.name}: {written:,} jobs, {dump.stat().st_size / 2**20:,.0f} MiB", file=sys.stderr)
         probe = speed_probe()
         print(f"speed probe: {probe:.3f} s", file=sys.stderr)
-        rows.append((written, dump.stat().st_size, probe,
-                     run_step(f"ingest {written:,} jobs", [*gca, "ingest", str(dump), *map(str, extras),
-                                                           "--db", str(db), "--tz", "UTC"]),
-                     run_step(f"report {written:,} jobs", [*gca, "report", "--db", str(db), "--out", str(out), "--quiet"])))
+        rows.append(
+            (
+                written,
+                dump.stat().st_size,
+                probe,
+                run_step(
+                    f"ingest {written:,} jobs",
+                    [*gca, "ingest", str(dump), *map(str, extras), "--db", str(db), "--tz", "UTC"],
+                ),
+                run_step(f"report {written:,} jobs", [*gca, "report", "--db", str(db), "--out", str(out), "--quiet"]),
+            )
+        )
         if not args.keep:
             shutil.rmtree(out, ignore_errors=True)
             dump.unlink()
             db.unlink(missing_ok=True)
     print(f"\n{machine_line()}\n")
-    print("| jobs | dump (MiB) | speed probe (s) | ingest wall (s) | ingest CPU (s) | ingest peak RSS (GiB) "
-          "| report wall (s) | report CPU (s) | report peak RSS (GiB) | load avg (ingest, report) |")
+    print(
+        "| jobs | dump (MiB) | speed probe (s) | ingest wall (s) | ingest CPU (s) | ingest peak RSS (GiB) "
+        "| report wall (s) | report CPU (s) | report peak RSS (GiB) | load avg (ingest, report) |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for jobs, size, probe, ingest, report in rows:
-        print(f"| {jobs:,} | {size / 2**20:,.0f} | {probe:.3f} | {ingest[0]:.1f} | {ingest[1]:.1f} | {ingest[2]:.2f} "
-              f"| {report[0]:.1f} | {report[1]:.1f} | {report[2]:.2f} | {ingest[3]:.1f}, {report[3]:.1f} |")
+        print(
+            f"| {jobs:,} | {size / 2**20:,.0f} | {probe:.3f} | {ingest[0]:.1f} | {ingest[1]:.1f} | {ingest[2]:.2f} "
+            f"| {report[0]:.1f} | {report[1]:.1f} | {report[2]:.2f} | {ingest[3]:.1f}, {report[3]:.1f} |"
+        )
 
 
 if __name__ == "__main__":

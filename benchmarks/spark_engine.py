@@ -68,8 +68,11 @@ def measured(name: str, args: list[str], log: Path) -> tuple[str, float, float, 
     if process.returncode:
         raise SystemExit(f"{name}: exit code {process.returncode} (see {log})")
     total_gib, largest_gib = peak_total / (1 << 20), peak_largest / (1 << 20)
-    print(f"{name}: {seconds:.1f} s, peak RSS {total_gib:.2f} GiB (largest process {largest_gib:.2f} GiB), "
-          f"load average {os.getloadavg()[0]:.1f}", file=sys.stderr)
+    print(
+        f"{name}: {seconds:.1f} s, peak RSS {total_gib:.2f} GiB (largest process {largest_gib:.2f} GiB), "
+        f"load average {os.getloadavg()[0]:.1f}",
+        file=sys.stderr,
+    )
     return name, seconds, total_gib, largest_gib
 
 
@@ -80,7 +83,9 @@ def main() -> None:
     parser.add_argument("--days", type=float, default=30)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--master", default="local[2]", help="the Spark master (default local[2])")
-    parser.add_argument("--work", type=Path, default=HERE / "data" / "spark_engine", help="scratch directory (git-ignored)")
+    parser.add_argument(
+        "--work", type=Path, default=HERE / "data" / "spark_engine", help="scratch directory (git-ignored)"
+    )
     args = parser.parse_args()
 
     name = f"j{args.jobs}-m{args.machines}-d{args.days:g}-s{args.seed}"
@@ -88,8 +93,23 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     if not (dataset / "gca-dataset.json").exists():
         if not (trace / "truth.json").exists():
-            run_step("synth", [*GCA, "synth", "--out", str(trace), "--jobs", str(args.jobs), "--machines",
-                               str(args.machines), "--days", str(args.days), "--seed", str(args.seed)])
+            run_step(
+                "synth",
+                [
+                    *GCA,
+                    "synth",
+                    "--out",
+                    str(trace),
+                    "--jobs",
+                    str(args.jobs),
+                    "--machines",
+                    str(args.machines),
+                    "--days",
+                    str(args.days),
+                    "--seed",
+                    str(args.seed),
+                ],
+            )
         run_step("ingest --to", [*GCA, "ingest", str(trace), "--to", str(dataset), "--shard", "bench"])
     samples = duckdb.sql(f"SELECT count(*) FROM read_parquet('{dataset}/gpu_samples/**/*.parquet')").fetchall()[0][0]
     size = sum(p.stat().st_size for p in dataset.rglob("*.parquet"))
@@ -99,18 +119,27 @@ def main() -> None:
     for engine in ("duckdb", "spark"):
         outs[engine] = args.work / f"report-{engine}"
         extra = ["--master", args.master] if engine == "spark" else []
-        results.append(measured(f"report --engine {engine}", [*GCA, "report", "--from", str(dataset), "--engine", engine,
-                                                               "--out", str(outs[engine]), *extra],
-                                args.work / f"report-{engine}.log"))
+        results.append(
+            measured(
+                f"report --engine {engine}",
+                [*GCA, "report", "--from", str(dataset), "--engine", engine, "--out", str(outs[engine]), *extra],
+                args.work / f"report-{engine}.log",
+            )
+        )
     csvs = sorted(p.name for p in outs["duckdb"].glob("*.csv"))
     differ = [c for c in csvs if (outs["duckdb"] / c).read_bytes() != (outs["spark"] / c).read_bytes()]
     print(f"\n{machine_line()}")
-    print(f"Dataset: gca synth --jobs {args.jobs} --machines {args.machines} --days {args.days:g} --seed {args.seed};"
-          f" {samples:,} GPU samples, {size / 2**30:.2f} GiB of Parquet")
+    print(
+        f"Dataset: gca synth --jobs {args.jobs} --machines {args.machines} --days {args.days:g} --seed {args.seed};"
+        f" {samples:,} GPU samples, {size / 2**30:.2f} GiB of Parquet"
+    )
     print("\n| engine | wall time (s) | peak RSS, all processes (GiB) | largest process (GiB) |\n|---|---:|---:|---:|")
     for step, seconds, total, largest in results:
         print(f"| {step} | {seconds:.1f} | {total:.2f} | {largest:.2f} |")
-    print(f"\nCSVs: {len(csvs)}, identical: {len(csvs) - len(differ)}" + (f"; differ: {', '.join(differ)}" if differ else ""))
+    print(
+        f"\nCSVs: {len(csvs)}, identical: {len(csvs) - len(differ)}"
+        + (f"; differ: {', '.join(differ)}" if differ else "")
+    )
 
 
 if __name__ == "__main__":

@@ -26,10 +26,14 @@ sys.path.insert(0, str(HERE))
 from run import machine_line, run_step
 
 # what the logs were queried with; nvidia-smi prints clocks.sm as clocks.current.sm in the header
-FIELDS = ("timestamp,index,uuid,pci.bus_id,utilization.gpu,utilization.memory,memory.used,memory.total,"
-          "power.draw,temperature.gpu,clocks.sm")
-HEADER = ("timestamp, index, uuid, pci.bus_id, utilization.gpu [%], utilization.memory [%], memory.used [MiB], "
-          "memory.total [MiB], power.draw [W], temperature.gpu, clocks.current.sm [MHz]\n")
+FIELDS = (
+    "timestamp,index,uuid,pci.bus_id,utilization.gpu,utilization.memory,memory.used,memory.total,"
+    "power.draw,temperature.gpu,clocks.sm"
+)
+HEADER = (
+    "timestamp, index, uuid, pci.bus_id, utilization.gpu [%], utilization.memory [%], memory.used [MiB], "
+    "memory.total [MiB], power.draw [W], temperature.gpu, clocks.current.sm [MHz]\n"
+)
 
 
 def write_node(path: Path, node: int, samples: int, interval_s: int, gpus: int, start: datetime) -> None:
@@ -52,8 +56,10 @@ def write_node(path: Path, node: int, samples: int, interval_s: int, gpus: int, 
             else:
                 util, mem_util, used = 0, 0, 4
                 power, temp, clock = rng.uniform(65, 75), rng.randint(30, 40), 345
-            lines.append(f"{stamp}, {g}, {uuids[g]}, {buses[g]}, {util} %, {mem_util} %, {used} MiB, 81559 MiB, "
-                         f"{power:.2f} W, {temp}, {clock} MHz\n")
+            lines.append(
+                f"{stamp}, {g}, {uuids[g]}, {buses[g]}, {util} %, {mem_util} %, {used} MiB, 81559 MiB, "
+                f"{power:.2f} W, {temp}, {clock} MHz\n"
+            )
     path.write_text("".join(lines))
 
 
@@ -63,7 +69,9 @@ def main() -> None:
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--interval", type=int, default=10, help="seconds between samples (nvidia-smi -l)")
     parser.add_argument("--hours", type=float, default=24)
-    parser.add_argument("--work", type=Path, default=HERE / "data" / "telemetry", help="scratch directory (git-ignored)")
+    parser.add_argument(
+        "--work", type=Path, default=HERE / "data" / "telemetry", help="scratch directory (git-ignored)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the generated logs and the store")
     parser.add_argument("--reuse", action="store_true", help="ingest logs already in --work/logs (no generation)")
     args = parser.parse_args()
@@ -86,10 +94,14 @@ def main() -> None:
 
     lines = args.nodes * samples * args.gpus
     print(f"\n{machine_line()}; load average {os.getloadavg()[0]:.1f}")
-    print(f"Logs: {args.nodes} files, {lines:,} data lines, {size / (1 << 20):,.0f} MiB; "
-          f"store {db.stat().st_size / (1 << 20):,.0f} MiB")
-    print(f"\n| step | wall time (s) | peak RSS (GiB) | data lines/s |\n|---|---:|---:|---:|\n"
-          f"| ingest | {seconds:.1f} | {peak:.2f} | {lines / seconds:,.0f} |")
+    print(
+        f"Logs: {args.nodes} files, {lines:,} data lines, {size / (1 << 20):,.0f} MiB; "
+        f"store {db.stat().st_size / (1 << 20):,.0f} MiB"
+    )
+    print(
+        f"\n| step | wall time (s) | peak RSS (GiB) | data lines/s |\n|---|---:|---:|---:|\n"
+        f"| ingest | {seconds:.1f} | {peak:.2f} | {lines / seconds:,.0f} |"
+    )
     if not args.keep:
         shutil.rmtree(args.work, ignore_errors=True)
 

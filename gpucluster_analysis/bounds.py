@@ -45,8 +45,10 @@ _OUTSIDE_YEARS = f" is outside the years gca reads ({FIRST_YEAR}-{LAST_YEAR})"
 def check_max_gpus_per_node(value: int) -> int:
     """`value` when it can be a bound of GPUs per node; an InputError naming the option else."""
     if not 1 <= value <= LARGEST_MAX_GPUS_PER_NODE:
-        raise InputError(f"{MAX_GPUS_OPTION} {value}: not a number of GPUs a node can hold",
-                         hint=f"give 1 to {LARGEST_MAX_GPUS_PER_NODE:,} (default {DEFAULT_MAX_GPUS_PER_NODE:,})")
+        raise InputError(
+            f"{MAX_GPUS_OPTION} {value}: not a number of GPUs a node can hold",
+            hint=f"give 1 to {LARGEST_MAX_GPUS_PER_NODE:,} (default {DEFAULT_MAX_GPUS_PER_NODE:,})",
+        )
     return value
 
 

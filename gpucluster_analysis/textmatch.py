@@ -91,5 +91,7 @@ def compile_linear(pattern: str, where: str, what: str = "pattern") -> LinearPat
         if known is None:
             raise RulesError(f"{where}: {what} does not compile: {detail}", "fix the pattern") from None
         construct, say = known
-        raise RulesError(f"{where}: {what} uses {construct}, which gca's matcher (RE2) does not run",
-                         f"{say}; RE2 never backtracks, so no log line can stall an ingest") from None
+        raise RulesError(
+            f"{where}: {what} uses {construct}, which gca's matcher (RE2) does not run",
+            f"{say}; RE2 never backtracks, so no log line can stall an ingest",
+        ) from None

@@ -36,6 +36,7 @@ def check_zone(name: str) -> ZoneInfo:
 
 def _offset_periods(zone: ZoneInfo) -> list[tuple[datetime, int]]:
     """(UTC start, offset seconds) of each period with one UTC offset, in order."""
+
     def offset_at(t: datetime) -> int:
         return int(t.astimezone(zone).utcoffset().total_seconds())
 
@@ -85,12 +86,11 @@ def local_periods(zone_name: str) -> list[tuple[datetime, int]]:
 def install_zone(con: duckdb.DuckDBPyConnection, zone_name: str) -> None:
     """Create (or extend) the temp table `zone_periods(zone, local_start, offset_s)`."""
     con.execute(
-        f"CREATE TEMP TABLE IF NOT EXISTS {ZONE_PERIODS_TABLE} "
-        "(zone VARCHAR, local_start TIMESTAMP, offset_s INTEGER)"
+        f"CREATE TEMP TABLE IF NOT EXISTS {ZONE_PERIODS_TABLE} (zone VARCHAR, local_start TIMESTAMP, offset_s INTEGER)"
     )
-    present = con.execute(
-        f"SELECT count(*) FROM {ZONE_PERIODS_TABLE} WHERE zone = ?", [zone_name]
-    ).fetchall()[0][0]  # fetched to the end: a result left open stops a later register()
+    present = con.execute(f"SELECT count(*) FROM {ZONE_PERIODS_TABLE} WHERE zone = ?", [zone_name]).fetchall()[0][
+        0
+    ]  # fetched to the end: a result left open stops a later register()
     if present:
         return
     rows = [(zone_name, start, offset) for start, offset in local_periods(zone_name)]

@@ -70,8 +70,16 @@ def compare(out: Path) -> tuple[list[dict[str, object]], dict[str, Counter[str |
     for job, reasons in sorted(pending_reasons(out / "squeue.log").items(), key=lambda kv: _order(kv[0])):
         split = {c: float(jobs.get(job, {}).get(f"wait_{c}_s") or 0) for c in CAUSES}
         reason, cause = main_of(dict(reasons)), main_of(split)
-        rows.append({"job": job, "name": names.get(job, "?"), "reasons": reasons, "split": split,
-                     "reason": reason, "cause": cause})
+        rows.append(
+            {
+                "job": job,
+                "name": names.get(job, "?"),
+                "reasons": reasons,
+                "split": split,
+                "reason": reason,
+                "cause": cause,
+            }
+        )
         by_reason.setdefault(reason, Counter())[cause] += 1
     return rows, by_reason
 
@@ -88,8 +96,10 @@ def main(argv: list[str]) -> int:
     out = Path(argv[0])
     missing = [p for p in ("squeue.log", "sacct.txt", "report/jobs.csv") if not (out / p).is_file()]
     if missing:
-        print(f"slurm_live_compare: error: {out} has no {', '.join(missing)} (run scripts/slurm_live.sh first)",
-              file=sys.stderr)
+        print(
+            f"slurm_live_compare: error: {out} has no {', '.join(missing)} (run scripts/slurm_live.sh first)",
+            file=sys.stderr,
+        )
         return 2
     rows, by_reason = compare(out)
     print(f"{'job':<10} {'name':<15} {'Slurm: snapshots by reason':<44} gca: seconds by cause")

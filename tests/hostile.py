@@ -47,9 +47,14 @@ def _in_class(ch: str, items: list) -> bool:  # type: ignore[type-arg]
         if op is c.RANGE and av[0] <= code <= av[1]:
             return True
         if op is c.CATEGORY:
-            sample = {c.CATEGORY_DIGIT: ch.isdigit(), c.CATEGORY_NOT_DIGIT: not ch.isdigit(),
-                      c.CATEGORY_SPACE: ch.isspace(), c.CATEGORY_NOT_SPACE: not ch.isspace(),
-                      c.CATEGORY_WORD: ch.isalnum() or ch == "_", c.CATEGORY_NOT_WORD: not (ch.isalnum() or ch == "_")}
+            sample = {
+                c.CATEGORY_DIGIT: ch.isdigit(),
+                c.CATEGORY_NOT_DIGIT: not ch.isdigit(),
+                c.CATEGORY_SPACE: ch.isspace(),
+                c.CATEGORY_NOT_SPACE: not ch.isspace(),
+                c.CATEGORY_WORD: ch.isalnum() or ch == "_",
+                c.CATEGORY_NOT_WORD: not (ch.isalnum() or ch == "_"),
+            }
             if sample.get(av, False):
                 return True
     return False
@@ -132,6 +137,7 @@ class _Walk:
 @dataclass(frozen=True, order=True)
 class Pump:
     """A hostile line's shape: `lead`, then `body` repeated, then `tail`."""
+
     lead: str
     body: str
     tail: str
@@ -141,7 +147,9 @@ class Pump:
         return self.lead + self.body * max(1, (length - len(self.lead)) // len(self.body)) + self.tail
 
 
-def hostile_pumps(pattern: str | re.Pattern[str], pairs: int = 40, seed: int = 0, limit: int | None = None) -> list[Pump]:
+def hostile_pumps(
+    pattern: str | re.Pattern[str], pairs: int = 40, seed: int = 0, limit: int | None = None
+) -> list[Pump]:
     """The shapes of the lines that make a backtracking matcher of `pattern` work hardest: every
     repetition's pumps, then (up to `limit` in all, a seeded sample) the pumped characters and pairs."""
     text = pattern.pattern if isinstance(pattern, re.Pattern) else pattern

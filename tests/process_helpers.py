@@ -101,16 +101,32 @@ class Gca:
         self.proc.wait()
 
 
-def start_gca(args: list[str | Path], tmp_path: Path, stop: tuple[str, str, int, str],
-              settings: Sequence[tuple[str, str, object]] = (), env: dict[str, str] | None = None) -> Gca:
+def start_gca(
+    args: list[str | Path],
+    tmp_path: Path,
+    stop: tuple[str, str, int, str],
+    settings: Sequence[tuple[str, str, object]] = (),
+    env: dict[str, str] | None = None,
+) -> Gca:
     """gca ARGS in a process of its own, stopping at `stop`: (module, function, n, "before"
     or "after" the n-th call runs)."""
     mark = uuid.uuid4().hex
     ready = tmp_path / f"stopped-{mark}"
-    environment = {**os.environ, **(env or {}), "GCA_TEST_MARK": mark, "GCA_TEST_READY": str(ready),
-                   "GCA_TEST_STOP": json.dumps(list(stop)), "GCA_TEST_SET": json.dumps([list(s) for s in settings])}
-    proc = subprocess.Popen([sys.executable, "-c", _DRIVER, *map(str, args)], env=environment, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    environment = {
+        **os.environ,
+        **(env or {}),
+        "GCA_TEST_MARK": mark,
+        "GCA_TEST_READY": str(ready),
+        "GCA_TEST_STOP": json.dumps(list(stop)),
+        "GCA_TEST_SET": json.dumps([list(s) for s in settings]),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _DRIVER, *map(str, args)],
+        env=environment,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     return Gca(proc, mark, ready)
 
 
@@ -133,4 +149,4 @@ def marked(mark: str) -> dict[int, str]:
 
 def parent_of(pid: int) -> int:
     stat = Path(f"/proc/{pid}/stat").read_text()
-    return int(stat[stat.rindex(")") + 2:].split()[1])
+    return int(stat[stat.rindex(")") + 2 :].split()[1])

@@ -61,18 +61,23 @@ def jobs(tmp_path: Path) -> dict[str, dict[str, object]]:
 
 def test_each_job_gets_the_most_precise_attribution_its_sources_allow(jobs: dict) -> None:  # type: ignore[type-arg]
     assert {j: jobs[j]["attribution"] for j in ("S1", "S2", "S3", "S4", "S5", "H1", "A1")} == {
-        "S1": "whole_node", "S2": "scontrol", "S3": "cuda_visible_devices",
-        "S4": "node_level", "S5": "node_level", "H1": "none", "A1": "none",
+        "S1": "whole_node",
+        "S2": "scontrol",
+        "S3": "cuda_visible_devices",
+        "S4": "node_level",
+        "S5": "node_level",
+        "H1": "none",
+        "A1": "none",
     }
 
 
 def test_samples_follow_the_attribution(jobs: dict) -> None:  # type: ignore[type-arg]
     got = {j: (jobs[j]["util_samples"], jobs[j]["mean_gpu_util_pct"]) for j in ("S1", "S2", "S3", "S4", "S5", "H1")}
     assert got == {
-        "S1": (2, pytest.approx(60.0)),   # (40 + 80) / 2
-        "S2": (2, pytest.approx(60.0)),   # (50 + 70) / 2
+        "S1": (2, pytest.approx(60.0)),  # (40 + 80) / 2
+        "S2": (2, pytest.approx(60.0)),  # (50 + 70) / 2
         "S3": (1, pytest.approx(30.0)),
-        "S4": (2, pytest.approx(40.0)),   # (20 + 60) / 2
+        "S4": (2, pytest.approx(40.0)),  # (20 + 60) / 2
         "S5": (1, pytest.approx(20.0)),
         "H1": (0, None),
     }
@@ -95,8 +100,7 @@ def test_gpu_time_share_per_attribution_mode(jobs: dict) -> None:  # type: ignor
     modes = jobs["_modes"]
     # GPU-seconds: whole_node S1 4x3600; scontrol S2 2x3600; cuda_visible_devices S3 2x3600;
     # node_level S4 1x3600 + S5 1x900; none H1 8x3600 + A1 0.5x3600. Total 66,420.
-    expected = {"whole_node": 14400, "scontrol": 7200, "cuda_visible_devices": 7200,
-                "node_level": 4500, "none": 30600}
+    expected = {"whole_node": 14400, "scontrol": 7200, "cuda_visible_devices": 7200, "node_level": 4500, "none": 30600}
     assert {m: r["gpu_time_s"] for m, r in modes.items()} == pytest.approx(expected)
     total = sum(expected.values())
     assert modes["node_level"]["gpu_time_share_pct"] == pytest.approx(100 * 4500 / total)
@@ -128,9 +132,15 @@ def test_bindings_and_whole_machines_are_claimed_only_where_the_evidence_holds(t
     with open_store(tmp_path / "s.duckdb") as con:
         con.execute(EVIDENCE_LIMITS)
         prepare(con)
-        attempts = dict(((j, a), m) for j, a, m in con.execute(
-            "SELECT DISTINCT job_id, attempt_no, attribution FROM attempt_attribution").fetchall())
-        cells = con.execute("SELECT machine_id, gpu_index FROM attempt_attribution WHERE job_id = 'S7' AND attempt_no = 1").fetchall()
+        attempts = dict(
+            ((j, a), m)
+            for j, a, m in con.execute(
+                "SELECT DISTINCT job_id, attempt_no, attribution FROM attempt_attribution"
+            ).fetchall()
+        )
+        cells = con.execute(
+            "SELECT machine_id, gpu_index FROM attempt_attribution WHERE job_id = 'S7' AND attempt_no = 1"
+        ).fetchall()
         jobs = {r["job_id"]: r["attribution"] for r in jobs_table(con).to_dicts()}
     # Alone on n4 with 2 of its 4 GPUs: the other two idle GPUs would dilute it, so node level.
     assert attempts[("S6", 0)] == "node_level"
@@ -160,9 +170,9 @@ INSERT INTO allocations VALUES ('philly', 'P1', 1, 'm1', 0, 1), ('philly', 'P1',
         prepare(con)
         jobs = {r["job_id"]: r for r in jobs_table(con).to_dicts()}
     pick = lambda j: (jobs[j]["num_gpus"], jobs[j]["num_servers"], jobs[j]["gpu_time_s"])  # noqa: E731
-    assert pick("U1") == (None, 2, None)          # 2 nodes known, GPUs not: GPU time unknown, not 0
-    assert pick("C1") == (0, 1, 0)                # a known 0 on one node
-    assert pick("P1") == (2, 2, 2 * 1800)         # the first attempt WITH GPUs; the empty one adds 0
+    assert pick("U1") == (None, 2, None)  # 2 nodes known, GPUs not: GPU time unknown, not 0
+    assert pick("C1") == (0, 1, 0)  # a known 0 on one node
+    assert pick("P1") == (2, 2, 2 * 1800)  # the first attempt WITH GPUs; the empty one adds 0
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -192,17 +202,28 @@ def test_shared_machines_are_found_by_counting_as_a_pairwise_check_would(tmp_pat
     db = tmp_path / "s.duckdb"
     with open_store(db) as con:
         jobs = sorted({p[0] for p in placements})
-        con.executemany("INSERT INTO jobs (source, job_id, status, file_id) VALUES ('slurm', ?, 'passed', 1)", [[j] for j in jobs])
+        con.executemany(
+            "INSERT INTO jobs (source, job_id, status, file_id) VALUES ('slurm', ?, 'passed', 1)", [[j] for j in jobs]
+        )
         attempts = sorted({(p[0], p[1], p[3], p[4]) for p in placements})
-        con.executemany("INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id)"
-                        " VALUES ('slurm', ?, ?, ?, ?, ?, 1)",
-                        [[j, a, a, t0 + timedelta(minutes=s), t0 + timedelta(minutes=e)] for j, a, s, e in attempts])
-        con.executemany("INSERT INTO attempt_hosts (source, job_id, attempt_no, machine_id, gpus, file_id)"
-                        " VALUES ('slurm', ?, ?, ?, ?, 1)", [[p[0], p[1], p[2], p[5]] for p in placements])
-        con.execute("INSERT INTO machines (machine_id, listed_gpus, file_id) VALUES ('n1', 8, 1), ('n2', 8, 1), ('n3', 8, 1)")
+        con.executemany(
+            "INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id)"
+            " VALUES ('slurm', ?, ?, ?, ?, ?, 1)",
+            [[j, a, a, t0 + timedelta(minutes=s), t0 + timedelta(minutes=e)] for j, a, s, e in attempts],
+        )
+        con.executemany(
+            "INSERT INTO attempt_hosts (source, job_id, attempt_no, machine_id, gpus, file_id)"
+            " VALUES ('slurm', ?, ?, ?, ?, 1)",
+            [[p[0], p[1], p[2], p[5]] for p in placements],
+        )
+        con.execute(
+            "INSERT INTO machines (machine_id, listed_gpus, file_id) VALUES ('n1', 8, 1), ('n2', 8, 1), ('n3', 8, 1)"
+        )
         create_temp_tables(con, [("gpu_samples_by_machine", "gpu_samples_by_machine")])  # the machines' sampled GPUs
-        got = {(r["job_id"], r["attempt_no"]): r["attribution"]
-               for r in run_query(con, "attempt_attribution").unique(["job_id", "attempt_no", "attribution"]).to_dicts()}
+        got = {
+            (r["job_id"], r["attempt_no"]): r["attribution"]
+            for r in run_query(con, "attempt_attribution").unique(["job_id", "attempt_no", "attribution"]).to_dicts()
+        }
     want = {}
     for j, a, m, s, e, gpus in placements:
         if gpus is None:

@@ -10,7 +10,14 @@ import pytest
 from typer.testing import CliRunner
 
 from gpucluster_analysis.classify import CATEGORIES, classify_file, classify_text, load_signatures
-from gpucluster_analysis.classify.engine import HEAD_BYTES, TAIL_BYTES, classify_bytes, iter_lines, normalize_line, read_bounded
+from gpucluster_analysis.classify.engine import (
+    HEAD_BYTES,
+    TAIL_BYTES,
+    classify_bytes,
+    iter_lines,
+    normalize_line,
+    read_bounded,
+)
 from gpucluster_analysis.classify.rules import CAUSE, DERIVED_REASONS, EVIDENCE_KINDS, parse_signatures
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.errors import ExitCode, RulesError
@@ -100,12 +107,15 @@ def test_prefilters_never_hide_a_match() -> None:
     """Every real and precedence log classifies the same with the literal prefilters
     dropped (each signature then tried on every line)."""
     unfiltered = [dataclasses.replace(s, prefilter=()) for s in SIGNATURES]
-    for log in [*(e.with_suffix(".log") for e in [*CASES.glob("*.expected"), *REAL.glob("*.expected")]),
-                *BENIGN.glob("*.log")]:
+    for log in [
+        *(e.with_suffix(".log") for e in [*CASES.glob("*.expected"), *REAL.glob("*.expected")]),
+        *BENIGN.glob("*.log"),
+    ]:
         data = log.read_bytes()
         fast, slow = classify_bytes(data, SIGNATURES), classify_bytes(data, unfiltered)
-        assert [(m.signature_id, m.line_number, m.line) for m in fast.matched] == \
-            [(m.signature_id, m.line_number, m.line) for m in slow.matched], log.stem
+        assert [(m.signature_id, m.line_number, m.line) for m in fast.matched] == [
+            (m.signature_id, m.line_number, m.line) for m in slow.matched
+        ], log.stem
         assert (fast.reason, fast.evidence) == (slow.reason, slow.evidence), log.stem
 
 
@@ -120,8 +130,11 @@ def test_synthetic_logs_classify_to_their_truth() -> None:
     misses = []
     for a in attempts:
         d = SYNTH / a["log_dir"]
-        text = "\n".join((d / name).read_text(encoding="utf-8", errors="replace")
-                         for name in ("stderr.log", "stdout.log") if (d / name).exists())
+        text = "\n".join(
+            (d / name).read_text(encoding="utf-8", errors="replace")
+            for name in ("stderr.log", "stdout.log")
+            if (d / name).exists()
+        )
         got = classify_text(text, SIGNATURES)
         if got.reason != a["failure_reason"]:
             misses.append((a["log_dir"], a["failure_reason"], got.reason, got.line))
@@ -131,13 +144,16 @@ def test_synthetic_logs_classify_to_their_truth() -> None:
 
 # --- noise -------------------------------------------------------------------
 
+
 def test_normalize_strips_prefixes_and_ansi() -> None:
     assert normalize_line("[rank3]: KeyError: 'x'") == "KeyError: 'x'"
     assert normalize_line("0: ValueError: bad") == "ValueError: bad"
     assert normalize_line("> > IndexError: list index out of range") == "IndexError: list index out of range"
     assert normalize_line("\x1b[31mTypeError\x1b[0m: no") == "TypeError: no"
     assert normalize_line("│ AttributeError: x  │") == "AttributeError: x"
-    assert normalize_line("2024-03-01T12:00:00.123Z node01: SyntaxError: invalid syntax") == "SyntaxError: invalid syntax"
+    assert (
+        normalize_line("2024-03-01T12:00:00.123Z node01: SyntaxError: invalid syntax") == "SyntaxError: invalid syntax"
+    )
     assert normalize_line("^CKeyboardInterrupt") == "KeyboardInterrupt"
 
 
@@ -147,16 +163,23 @@ def test_carriage_returns_split_progress_bars() -> None:
 
 
 def test_first_traceback_of_a_chain_wins() -> None:
-    text = ("Traceback (most recent call last):\nIndexError: list index out of range\n\n"
-            "During handling of the above exception, another exception occurred:\n\n"
-            "Traceback (most recent call last):\nKeyError: 'x'\n")
+    text = (
+        "Traceback (most recent call last):\nIndexError: list index out of range\n\n"
+        "During handling of the above exception, another exception occurred:\n\n"
+        "Traceback (most recent call last):\nKeyError: 'x'\n"
+    )
     result = classify_text(text, SIGNATURES)
     assert result.reason == "index_error" and result.line_number == 2
-    assert [m.signature_id for m in result.matched] == ["py_index_error", "py_key_error"]  # generic RuntimeError-style matches yield to the typed ones
+    assert [m.signature_id for m in result.matched] == [
+        "py_index_error",
+        "py_key_error",
+    ]  # generic RuntimeError-style matches yield to the typed ones
 
 
 def test_none_when_the_log_shows_no_failure() -> None:
-    result = classify_text("all good\nstep 10 loss 2.1\nsrun: error: node1: task 0: Exited with exit code 0\n", SIGNATURES)
+    result = classify_text(
+        "all good\nstep 10 loss 2.1\nsrun: error: node1: task 0: Exited with exit code 0\n", SIGNATURES
+    )
     assert (result.reason, result.category, result.signature_id, result.matched) == ("none", "none", None, [])
     assert result.explain() == ["no failure evidence counts: none (the log shows no failure; a warning is not a cause)"]
 
@@ -166,7 +189,7 @@ def test_progress_bar_glued_to_traceback_and_duplicated_ranks() -> None:
         "[rank1]: Epoch 1:  40%|████      | 4/10 [00:04<00:06, 1.0it/s]\r[rank1]: Epoch 1:  50%|█████     | 5/10"
         "[rank1]: Traceback (most recent call last):\n"
         "[rank0]: Traceback (most recent call last):\n"
-        "[rank1]:   File \"train.py\", line 3, in <module>\n"
+        '[rank1]:   File "train.py", line 3, in <module>\n'
         "[rank1]: KeyError: 'label'\n"
         "[rank0]: KeyError: 'label'\n"
     )
@@ -182,7 +205,10 @@ def test_timestamps_ansi_hosts_and_rich_boxes() -> None:
         "╰──────────────────────────────────────────────────────╯\n"
     )
     result = classify_text(text, SIGNATURES)
-    assert result.reason == "cuda_illegal_access" and result.line == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert (
+        result.reason == "cuda_illegal_access"
+        and result.line == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    )
 
 
 def test_syslog_escaped_carriage_returns() -> None:
@@ -265,13 +291,13 @@ counter_examples = []
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
-        (GOOD.replace('counter_examples = []', 'counter_examples = []\ncolour = "red"'), "unknown key(s) ['colour']"),
+        (GOOD.replace("counter_examples = []", 'counter_examples = []\ncolour = "red"'), "unknown key(s) ['colour']"),
         (GOOD.replace('reason = "value_error"', 'reason = "bad_luck"'), "unknown reason 'bad_luck'"),
         (GOOD.replace("'frobnicate failed'", "'(unclosed'"), "pattern does not compile"),
-        (GOOD.replace('priority = 999\n', ''), "missing key(s) ['priority']"),
+        (GOOD.replace("priority = 999\n", ""), "missing key(s) ['priority']"),
         (GOOD + GOOD, "duplicate id"),
         ("[[signature]\n", "not valid TOML"),
-        (GOOD.replace('priority = 999', 'priority = "high"'), "priority must be an integer"),
+        (GOOD.replace("priority = 999", 'priority = "high"'), "priority must be an integer"),
     ],
 )
 def test_broken_rules_raise_rules_error(text: str, fragment: str, tmp_path: Path) -> None:
@@ -287,15 +313,24 @@ def test_broken_rules_raise_rules_error(text: str, fragment: str, tmp_path: Path
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
-        (GOOD.replace('examples = ["frobnicate failed"]', 'examples = ["nothing to see"]'), "pattern does not match example 1"),
-        (GOOD.replace("counter_examples = []", 'counter_examples = ["frobnicate failed again"]'), "pattern matches counter-example 1"),
-        (GOOD.replace('priority = 999', 'priority = 999\nprefilter = ["quux"]'), "contains none of the prefilter literals"),
-        (GOOD.replace('priority = 999', 'priority = 999\nprefilter = "frobnicate"'), "prefilter must be a list"),
+        (
+            GOOD.replace('examples = ["frobnicate failed"]', 'examples = ["nothing to see"]'),
+            "pattern does not match example 1",
+        ),
+        (
+            GOOD.replace("counter_examples = []", 'counter_examples = ["frobnicate failed again"]'),
+            "pattern matches counter-example 1",
+        ),
+        (
+            GOOD.replace("priority = 999", 'priority = 999\nprefilter = ["quux"]'),
+            "contains none of the prefilter literals",
+        ),
+        (GOOD.replace("priority = 999", 'priority = 999\nprefilter = "frobnicate"'), "prefilter must be a list"),
         (GOOD.replace("'frobnicate failed'", "'[z-a] failed'"), "pattern does not compile"),
         (GOOD.replace("'frobnicate failed'", "'frobnicate(?! later) failed'"), "pattern uses a negative lookahead"),
-        (GOOD.replace('priority = 999', "priority = 999\nunless = '(unclosed'"), "unless does not compile"),
-        (GOOD.replace('priority = 999', "priority = 999\nunless = 'frobnicate'"), "pattern does not match example 1"),
-        (GOOD.replace('priority = 999', 'priority = 999\nunless = 3'), "unless must be a string"),
+        (GOOD.replace("priority = 999", "priority = 999\nunless = '(unclosed'"), "unless does not compile"),
+        (GOOD.replace("priority = 999", "priority = 999\nunless = 'frobnicate'"), "pattern does not match example 1"),
+        (GOOD.replace("priority = 999", "priority = 999\nunless = 3"), "unless must be a string"),
     ],
 )
 def test_signature_checks_name_the_signature(text: str, fragment: str) -> None:
@@ -312,7 +347,7 @@ def test_retried_request_warning_yields_to_the_real_error() -> None:
         "[Errno 101] Network is unreachable'))\"), '(Request ID: 1)')' thrown while requesting HEAD https://huggingface.co/x\n"
         "Retrying in 1s [Retry 1/5].\n"
     )
-    crash = 'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\nKeyError: \'labels\'\n'
+    crash = "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\nKeyError: 'labels'\n"
     assert classify_text(warning + crash, SIGNATURES).reason == "key_error"
     assert classify_text(warning, SIGNATURES).reason == "network_error"
 
@@ -327,7 +362,7 @@ def test_minimal_user_signature_needs_no_description_or_counter_examples() -> No
 
 
 def test_prefilter_literals_are_case_blind() -> None:
-    sigs = parse_signatures(GOOD.replace('priority = 999', 'priority = 999\nprefilter = ["FROBNICATE"]'), "my.toml")
+    sigs = parse_signatures(GOOD.replace("priority = 999", 'priority = 999\nprefilter = ["FROBNICATE"]'), "my.toml")
     assert sigs[0].prefilter == ("frobnicate",)
     assert classify_text("ok\nfrobnicate failed\n", sigs).line_number == 2
 
@@ -348,8 +383,11 @@ def test_unreadable_signatures_files(tmp_path: Path) -> None:
 
 def test_user_file_adds_and_overrides(tmp_path: Path) -> None:
     extra = tmp_path / "extra.toml"
-    override = GOOD.replace('id = "my_sig"', 'id = "py_key_error"').replace('reason = "value_error"', 'reason = "file_not_found"').replace(
-        "frobnicate failed", "KeyError")
+    override = (
+        GOOD.replace('id = "my_sig"', 'id = "py_key_error"')
+        .replace('reason = "value_error"', 'reason = "file_not_found"')
+        .replace("frobnicate failed", "KeyError")
+    )
     extra.write_text(GOOD + override)
     sigs = load_signatures([extra])
     assert len(sigs) == len(SIGNATURES) + 1
@@ -359,6 +397,7 @@ def test_user_file_adds_and_overrides(tmp_path: Path) -> None:
 
 
 # --- CLI ---------------------------------------------------------------------
+
 
 def test_cli_plain_output() -> None:
     log = CASES / "keyerror_path.log"
@@ -400,6 +439,7 @@ def test_cli_bad_signatures_file(tmp_path: Path) -> None:
 
 # --- benign logs: a warning is not a root cause (sources in tests/data/classify/benign/SOURCES.md) ---
 
+
 def _benign_cases() -> list[str]:
     return sorted(p.stem for p in BENIGN.glob("*.log"))
 
@@ -415,8 +455,9 @@ def test_benign_set_is_broad_and_sourced() -> None:
     assert len(cases) >= 100
     sources = (BENIGN / "SOURCES.md").read_text()
     assert all(f"| `{case}` |" in sources for case in cases)
-    assert all(line.rstrip().endswith(" |") and "| http" in line
-               for line in sources.splitlines() if line.startswith("| `"))
+    assert all(
+        line.rstrip().endswith(" |") and "| http" in line for line in sources.splitlines() if line.startswith("| `")
+    )
 
 
 # --- none, unknown, and what does not count ----------------------------------------
@@ -435,7 +476,12 @@ TRACEBACK = 'Traceback (most recent call last):\n  File "train.py", line 3, in <
 )
 def test_unknown_when_a_failure_has_no_name(text: str, line_number: int, evidence: str) -> None:
     result = classify_text(text, SIGNATURES)
-    assert (result.reason, result.category, result.signature_id, result.line_number) == ("unknown", "unknown", None, line_number)
+    assert (result.reason, result.category, result.signature_id, result.line_number) == (
+        "unknown",
+        "unknown",
+        None,
+        line_number,
+    )
     explained = result.explain()
     assert explained[0].startswith(f"{evidence} (failure evidence, line {line_number}): ")
     assert explained[-1] == "no signature names this failure: unknown"
@@ -458,7 +504,9 @@ def test_success_discounts_what_came_before_it() -> None:
     assert result.reason == "none"
     lines = result.explain()
     assert lines[0].startswith("mlperf_run_stop_success (success, line 4): ")
-    assert any(line.startswith("srun_task_failed (does not count, line 1): before the success at line 4") for line in lines)
+    assert any(
+        line.startswith("srun_task_failed (does not count, line 1): before the success at line 4") for line in lines
+    )
     # a failure after the success still counts
     assert classify_text(setup + done + "Segmentation fault (core dumped)\n", SIGNATURES).reason == "segfault"
 
@@ -471,23 +519,33 @@ def test_preemption_then_resume_is_not_a_cause() -> None:
 
 
 def test_batch_size_finder_out_of_memory_is_not_a_cause() -> None:
-    probe = ("Batch size 256 failed, trying batch size 128\nRuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
-             "Finished batch size finder, will continue with full run using batch size 128\n")
+    probe = (
+        "Batch size 256 failed, trying batch size 128\nRuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+        "Finished batch size finder, will continue with full run using batch size 128\n"
+    )
     assert classify_text(probe, SIGNATURES).reason == "none"
     assert classify_text(probe + "torch.OutOfMemoryError: CUDA out of memory.\n", SIGNATURES).reason == "cuda_oom"
 
 
 def test_handled_traceback_does_not_count() -> None:
-    caught = ("Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f71>\n" + TRACEBACK +
-              "AssertionError: can only test a child process\n")
+    caught = (
+        "Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f71>\n"
+        + TRACEBACK
+        + "AssertionError: can only test a child process\n"
+    )
     result = classify_text("Epoch 5/15\n" + caught + "Epoch 6/15\n", SIGNATURES)
     assert result.reason == "none"
     assert any("in a traceback the program caught (exception_ignored, line 2)" in line for line in result.explain())
-    finalizer = ('Traceback (most recent call last):\n  File "/usr/lib/python3.10/multiprocessing/util.py", line 300, in _run_finalizers\n'
-                 "FileNotFoundError: [Errno 2] No such file or directory\n")
+    finalizer = (
+        'Traceback (most recent call last):\n  File "/usr/lib/python3.10/multiprocessing/util.py", line 300, in _run_finalizers\n'
+        "FileNotFoundError: [Errno 2] No such file or directory\n"
+    )
     assert classify_text(finalizer, SIGNATURES).reason == "none"
     # the same traceback without the header is the cause; a header does not reach a traceback far below it
-    assert classify_text(TRACEBACK + "AssertionError: can only test a child process\n", SIGNATURES).reason == "assertion_error"
+    assert (
+        classify_text(TRACEBACK + "AssertionError: can only test a child process\n", SIGNATURES).reason
+        == "assertion_error"
+    )
     far = "Exception ignored in: <function f>\n" + "step\n" * 5 + TRACEBACK + "AssertionError: x\n"
     assert classify_text(far, SIGNATURES).reason == "assertion_error"
     # a handled traceback does not hide the next one
@@ -495,11 +553,16 @@ def test_handled_traceback_does_not_count() -> None:
 
 
 def test_warning_names_its_reason_only_beside_a_failure() -> None:
-    fallback = ("W tensorflow/core/common_runtime/gpu/gpu_device.cc:1850] Cannot dlopen some GPU libraries. Please make sure the"
-                " missing libraries mentioned above are installed properly if you would like to use GPU.\n")
+    fallback = (
+        "W tensorflow/core/common_runtime/gpu/gpu_device.cc:1850] Cannot dlopen some GPU libraries. Please make sure the"
+        " missing libraries mentioned above are installed properly if you would like to use GPU.\n"
+    )
     result = classify_text(fallback + "Epoch 1/10\n", SIGNATURES)
     assert result.reason == "none"
-    assert any(line.startswith("gpu_library_warning (does not count, line 1): a warning, and nothing else") for line in result.explain())
+    assert any(
+        line.startswith("gpu_library_warning (does not count, line 1): a warning, and nothing else")
+        for line in result.explain()
+    )
     assert classify_text(fallback + "Process finished with exit code 1\n", SIGNATURES).reason == "cuda_driver"
 
 
@@ -516,8 +579,11 @@ examples = ["frobnication aborted"]
     ("text", "fragment"),
     [
         (EVIDENCE.replace('kind = "failure"', 'kind = "doom"'), "unknown kind 'doom'"),
-        (EVIDENCE.replace('examples = ["frobnication aborted"]', 'examples = ["nothing"]'), "pattern does not match example 1"),
-        (EVIDENCE.replace('kind = "failure"\n', ''), "missing key(s) ['kind']"),
+        (
+            EVIDENCE.replace('examples = ["frobnication aborted"]', 'examples = ["nothing"]'),
+            "pattern does not match example 1",
+        ),
+        (EVIDENCE.replace('kind = "failure"\n', ""), "missing key(s) ['kind']"),
         (EVIDENCE.replace('kind = "failure"', 'kind = "failure"\npriority = 3'), "unknown key(s) ['priority']"),
         (EVIDENCE + GOOD.replace('id = "my_sig"', 'id = "my_evidence"'), "duplicate id"),
         (GOOD.replace("priority = 999", "priority = 999\nwarning = 1"), "warning must be true or false"),
@@ -540,7 +606,9 @@ def test_user_evidence_is_used(tmp_path: Path) -> None:
 def test_cli_explains_none_and_unknown(tmp_path: Path) -> None:
     unknown = tmp_path / "unknown.log"
     unknown.write_text("step 1\nProcess finished with exit code 3\n")
-    result = runner.invoke(app, ["classify", "--explain", str(CASES / "nothing.log"), str(unknown)], catch_exceptions=False)
+    result = runner.invoke(
+        app, ["classify", "--explain", str(CASES / "nothing.log"), str(unknown)], catch_exceptions=False
+    )
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert lines[0].split("\t")[1:] == ["none", "none", "-", "-"]

@@ -30,10 +30,12 @@ from tests.store_helpers import ingest
 
 SYNTHETIC = REPO / "examples" / "synthetic"
 # the parse pool of job logs started for a few files: two workers, many chunks, several batches
-POOL_FOR_A_FEW_LOGS = [("gpucluster_analysis.ingest.load", "PARALLEL_PARSE_MIN_FILES", 1),
-                       ("gpucluster_analysis.ingest.load", "_WORKERS", 2),
-                       ("gpucluster_analysis.ingest.load", "_CHUNK_FILES", 3),
-                       ("gpucluster_analysis.ingest.load", "PARSED_BATCH_FILES", 7)]
+POOL_FOR_A_FEW_LOGS = [
+    ("gpucluster_analysis.ingest.load", "PARALLEL_PARSE_MIN_FILES", 1),
+    ("gpucluster_analysis.ingest.load", "_WORKERS", 2),
+    ("gpucluster_analysis.ingest.load", "_CHUNK_FILES", 3),
+    ("gpucluster_analysis.ingest.load", "PARSED_BATCH_FILES", 7),
+]
 
 
 def dump(db: Path) -> dict[str, list[str]]:
@@ -57,8 +59,11 @@ def test_a_stop_signal_interrupts_an_ingest_as_ctrl_c_does(sig: signal.Signals, 
     assert ingest(db, SYNTHETIC / "cluster_machine_list")[0].status == "loaded"
     before = dump(db)
     # stopped inside the job log's transaction, its jobs inserted and not committed
-    gca = start_gca(["ingest", SYNTHETIC / "cluster_job_log", "--db", db], tmp_path,
-                    stop=("gpucluster_analysis.ingest.philly", "run_script", 1, "after"))
+    gca = start_gca(
+        ["ingest", SYNTHETIC / "cluster_job_log", "--db", db],
+        tmp_path,
+        stop=("gpucluster_analysis.ingest.philly", "run_script", 1, "after"),
+    )
     gca.wait_stopped()
     code, out, err = gca.signal(sig)
     assert code == ExitCode.INTERRUPTED, err
@@ -101,7 +106,9 @@ def test_a_stop_signal_stops_a_running_query_at_once(sig: signal.Signals) -> Non
         proc.kill()
         proc.wait()
     assert out.split() == [sig.name], err  # not finished
-    assert "interrupt" in err.lower() and seconds < 15  # DuckDB's InterruptException, or its RuntimeError("Query interrupted")
+    assert (
+        "interrupt" in err.lower() and seconds < 15
+    )  # DuckDB's InterruptException, or its RuntimeError("Query interrupted")
 
 
 @needs_proc
@@ -117,13 +124,20 @@ def test_a_killed_ingest_leaves_no_process_behind(sig: signal.Signals, tmp_path:
         # holding the pipe: tee never returned
     """
     db = tmp_path / "s.duckdb"
-    gca = start_gca(["ingest", SYNTHETIC / "logs", "--db", db], tmp_path, settings=POOL_FOR_A_FEW_LOGS,
-                    stop=("gpucluster_analysis.ingest.load", "ingest_parsed", 2, "before"))
+    gca = start_gca(
+        ["ingest", SYNTHETIC / "logs", "--db", db],
+        tmp_path,
+        settings=POOL_FOR_A_FEW_LOGS,
+        stop=("gpucluster_analysis.ingest.load", "ingest_parsed", 2, "before"),
+    )
     try:
         gca.wait_stopped()
         started = gca.left()
-        forkserver = [pid for pid, cmd in started.items() if "multiprocessing.forkserver" in cmd
-                      and parent_of(pid) == gca.proc.pid]
+        forkserver = [
+            pid
+            for pid, cmd in started.items()
+            if "multiprocessing.forkserver" in cmd and parent_of(pid) == gca.proc.pid
+        ]
         assert len(forkserver) == 1, started
         workers = [pid for pid in started if parent_of(pid) == forkserver[0]]
         trackers = [pid for pid, cmd in started.items() if "multiprocessing.resource_tracker" in cmd]
@@ -154,15 +168,18 @@ def test_shard_temporaries_are_removed_when_ingest_ends(tmp_path: Path, monkeypa
     ok = runner.invoke(app, ["ingest", str(SYNTHETIC / "cluster_machine_list"), "--to", str(tmp_path / "ds")])
     assert ok.exit_code == 0, ok.output
     assert len(list((tmp_path / "ds" / layout.SHARDS_DIR).glob("*.json"))) == 1 and _shard_temps(tmp) == []
-    (tmp_path / "bad").write_text("[{\"jobid\": ")
-    failed = runner.invoke(app, ["ingest", str(tmp_path / "bad"), "--format", "philly_job_log", "--to", str(tmp_path / "ds2")])
+    (tmp_path / "bad").write_text('[{"jobid": ')
+    failed = runner.invoke(
+        app, ["ingest", str(tmp_path / "bad"), "--format", "philly_job_log", "--to", str(tmp_path / "ds2")]
+    )
     assert failed.exit_code != 0 and "Traceback" not in failed.output
     assert _shard_temps(tmp) == []
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
-def test_shard_temporaries_of_a_killed_ingest_are_gone(sig: signal.Signals, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_shard_temporaries_of_a_killed_ingest_are_gone(
+    sig: signal.Signals, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An interrupted `gca ingest --to` removes its temporary store; one killed outright
     cannot, and the next `gca ingest --to` removes it (never one whose process is alive).
 
@@ -172,8 +189,12 @@ def test_shard_temporaries_of_a_killed_ingest_are_gone(sig: signal.Signals, tmp_
     """
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    gca = start_gca(["ingest", SYNTHETIC / "cluster_job_log", "--to", tmp_path / "ds"], tmp_path, env={"TMPDIR": str(tmp)},
-                    stop=("gpucluster_analysis.ingest.philly", "run_script", 1, "after"))
+    gca = start_gca(
+        ["ingest", SYNTHETIC / "cluster_job_log", "--to", tmp_path / "ds"],
+        tmp_path,
+        env={"TMPDIR": str(tmp)},
+        stop=("gpucluster_analysis.ingest.philly", "run_script", 1, "after"),
+    )
     gca.wait_stopped()
     (left,) = _shard_temps(tmp)
     assert (left / "shard.duckdb").is_file()
@@ -186,9 +207,20 @@ def test_shard_temporaries_of_a_killed_ingest_are_gone(sig: signal.Signals, tmp_
             assert _shard_temps(tmp) == [alive.path]
             return
         assert code == -signal.SIGKILL and _shard_temps(tmp) == sorted([left, alive.path])
-        again = subprocess.run([sys.executable, "-m", "gpucluster_analysis", "ingest", str(SYNTHETIC / "cluster_machine_list"),
-                                "--to", str(tmp_path / "ds")], env={**os.environ, "TMPDIR": str(tmp)},
-                               capture_output=True, text=True)
+        again = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "gpucluster_analysis",
+                "ingest",
+                str(SYNTHETIC / "cluster_machine_list"),
+                "--to",
+                str(tmp_path / "ds"),
+            ],
+            env={**os.environ, "TMPDIR": str(tmp)},
+            capture_output=True,
+            text=True,
+        )
         assert again.returncode == 0, again.stderr
         assert _shard_temps(tmp) == [alive.path]
     finally:

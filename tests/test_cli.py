@@ -64,7 +64,9 @@ def test_gca_as_a_process_exits_with_its_code_and_every_output_whole(tmp_path: P
     db, out = tmp_path / "s.duckdb", tmp_path / "report"
     ingest = subprocess.run([*gca, "ingest", str(log), "--db", str(db)], capture_output=True, text=True)
     assert ingest.returncode == ExitCode.OK and "philly_job_log" in ingest.stderr
-    report = subprocess.run([*gca, "report", "--db", str(db), "--out", str(out), "--json"], capture_output=True, text=True)
+    report = subprocess.run(
+        [*gca, "report", "--db", str(db), "--out", str(out), "--json"], capture_output=True, text=True
+    )
     assert report.returncode == ExitCode.OK, report.stderr
     headline = json.loads(report.stdout)  # the whole JSON reached the pipe
     with duckdb.connect(str(db), read_only=True) as con:  # the store is whole and closed
@@ -73,14 +75,17 @@ def test_gca_as_a_process_exits_with_its_code_and_every_output_whole(tmp_path: P
     assert headline["overview"]["jobs"] == stored == 3
     assert (out / "index.html").read_text().rstrip().endswith("</html>")
     assert sum(1 for _ in (out / "jobs.csv").open()) == 3 + 1
-    bad = subprocess.run([*gca, "ingest", str(tmp_path / "missing.txt"), "--db", str(db)], capture_output=True, text=True)
+    bad = subprocess.run(
+        [*gca, "ingest", str(tmp_path / "missing.txt"), "--db", str(db)], capture_output=True, text=True
+    )
     assert bad.returncode == ExitCode.USAGE and bad.stderr.count("gca: error:") == 1
     usage = subprocess.run([*gca, "ingest", "--no-such-option"], capture_output=True, text=True)
     assert usage.returncode == 2 and "No such option" in usage.stderr
 
 
-def test_main_ends_the_process_at_once_unless_work_still_runs(monkeypatch: pytest.MonkeyPatch,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_main_ends_the_process_at_once_unless_work_still_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import threading
 
     from gpucluster_analysis import cli
@@ -146,8 +151,16 @@ def test_missing_path_exits_2(tmp_path: Path) -> None:
 def test_bad_zone_and_bad_format_exit_2(tmp_path: Path) -> None:
     log = tmp_path / "cluster_job_log"
     log.write_text(JOB_LOG)
-    assert_one_line_error(run("ingest", str(log), "--tz", "Mars/Olympus", "--db", str(tmp_path / "s.duckdb")), ExitCode.USAGE, "Mars/Olympus")
-    assert_one_line_error(run("ingest", str(log), "--format", "excel", "--db", str(tmp_path / "s.duckdb")), ExitCode.USAGE, "unknown format 'excel'")
+    assert_one_line_error(
+        run("ingest", str(log), "--tz", "Mars/Olympus", "--db", str(tmp_path / "s.duckdb")),
+        ExitCode.USAGE,
+        "Mars/Olympus",
+    )
+    assert_one_line_error(
+        run("ingest", str(log), "--format", "excel", "--db", str(tmp_path / "s.duckdb")),
+        ExitCode.USAGE,
+        "unknown format 'excel'",
+    )
 
 
 def test_malformed_file_exits_2_naming_file_and_line(tmp_path: Path) -> None:
@@ -206,12 +219,21 @@ def test_report_quotas_and_locality_errors_are_one_line(tmp_path: Path) -> None:
     assert run("ingest", str(log), "--db", str(db)).exit_code == 0
     bad = tmp_path / "quotas.toml"
     bad.write_text('[quotas]\n"vc1" = "lots"\n')
-    assert_one_line_error(run("report", "--db", str(db), "--out", str(tmp_path / "r"), "--quotas", str(bad)),
-                          ExitCode.USAGE, "quotas.toml", "vc1")
-    assert_one_line_error(run("report", "--db", str(db), "--out", str(tmp_path / "r"), "--quotas", str(tmp_path / "none.toml")),
-                          ExitCode.USAGE, "none.toml", "no such quotas file")
-    assert_one_line_error(run("report", "--db", str(db), "--out", str(tmp_path / "r"), "--locality", "0"),
-                          ExitCode.USAGE, "--locality")
+    assert_one_line_error(
+        run("report", "--db", str(db), "--out", str(tmp_path / "r"), "--quotas", str(bad)),
+        ExitCode.USAGE,
+        "quotas.toml",
+        "vc1",
+    )
+    assert_one_line_error(
+        run("report", "--db", str(db), "--out", str(tmp_path / "r"), "--quotas", str(tmp_path / "none.toml")),
+        ExitCode.USAGE,
+        "none.toml",
+        "no such quotas file",
+    )
+    assert_one_line_error(
+        run("report", "--db", str(db), "--out", str(tmp_path / "r"), "--locality", "0"), ExitCode.USAGE, "--locality"
+    )
     good = tmp_path / "good.toml"
     good.write_text('[quotas]\n"vc1" = 16\n')
     ok = run("report", "--db", str(db), "--out", str(tmp_path / "r"), "--quotas", str(good), "--locality", "relaxed")

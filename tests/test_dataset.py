@@ -87,7 +87,9 @@ def test_a_dataset_read_back_holds_what_the_store_holds(synthetic: Path, tmp_pat
     with open_store(synthetic, read_only=True) as store, open_dataset(tmp_path / "d") as dataset:
         for table in (*layout.canonical_tables(), "machine_capacity", "attempt_root_causes"):
             query = f"SELECT * FROM {table}"
-            assert sorted(dataset.execute(query).fetchall(), key=repr) == sorted(store.execute(query).fetchall(), key=repr), table
+            assert sorted(dataset.execute(query).fetchall(), key=repr) == sorted(
+                store.execute(query).fetchall(), key=repr
+            ), table
 
 
 # ---------------------------------------------------------------- shards
@@ -100,11 +102,25 @@ def test_two_shards_report_what_one_store_of_every_file_reports(synthetic: Path,
     quotas = SYNTHETIC / "quotas.toml"
     whole = build_report(synthetic, tmp_path / "whole", quotas=load_quotas(quotas))
     dataset = tmp_path / "parquet"
-    first = run("ingest", SYNTHETIC / "cluster_job_log", SYNTHETIC / "cluster_machine_list", SYNTHETIC / "logs",
-                "--to", dataset, "--shard", "scheduler")
+    first = run(
+        "ingest",
+        SYNTHETIC / "cluster_job_log",
+        SYNTHETIC / "cluster_machine_list",
+        SYNTHETIC / "logs",
+        "--to",
+        dataset,
+        "--shard",
+        "scheduler",
+    )
     assert first.exit_code == 0, first.output
-    second = run("ingest", SYNTHETIC / "cluster_gpu_util", SYNTHETIC / "cluster_cpu_util", SYNTHETIC / "cluster_mem_util",
-                 "--to", dataset)
+    second = run(
+        "ingest",
+        SYNTHETIC / "cluster_gpu_util",
+        SYNTHETIC / "cluster_cpu_util",
+        SYNTHETIC / "cluster_mem_util",
+        "--to",
+        dataset,
+    )
     assert second.exit_code == 0, second.output
     shards = sorted(p.stem for p in (dataset / "_shards").glob("*.json"))
     assert len(shards) == 2 and "scheduler" in shards
@@ -122,9 +138,11 @@ def test_slurm_shards_report_what_one_store_reports(tmp_path: Path) -> None:
     store = store_of(tmp_path / "slurm.duckdb", [SLURM], zone="America/Los_Angeles")
     whole = build_report(store, tmp_path / "whole")
     dataset = tmp_path / "parquet"
-    splits = {"scheduler": [SLURM / "sacct.txt", SLURM / "sacctmgr_assoc.txt", SLURM / "scontrol", SLURM / "logs"],
-              "gpu001": [SLURM / "gpu" / "gpu001.csv", SLURM / "dcgm" / "gpu001.prom"],
-              "gpu002": [SLURM / "gpu" / "gpu002.csv", SLURM / "dcgm" / "gpu002.prom"]}
+    splits = {
+        "scheduler": [SLURM / "sacct.txt", SLURM / "sacctmgr_assoc.txt", SLURM / "scontrol", SLURM / "logs"],
+        "gpu001": [SLURM / "gpu" / "gpu001.csv", SLURM / "dcgm" / "gpu001.prom"],
+        "gpu002": [SLURM / "gpu" / "gpu002.csv", SLURM / "dcgm" / "gpu002.prom"],
+    }
     for shard, paths in splits.items():
         result = run("ingest", *paths, "--tz", "America/Los_Angeles", "--to", dataset, "--shard", shard)
         assert result.exit_code == 0, result.output
@@ -153,17 +171,30 @@ def test_a_shard_without_its_manifest_is_not_read(small: Path, tmp_path: Path) -
 
 
 def test_export_errors_are_one_line(small: Path, tmp_path: Path) -> None:
-    assert_one_line_error(run("export", "--db", tmp_path / "none.duckdb", "--to", tmp_path / "d"), ExitCode.DATA,
-                          "none.duckdb: no gca store here")
+    assert_one_line_error(
+        run("export", "--db", tmp_path / "none.duckdb", "--to", tmp_path / "d"),
+        ExitCode.DATA,
+        "none.duckdb: no gca store here",
+    )
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
-    assert_one_line_error(run("export", "--db", small, "--to", tmp_path / "other"), ExitCode.USAGE,
-                          "other: not empty and not a gca dataset")
+    assert_one_line_error(
+        run("export", "--db", small, "--to", tmp_path / "other"),
+        ExitCode.USAGE,
+        "other: not empty and not a gca dataset",
+    )
     assert run("export", "--db", small, "--to", tmp_path / "d").exit_code == 0
-    assert_one_line_error(run("export", "--db", small, "--to", tmp_path / "d"), ExitCode.USAGE,
-                          "d: already holds shard small", "--overwrite")
-    assert_one_line_error(run("export", "--db", small, "--to", tmp_path / "d", "--shard", "../up"), ExitCode.USAGE,
-                          "--shard '../up': not a usable shard name")
+    assert_one_line_error(
+        run("export", "--db", small, "--to", tmp_path / "d"),
+        ExitCode.USAGE,
+        "d: already holds shard small",
+        "--overwrite",
+    )
+    assert_one_line_error(
+        run("export", "--db", small, "--to", tmp_path / "d", "--shard", "../up"),
+        ExitCode.USAGE,
+        "--shard '../up': not a usable shard name",
+    )
     before = files_under(tmp_path / "d")
     replaced = run("export", "--db", small, "--to", tmp_path / "d", "--overwrite")
     assert replaced.exit_code == 0 and "replaced shard small" in replaced.stderr
@@ -172,24 +203,38 @@ def test_export_errors_are_one_line(small: Path, tmp_path: Path) -> None:
 
 def test_ingest_to_and_report_from_errors_are_one_line(small: Path, tmp_path: Path) -> None:
     job_log = SYNTHETIC / "cluster_job_log"
-    assert_one_line_error(run("ingest", job_log, "--db", tmp_path / "s.duckdb", "--to", tmp_path / "d"), ExitCode.USAGE,
-                          "ingest writes one of them")
-    assert_one_line_error(run("ingest", job_log, "--shard", "x", "--db", tmp_path / "s.duckdb"), ExitCode.USAGE,
-                          "pass --to DIR")
+    assert_one_line_error(
+        run("ingest", job_log, "--db", tmp_path / "s.duckdb", "--to", tmp_path / "d"),
+        ExitCode.USAGE,
+        "ingest writes one of them",
+    )
+    assert_one_line_error(
+        run("ingest", job_log, "--shard", "x", "--db", tmp_path / "s.duckdb"), ExitCode.USAGE, "pass --to DIR"
+    )
     assert not (tmp_path / "s.duckdb").exists()
-    assert_one_line_error(run("report", "--from", tmp_path, "--out", tmp_path / "r"), ExitCode.USAGE,
-                          "not a gca dataset (no gca-dataset.json)")
+    assert_one_line_error(
+        run("report", "--from", tmp_path, "--out", tmp_path / "r"),
+        ExitCode.USAGE,
+        "not a gca dataset (no gca-dataset.json)",
+    )
     # the same scheduler log in two shards, or a copy of it: its jobs would count twice
     export_store(small, tmp_path / "d", shard="one")
     assert run("ingest", job_log, "--to", tmp_path / "d", "--shard", "two").exit_code == 0
-    assert_one_line_error(run("report", "--from", tmp_path / "d", "--out", tmp_path / "r"), ExitCode.USAGE,
-                          f"shards one and two both hold file {job_log} (120 more overlaps)")
+    assert_one_line_error(
+        run("report", "--from", tmp_path / "d", "--out", tmp_path / "r"),
+        ExitCode.USAGE,
+        f"shards one and two both hold file {job_log} (120 more overlaps)",
+    )
     copy = tmp_path / "copy" / "cluster_job_log"
     copy.parent.mkdir()
     shutil.copy(job_log, copy)
     assert run("ingest", copy, "--to", tmp_path / "d", "--shard", "two", "--overwrite").exit_code == 0
-    assert_one_line_error(run("report", "--from", tmp_path / "d", "--out", tmp_path / "r"), ExitCode.USAGE,
-                          "shards one and two both hold job philly ", "(119 more overlaps)")
+    assert_one_line_error(
+        run("report", "--from", tmp_path / "d", "--out", tmp_path / "r"),
+        ExitCode.USAGE,
+        "shards one and two both hold job philly ",
+        "(119 more overlaps)",
+    )
     # a shard that failed to ingest is not written
     bad = tmp_path / "cluster_gpu_util"
     bad.write_text("time,serial,machine_id\nnot a time,x,y\n")

@@ -123,9 +123,12 @@ def test_open_store_refuses_before_duckdb_writes(tmp_path: Path, make: Callable[
 
 def test_what_the_refusals_say(tmp_path: Path) -> None:
     """Each kind of foreign file is named for what it is, and the hint says what --db takes."""
-    cases = {"r.csv": "not a DuckDB database file", "empty.duckdb": "an empty file (0 bytes)",
-             "other_app.duckdb": "a DuckDB database of another application, holding jobs",
-             "migrations.duckdb": "holding people, schema_version"}
+    cases = {
+        "r.csv": "not a DuckDB database file",
+        "empty.duckdb": "an empty file (0 bytes)",
+        "other_app.duckdb": "a DuckDB database of another application, holding jobs",
+        "migrations.duckdb": "holding people, schema_version",
+    }
     for name, says in cases.items():
         FOREIGN[name](tmp_path / name)
         with pytest.raises(NotAStoreError) as err:

@@ -34,15 +34,23 @@ def store(tmp_path: Path) -> Path:
             details.append(f"('{_t(m)}', 'n1', {gpu}, NULL, {sm}, {tensor}, 1)")
     details.append(f"('{_t(10)}', 'n1', 2, 1, 0.99, 0.99, 1)")  # MIG instance 1 of GPU 2
     with open_store(db) as con:
-        con.execute("INSERT INTO jobs (source, job_id, user_name, vc, status, submit_at, file_id) VALUES"
-                    f" ('philly', 'A', 'u', 'v', 'passed', '{_t(0)}', 1), ('philly', 'B', 'u', 'v', 'passed', '{_t(0)}', 1)")
-        con.execute("INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id) VALUES"
-                    f" ('philly', 'A', 0, 0, '{_t(0)}', '{_t(30)}', 1), ('philly', 'B', 0, 0, '{_t(0)}', '{_t(30)}', 1)")
-        con.execute("INSERT INTO allocations VALUES ('philly', 'A', 0, 'n1', 0, 1), ('philly', 'A', 0, 'n1', 1, 1),"
-                    " ('philly', 'B', 0, 'n1', 2, 1)")
+        con.execute(
+            "INSERT INTO jobs (source, job_id, user_name, vc, status, submit_at, file_id) VALUES"
+            f" ('philly', 'A', 'u', 'v', 'passed', '{_t(0)}', 1), ('philly', 'B', 'u', 'v', 'passed', '{_t(0)}', 1)"
+        )
+        con.execute(
+            "INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id) VALUES"
+            f" ('philly', 'A', 0, 0, '{_t(0)}', '{_t(30)}', 1), ('philly', 'B', 0, 0, '{_t(0)}', '{_t(30)}', 1)"
+        )
+        con.execute(
+            "INSERT INTO allocations VALUES ('philly', 'A', 0, 'n1', 0, 1), ('philly', 'A', 0, 'n1', 1, 1),"
+            " ('philly', 'B', 0, 'n1', 2, 1)"
+        )
         con.execute("INSERT INTO gpu_samples VALUES " + ", ".join(samples))
-        con.execute("INSERT INTO gpu_sample_details (sample_at, machine_id, gpu_index, gpu_instance_id, sm_active,"
-                    " tensor_active, file_id) VALUES " + ", ".join(details))
+        con.execute(
+            "INSERT INTO gpu_sample_details (sample_at, machine_id, gpu_index, gpu_instance_id, sm_active,"
+            " tensor_active, file_id) VALUES " + ", ".join(details)
+        )
     return db
 
 

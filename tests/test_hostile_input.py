@@ -77,10 +77,37 @@ SEED_LINES = 40
 ONE_JOB_PER_LINE = {"helios", "acme", "alibaba_gpu2023"}
 
 HOSTILE = [
-    "", "-1", "0", "1e309", "NaN", "inf", "-9223372036854775809", "99999999999999999999", "1000000000",
-    "2999-01-01 00:00:00", "0000-00-00", "1969-12-31T23:59:59", "9999-12-31T23:59:59Z", "\x00", "\ufeff",
-    '"', "'", ",", "|", "\t", "\r", "=cmd|' /C calc'!A0", "<a href='x'>v</a>", "\x1b[31m", "\u202e",
-    "Unknown", "N/A", "[N/A]", "gpu[1-100000000]", "gres/gpu=1000000000", "a" * 100_000,
+    "",
+    "-1",
+    "0",
+    "1e309",
+    "NaN",
+    "inf",
+    "-9223372036854775809",
+    "99999999999999999999",
+    "1000000000",
+    "2999-01-01 00:00:00",
+    "0000-00-00",
+    "1969-12-31T23:59:59",
+    "9999-12-31T23:59:59Z",
+    "\x00",
+    "\ufeff",
+    '"',
+    "'",
+    ",",
+    "|",
+    "\t",
+    "\r",
+    "=cmd|' /C calc'!A0",
+    "<a href='x'>v</a>",
+    "\x1b[31m",
+    "\u202e",
+    "Unknown",
+    "N/A",
+    "[N/A]",
+    "gpu[1-100000000]",
+    "gres/gpu=1000000000",
+    "a" * 100_000,
 ]
 
 
@@ -110,7 +137,7 @@ def _mutations(draw: st.DrawFn, data: bytes) -> bytes:
             lines[i], lines[j] = lines[j], lines[i]
         elif kind == "cut":
             text = b"\n".join(lines)
-            lines = text[:draw(st.integers(0, len(text)))].split(b"\n")
+            lines = text[: draw(st.integers(0, len(text)))].split(b"\n")
         elif kind == "field":
             line = lines[i]
             sep = next((s for s in (b"|", b",", b"\t", b" ") if s in line), b" ")
@@ -159,14 +186,16 @@ def _check_one(con: duckdb.DuckDBPyConnection, path: Path, content: bytes, fmt: 
     assert report.status in ("loaded", "replaced"), report.status
     file_id, rows, rejects = con.execute(
         "SELECT file_id, rows_loaded, rejects FROM ingested_files WHERE path = ? ORDER BY file_id DESC LIMIT 1",
-        [str(path.resolve())]).fetchall()[0]
+        [str(path.resolve())],
+    ).fetchall()[0]
     assert (rows, rejects) == (report.rows, report.rejects)
     stored_rejects = con.execute("SELECT count(*) FROM rejects WHERE file_id = ?", [file_id]).fetchall()[0][0]
     assert stored_rejects == report.rejects
     if fmt in ONE_JOB_PER_LINE:
         data_lines = sum(1 for line in content.replace(b"\r", b"").split(b"\n")[1:] if line.strip())
-        assert report.rows + report.rejects + report.superseded + report.unchanged == data_lines, \
+        assert report.rows + report.rejects + report.superseded + report.unchanged == data_lines, (
             f"{fmt}: {data_lines} data lines, {report.rows} stored, {report.rejects} rejected, {report.superseded + report.unchanged} met again"
+        )
 
 
 FORMAT_NAMES = sorted({f.name for f in FORMATS})
@@ -185,8 +214,13 @@ def test_mutated_real_file_is_stored_rejected_or_refused(fmt: str, tmp_path_fact
         (folder / "logs").mkdir()
     counter = iter(range(10**9))
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=not EXPLORE,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        derandomize=not EXPLORE,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+    )
     @given(content=_mutations(seed), detect=st.booleans())
     def check(content: bytes, detect: bool) -> None:
         sub = folder / f"{next(counter)}"
@@ -200,8 +234,12 @@ def test_mutated_real_file_is_stored_rejected_or_refused(fmt: str, tmp_path_fact
 
 
 @settings(max_examples=max(200, EXAMPLES), deadline=None, database=None, derandomize=not EXPLORE)
-@given(head=st.one_of(st.text(max_size=4000), st.binary(max_size=4000).map(lambda b: b.decode("utf-8", "replace"))),
-       name=st.sampled_from(["sacct.txt", "node01.csv", "cluster_job_log", "x.prom", "nodes.txt", "a.json", "trace_seren.csv"]))
+@given(
+    head=st.one_of(st.text(max_size=4000), st.binary(max_size=4000).map(lambda b: b.decode("utf-8", "replace"))),
+    name=st.sampled_from(
+        ["sacct.txt", "node01.csv", "cluster_job_log", "x.prom", "nodes.txt", "a.json", "trace_seren.csv"]
+    ),
+)
 def test_sniffers_answer_quickly_on_random_text(head: str, name: str) -> None:
     started = time.perf_counter()
     for fmt in FORMATS:

@@ -63,6 +63,7 @@ class _TooSlow(Exception):
 @contextmanager
 def _deadline(seconds: float) -> Iterator[None]:
     """Raise _TooSlow in the main thread after `seconds` (the matcher checks for signals)."""
+
     def stop(*_: object) -> None:
         raise _TooSlow
 
@@ -93,8 +94,14 @@ def _seconds(run: Callable[[Any], object], line: str, encode: bool, limit: float
     return best
 
 
-def _check_linear(key: str, run: Callable[[Any], object], pumps: list[Pump], encode: bool = False,
-                  short: int = SHORT, long: int = LONG) -> None:
+def _check_linear(
+    key: str,
+    run: Callable[[Any], object],
+    pumps: list[Pump],
+    encode: bool = False,
+    short: int = SHORT,
+    long: int = LONG,
+) -> None:
     """Every hostile line within LIMIT_S at `long` characters, and none slower than linear: each
     shape at `short` characters (4x shorter) within LIMIT_S / 4, then the SLOWEST shapes again at
     `long`, where one over FLOOR_S must take less than GROWTH times its time at `short`."""
@@ -116,7 +123,8 @@ def _check_linear(key: str, run: Callable[[Any], object], pumps: list[Pump], enc
             long_s = min(long_s, _seconds(run, line, encode))
         assert long_s < FLOOR_S or long_s < GROWTH * max(short_s, 1e-4), (
             f"{key} grows faster than the line: {short_s * 1000:.1f} ms at {short:,} characters,"
-            f" {long_s * 1000:.1f} ms at {long:,}: {shown}")
+            f" {long_s * 1000:.1f} ms at {long:,}: {shown}"
+        )
 
 
 def _code_patterns() -> dict[str, tuple[re.Pattern[Any], str]]:
@@ -125,7 +133,9 @@ def _code_patterns() -> dict[str, tuple[re.Pattern[Any], str]]:
     call (`re.sub(r"...", ...)`) from their source."""
     found: dict[str, tuple[re.Pattern[Any], str]] = {}
     seen: set[int] = set()
-    for info in sorted(pkgutil.walk_packages(gpucluster_analysis.__path__, "gpucluster_analysis."), key=lambda i: i.name):
+    for info in sorted(
+        pkgutil.walk_packages(gpucluster_analysis.__path__, "gpucluster_analysis."), key=lambda i: i.name
+    ):
         if info.name.startswith(_OWN_TEXT):
             continue
         module = importlib.import_module(info.name)
@@ -134,17 +144,39 @@ def _code_patterns() -> dict[str, tuple[re.Pattern[Any], str]]:
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 uses.setdefault(node.value.id, set()).add(node.attr)
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
-                    and node.func.value.id == "re" and node.func.attr != "compile" and node.args
-                    and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, (str, bytes))):
-                flags = re.IGNORECASE if any(isinstance(k.value, ast.Attribute) and k.value.attr in ("I", "IGNORECASE")
-                                             for k in node.keywords) else 0
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "re"
+                and node.func.attr != "compile"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, (str, bytes))
+            ):
+                flags = (
+                    re.IGNORECASE
+                    if any(
+                        isinstance(k.value, ast.Attribute) and k.value.attr in ("I", "IGNORECASE")
+                        for k in node.keywords
+                    )
+                    else 0
+                )
                 pattern = re.compile(node.args[0].value, flags)
                 found[f"{info.name}:{node.lineno}"] = (pattern, "match" if node.func.attr in _ANCHORED else "search")
         for name, value in vars(module).items():
             if isinstance(value, re.Pattern) and id(value) not in seen:
                 seen.add(id(value))
-                methods = uses.get(name, set()) & {"match", "fullmatch", "search", "finditer", "findall", "sub", "subn", "split"}
+                methods = uses.get(name, set()) & {
+                    "match",
+                    "fullmatch",
+                    "search",
+                    "finditer",
+                    "findall",
+                    "sub",
+                    "subn",
+                    "split",
+                }
                 found[f"{info.name}.{name}"] = (value, "match" if methods and methods <= _ANCHORED else "search")
     return found
 
@@ -156,8 +188,12 @@ def test_the_collection_finds_the_patterns_that_hung() -> None:
     """The patterns of the issue's reproductions are among those checked (a collection that found
     nothing would make the check below pass on nothing)."""
     assert len(CODE_PATTERNS) > 80
-    for key in ("gpucluster_analysis.classify.noise._PREFIX", "gpucluster_analysis.ingest.dcgm._FAST",
-                "gpucluster_analysis.ingest.slurm._KEY_VALUE", "gpucluster_analysis.ingest.slurm_nodes._FIELD"):
+    for key in (
+        "gpucluster_analysis.classify.noise._PREFIX",
+        "gpucluster_analysis.ingest.dcgm._FAST",
+        "gpucluster_analysis.ingest.slurm._KEY_VALUE",
+        "gpucluster_analysis.ingest.slurm_nodes._FIELD",
+    ):
         assert key in CODE_PATTERNS
 
 
@@ -165,15 +201,23 @@ def test_the_collection_finds_the_patterns_that_hung() -> None:
 def test_code_pattern_is_linear_on_hostile_lines(key: str) -> None:
     pattern, how = CODE_PATTERNS[key]
     run = pattern.match if how == "match" else pattern.search
-    _check_linear(f"{key} ({how})", run, hostile_pumps(pattern, limit=LINES_PER_PATTERN), encode=isinstance(pattern.pattern, bytes))
+    _check_linear(
+        f"{key} ({how})",
+        run,
+        hostile_pumps(pattern, limit=LINES_PER_PATTERN),
+        encode=isinstance(pattern.pattern, bytes),
+    )
 
 
-@pytest.mark.parametrize("planted", [
-    r"[a-z][\w-]*\d+(?:\.[\w.-]+)?: +",  # the host prefix as it was: quadratic
-    r"(\[[^\]]*\])",  # hostlist's bracket split as it was: quadratic under search
-    r"\s+\d",  # a plain repetition under search: quadratic in a run of blanks
-    r".*x.*y",  # cubic under search
-])
+@pytest.mark.parametrize(
+    "planted",
+    [
+        r"[a-z][\w-]*\d+(?:\.[\w.-]+)?: +",  # the host prefix as it was: quadratic
+        r"(\[[^\]]*\])",  # hostlist's bracket split as it was: quadratic under search
+        r"\s+\d",  # a plain repetition under search: quadratic in a run of blanks
+        r".*x.*y",  # cubic under search
+    ],
+)
 def test_the_check_fails_a_pattern_that_backtracks(planted: str) -> None:
     """Planted: patterns slower than linear fail the check (the issue's host prefix among them)."""
     pattern = re.compile(planted)
@@ -230,8 +274,13 @@ def test_speed_pattern_is_linear_on_hostile_lines(key: str) -> None:
     pumps = hostile_pumps(pattern.regex_text, limit=30)
     _check_linear(key, run, pumps, short=PIECE_CHARS // 4, long=PIECE_CHARS)
     if pattern.unless is not None:
-        _check_linear(f"{key} unless", pattern.unless.search, hostile_pumps(pattern.unless_text, limit=20),
-                      short=PIECE_CHARS // 4, long=PIECE_CHARS)
+        _check_linear(
+            f"{key} unless",
+            pattern.unless.search,
+            hostile_pumps(pattern.unless_text, limit=20),
+            short=PIECE_CHARS // 4,
+            long=PIECE_CHARS,
+        )
     for pump in pumps[:4]:
         piece = pump.at(PIECE_CHARS - 1)
         for line in (pump.at(1 << 20), "\r".join([piece] * ((1 << 20) // PIECE_CHARS))):

@@ -33,9 +33,15 @@ def test_the_real_node_list_is_stored_node_for_node(tmp_path: Path) -> None:
         by_model[r["model"] or None] = by_model.get(r["model"] or None, 0) + int(r["gpu"])
     db = tmp_path / "t.duckdb"
     (report,) = ingest(db, path)
-    assert (report.format, report.status, report.rows, report.rejects) == ("alibaba_node_list", "loaded", len(listed), 0)
+    assert (report.format, report.status, report.rows, report.rejects) == (
+        "alibaba_node_list",
+        "loaded",
+        len(listed),
+        0,
+    )
     assert rows(db, "SELECT count(*), count(DISTINCT machine_id), sum(listed_gpus) FROM machines") == [
-        (len(listed), len({r["sn"] for r in listed}), sum(int(r["gpu"]) for r in listed))]
+        (len(listed), len({r["sn"] for r in listed}), sum(int(r["gpu"]) for r in listed))
+    ]
     assert dict(rows(db, "SELECT gpu_model, sum(listed_gpus) FROM machines GROUP BY gpu_model")) == by_model
     assert rows(db, "SELECT DISTINCT source FROM machines") == [("alibaba",)]
     assert rows(db, "SELECT count(*) FROM machines WHERE gpu_memory_gb IS NOT NULL") == [(0,)]
@@ -56,7 +62,8 @@ def test_the_gpu_node_list_after_the_full_one_is_rejected_node_for_node(tmp_path
     assert report.status == "failed"
     assert report.message.startswith(
         f"{GPU_NODES}:2: every row was rejected, nothing stored ({gpu_nodes:,} rows); the likely cause, in all:"
-        f" node openb-node-0000 already stored from {ALL_NODES} (the node lists describe the same cluster: ingest one per store)")
+        f" node openb-node-0000 already stored from {ALL_NODES} (the node lists describe the same cluster: ingest one per store)"
+    )
     assert rows(db, "SELECT count(*) FROM rejects") == [(0,)]
 
 
@@ -65,31 +72,41 @@ def test_recognized_by_header_and_by_name(tmp_path: Path) -> None:
     fmt = detect_format(renamed, read_head(renamed))
     assert fmt is not None and fmt.name == "alibaba_node_list"
     # columns reordered, and an extra one: found by name
-    reordered = write(tmp_path / "openb_node_list_x.csv", "gpu,model,rack,sn,memory_mib,cpu_milli\n2,V100M32,r1,n2,2048,16000\n")
+    reordered = write(
+        tmp_path / "openb_node_list_x.csv", "gpu,model,rack,sn,memory_mib,cpu_milli\n2,V100M32,r1,n2,2048,16000\n"
+    )
     fmt = detect_format(reordered, read_head(reordered))
     assert fmt is not None and fmt.name == "alibaba_node_list"
     db = tmp_path / "t.duckdb"
     ingest(db, reordered)
     assert rows(db, "SELECT machine_id, listed_gpus, cpus, memory_mib, gpu_model, source FROM machines") == [
-        ("n2", 2, 16.0, 2048.0, "V100M32", "alibaba")]
+        ("n2", 2, 16.0, 2048.0, "V100M32", "alibaba")
+    ]
 
 
 def test_broken_rows_are_rejected_with_their_lines(tmp_path: Path) -> None:
-    path = write(tmp_path / "openb_node_list_broken.csv", HEADER + "\n".join([
-        "n1,96000,393216,8,G2",          # 2: fine
-        "n2,32000,262144,0,",            # 3: fine, a CPU node (no model)
-        "n3,32000,262144,0",             # 4: 4 fields
-        "n4,32000,262144,two,T4",        # 5
-        "n5,-1000,262144,2,T4",          # 6
-        "n6,32000,lots,2,T4",            # 7
-        "n7,32000,262144,-2,T4",         # 8
-        "n8,32000,262144,1.5,T4",        # 9
-        ",32000,262144,2,T4",            # 10
-        "n1,64000,262144,2,P100",        # 11: n1 again
-        "n9,32000,262144,,T4",           # 12: no GPU count
-        "n10,,,4,A10",                   # 13: fine, CPUs and memory not given
-        "n11,32000,262144,inf,T4",       # 14
-    ]) + "\n")
+    path = write(
+        tmp_path / "openb_node_list_broken.csv",
+        HEADER
+        + "\n".join(
+            [
+                "n1,96000,393216,8,G2",  # 2: fine
+                "n2,32000,262144,0,",  # 3: fine, a CPU node (no model)
+                "n3,32000,262144,0",  # 4: 4 fields
+                "n4,32000,262144,two,T4",  # 5
+                "n5,-1000,262144,2,T4",  # 6
+                "n6,32000,lots,2,T4",  # 7
+                "n7,32000,262144,-2,T4",  # 8
+                "n8,32000,262144,1.5,T4",  # 9
+                ",32000,262144,2,T4",  # 10
+                "n1,64000,262144,2,P100",  # 11: n1 again
+                "n9,32000,262144,,T4",  # 12: no GPU count
+                "n10,,,4,A10",  # 13: fine, CPUs and memory not given
+                "n11,32000,262144,inf,T4",  # 14
+            ]
+        )
+        + "\n",
+    )
     db = tmp_path / "t.duckdb"
     (report,) = ingest(db, path)
     assert (report.status, report.rows, report.rejects) == ("loaded", 3, 10)
@@ -105,7 +122,9 @@ def test_broken_rows_are_rejected_with_their_lines(tmp_path: Path) -> None:
         (12, "node n9 without a GPU count"),
         (14, "gpu is not a whole number of GPUs: inf"),
     ]
-    assert rows(db, "SELECT machine_id, listed_gpus, cpus, memory_mib, gpu_model FROM machines ORDER BY machine_id") == [
+    assert rows(
+        db, "SELECT machine_id, listed_gpus, cpus, memory_mib, gpu_model FROM machines ORDER BY machine_id"
+    ) == [
         ("n1", 8, 96.0, 393216.0, "G2"),
         ("n10", 4, None, None, "A10"),
         ("n2", 0, 32.0, 262144.0, None),
@@ -116,18 +135,26 @@ def test_a_node_listed_by_another_machine_list_is_rejected(tmp_path: Path) -> No
     db = tmp_path / "t.duckdb"
     philly = write(tmp_path / "cluster_machine_list", "machineId, number of GPUs, single GPU mem\nn1,8,24GB\n")
     ingest(db, philly)
-    (report,) = ingest(db, write(tmp_path / "openb_node_list_x.csv", HEADER + "n1,96000,393216,8,G2\nn2,96000,393216,8,G2\n"))
+    (report,) = ingest(
+        db, write(tmp_path / "openb_node_list_x.csv", HEADER + "n1,96000,393216,8,G2\nn2,96000,393216,8,G2\n")
+    )
     assert (report.rows, report.rejects) == (1, 1)
     assert rows(db, "SELECT line, reason FROM rejects") == [
-        (2, f"node n1 already stored from {philly} (the node lists describe the same cluster: ingest one per store)")]
+        (2, f"node n1 already stored from {philly} (the node lists describe the same cluster: ingest one per store)")
+    ]
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("", ": the file is empty (expected an Alibaba cluster-trace-gpu-v2023 node list CSV with its header line)"),
-    ("sn,cpu_milli,gpu,model\nn1,1000,1,T4\n",
-     ":1: the header has no memory_mib column (expected an Alibaba cluster-trace-gpu-v2023 node list CSV whose first"
-     " line names its columns (sn, cpu_milli, memory_mib, gpu, ...))"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", ": the file is empty (expected an Alibaba cluster-trace-gpu-v2023 node list CSV with its header line)"),
+        (
+            "sn,cpu_milli,gpu,model\nn1,1000,1,T4\n",
+            ":1: the header has no memory_mib column (expected an Alibaba cluster-trace-gpu-v2023 node list CSV whose first"
+            " line names its columns (sn, cpu_milli, memory_mib, gpu, ...))",
+        ),
+    ],
+)
 def test_an_unreadable_node_list_fails_in_one_line(tmp_path: Path, text: str, message: str) -> None:
     path = write(tmp_path / "openb_node_list_x.csv", text)
     (report,) = ingest(tmp_path / "t.duckdb", path, format_name="alibaba_node_list")
@@ -153,4 +180,5 @@ def test_a_node_with_more_gpus_than_any_holds_is_rejected(tmp_path: Path) -> Non
     (report,) = ingest(db, path)
     assert (report.rows, report.rejects) == (1, 1)
     assert rows(db, "SELECT line, reason FROM rejects") == [
-        (3, "5000 GPUs on one node: over the bound of 1,024 GPUs per node (--max-gpus-per-node)")]
+        (3, "5000 GPUs on one node: over the bound of 1,024 GPUs per node (--max-gpus-per-node)")
+    ]

@@ -41,8 +41,12 @@ def test_folders_of_files_gca_does_not_read_are_exit_1_with_the_files_listed(tmp
     write(tmp_path / "a" / "sub" / "readme.md", "# hi\n")
     (tmp_path / "b").mkdir()
     result = run("ingest", tmp_path / "a", tmp_path / "b", "--db", tmp_path / "s.duckdb")
-    assert_one_line_error(result, ExitCode.DATA, f"{tmp_path / 'a'}, {tmp_path / 'b'}: nothing to ingest,"
-                          " none of their 2 files is one gca reads", "--format")
+    assert_one_line_error(
+        result,
+        ExitCode.DATA,
+        f"{tmp_path / 'a'}, {tmp_path / 'b'}: nothing to ingest, none of their 2 files is one gca reads",
+        "--format",
+    )
     assert f"skipped 2 files, each not a format gca reads: {notes}" in result.stderr
 
 
@@ -72,11 +76,16 @@ def test_a_link_to_nothing_inside_a_folder_is_skipped_and_listed(tmp_path: Path)
     db = tmp_path / "s.duckdb"
     result = run("ingest", trace, "--db", db)
     assert result.exit_code == 0, result.output
-    assert f"skipped 2 files, each {DANGLING_LINK}: {trace / 'cluster_gpu_util'}, {trace / 'slurm-42.out'}" in result.stderr
+    assert (
+        f"skipped 2 files, each {DANGLING_LINK}: {trace / 'cluster_gpu_util'}, {trace / 'slurm-42.out'}"
+        in result.stderr
+    )
     assert rows(db, "SELECT format FROM ingested_files") == [("philly_job_log",)]
     assert rows(db, "SELECT count(*) FROM jobs") == [(3,)]
     # named explicitly, a link to nothing is a missing file, as before
-    assert_one_line_error(run("ingest", trace / "cluster_gpu_util", "--db", db), ExitCode.USAGE, "no such file or directory")
+    assert_one_line_error(
+        run("ingest", trace / "cluster_gpu_util", "--db", db), ExitCode.USAGE, "no such file or directory"
+    )
 
 
 def test_a_folder_of_only_links_to_nothing_is_exit_1(tmp_path: Path) -> None:

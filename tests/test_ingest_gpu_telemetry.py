@@ -32,7 +32,9 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 
 def samples(db: Path, machine: str) -> list[tuple]:  # type: ignore[type-arg]
-    return rows(db, "SELECT sample_at, gpu_index, util_pct FROM gpu_samples WHERE machine_id = ? ORDER BY 1, 2", machine)
+    return rows(
+        db, "SELECT sample_at, gpu_index, util_pct FROM gpu_samples WHERE machine_id = ? ORDER BY 1, 2", machine
+    )
 
 
 def details(db: Path, machine: str) -> list[tuple]:  # type: ignore[type-arg]
@@ -58,13 +60,20 @@ def profile(db: Path, machine: str) -> list[tuple]:  # type: ignore[type-arg]
 
 
 def workloads(db: Path) -> list[tuple]:  # type: ignore[type-arg]
-    return rows(db, "SELECT machine_id, gpu_index, gpu_instance_id, first_at, last_at, pod, namespace, container, hpc_job"
-                    " FROM gpu_workload_labels ORDER BY ALL")
+    return rows(
+        db,
+        "SELECT machine_id, gpu_index, gpu_instance_id, first_at, last_at, pod, namespace, container, hpc_job"
+        " FROM gpu_workload_labels ORDER BY ALL",
+    )
 
 
 def rejects(db: Path, name: str) -> list[tuple]:  # type: ignore[type-arg]
-    return rows(db, "SELECT r.line, r.reason FROM rejects r JOIN ingested_files f USING (file_id) "
-                    "WHERE f.path LIKE ? ORDER BY r.line NULLS LAST, r.reason", f"%/{name}")
+    return rows(
+        db,
+        "SELECT r.line, r.reason FROM rejects r JOIN ingested_files f USING (file_id) "
+        "WHERE f.path LIKE ? ORDER BY r.line NULLS LAST, r.reason",
+        f"%/{name}",
+    )
 
 
 def t(*parts: int) -> datetime:
@@ -99,8 +108,19 @@ def test_csv_units_na_spellings_and_repeated_header(csv_store: Path) -> None:
         (t(2026, 7, 14, 6, 12, 38, 698000), 1, None, None, 12.0, 81920.0, None, 41.0, 1980.0, None, "gpu_idle"),
         (t(2026, 7, 14, 6, 12, 39, 701000), 0, None, 35.0, 81559.0, 81920.0, 690.1, 61.0, 1755.0, None, "none"),
         # [Unknown Error], [Insufficient Permissions], [Requested functionality has been deprecated]: NULL
-        (t(2026, 7, 14, 6, 12, 39, 703000), 1, None, None, None, 81920.0, None, 40.0, 1980.0, None,
-         "sw_power_cap,hw_thermal_slowdown"),
+        (
+            t(2026, 7, 14, 6, 12, 39, 703000),
+            1,
+            None,
+            None,
+            None,
+            81920.0,
+            None,
+            40.0,
+            1980.0,
+            None,
+            "sw_power_cap,hw_thermal_slowdown",
+        ),
     ]
 
 
@@ -113,11 +133,17 @@ def test_csv_rejects_name_their_lines_and_tool_errors_are_events(csv_store: Path
     ]
     # at the time of the last sample before it (line 3)
     assert rows(csv_store, "SELECT event_at, machine_id, kind, detail, line FROM gpu_events") == [
-        (t(2026, 7, 14, 6, 12, 38, 698000), "node01", "tool_error",
-         "Unable to determine the device handle for GPU 0000:86:00.0: Unknown Error", 4),
+        (
+            t(2026, 7, 14, 6, 12, 38, 698000),
+            "node01",
+            "tool_error",
+            "Unable to determine the device handle for GPU 0000:86:00.0: Unknown Error",
+            4,
+        ),
     ]
     assert rows(csv_store, "SELECT gpu_index, uuid, pci_bus_id, model FROM gpu_devices ORDER BY 1") == [
-        (0, None, "0000:3b:00.0", H100), (1, None, "0000:5e:00.0", H100),
+        (0, None, "0000:3b:00.0", H100),
+        (1, None, "0000:5e:00.0", H100),
     ]
     assert rows(csv_store, "SELECT format, time_zone FROM ingested_files") == [("nvsmi_csv", "Europe/Zurich")]
 
@@ -144,15 +170,20 @@ def test_csv_without_header_needs_columns_and_numbers_gpus_by_pci_order(tmp_path
     ]
     # A later log naming GPUs by UUID alone gets the indices gpu_devices knows for the host.
     apps = tmp_path / "gpu-by-uuid.csv"
-    apps.write_text("timestamp, uuid, utilization.gpu [%]\n"
-                    "2026/01/11 00:01:00.000, GPU-bbbbbbbb-0000-0000-0000-000000000002, 50 %\n"
-                    "2026/01/11 00:01:00.000, GPU-ffffffff-0000-0000-0000-00000000000f, 50 %\n")
+    apps.write_text(
+        "timestamp, uuid, utilization.gpu [%]\n"
+        "2026/01/11 00:01:00.000, GPU-bbbbbbbb-0000-0000-0000-000000000002, 50 %\n"
+        "2026/01/11 00:01:00.000, GPU-ffffffff-0000-0000-0000-00000000000f, 50 %\n"
+    )
     (report,) = ingest(db, apps, zone="America/New_York", host="node02")
     ok(report, 1, 1)
     assert samples(db, "node02")[-1] == (t(2026, 1, 11, 5, 1), 1, 50.0)
     assert rejects(db, "gpu-by-uuid.csv") == [
-        (3, "GPU GPU-ffffffff-0000-0000-0000-00000000000f has no index in this file: first ingest one that pairs "
-            "it with its index (e.g. nvidia-smi --query-gpu=index,uuid,pci.bus_id --format=csv)"),
+        (
+            3,
+            "GPU GPU-ffffffff-0000-0000-0000-00000000000f has no index in this file: first ingest one that pairs "
+            "it with its index (e.g. nvidia-smi --query-gpu=index,uuid,pci.bus_id --format=csv)",
+        ),
     ]
 
 
@@ -183,11 +214,20 @@ def test_csv_file_without_host_or_time_fails_naming_the_option(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("name", "host"),
     [
-        ("node01.csv", "node01"), ("nvidia-smi-node01.csv", "node01"), ("node01_gpu.log", "node01"),
-        ("gpu17.cluster.local.csv.gz", "gpu17.cluster.local"), ("node01_2026-07-14.csv", "node01"),
-        ("node01.dmon.log", "node01"), ("dcgm-node01-1700000000.prom", "node01"),
-        ("nvidia-smi.csv", None), ("metrics.prom", None), ("1700000000.prom", None), ("gpu.log", None),
-        ("gpu-st-ml-1.csv", "gpu-st-ml-1"), ("gpu-a1_gpu.log", "gpu-a1"), ("nvidia-smi-gpu-a1.csv", "gpu-a1"),
+        ("node01.csv", "node01"),
+        ("nvidia-smi-node01.csv", "node01"),
+        ("node01_gpu.log", "node01"),
+        ("gpu17.cluster.local.csv.gz", "gpu17.cluster.local"),
+        ("node01_2026-07-14.csv", "node01"),
+        ("node01.dmon.log", "node01"),
+        ("dcgm-node01-1700000000.prom", "node01"),
+        ("nvidia-smi.csv", None),
+        ("metrics.prom", None),
+        ("1700000000.prom", None),
+        ("gpu.log", None),
+        ("gpu-st-ml-1.csv", "gpu-st-ml-1"),
+        ("gpu-a1_gpu.log", "gpu-a1"),
+        ("nvidia-smi-gpu-a1.csv", "gpu-a1"),
     ],
 )
 def test_host_from_file_name(name: str, host: str | None) -> None:
@@ -207,8 +247,10 @@ def test_dmon_old_columns_without_times_need_time_and_interval(tmp_path: Path) -
     ok(report, 4, 0)
     # the k-th row of each GPU is at start + 5 k seconds
     assert samples(db, "node04") == [
-        (t(2026, 3, 1, 12), 0, 0.0), (t(2026, 3, 1, 12), 1, 97.0),
-        (t(2026, 3, 1, 12, 0, 5), 0, 12.0), (t(2026, 3, 1, 12, 0, 5), 1, 99.0),
+        (t(2026, 3, 1, 12), 0, 0.0),
+        (t(2026, 3, 1, 12), 1, 97.0),
+        (t(2026, 3, 1, 12, 0, 5), 0, 12.0),
+        (t(2026, 3, 1, 12, 0, 5), 1, 99.0),
     ]
     # old `temp` is gtemp; pwr W, mem %, pclk MHz
     assert details(db, "node04")[1] == (t(2026, 3, 1, 12), 1, None, 42.0, None, None, 44.0, 50.0, 1530.0, None, None)
@@ -224,7 +266,19 @@ def test_dmon_new_columns_with_dates_repeated_header_and_dashes(tmp_path: Path) 
         (t(2026, 10, 25, 0, 30), 1, None),  # sm `-` (MIG)
         (t(2026, 10, 25, 0, 30, 1), 0, 99.0),
     ]
-    assert details(db, "node05")[1] == (t(2026, 10, 25, 0, 30), 1, None, None, None, None, 70.0, 35.0, 345.0, None, None)
+    assert details(db, "node05")[1] == (
+        t(2026, 10, 25, 0, 30),
+        1,
+        None,
+        None,
+        None,
+        None,
+        70.0,
+        35.0,
+        345.0,
+        None,
+        None,
+    )
     assert rejects(db, "node05-dmon.log") == [(9, "unreadable time 20261025 02:30:0x")]
     assert rows(db, "SELECT event_at, kind, detail, line FROM gpu_events") == [
         (t(2026, 10, 25, 0, 30), "tool_error", "Not supported on the device(s)", 5),
@@ -278,7 +332,7 @@ def test_xml_broken_snapshots_are_rejects_and_partial_snapshots_need_known_gpus(
     # nvidia-smi -q -x -i 1: one <gpu> of two attached; its position is not its index
     ingest(db, DATA / "node06.xml", zone="UTC")
     text = (DATA / "node06.xml").read_text()
-    first_gpu = text[text.index("\t<gpu "):text.index("\t<gpu ", text.index("\t<gpu ") + 1)]
+    first_gpu = text[text.index("\t<gpu ") : text.index("\t<gpu ", text.index("\t<gpu ") + 1)]
     partial = tmp_path / "partial.xml"
     partial.write_text(text.replace(first_gpu, "").replace("01:13:19", "01:14:19"))
     unknown = tmp_path / "other.xml"
@@ -296,7 +350,8 @@ def test_dcgm_scrape_with_time_comments_xid_and_rejects(tmp_path: Path) -> None:
     (report,) = ingest(db, DATA / "r6i3n0.prom")
     ok(report, 3, 2)
     assert samples(db, "r6i3n0") == [
-        (t(2026, 7, 14, 6), 0, 87.0), (t(2026, 7, 14, 6), 1, 0.0),
+        (t(2026, 7, 14, 6), 0, 87.0),
+        (t(2026, 7, 14, 6), 1, 0.0),
         (t(2026, 7, 14, 6, 0, 30), 0, 91.0),  # GPU 1's 150 % is rejected
     ]
     # FB total = used 30000 + free 2000 + reserved 768 = 32768 MiB; reasons 4 = sw_power_cap
@@ -313,7 +368,8 @@ def test_dcgm_scrape_with_time_comments_xid_and_rejects(tmp_path: Path) -> None:
         (t(2026, 7, 14, 6, 0, 30), 1, "xid", "Xid 79", 24),
     ]
     assert rows(db, "SELECT gpu_index, pci_bus_id, model FROM gpu_devices ORDER BY 1") == [
-        (0, "0000:1a:00.0", "Tesla V100-SXM2-32GB"), (1, "0000:1c:00.0", "Tesla V100-SXM2-32GB"),
+        (0, "0000:1a:00.0", "Tesla V100-SXM2-32GB"),
+        (1, "0000:1c:00.0", "Tesla V100-SXM2-32GB"),
     ]
 
 
@@ -336,8 +392,15 @@ def test_dcgm_relabelled_lowercase_old_names_and_mig(tmp_path: Path) -> None:
 
 
 def test_prometheus_label_parser() -> None:
-    name, labels, value, stamp = parse_sample('DCGM_FI_DEV_GPU_UTIL{modelName="A100, \\"80GB\\" x=1",gpu="0"} 37 1700000000123')
-    assert (name, labels, value, stamp) == ("DCGM_FI_DEV_GPU_UTIL", {"modelName": 'A100, "80GB" x=1', "gpu": "0"}, "37", "1700000000123")
+    name, labels, value, stamp = parse_sample(
+        'DCGM_FI_DEV_GPU_UTIL{modelName="A100, \\"80GB\\" x=1",gpu="0"} 37 1700000000123'
+    )
+    assert (name, labels, value, stamp) == (
+        "DCGM_FI_DEV_GPU_UTIL",
+        {"modelName": 'A100, "80GB" x=1', "gpu": "0"},
+        "37",
+        "1700000000123",
+    )
     assert parse_sample('m{a="}"} 1') == ("m", {"a": "}"}, "1", None)
     for broken in ('m{a="x" 1', "m{a=x} 1", 'm{a="x"}', 'm{a="x"} 1 2 3'):
         with pytest.raises(ValueError):
@@ -346,7 +409,9 @@ def test_prometheus_label_parser() -> None:
 
 def test_sample_timestamps_win_over_time_comments(tmp_path: Path) -> None:
     scrape = tmp_path / "node11.prom"
-    scrape.write_text('# time: 2026-07-14T06:00:00Z\nDCGM_FI_DEV_GPU_UTIL{gpu="0"} 5 1700000000000\nDCGM_FI_DEV_GPU_UTIL{gpu="1"} 6\n')
+    scrape.write_text(
+        '# time: 2026-07-14T06:00:00Z\nDCGM_FI_DEV_GPU_UTIL{gpu="0"} 5 1700000000000\nDCGM_FI_DEV_GPU_UTIL{gpu="1"} 6\n'
+    )
     db = tmp_path / "s.duckdb"
     ok(ingest(db, scrape)[0], 2, 0)
     assert samples(db, "node11") == [(t(2023, 11, 14, 22, 13, 20), 0, 5.0), (t(2026, 7, 14, 6), 1, 6.0)]
@@ -372,10 +437,16 @@ def test_query_range_several_metrics_and_hosts(tmp_path: Path) -> None:
     ok(report, 4, 1)
     # n1 from Hostname; the other from instance without its port; NaN is no value
     assert samples(db, "n1") == [
-        (t(2023, 11, 14, 22, 13, 20), 0, 37.0), (t(2023, 11, 14, 22, 13, 35), 0, 38.0), (t(2023, 11, 14, 22, 13, 50), 0, None),
+        (t(2023, 11, 14, 22, 13, 20), 0, 37.0),
+        (t(2023, 11, 14, 22, 13, 35), 0, 38.0),
+        (t(2023, 11, 14, 22, 13, 50), 0, None),
     ]
-    assert rows(db, "SELECT sample_at, round(CAST(gr_engine_active AS DOUBLE), 2) FROM gpu_sample_details WHERE machine_id = 'n1' ORDER BY 1") == [
-        (t(2023, 11, 14, 22, 13, 20), 0.41), (t(2023, 11, 14, 22, 13, 35), 0.43),
+    assert rows(
+        db,
+        "SELECT sample_at, round(CAST(gr_engine_active AS DOUBLE), 2) FROM gpu_sample_details WHERE machine_id = 'n1' ORDER BY 1",
+    ) == [
+        (t(2023, 11, 14, 22, 13, 20), 0.41),
+        (t(2023, 11, 14, 22, 13, 35), 0.43),
     ]
     assert samples(db, "10.0.0.2") == [(t(2023, 11, 14, 22, 13, 20, 500000), 3, 100.0)]
     assert rejects(db, "dcgm_query_range.json") == [(None, "GPU utilization outside 0-100: -3")]
@@ -401,16 +472,33 @@ def test_replace_takes_back_samples_devices_and_events(tmp_path: Path) -> None:
     ingest(db, DATA / "nvidia-smi-node01.csv", zone="Europe/Zurich")
     (again,) = ingest(db, DATA / "nvidia-smi-node01.csv", zone="Europe/Zurich", replace=True)
     assert (again.status, again.rows, again.rejects) == ("replaced", 4, 4)
-    counts = "SELECT (SELECT count(*) FROM gpu_samples), (SELECT count(*) FROM gpu_sample_details), " \
-             "(SELECT count(*) FROM gpu_devices), (SELECT count(*) FROM gpu_events), (SELECT count(*) FROM rejects)"
+    counts = (
+        "SELECT (SELECT count(*) FROM gpu_samples), (SELECT count(*) FROM gpu_sample_details), "
+        "(SELECT count(*) FROM gpu_devices), (SELECT count(*) FROM gpu_events), (SELECT count(*) FROM rejects)"
+    )
     assert rows(db, counts) == [(4, 4, 2, 1, 4)]
 
 
 def test_cli_host_time_interval_and_one_line_errors(tmp_path: Path) -> None:
     runner = CliRunner()
     db = str(tmp_path / "s.duckdb")
-    result = runner.invoke(app, ["ingest", str(DATA / "node04.dmon.log"), "--time", "2026-03-01 12:00:00", "--interval", "5",
-                                 "--tz", "UTC", "--host", "gpu-a", "--db", db])
+    result = runner.invoke(
+        app,
+        [
+            "ingest",
+            str(DATA / "node04.dmon.log"),
+            "--time",
+            "2026-03-01 12:00:00",
+            "--interval",
+            "5",
+            "--tz",
+            "UTC",
+            "--host",
+            "gpu-a",
+            "--db",
+            db,
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert rows(Path(db), "SELECT DISTINCT machine_id FROM gpu_samples") == [("gpu-a",)]
     bad = runner.invoke(app, ["ingest", str(DATA / "node04.dmon.log"), "--time", "noon", "--db", db])
@@ -422,12 +510,22 @@ def test_cli_host_time_interval_and_one_line_errors(tmp_path: Path) -> None:
     assert [line for line in nohost.stderr.splitlines() if line.startswith("gca: error:")][0].count("--host") == 1
 
 
-PHILLY_JOB = [{
-    "status": "Pass", "vc": "vc1", "jobid": "job_gpu", "user": "u1",
-    "submitted_time": "2026-07-13 22:50:00",  # America/Los_Angeles, PDT: 05:50 UTC
-    "attempts": [{"start_time": "2026-07-13 23:00:00", "end_time": "2026-07-14 00:00:00",  # 06:00-07:00 UTC
-                  "detail": [{"ip": "node01", "gpus": ["gpu0", "gpu1"]}]}],
-}]
+PHILLY_JOB = [
+    {
+        "status": "Pass",
+        "vc": "vc1",
+        "jobid": "job_gpu",
+        "user": "u1",
+        "submitted_time": "2026-07-13 22:50:00",  # America/Los_Angeles, PDT: 05:50 UTC
+        "attempts": [
+            {
+                "start_time": "2026-07-13 23:00:00",
+                "end_time": "2026-07-14 00:00:00",  # 06:00-07:00 UTC
+                "detail": [{"ip": "node01", "gpus": ["gpu0", "gpu1"]}],
+            }
+        ],
+    }
+]
 
 
 def test_report_over_nvidia_smi_samples(tmp_path: Path) -> None:
@@ -461,9 +559,11 @@ def test_csv_gzip_bom_and_crlf_read_alike(tmp_path: Path) -> None:
 def test_dmon_column_sets_follow_the_header(tmp_path: Path) -> None:
     # -s um -o DT: no power or temperature; fb (MB, i.e. MiB) is memory used
     um = tmp_path / "node12.log"
-    um.write_text("#Date       Time        gpu    sm   mem   enc   dec    fb\n"
-                  "#YYYYMMDD   HH:MM:SS    Idx     %     %     %     %    MB\n"
-                  "20260721 12:00:00     0    55    10     0     0  8000\n")
+    um.write_text(
+        "#Date       Time        gpu    sm   mem   enc   dec    fb\n"
+        "#YYYYMMDD   HH:MM:SS    Idx     %     %     %     %    MB\n"
+        "20260721 12:00:00     0    55    10     0     0  8000\n"
+    )
     db = tmp_path / "s.duckdb"
     ok(ingest(db, um, zone="UTC")[0], 1, 0)
     assert samples(db, "node12") == [(t(2026, 7, 21, 12), 0, 55.0)]
@@ -477,24 +577,31 @@ def test_dmon_column_sets_follow_the_header(tmp_path: Path) -> None:
 
 def test_query_range_without_dcgm_metrics_fails_clearly(tmp_path: Path) -> None:
     other = tmp_path / "node_load.json"
-    other.write_text('{"status":"success","data":{"resultType":"matrix","result":'
-                     '[{"metric":{"__name__":"node_load1","instance":"n1:9100"},"values":[[1700000000,"0.5"]]}]}}')
+    other.write_text(
+        '{"status":"success","data":{"resultType":"matrix","result":'
+        '[{"metric":{"__name__":"node_load1","instance":"n1:9100"},"values":[[1700000000,"0.5"]]}]}}'
+    )
     (failed,) = ingest(tmp_path / "s.duckdb", other, format_name="dcgm_query_range")
     assert failed.status == "failed" and "no series of a DCGM metric" in failed.message
 
 
 def test_a_log_holding_only_the_tool_failure_is_read_as_events(tmp_path: Path) -> None:
     failed_node = tmp_path / "node20.csv"
-    failed_node.write_text("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n\nNo devices were found\n")
+    failed_node.write_text(
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n\nNo devices were found\n"
+    )
     db = tmp_path / "s.duckdb"
     ok(ingest(db, failed_node)[0], 0, 0)  # recognized without --format
     assert rows(db, "SELECT machine_id, kind, line FROM gpu_events ORDER BY line") == [
-        ("node20", "tool_error", 1), ("node20", "tool_error", 3),
+        ("node20", "tool_error", 1),
+        ("node20", "tool_error", 3),
     ]
     no_library = tmp_path / "node21.csv"
-    no_library.write_text("NVIDIA-SMI couldn't find libnvidia-ml.so library in your system. Please make sure that the NVIDIA "
-                          "Display Driver is properly installed and present in your system.\nPlease also try adding directory "
-                          "that contains libnvidia-ml.so to your system PATH.\n")
+    no_library.write_text(
+        "NVIDIA-SMI couldn't find libnvidia-ml.so library in your system. Please make sure that the NVIDIA "
+        "Display Driver is properly installed and present in your system.\nPlease also try adding directory "
+        "that contains libnvidia-ml.so to your system PATH.\n"
+    )
     ok(ingest(db, no_library)[0], 0, 0)
     assert rows(db, "SELECT count(*) FROM gpu_events WHERE machine_id = 'node21'") == [(2,)]
 
@@ -505,29 +612,65 @@ REAL = DATA / "real"
 
 
 def events(db: Path) -> list[tuple]:  # type: ignore[type-arg]
-    return rows(db, "SELECT event_at, machine_id, gpu_index, kind, detail, line FROM gpu_events ORDER BY line, gpu_index")
+    return rows(
+        db, "SELECT event_at, machine_id, gpu_index, kind, detail, line FROM gpu_events ORDER BY line, gpu_index"
+    )
 
 
 def test_real_query_gpu_log_without_timestamp_takes_time_and_interval(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     # Europe/Berlin is UTC+1 in November: local 10:00:00 is 09:00:00 UTC; one row every 2 s
-    ok(ingest(db, REAL / "ksysguard-node01.csv", zone="Europe/Berlin", time="2022-11-18T10:00:00", interval_s=2.0)[0], 4, 0)
+    ok(
+        ingest(db, REAL / "ksysguard-node01.csv", zone="Europe/Berlin", time="2022-11-18T10:00:00", interval_s=2.0)[0],
+        4,
+        0,
+    )
     assert samples(db, "ksysguard-node01") == [
-        (t(2022, 11, 18, 9, 0, 0), 0, 26.0), (t(2022, 11, 18, 9, 0, 2), 0, 25.0),
-        (t(2022, 11, 18, 9, 0, 4), 0, 24.0), (t(2022, 11, 18, 9, 0, 6), 0, 26.0),
+        (t(2022, 11, 18, 9, 0, 0), 0, 26.0),
+        (t(2022, 11, 18, 9, 0, 2), 0, 25.0),
+        (t(2022, 11, 18, 9, 0, 4), 0, 24.0),
+        (t(2022, 11, 18, 9, 0, 6), 0, 26.0),
     ]
     # `4 %`, `83.92 W`, `56` (temperature has no unit even without nounits), `1320 MHz`
-    assert details(db, "ksysguard-node01")[0] == (t(2022, 11, 18, 9), 0, None, 4.0, None, None, 83.92, 56.0, 1320.0, None, None)
+    assert details(db, "ksysguard-node01")[0] == (
+        t(2022, 11, 18, 9),
+        0,
+        None,
+        4.0,
+        None,
+        None,
+        83.92,
+        56.0,
+        1320.0,
+        None,
+        None,
+    )
 
 
 def test_real_query_gpu_logs_that_cannot_tell_gpus_apart_fail_in_one_line(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     (no_index,) = ingest(db, REAL / "bpytop-2gpu.csv", host="ws", time="2020-11-15T12:00:00Z")
     assert no_index.status == "failed"
-    assert no_index.message.startswith(f"{REAL / 'bpytop-2gpu.csv'}: the field list has no GPU index, uuid or pci.bus_id")
-    columns = ("memory.total", "memory.free", "memory.used", "temperature.gpu", "fan.speed", "utilization.gpu", "utilization.memory")
-    (headerless,) = ingest(db, REAL / "i3pystatus-noheader.csv", format_name="nvsmi_csv", columns=columns, host="laptop",
-                           time="2020-04-02T10:00:00Z")
+    assert no_index.message.startswith(
+        f"{REAL / 'bpytop-2gpu.csv'}: the field list has no GPU index, uuid or pci.bus_id"
+    )
+    columns = (
+        "memory.total",
+        "memory.free",
+        "memory.used",
+        "temperature.gpu",
+        "fan.speed",
+        "utilization.gpu",
+        "utilization.memory",
+    )
+    (headerless,) = ingest(
+        db,
+        REAL / "i3pystatus-noheader.csv",
+        format_name="nvsmi_csv",
+        columns=columns,
+        host="laptop",
+        time="2020-04-02T10:00:00Z",
+    )
     assert headerless.status == "failed" and "has no GPU index" in headerless.message
     assert rows(db, "SELECT count(*) FROM gpu_samples") == [(0,)]
 
@@ -539,10 +682,18 @@ def test_real_interleaved_log_without_index_and_dmon_with_dates(tmp_path: Path) 
     assert refused.status == "failed" and "the field list has no GPU index, uuid or pci.bus_id" in refused.message
     # dmon -o TD: Asia/Shanghai is UTC+8 all year, so 13:54:35 is 05:54:35 UTC; a blank line skipped
     ok(ingest(db, REAL / "a10-mutc-dt.dmon", host="a10", zone="Asia/Shanghai")[0], 6, 0)
-    assert samples(db, "a10") == [(t(2024, 1, 4, 5, 54, 35 + k), 0, sm) for k, sm in enumerate([6.0, 0.0, 3.0, 13.0, 0.0, 3.0])]
+    assert samples(db, "a10") == [
+        (t(2024, 1, 4, 5, 54, 35 + k), 0, sm) for k, sm in enumerate([6.0, 0.0, 3.0, 13.0, 0.0, 3.0])
+    ]
     # fb in MB (= MiB), mem %, pclk MHz; no power or temperature in -s mutc
     assert [(d[3], d[4], d[8]) for d in details(db, "a10")] == [
-        (1.0, 239.0, 1695.0), (0.0, 74.0, 1695.0), (0.0, 7.0, 1695.0), (0.0, 478.0, 1695.0), (0.0, 67.0, 1695.0), (0.0, 7.0, 1695.0)]
+        (1.0, 239.0, 1695.0),
+        (0.0, 74.0, 1695.0),
+        (0.0, 7.0, 1695.0),
+        (0.0, 478.0, 1695.0),
+        (0.0, 67.0, 1695.0),
+        (0.0, 7.0, 1695.0),
+    ]
 
 
 def test_real_uuid_only_log_waits_for_a_file_that_gives_the_index(tmp_path: Path) -> None:
@@ -550,13 +701,20 @@ def test_real_uuid_only_log_waits_for_a_file_that_gives_the_index(tmp_path: Path
     p100 = REAL / "netdata-p100.csv"
     # its only row cannot be stored yet: the file fails, saying what to ingest first
     first = ingest(db, p100, host="p100", time="2023-01-01T00:00:00Z")[0]
-    assert first.status == "failed" and (
-        f"{p100}:2: every row was rejected, nothing stored (1 rows); the likely cause, in all:"
-        " GPU GPU-ef1b2c9b-38d8-2090-2bd1-f567a3eb42a6 has no index in this file: first ingest one that pairs it with"
-        " its index (e.g. nvidia-smi --query-gpu=index,uuid,pci.bus_id --format=csv)") in first.message
+    assert (
+        first.status == "failed"
+        and (
+            f"{p100}:2: every row was rejected, nothing stored (1 rows); the likely cause, in all:"
+            " GPU GPU-ef1b2c9b-38d8-2090-2bd1-f567a3eb42a6 has no index in this file: first ingest one that pairs it with"
+            " its index (e.g. nvidia-smi --query-gpu=index,uuid,pci.bus_id --format=csv)"
+        )
+        in first.message
+    )
     assert rows(db, "SELECT count(*) FROM ingested_files") == [(0,)]
     mapping = tmp_path / "p100-index.csv"
-    mapping.write_text("timestamp, index, uuid, utilization.gpu [%]\n2023/01/01 00:00:00.000, 3, GPU-ef1b2c9b-38d8-2090-2bd1-f567a3eb42a6, 0 %\n")
+    mapping.write_text(
+        "timestamp, index, uuid, utilization.gpu [%]\n2023/01/01 00:00:00.000, 3, GPU-ef1b2c9b-38d8-2090-2bd1-f567a3eb42a6, 0 %\n"
+    )
     ok(ingest(db, mapping, host="p100", zone="UTC")[0], 1, 0)
     again = ingest(db, p100, host="p100", time="2023-01-01T00:00:01Z")[0]
     assert (again.status, again.rows, again.rejects) == ("loaded", 1, 0)
@@ -568,36 +726,57 @@ def test_real_renamed_reason_fields_and_dmon_without_sm(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     # the query named clocks_throttle_reasons.*, driver 570 printed clocks_event_reasons.*; mask 0x4 = sw_power_cap
     ok(ingest(db, REAL / "gpu-st-ml-1.csv", time="2025-10-01T10:00:00Z")[0], 2, 0)
-    assert rows(db, "SELECT gpu_index, throttle_reasons FROM gpu_sample_details ORDER BY 1") == [(0, "sw_power_cap"), (1, "sw_power_cap")]
+    assert rows(db, "SELECT gpu_index, throttle_reasons FROM gpu_sample_details ORDER BY 1") == [
+        (0, "sw_power_cap"),
+        (1, "sw_power_cap"),
+    ]
     assert rows(db, "SELECT DISTINCT machine_id, model FROM gpu_devices") == [
-        ("gpu-st-ml-1", "NVIDIA RTX PRO 6000 Blackwell Server Edition")]
+        ("gpu-st-ml-1", "NVIDIA RTX PRO 6000 Blackwell Server Edition")
+    ]
     # dmon -s pt: pwr and gtemp only, no sm column (no utilization); `-` memory temperature; 1 s apart
     dmon_db = tmp_path / "d.duckdb"
     ok(ingest(dmon_db, REAL / "gpu-st-ml-1.dmon", time="2025-10-01T10:00:00Z", interval_s=1.0)[0], 4, 0)
     assert samples(dmon_db, "gpu-st-ml-1") == [
-        (t(2025, 10, 1, 10), 0, None), (t(2025, 10, 1, 10), 1, None),
-        (t(2025, 10, 1, 10, 0, 1), 0, None), (t(2025, 10, 1, 10, 0, 1), 1, None),
+        (t(2025, 10, 1, 10), 0, None),
+        (t(2025, 10, 1, 10), 1, None),
+        (t(2025, 10, 1, 10, 0, 1), 0, None),
+        (t(2025, 10, 1, 10, 0, 1), 1, None),
     ]
-    assert [(d[1], d[6], d[7]) for d in details(dmon_db, "gpu-st-ml-1")] == [(0, 30.0, 25.0), (1, 28.0, 25.0), (0, 30.0, 25.0), (1, 27.0, 25.0)]
+    assert [(d[1], d[6], d[7]) for d in details(dmon_db, "gpu-st-ml-1")] == [
+        (0, 30.0, 25.0),
+        (1, 28.0, 25.0),
+        (0, 30.0, 25.0),
+        (1, 27.0, 25.0),
+    ]
 
 
 def test_real_dmon_pastes_and_wrapper_output(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     # pasted as a Markdown quote; `temp` (old name) and `fb` (MB = MiB); ECC `-`
     ok(ingest(db, REAL / "deepspeech-pucvmet.dmon", host="ds", time="2016-11-11T10:00:00Z")[0], 4, 0)
-    assert samples(db, "ds") == [(t(2016, 11, 11, 10), 0, 25.0), (t(2016, 11, 11, 10), 1, 18.0),
-                                 (t(2016, 11, 11, 10), 2, 24.0), (t(2016, 11, 11, 10), 3, 18.0)]
+    assert samples(db, "ds") == [
+        (t(2016, 11, 11, 10), 0, 25.0),
+        (t(2016, 11, 11, 10), 1, 18.0),
+        (t(2016, 11, 11, 10), 2, 24.0),
+        (t(2016, 11, 11, 10), 3, 18.0),
+    ]
     assert details(db, "ds")[3] == (t(2016, 11, 11, 10), 3, None, 6.0, 11660.0, None, 86.0, 70.0, 1784.0, None, None)
     # the line DCGM's sample printed before dmon's header is a reject, not a failure
     ok(ingest(db, REAL / "dcgm-host-engine.dmon", host="gmt", time="2018-09-03T00:00:00Z", interval_s=1.0)[0], 2, 1)
-    assert rejects(db, "dcgm-host-engine.dmon") == [(1, "not the tool's output: a shell prompt or a note before the first header")]
-    assert details(db, "gmt") == [(t(2018, 9, 3, 0, 0, 0), 0, None, 1.0, None, None, 43.0, 48.0, 936.0, None, None),
-                                  (t(2018, 9, 3, 0, 0, 1), 0, None, 1.0, None, None, 43.0, 48.0, 936.0, None, None)]
+    assert rejects(db, "dcgm-host-engine.dmon") == [
+        (1, "not the tool's output: a shell prompt or a note before the first header")
+    ]
+    assert details(db, "gmt") == [
+        (t(2018, 9, 3, 0, 0, 0), 0, None, 1.0, None, None, 43.0, 48.0, 936.0, None, None),
+        (t(2018, 9, 3, 0, 0, 1), 0, None, 1.0, None, None, 43.0, 48.0, 936.0, None, None),
+    ]
     # a GeForce refusing dmon: recognized, stored as events
     refused = ingest(db, REAL / "geforce-gt640.dmon")[0]
     assert (refused.format, refused.status, refused.rows) == ("nvsmi_dmon", "loaded", 0)
-    assert [e[1:] for e in events(db)] == [("geforce-gt640", None, "tool_error", "Not supported on the device(s)", 1),
-                                           ("geforce-gt640", None, "tool_error", "Failed to process command line", 2)]
+    assert [e[1:] for e in events(db)] == [
+        ("geforce-gt640", None, "tool_error", "Not supported on the device(s)", 1),
+        ("geforce-gt640", None, "tool_error", "Failed to process command line", 2),
+    ]
 
 
 def test_real_xml_v12_mig_and_v13_power_fields(tmp_path: Path) -> None:
@@ -606,11 +785,15 @@ def test_real_xml_v12_mig_and_v13_power_fields(tmp_path: Path) -> None:
     # one <gpu> of attached_gpus 4 (nvidia-smi -i): its position is not its index
     first = ingest(db, a100, host="dgx01", zone="UTC")[0]
     ok(first, 0, 3)  # nothing it could store: the file fails, naming the cause
-    assert "a100-mig-v12.xml:8: every row was rejected, nothing stored (3 rows); the likely cause, in all:" \
-           " GPU GPU-513536b6-7d19-9063-b049-1e69664bb298 has no index" in first.message
+    assert (
+        "a100-mig-v12.xml:8: every row was rejected, nothing stored (3 rows); the likely cause, in all:"
+        " GPU GPU-513536b6-7d19-9063-b049-1e69664bb298 has no index" in first.message
+    )
     mapping = tmp_path / "dgx01.csv"
-    mapping.write_text("timestamp, index, uuid, utilization.gpu [%]\n"
-                       "2023/08/04 11:44:29.000, 1, GPU-513536b6-7d19-9063-b049-1e69664bb298, [N/A]\n")
+    mapping.write_text(
+        "timestamp, index, uuid, utilization.gpu [%]\n"
+        "2023/08/04 11:44:29.000, 1, GPU-513536b6-7d19-9063-b049-1e69664bb298, [N/A]\n"
+    )
     ok(ingest(db, mapping, zone="UTC")[0], 1, 0)
     assert ingest(db, a100, host="dgx01", zone="UTC")[0].rows == 3
     at = t(2023, 8, 4, 11, 44, 30)
@@ -624,11 +807,15 @@ def test_real_xml_v12_mig_and_v13_power_fields(tmp_path: Path) -> None:
     assert samples(db, "dgx01") == [(t(2023, 8, 4, 11, 44, 29), 1, None), (at, 1, None)]
     # v11 on Windows (WDDM): power_readings/power_draw; the only GPU attached, so index 0; gpu_idle active
     ok(ingest(db, REAL / "rtx2080-win-v11.xml", host="win", zone="UTC")[0], 1, 0)
-    assert details(db, "win") == [(t(2022, 9, 20, 14, 7, 39), 0, None, 7.0, 862.0, 8192.0, 14.5, 29.0, 193.0, None, "gpu_idle")]
+    assert details(db, "win") == [
+        (t(2022, 9, 20, 14, 7, 39), 0, None, 7.0, 862.0, 8192.0, 14.5, 29.0, 193.0, None, "gpu_idle")
+    ]
     assert samples(db, "win") == [(t(2022, 9, 20, 14, 7, 39), 0, 2.0)]
     # v13: no power_draw, only average_power_draw (3.97) and instant_power_draw (3.99): the instant one
     ok(ingest(db, REAL / "blackwell-v13.xml", host="ws", zone="UTC")[0], 1, 0)
-    assert details(db, "ws") == [(t(2025, 12, 30, 9, 49, 57), 0, None, 0.0, 65720.0, 97887.0, 3.99, 24.0, 180.0, None, "none")]
+    assert details(db, "ws") == [
+        (t(2025, 12, 30, 9, 49, 57), 0, None, 0.0, 65720.0, 97887.0, 3.99, 24.0, 180.0, None, "none")
+    ]
 
 
 def test_real_dcgm_scrapes_of_several_versions(tmp_path: Path) -> None:
@@ -637,7 +824,8 @@ def test_real_dcgm_scrapes_of_several_versions(tmp_path: Path) -> None:
     # pci_bus_id label and XID err_code/err_msg labels; Xid 0 is no event
     ok(ingest(db, REAL / "debian-3090.prom", time="2024-05-21T10:00:00Z")[0], 1, 0)
     assert rows(db, "SELECT machine_id, gpu_index, pci_bus_id, model FROM gpu_devices") == [
-        ("debian", 0, "0000:08:00.0", "NVIDIA GeForce RTX 3090")]
+        ("debian", 0, "0000:08:00.0", "NVIDIA GeForce RTX 3090")
+    ]
     assert events(db) == []
     # H100 MIG with Kubernetes labels on some series: one row per GPU instance, no parent row
     ok(ingest(db, REAL / "gsrh100-074-mig.prom", time="2024-05-21T10:00:00Z")[0], 3, 0)
@@ -646,8 +834,10 @@ def test_real_dcgm_scrapes_of_several_versions(tmp_path: Path) -> None:
     # no Hostname label: the host is --host; gpu 0 has only profiling fields (DRAM, PCIe RX):
     # their details, and no utilization sample
     ok(ingest(db, REAL / "gmt-189.prom", host="t4", time="2024-05-21T10:00:00Z")[0], 2, 0)
-    assert details(db, "t4") == [(at, 0, None, None, None, None, None, None, None, None, None),
-                                 (at, 1, None, None, None, None, 167.36, 56.0, 1380.0, None, None)]
+    assert details(db, "t4") == [
+        (at, 0, None, None, None, None, None, None, None, None, None),
+        (at, 1, None, None, None, None, 167.36, 56.0, 1380.0, None, None),
+    ]
     assert [p[:2] + p[8:10] for p in profile(db, "t4")] == [(0, None, 0.0, 0.0), (1, None, None, None)]
     assert samples(db, "t4") == [(at, 1, None)]  # GPU 1: a sample without utilization, as before
     # the first exporter's names (dcgm_gpu_utilization, lower-case uuid)
@@ -658,12 +848,18 @@ def test_real_dcgm_scrapes_of_several_versions(tmp_path: Path) -> None:
 
 def test_real_prometheus_api_answers_without_dcgm_data(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
-    up, empty, error = (ingest(db, REAL / name)[0]  # recognized as Prometheus API answers
-                        for name in ("prometheus4j-up.json", "gpu-operator-983-empty.json", "prometheus-846-error.json"))
+    up, empty, error = (
+        ingest(db, REAL / name)[0]  # recognized as Prometheus API answers
+        for name in ("prometheus4j-up.json", "gpu-operator-983-empty.json", "prometheus-846-error.json")
+    )
     assert up.status == empty.status == error.status == "failed"
-    assert "no series of a DCGM metric gca reads" in up.message and "no series of a DCGM metric gca reads" in empty.message
-    assert error.message.startswith(f"{REAL / 'prometheus-846-error.json'}: the query failed: invalid expression type "
-                                    '"matrix" for range query, must be scalar or vector')
+    assert (
+        "no series of a DCGM metric gca reads" in up.message and "no series of a DCGM metric gca reads" in empty.message
+    )
+    assert error.message.startswith(
+        f"{REAL / 'prometheus-846-error.json'}: the query failed: invalid expression type "
+        '"matrix" for range query, must be scalar or vector'
+    )
 
 
 # ------------------------------------------------------------------ broken and hostile files
@@ -684,7 +880,9 @@ def test_a_cut_last_line_is_a_reject_not_a_shorter_number(tmp_path: Path) -> Non
     assert rejects(db, "node31.prom") == [(3, "the line has no line end: the log was cut off while being written")]
     assert samples(db, "node31") == [(t(2026, 7, 14, 8), 0, 87.0)]
     ended_in_a_comment = tmp_path / "node49.prom"
-    ended_in_a_comment.write_text('# time: 2026-07-14T08:00:00Z\nDCGM_FI_DEV_GPU_UTIL{gpu="0"} 87\n# time: 2026-07-14T08:0')
+    ended_in_a_comment.write_text(
+        '# time: 2026-07-14T08:00:00Z\nDCGM_FI_DEV_GPU_UTIL{gpu="0"} 87\n# time: 2026-07-14T08:0'
+    )
     ok(ingest(db, ended_in_a_comment)[0], 1, 0)
 
 
@@ -695,14 +893,22 @@ def test_utf16_binary_and_damaged_gzip_fail_in_one_line(tmp_path: Path) -> None:
     binary = tmp_path / "node33.csv"
     binary.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)))
     damaged = tmp_path / "node34.csv.gz"
-    body = CSV_HEADER + "".join(f"2026/07/14 08:{i // 60:02d}:{i % 60:02d}.000, 0, {i % 100} %, {i} MiB\n" for i in range(3000))
+    body = CSV_HEADER + "".join(
+        f"2026/07/14 08:{i // 60:02d}:{i % 60:02d}.000, 0, {i % 100} %, {i} MiB\n" for i in range(3000)
+    )
     packed = gzip.compress(body.encode())
     damaged.write_bytes(packed[: len(packed) * 2 // 3])  # a copy interrupted part way
     reports = [ingest(db, f, format_name="nvsmi_csv", zone="UTC")[0] for f in (utf16, binary, damaged)]
     assert [r.status for r in reports] == ["failed"] * 3
-    assert reports[0].message.startswith(f"{utf16}:1: UTF-16 text") and "iconv -f UTF-16 -t UTF-8 node32.csv" in reports[0].message
+    assert (
+        reports[0].message.startswith(f"{utf16}:1: UTF-16 text")
+        and "iconv -f UTF-16 -t UTF-8 node32.csv" in reports[0].message
+    )
     assert reports[1].message.startswith(f"{binary}:1: binary data, not the text nvidia-smi or dcgm-exporter prints")
-    assert reports[2].message.startswith(f"{damaged}:") and "the compressed file is damaged or cut short" in reports[2].message
+    assert (
+        reports[2].message.startswith(f"{damaged}:")
+        and "the compressed file is damaged or cut short" in reports[2].message
+    )
     assert rows(db, "SELECT count(*) FROM gpu_samples") == [(0,)]
     assert rows(db, "SELECT count(*) FROM ingested_files") == [(0,)]
 
@@ -726,17 +932,22 @@ def test_empty_and_header_only_files(tmp_path: Path) -> None:
 def test_times_in_the_skipped_hour_and_times_not_as_nvidia_smi_prints_them(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     log = tmp_path / "node38.csv"
-    log.write_text(CSV_HEADER
-                   + "2026/03/08 01:59:59.000, 0, 10 %, 5 MiB\n"   # EST (UTC-5): 06:59:59 UTC
-                   + "2026/03/08 02:30:00.000, 0, 20 %, 5 MiB\n"   # 02:00-03:00 does not exist in New York that day
-                   + "2026/03/08 03:00:01, 0, 30 %, 5 MiB\n"       # EDT (UTC-4), no milliseconds: 07:00:01 UTC
-                   + "2026/03/08 03:00:02 PM, 0, 40 %, 5 MiB\n"    # no 12-hour clock in nvidia-smi: not read as 03:00
-                   + "2026/03/08 03:00:03+02:00, 0, 50 %, 5 MiB\n")  # nor an offset it would drop
+    log.write_text(
+        CSV_HEADER
+        + "2026/03/08 01:59:59.000, 0, 10 %, 5 MiB\n"  # EST (UTC-5): 06:59:59 UTC
+        + "2026/03/08 02:30:00.000, 0, 20 %, 5 MiB\n"  # 02:00-03:00 does not exist in New York that day
+        + "2026/03/08 03:00:01, 0, 30 %, 5 MiB\n"  # EDT (UTC-4), no milliseconds: 07:00:01 UTC
+        + "2026/03/08 03:00:02 PM, 0, 40 %, 5 MiB\n"  # no 12-hour clock in nvidia-smi: not read as 03:00
+        + "2026/03/08 03:00:03+02:00, 0, 50 %, 5 MiB\n"
+    )  # nor an offset it would drop
     ok(ingest(db, log, zone="America/New_York")[0], 2, 3)
     assert samples(db, "node38") == [(t(2026, 3, 8, 6, 59, 59), 0, 10.0), (t(2026, 3, 8, 7, 0, 1), 0, 30.0)]
     assert rejects(db, "node38.csv") == [
-        (3, "time 2026/03/08 02:30:00.000 does not exist in America/New_York (clocks skip it when they go forward): "
-            "is --tz the zone the log was written in?"),
+        (
+            3,
+            "time 2026/03/08 02:30:00.000 does not exist in America/New_York (clocks skip it when they go forward): "
+            "is --tz the zone the log was written in?",
+        ),
         (5, "unreadable time 2026/03/08 03:00:02 PM"),
         (6, "unreadable time 2026/03/08 03:00:03+02:00"),
     ]
@@ -767,15 +978,37 @@ def test_duplicate_series_in_a_scrape(tmp_path: Path) -> None:
 def test_query_range_points_of_the_wrong_shape(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     export = tmp_path / "DCGM_FI_DEV_GPU_UTIL.json"
-    export.write_text(json.dumps({"status": "success", "warnings": ["partial data"], "data": {"resultType": "matrix", "result": [
-        {"metric": {"Hostname": "n1", "gpu": "0"},
-         "values": [[1700000000, "5"], [1700000015], [1700000030, "7", "8"], [1700000045, "NaN"], [1700000060, "+Inf"]]}]}}))
+    export.write_text(
+        json.dumps(
+            {
+                "status": "success",
+                "warnings": ["partial data"],
+                "data": {
+                    "resultType": "matrix",
+                    "result": [
+                        {
+                            "metric": {"Hostname": "n1", "gpu": "0"},
+                            "values": [
+                                [1700000000, "5"],
+                                [1700000015],
+                                [1700000030, "7", "8"],
+                                [1700000045, "NaN"],
+                                [1700000060, "+Inf"],
+                            ],
+                        }
+                    ],
+                },
+            }
+        )
+    )
     ok(ingest(db, export)[0], 2, 3)
     # 1700000000 is 2023-11-14 22:13:20 UTC; NaN is a missing value, +Inf no value at all
     assert samples(db, "n1") == [(t(2023, 11, 14, 22, 13, 20), 0, 5.0), (t(2023, 11, 14, 22, 14, 5), 0, None)]
     assert [r[1] for r in rejects(db, "DCGM_FI_DEV_GPU_UTIL.json")] == [
-        'a point is [time, "value"], not [1700000015]', 'a point is [time, "value"], not [1700000030,"7","8"]',
-        "unreadable GPU utilization +Inf"]
+        'a point is [time, "value"], not [1700000015]',
+        'a point is [time, "value"], not [1700000030,"7","8"]',
+        "unreadable GPU utilization +Inf",
+    ]
     scalar = tmp_path / "scalar.json"
     scalar.write_text('{"status":"success","data":{"resultType":"scalar","result":[1700000000,"1"]}}')
     (failed,) = ingest(db, scalar, format_name="dcgm_query_range")
@@ -792,13 +1025,24 @@ def test_a_lost_gpu_is_one_event_and_no_numbers(tmp_path: Path) -> None:
         "2026/09/14 01:09:14.213, 1, 40, 60.00 W, 0 %, 0x0000000000000001\n"
         "2026/09/14 01:09:15.219, 0, [GPU is lost], [GPU is lost], [GPU is lost], [GPU is lost]\n"
         "2026/09/14 01:09:15.221, 1, 40, 60.00 W, 0 %, 0x0000000000000001\n"
-        "2026/09/14 01:09:16.226, 0, [GPU is lost], [GPU is lost], [GPU is lost], [GPU is lost]\n")
+        "2026/09/14 01:09:16.226, 0, [GPU is lost], [GPU is lost], [GPU is lost], [GPU is lost]\n"
+    )
     ok(ingest(db, lost, zone="UTC")[0], 5, 0)
     assert [s for s in samples(db, "node40") if s[1] == 0] == [
-        (t(2026, 9, 14, 1, 9, 14, 211000), 0, 100.0), (t(2026, 9, 14, 1, 9, 15, 219000), 0, None),
-        (t(2026, 9, 14, 1, 9, 16, 226000), 0, None)]
-    assert events(db) == [(t(2026, 9, 14, 1, 9, 15, 219000), "node40", 0, "gpu_lost",
-                           "[GPU is lost] in 2 samples from 2026-09-14 01:09:15 to 2026-09-14 01:09:16", 4)]
+        (t(2026, 9, 14, 1, 9, 14, 211000), 0, 100.0),
+        (t(2026, 9, 14, 1, 9, 15, 219000), 0, None),
+        (t(2026, 9, 14, 1, 9, 16, 226000), 0, None),
+    ]
+    assert events(db) == [
+        (
+            t(2026, 9, 14, 1, 9, 15, 219000),
+            "node40",
+            0,
+            "gpu_lost",
+            "[GPU is lost] in 2 samples from 2026-09-14 01:09:15 to 2026-09-14 01:09:16",
+            4,
+        )
+    ]
 
 
 def test_crlf_dmon_and_scrape(tmp_path: Path) -> None:
@@ -812,7 +1056,9 @@ def test_crlf_dmon_and_scrape(tmp_path: Path) -> None:
     assert samples(db, "node41") == samples(db, "node42") == [(t(2026, 7, 14, 8), 0, 55.0)]
 
 
-def test_memory_is_bounded_while_a_file_loads_and_the_limit_put_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_memory_is_bounded_while_a_file_loads_and_the_limit_put_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from gpucluster_analysis.ingest import nvsmi
 
     log = tmp_path / "node43.csv"
@@ -845,27 +1091,38 @@ def test_the_repeated_hour_is_read_in_the_order_the_log_went_through_it(tmp_path
     db = tmp_path / "s.duckdb"
     log = tmp_path / "node44.csv"
     # Europe/Zurich, 2026-10-25: at 03:00 CEST (UTC+2) clocks go back to 02:00 CET (UTC+1)
-    log.write_text(CSV_HEADER
-                   + "2026/10/25 01:59:59.000, 0, 1 %, 5 MiB\n"   # CEST: 23:59:59 UTC the day before
-                   + "2026/10/25 02:30:00.000, 0, 2 %, 5 MiB\n"   # first pass, CEST: 00:30 UTC
-                   + "2026/10/25 02:59:59.000, 0, 3 %, 5 MiB\n"   # first pass: 00:59:59 UTC
-                   + "2026/10/25 02:00:00.500, 0, 4 %, 5 MiB\n"   # the clock went back: second pass, CET: 01:00:00.5 UTC
-                   + "2026/10/25 02:59:00.000, 0, 5 %, 5 MiB\n"   # still the second pass: 01:59 UTC
-                   + "2026/10/25 03:00:01.000, 0, 6 %, 5 MiB\n")  # CET: 02:00:01 UTC
+    log.write_text(
+        CSV_HEADER
+        + "2026/10/25 01:59:59.000, 0, 1 %, 5 MiB\n"  # CEST: 23:59:59 UTC the day before
+        + "2026/10/25 02:30:00.000, 0, 2 %, 5 MiB\n"  # first pass, CEST: 00:30 UTC
+        + "2026/10/25 02:59:59.000, 0, 3 %, 5 MiB\n"  # first pass: 00:59:59 UTC
+        + "2026/10/25 02:00:00.500, 0, 4 %, 5 MiB\n"  # the clock went back: second pass, CET: 01:00:00.5 UTC
+        + "2026/10/25 02:59:00.000, 0, 5 %, 5 MiB\n"  # still the second pass: 01:59 UTC
+        + "2026/10/25 03:00:01.000, 0, 6 %, 5 MiB\n"
+    )  # CET: 02:00:01 UTC
     ok(ingest(db, log, zone="Europe/Zurich")[0], 6, 0)
     assert [(s[0], s[2]) for s in samples(db, "node44")] == [
-        (t(2026, 10, 24, 23, 59, 59), 1.0), (t(2026, 10, 25, 0, 30), 2.0), (t(2026, 10, 25, 0, 59, 59), 3.0),
-        (t(2026, 10, 25, 1, 0, 0, 500000), 4.0), (t(2026, 10, 25, 1, 59), 5.0), (t(2026, 10, 25, 2, 0, 1), 6.0)]
+        (t(2026, 10, 24, 23, 59, 59), 1.0),
+        (t(2026, 10, 25, 0, 30), 2.0),
+        (t(2026, 10, 25, 0, 59, 59), 3.0),
+        (t(2026, 10, 25, 1, 0, 0, 500000), 4.0),
+        (t(2026, 10, 25, 1, 59), 5.0),
+        (t(2026, 10, 25, 2, 0, 1), 6.0),
+    ]
 
 
 def test_nvidia_smi_q_text_is_refused_with_the_xml_command(tmp_path: Path) -> None:
     text = tmp_path / "node45.txt"
-    text.write_text("\n==============NVSMI LOG==============\n\nTimestamp                           : Tue Aug 15 16:00:35 2017\n"
-                    "Driver Version                      : 375.66\n\nAttached GPUs                       : 1\nGPU 0000:01:00.0\n"
-                    "    Utilization\n        Gpu                         : 47 %\n")
+    text.write_text(
+        "\n==============NVSMI LOG==============\n\nTimestamp                           : Tue Aug 15 16:00:35 2017\n"
+        "Driver Version                      : 375.66\n\nAttached GPUs                       : 1\nGPU 0000:01:00.0\n"
+        "    Utilization\n        Gpu                         : 47 %\n"
+    )
     (failed,) = ingest(tmp_path / "s.duckdb", text)
     assert (failed.format, failed.status) == ("nvsmi_xml", "failed")
-    assert failed.message.startswith(f"{text}: nvidia-smi -q text: gca reads the same report as XML (log it with nvidia-smi -q -x")
+    assert failed.message.startswith(
+        f"{text}: nvidia-smi -q text: gca reads the same report as XML (log it with nvidia-smi -q -x"
+    )
 
 
 def test_sample_stamps_in_seconds_and_the_kubernetes_node_label(tmp_path: Path) -> None:
@@ -877,9 +1134,28 @@ def test_sample_stamps_in_seconds_and_the_kubernetes_node_label(tmp_path: Path) 
     assert rejects(db, "node46.prom") == [(2, "sample timestamp 1700000000 is not in epoch milliseconds")]
     export = tmp_path / "util.json"
     # Hostname is the exporter's pod; kubernetes_node (added by Prometheus' discovery) the machine
-    export.write_text(json.dumps({"status": "success", "data": {"resultType": "vector", "result": [
-        {"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0", "Hostname": "nvidia-dcgm-exporter-7xk2p",
-                    "kubernetes_node": "gpu-node-3", "instance": "10.1.2.3:9400"}, "value": [1700000000, "80"]}]}}))
+    export.write_text(
+        json.dumps(
+            {
+                "status": "success",
+                "data": {
+                    "resultType": "vector",
+                    "result": [
+                        {
+                            "metric": {
+                                "__name__": "DCGM_FI_DEV_GPU_UTIL",
+                                "gpu": "0",
+                                "Hostname": "nvidia-dcgm-exporter-7xk2p",
+                                "kubernetes_node": "gpu-node-3",
+                                "instance": "10.1.2.3:9400",
+                            },
+                            "value": [1700000000, "80"],
+                        }
+                    ],
+                },
+            }
+        )
+    )
     ok(ingest(db, export)[0], 1, 0)
     assert samples(db, "gpu-node-3") == [(t(2023, 11, 14, 22, 13, 20), 0, 80.0)]
 
@@ -889,14 +1165,19 @@ def test_units_tell_a_wrong_columns_order_from_the_right_one(tmp_path: Path) -> 
     log = tmp_path / "node47.csv"
     # nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv,noheader
     log.write_text("2026/07/14 08:00:00.000, 0, 26 %, 81559 MiB\n2026/07/14 08:00:01.000, 0, 27 %, 1_000 MiB\n")
-    swapped = ingest(db, log, format_name="nvsmi_csv", zone="UTC", columns=("timestamp", "index", "memory.used", "utilization.gpu"))[0]
+    swapped = ingest(
+        db, log, format_name="nvsmi_csv", zone="UTC", columns=("timestamp", "index", "memory.used", "utilization.gpu")
+    )[0]
     # utilization cannot be `81559 MiB` (nor memory `26 %`): both rows rejected, so the file
     # fails, nothing stored under the wrong name
     assert swapped.status == "failed"
-    assert "node47.csv:1: every row was rejected, nothing stored (2 rows); the likely cause, in all:" \
-           " unreadable GPU utilization 81559 MiB" in swapped.message
-    right = ingest(db, log, format_name="nvsmi_csv", zone="UTC",
-                   columns=("timestamp", "index", "utilization.gpu", "memory.used"))[0]
+    assert (
+        "node47.csv:1: every row was rejected, nothing stored (2 rows); the likely cause, in all:"
+        " unreadable GPU utilization 81559 MiB" in swapped.message
+    )
+    right = ingest(
+        db, log, format_name="nvsmi_csv", zone="UTC", columns=("timestamp", "index", "utilization.gpu", "memory.used")
+    )[0]
     assert (right.status, right.rows, right.rejects) == ("loaded", 1, 1)
     assert rejects(db, "node47.csv") == [(2, "unreadable memory used 1_000 MiB")]
 
@@ -905,14 +1186,20 @@ def test_promtool_tsdb_dump_lines(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     dump = tmp_path / "dump.txt"
     # promtool tsdb dump: the name as a label, epoch ms; 1700000000000 ms = 2023-11-14 22:13:20 UTC
-    dump.write_text('{__name__="DCGM_FI_DEV_GPU_UTIL", Hostname="n7", gpu="0", instance="10.0.0.7:9400"} 87 1700000000000\n'
-                    '{__name__="DCGM_FI_DEV_GPU_UTIL", Hostname="n7", gpu="0", instance="10.0.0.7:9400"} 90 1700000015000\n'
-                    '{__name__="up", instance="10.0.0.7:9400", job="dcgm"} 1 1700000000000\n')
+    dump.write_text(
+        '{__name__="DCGM_FI_DEV_GPU_UTIL", Hostname="n7", gpu="0", instance="10.0.0.7:9400"} 87 1700000000000\n'
+        '{__name__="DCGM_FI_DEV_GPU_UTIL", Hostname="n7", gpu="0", instance="10.0.0.7:9400"} 90 1700000015000\n'
+        '{__name__="up", instance="10.0.0.7:9400", job="dcgm"} 1 1700000000000\n'
+    )
     report = ingest(db, dump)[0]
     assert (report.format, report.status, report.rows, report.rejects) == ("dcgm_prom", "loaded", 2, 0)
     assert samples(db, "n7") == [(t(2023, 11, 14, 22, 13, 20), 0, 87.0), (t(2023, 11, 14, 22, 13, 35), 0, 90.0)]
     assert parse_sample('{__name__="DCGM_FI_DEV_FB_USED", gpu="1"} 512 1700000000000') == (
-        "DCGM_FI_DEV_FB_USED", {"gpu": "1"}, "512", "1700000000000")
+        "DCGM_FI_DEV_FB_USED",
+        {"gpu": "1"},
+        "512",
+        "1700000000000",
+    )
 
 
 def test_other_exporters_lines_in_a_scrape_are_not_dcgm_samples(tmp_path: Path) -> None:
@@ -931,7 +1218,8 @@ def test_other_exporters_lines_in_a_scrape_are_not_dcgm_samples(tmp_path: Path) 
         'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-a",Hostname="node48"} 42\n'
         'DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-a",Hostname="node48"} 61\n'
         'DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{gpu="0",UUID="GPU-a",Hostname="node48"} 12345\n'
-        "# EOF\n")
+        "# EOF\n"
+    )
     ok(ingest(db, scrape)[0], 1, 0)
     assert samples(db, "node48") == [(t(2026, 7, 14, 8), 0, 42.0)]
     assert details(db, "node48") == [(t(2026, 7, 14, 8), 0, None, None, None, None, None, 61.0, None, None, None)]
@@ -942,14 +1230,36 @@ def test_query_range_series_of_different_lengths(tmp_path: Path) -> None:
     export = tmp_path / "export.json"
     labels = {"Hostname": "n2", "gpu": "0", "UUID": "GPU-n2"}
     # GPU_UTIL has 3 points, POWER_USAGE 2 (the exporter restarted): the third row has no power
-    export.write_text(json.dumps({"status": "success", "data": {"resultType": "matrix", "result": [
-        {"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", **labels}, "values": [[1700000000, "10"], [1700000015, "20"], [1700000030, "30"]]},
-        {"metric": {"__name__": "DCGM_FI_DEV_POWER_USAGE", **labels}, "values": [[1700000000, "100.5"], [1700000015, "200.25"]]},
-    ]}}))
+    export.write_text(
+        json.dumps(
+            {
+                "status": "success",
+                "data": {
+                    "resultType": "matrix",
+                    "result": [
+                        {
+                            "metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", **labels},
+                            "values": [[1700000000, "10"], [1700000015, "20"], [1700000030, "30"]],
+                        },
+                        {
+                            "metric": {"__name__": "DCGM_FI_DEV_POWER_USAGE", **labels},
+                            "values": [[1700000000, "100.5"], [1700000015, "200.25"]],
+                        },
+                    ],
+                },
+            }
+        )
+    )
     ok(ingest(db, export)[0], 3, 0)
-    assert samples(db, "n2") == [(t(2023, 11, 14, 22, 13, 20), 0, 10.0), (t(2023, 11, 14, 22, 13, 35), 0, 20.0),
-                                 (t(2023, 11, 14, 22, 13, 50), 0, 30.0)]
-    assert [(d[0], d[6]) for d in details(db, "n2")] == [(t(2023, 11, 14, 22, 13, 20), 100.5), (t(2023, 11, 14, 22, 13, 35), 200.25)]
+    assert samples(db, "n2") == [
+        (t(2023, 11, 14, 22, 13, 20), 0, 10.0),
+        (t(2023, 11, 14, 22, 13, 35), 0, 20.0),
+        (t(2023, 11, 14, 22, 13, 50), 0, 30.0),
+    ]
+    assert [(d[0], d[6]) for d in details(db, "n2")] == [
+        (t(2023, 11, 14, 22, 13, 20), 100.5),
+        (t(2023, 11, 14, 22, 13, 35), 200.25),
+    ]
 
 
 # ------------------------------------------------------------------ full --query-gpu captures, pasted commands (issue #9)
@@ -976,10 +1286,10 @@ def _number(text: str, unit: str) -> float | None:
 @pytest.mark.parametrize(
     ("name", "driver", "fields"),
     [
-        ("h100-590.csv", "590.48.01", 212),        # Linux, H100 SXM, MIG off
-        ("h100-mig-590.csv", "590.48.01", 212),    # Linux, H100 in MIG mode: utilization [N/A]
-        ("l40s-595.csv", "595.80", 202),           # Linux, L40S
-        ("win-rtx2080s-591.csv", "591.86", 210),   # Windows (WDDM), GeForce RTX 2080 SUPER
+        ("h100-590.csv", "590.48.01", 212),  # Linux, H100 SXM, MIG off
+        ("h100-mig-590.csv", "590.48.01", 212),  # Linux, H100 in MIG mode: utilization [N/A]
+        ("l40s-595.csv", "595.80", 202),  # Linux, L40S
+        ("win-rtx2080s-591.csv", "591.86", 210),  # Windows (WDDM), GeForce RTX 2080 SUPER
     ],
 )
 def test_real_full_query_gpu_captures_ingest(tmp_path: Path, name: str, driver: str, fields: int) -> None:
@@ -996,11 +1306,14 @@ def test_real_full_query_gpu_captures_ingest(tmp_path: Path, name: str, driver: 
     host = name.removesuffix(".csv")
     assert samples(db, host) == [
         (datetime.strptime(r["timestamp"], "%Y/%m/%d %H:%M:%S.%f"), int(r["index"]), _number(r["utilization.gpu"], "%"))
-        for r in expected]
+        for r in expected
+    ]
     assert [(d[4], d[6]) for d in details(db, host)] == [
-        (_number(r["memory.used"], "MiB"), round(_number(r["power.draw"], "W"), 2)) for r in expected]  # type: ignore[arg-type]
+        (_number(r["memory.used"], "MiB"), round(_number(r["power.draw"], "W"), 2)) for r in expected
+    ]  # type: ignore[arg-type]
     assert rows(db, "SELECT pci_bus_id, model FROM gpu_devices") == [
-        (expected[0]["pci.bus_id"].lower()[-12:], expected[0]["name"])]
+        (expected[0]["pci.bus_id"].lower()[-12:], expected[0]["name"])
+    ]
 
 
 def test_real_mig_capture_has_no_utilization_and_the_values_it_has(tmp_path: Path) -> None:
@@ -1008,7 +1321,10 @@ def test_real_mig_capture_has_no_utilization_and_the_values_it_has(tmp_path: Pat
     ok(ingest(db, REAL / "h100-mig-590.csv", zone="UTC")[0], 2, 0)
     # MIG mode: utilization.gpu [N/A] (NULL, never 0); 59 and 11125 MiB of 81559, 71.15 and 433.78 W
     assert [s[2] for s in samples(db, "h100-mig-590")] == [None, None]
-    assert [(d[4], d[5], d[6]) for d in details(db, "h100-mig-590")] == [(59.0, 81559.0, 71.15), (11125.0, 81559.0, 433.78)]
+    assert [(d[4], d[5], d[6]) for d in details(db, "h100-mig-590")] == [
+        (59.0, 81559.0, 71.15),
+        (11125.0, 81559.0, 433.78),
+    ]
 
 
 def test_real_2020_log_after_a_prompt_line(tmp_path: Path) -> None:
@@ -1016,10 +1332,15 @@ def test_real_2020_log_after_a_prompt_line(tmp_path: Path) -> None:
     # `Singularity> cat util.csv` above the header: a counted reject; Europe/Copenhagen is UTC+1
     # in November, so 13:48:11.412 is 12:48:11.412 UTC; one row every 5 s (-l 5)
     ok(ingest(db, REAL / "aicloud-v100.csv", zone="Europe/Copenhagen")[0], 4, 1)
-    assert rejects(db, "aicloud-v100.csv") == [(1, "not the tool's output: a shell prompt or a note before the first header")]
+    assert rejects(db, "aicloud-v100.csv") == [
+        (1, "not the tool's output: a shell prompt or a note before the first header")
+    ]
     assert samples(db, "aicloud-v100") == [
-        (t(2020, 11, 12, 12, 48, 11, 412000), 0, 99.0), (t(2020, 11, 12, 12, 48, 16, 415000), 0, 99.0),
-        (t(2020, 11, 12, 12, 48, 21, 417000), 0, 99.0), (t(2020, 11, 12, 12, 48, 26, 419000), 0, 98.0)]
+        (t(2020, 11, 12, 12, 48, 11, 412000), 0, 99.0),
+        (t(2020, 11, 12, 12, 48, 16, 415000), 0, 99.0),
+        (t(2020, 11, 12, 12, 48, 21, 417000), 0, 99.0),
+        (t(2020, 11, 12, 12, 48, 26, 419000), 0, 98.0),
+    ]
     assert {(d[4], d[5]) for d in details(db, "aicloud-v100")} == {(30994.0, 32480.0)}
 
 
@@ -1030,12 +1351,15 @@ def test_real_command_line_above_its_header_and_a_capture_without_times(tmp_path
     (refused,) = ingest(db, path, zone="UTC")
     assert refused.status == "failed" and refused.message == (
         f"{path}: a --query-gpu log without timestamp has no times (pass --time (when the first sample was taken) "
-        "and --interval (seconds between samples))")
+        "and --interval (seconds between samples))"
+    )
     ok(ingest(db, path, zone="UTC", time="2022-04-18T12:00:00Z")[0], 1, 0)
     # the command asked for gpu_name,gpu_bus_id; the header printed name, pci.bus_id: the header wins.
     # No index: GPU 0 by PCI order; 20 %, 682 of 5934 MiB, 36 C
     assert samples(db, "smc57-rtx2060") == [(t(2022, 4, 18, 12), 0, 20.0)]
-    assert details(db, "smc57-rtx2060") == [(t(2022, 4, 18, 12), 0, None, 8.0, 682.0, 5934.0, None, 36.0, None, None, None)]
+    assert details(db, "smc57-rtx2060") == [
+        (t(2022, 4, 18, 12), 0, None, 8.0, 682.0, 5934.0, None, 36.0, None, None, None)
+    ]
     assert rows(db, "SELECT pci_bus_id, model FROM gpu_devices") == [("0000:09:00.0", "GeForce RTX 2060")]
 
 
@@ -1052,7 +1376,7 @@ def test_real_noheader_paste_takes_its_fields_from_the_command(tmp_path: Path) -
     [
         "$ nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader,nounits -l 5",
         "user@gpu01:~$ nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader --loop=5",
-        "PS C:\\> nvidia-smi.exe --query-gpu=\"index,utilization.gpu,memory.used\" --format=csv,noheader -l 5",
+        'PS C:\\> nvidia-smi.exe --query-gpu="index,utilization.gpu,memory.used" --format=csv,noheader -l 5',
         "> nvidia-smi -lms 5000 --query-gpu index,utilization.gpu,memory.used --format csv,noheader,nounits > gpu.csv &",
     ],
 )
@@ -1060,34 +1384,52 @@ def test_a_pasted_command_names_the_fields_and_its_loop_the_interval(tmp_path: P
     log = tmp_path / "node50.csv"
     nounits = "nounits" in command
     rows_ = [(0, 35, 1200), (1, 0, 4), (0, 40, 1300), (1, 0, 4)]
-    log.write_text(command + "\n" + "".join(
-        f"{i}, {u}, {m}\n" if nounits else f"{i}, {u} %, {m} MiB\n" for i, u, m in rows_))
+    log.write_text(
+        command + "\n" + "".join(f"{i}, {u}, {m}\n" if nounits else f"{i}, {u} %, {m} MiB\n" for i, u, m in rows_)
+    )
     db = tmp_path / "s.duckdb"
     # no timestamp: --time gives the first sample; -l 5 / --loop=5 / -lms 5000 the 5 s between samples
     ok(ingest(db, log, time="2026-07-14T08:00:00Z")[0], 4, 0)
-    assert samples(db, "node50") == [(t(2026, 7, 14, 8), 0, 35.0), (t(2026, 7, 14, 8), 1, 0.0),
-                                     (t(2026, 7, 14, 8, 0, 5), 0, 40.0), (t(2026, 7, 14, 8, 0, 5), 1, 0.0)]
+    assert samples(db, "node50") == [
+        (t(2026, 7, 14, 8), 0, 35.0),
+        (t(2026, 7, 14, 8), 1, 0.0),
+        (t(2026, 7, 14, 8, 0, 5), 0, 40.0),
+        (t(2026, 7, 14, 8, 0, 5), 1, 0.0),
+    ]
     assert [d[4] for d in details(db, "node50")] == [1200.0, 4.0, 1300.0, 4.0]
 
 
 def test_a_pasted_command_then_its_header_and_a_mixed_case_header(tmp_path: Path) -> None:
     log = tmp_path / "node51.csv"
     # the header that follows the command wins; mixed-case names and unknown fields are skipped
-    log.write_text("[root@node51 ~]# nvidia-smi --query-gpu=timestamp,pci.baseClass,index,encoder.stats.sessionCount,"
-                   "utilization.gpu --format=csv\n"
-                   "timestamp, pci.baseClass, index, encoder.stats.sessionCount, utilization.gpu [%]\n"
-                   "2026/07/14 08:00:00.000, 0x3, 0, 0, 12 %\n"
-                   "TIMESTAMP, INDEX, UTILIZATION.GPU [%]\n"  # any case
-                   "2026/07/14 08:00:10.000, 0, 13 %\n")
+    log.write_text(
+        "[root@node51 ~]# nvidia-smi --query-gpu=timestamp,pci.baseClass,index,encoder.stats.sessionCount,"
+        "utilization.gpu --format=csv\n"
+        "timestamp, pci.baseClass, index, encoder.stats.sessionCount, utilization.gpu [%]\n"
+        "2026/07/14 08:00:00.000, 0x3, 0, 0, 12 %\n"
+        "TIMESTAMP, INDEX, UTILIZATION.GPU [%]\n"  # any case
+        "2026/07/14 08:00:10.000, 0, 13 %\n"
+    )
     db = tmp_path / "s.duckdb"
     ok(ingest(db, log, zone="UTC")[0], 2, 0)
     assert samples(db, "node51") == [(t(2026, 7, 14, 8), 0, 12.0), (t(2026, 7, 14, 8, 0, 10), 0, 13.0)]
 
 
-@pytest.mark.parametrize("name", ["nvidia-smi-node01.csv", "node05-dmon.log", "node04.dmon.log", "real/a10-mutc-dt.dmon",
-                                  "real/deepspeech-pucvmet.dmon", "real/h100-590.csv", "real/aicloud-v100.csv"])
-def test_lines_read_in_small_chunks_store_what_whole_reads_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                name: str) -> None:
+@pytest.mark.parametrize(
+    "name",
+    [
+        "nvidia-smi-node01.csv",
+        "node05-dmon.log",
+        "node04.dmon.log",
+        "real/a10-mutc-dt.dmon",
+        "real/deepspeech-pucvmet.dmon",
+        "real/h100-590.csv",
+        "real/aicloud-v100.csv",
+    ],
+)
+def test_lines_read_in_small_chunks_store_what_whole_reads_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
     from gpucluster_analysis.ingest import telemetry
 
     source = DATA / name
@@ -1096,10 +1438,12 @@ def test_lines_read_in_small_chunks_store_what_whole_reads_store(tmp_path: Path,
     options = {"zone": "UTC", "time": "2026-07-14T08:00:00Z", "interval_s": 1.0, "host": "n"}
 
     def stored(db: Path) -> tuple:  # type: ignore[type-arg]
-        return (rows(db, "SELECT * EXCLUDE (file_id) FROM gpu_samples ORDER BY ALL"),
-                rows(db, "SELECT * EXCLUDE (file_id) FROM gpu_sample_details ORDER BY ALL"),
-                rows(db, "SELECT line, reason, text FROM rejects ORDER BY ALL"),
-                rows(db, "SELECT * EXCLUDE (file_id) FROM gpu_events ORDER BY ALL"))
+        return (
+            rows(db, "SELECT * EXCLUDE (file_id) FROM gpu_samples ORDER BY ALL"),
+            rows(db, "SELECT * EXCLUDE (file_id) FROM gpu_sample_details ORDER BY ALL"),
+            rows(db, "SELECT line, reason, text FROM rejects ORDER BY ALL"),
+            rows(db, "SELECT * EXCLUDE (file_id) FROM gpu_events ORDER BY ALL"),
+        )
 
     whole = [ingest(tmp_path / "a.duckdb", f, **options)[0] for f in (source, cut)]  # type: ignore[arg-type]
     monkeypatch.setattr(telemetry, "CHUNK_BYTES", 37)  # chunk ends inside lines, several chunks per line
@@ -1122,7 +1466,9 @@ def test_real_scrape_with_profiling_fields_and_a_pod(tmp_path: Path) -> None:
     assert samples(db, host) == [(at, 0, 0.0)]
     # FB total = used 1 + free 20015 + reserved 457
     assert details(db, host) == [(at, 0, None, None, 1.0, 20473.0, None, None, None, 0.0, None)]
-    assert profile(db, host) == [(0, None, None, None, 0.0, None, None, None, 0.003074, 45987793.0, 78398480.0, None, None)]
+    assert profile(db, host) == [
+        (0, None, None, None, 0.0, None, None, None, 0.003074, 45987793.0, 78398480.0, None, None)
+    ]
     assert rows(db, "SELECT round(CAST(gr_engine_active AS DOUBLE), 6) FROM gpu_sample_details") == [(0.004656,)]
     assert workloads(db) == [(host, 0, None, at, at, "cuda-75454ffb9f-8ljq7", "default", "cuda", None)]
 
@@ -1173,17 +1519,45 @@ def test_profiling_only_scrape_stores_every_field_and_the_workloads(tmp_path: Pa
 
 def test_query_range_export_of_profiling_fields(tmp_path: Path) -> None:
     export = tmp_path / "prof.json"
-    export.write_text(json.dumps({"status": "success", "data": {"resultType": "matrix", "result": [
-        {"metric": {"__name__": "DCGM_FI_PROF_SM_ACTIVE", "gpu": "0", "Hostname": "n2", "pod": "job-a", "namespace": "x"},
-         "values": [[1700000000, "0.25"], [1700000060, "0.75"]]},
-        {"metric": {"__name__": "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gpu": "0", "Hostname": "n2", "pod": "job-a", "namespace": "x"},
-         "values": [[1700000000, "0.125"], [1700000060, "NaN"]]},
-    ]}}))
+    export.write_text(
+        json.dumps(
+            {
+                "status": "success",
+                "data": {
+                    "resultType": "matrix",
+                    "result": [
+                        {
+                            "metric": {
+                                "__name__": "DCGM_FI_PROF_SM_ACTIVE",
+                                "gpu": "0",
+                                "Hostname": "n2",
+                                "pod": "job-a",
+                                "namespace": "x",
+                            },
+                            "values": [[1700000000, "0.25"], [1700000060, "0.75"]],
+                        },
+                        {
+                            "metric": {
+                                "__name__": "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+                                "gpu": "0",
+                                "Hostname": "n2",
+                                "pod": "job-a",
+                                "namespace": "x",
+                            },
+                            "values": [[1700000000, "0.125"], [1700000060, "NaN"]],
+                        },
+                    ],
+                },
+            }
+        )
+    )
     db = tmp_path / "s.duckdb"
     ok(ingest(db, export)[0], 2, 0)
     assert [p[:5] for p in profile(db, "n2")] == [(0, None, 0.25, None, 0.125), (0, None, 0.75, None, None)]
     assert samples(db, "n2") == []
-    assert workloads(db) == [("n2", 0, None, t(2023, 11, 14, 22, 13, 20), t(2023, 11, 14, 22, 14, 20), "job-a", "x", None, None)]
+    assert workloads(db) == [
+        ("n2", 0, None, t(2023, 11, 14, 22, 13, 20), t(2023, 11, 14, 22, 14, 20), "job-a", "x", None, None)
+    ]
 
 
 # ------------------------------------------------------------------ sanity bounds (issue #26)
@@ -1201,15 +1575,38 @@ def test_samples_in_2999_or_of_a_gpu_past_the_bound_leave_the_headline_to_the_sa
     utilization are those of the sane samples, worked out here.
     """
     db = tmp_path / "s.duckdb"
-    job_log = write(tmp_path / "cluster_job_log", json.dumps([{
-        "jobid": "j1", "status": "Pass", "vc": "vc1", "user": "u1", "submitted_time": "2017-10-01 00:00:00",
-        "attempts": [{"start_time": "2017-10-01 01:00:00", "end_time": "2017-10-01 03:00:00",
-                      "detail": [{"ip": "m1", "gpus": ["gpu0", "gpu1"]}]}]}]))
+    job_log = write(
+        tmp_path / "cluster_job_log",
+        json.dumps(
+            [
+                {
+                    "jobid": "j1",
+                    "status": "Pass",
+                    "vc": "vc1",
+                    "user": "u1",
+                    "submitted_time": "2017-10-01 00:00:00",
+                    "attempts": [
+                        {
+                            "start_time": "2017-10-01 01:00:00",
+                            "end_time": "2017-10-01 03:00:00",
+                            "detail": [{"ip": "m1", "gpus": ["gpu0", "gpu1"]}],
+                        }
+                    ],
+                }
+            ]
+        ),
+    )
     sane = [("2017/10/01 01:30:00.000", 0, 40), ("2017/10/01 01:30:00.000", 1, 60), ("2017/10/01 02:00:00.000", 0, 80)]
-    absurd = [("2017/10/01 01:30:00.000", 5000, 100), ("2999/10/01 01:30:00.000", 0, 100),
-              ("2017/10/01 01:31:00.000", -1, 100)]
-    log = write(tmp_path / "m1.csv", "timestamp, index, utilization.gpu [%]\n" + "".join(
-        f"{at}, {gpu}, {util} %\n" for at, gpu, util in [sane[0], *absurd, *sane[1:]]))
+    absurd = [
+        ("2017/10/01 01:30:00.000", 5000, 100),
+        ("2999/10/01 01:30:00.000", 0, 100),
+        ("2017/10/01 01:31:00.000", -1, 100),
+    ]
+    log = write(
+        tmp_path / "m1.csv",
+        "timestamp, index, utilization.gpu [%]\n"
+        + "".join(f"{at}, {gpu}, {util} %\n" for at, gpu, util in [sane[0], *absurd, *sane[1:]]),
+    )
     ok(ingest(db, job_log, zone="America/Los_Angeles")[0], 1, 0)
     ok(ingest(db, log, zone="America/Los_Angeles")[0], len(sane), len(absurd))
     assert rejects(db, "m1.csv") == [
@@ -1228,26 +1625,38 @@ def test_philly_util_samples_outside_the_years_and_gpu_columns_past_the_bound(tm
     """Issue #26: a Philly utilization sample in 2999 is a reject; a cluster_gpu_util header with a
     GPU column past the bound of GPUs per node refuses the file (every row has that column)."""
     db = tmp_path / "s.duckdb"
-    gpu = write(tmp_path / "cluster_gpu_util", "time,machineId,gpu0_util,gpu1_util\n"
-                "2017-10-03 00:06:00 PDT,m1,10,20,\n2999-10-03 00:06:00 PDT,m1,30,40,\n")
-    cpu = write(tmp_path / "cluster_cpu_util", "time,machine_id,cpu_util\n"
-                "2017-10-03 00:06:00 PDT,m1,5\n1989-12-31 15:00:00 PST,m1,6\n")
-    mem = write(tmp_path / "cluster_mem_util", "time,machine_id,mem_total,mem_free\n"
-                "2017-10-03 00:06:00 PDT,m1,100,50\n2060-01-01 00:06:00 PDT,m1,100,50\n")
+    gpu = write(
+        tmp_path / "cluster_gpu_util",
+        "time,machineId,gpu0_util,gpu1_util\n2017-10-03 00:06:00 PDT,m1,10,20,\n2999-10-03 00:06:00 PDT,m1,30,40,\n",
+    )
+    cpu = write(
+        tmp_path / "cluster_cpu_util",
+        "time,machine_id,cpu_util\n2017-10-03 00:06:00 PDT,m1,5\n1989-12-31 15:00:00 PST,m1,6\n",
+    )
+    mem = write(
+        tmp_path / "cluster_mem_util",
+        "time,machine_id,mem_total,mem_free\n2017-10-03 00:06:00 PDT,m1,100,50\n2060-01-01 00:06:00 PDT,m1,100,50\n",
+    )
     reports = ingest(db, gpu, cpu, mem)
     assert [(r.rows, r.rejects) for r in reports] == [(2, 1), (1, 1), (1, 1)]
     outside = " is outside the years gca reads (1990-2059)"
     assert rows(db, "SELECT line, reason FROM rejects ORDER BY file_id") == [
-        (3, "time 2999-10-03 00:06:00 PDT" + outside), (3, "time 1989-12-31 15:00:00 PST" + outside),
-        (3, "time 2060-01-01 00:06:00 PDT" + outside)]
-    assert rows(db, "SELECT DISTINCT year(sample_at) FROM gpu_samples UNION SELECT year(sample_at) FROM host_samples") == [
-        (2017,)]
-    wide = write(tmp_path / "wide" / "cluster_gpu_util", "time,machineId,gpu0_util,gpu5000_util\n"
-                 "2017-10-03 00:06:00 PDT,m1,10,20,\n")
+        (3, "time 2999-10-03 00:06:00 PDT" + outside),
+        (3, "time 1989-12-31 15:00:00 PST" + outside),
+        (3, "time 2060-01-01 00:06:00 PDT" + outside),
+    ]
+    assert rows(
+        db, "SELECT DISTINCT year(sample_at) FROM gpu_samples UNION SELECT year(sample_at) FROM host_samples"
+    ) == [(2017,)]
+    wide = write(
+        tmp_path / "wide" / "cluster_gpu_util",
+        "time,machineId,gpu0_util,gpu5000_util\n2017-10-03 00:06:00 PDT,m1,10,20,\n",
+    )
     (report,) = ingest(tmp_path / "w.duckdb", wide)
     assert report.status == "failed"
-    assert report.message.startswith(f"{wide}:1: its column gpu5000: over the bound of 1,024 GPUs per node"
-                                     " (--max-gpus-per-node)")
+    assert report.message.startswith(
+        f"{wide}:1: its column gpu5000: over the bound of 1,024 GPUs per node (--max-gpus-per-node)"
+    )
     (report,) = ingest(tmp_path / "w2.duckdb", wide, max_gpus_per_node=8192)
     assert (report.status, report.rows) == ("loaded", 2)
 
@@ -1255,9 +1664,13 @@ def test_philly_util_samples_outside_the_years_and_gpu_columns_past_the_bound(tm
 def test_dmon_and_xml_rows_past_the_bound_are_rejected(tmp_path: Path) -> None:
     """The exact way of every other nvidia-smi form holds them to the same bounds (nvsmi_check.sql)."""
     db = tmp_path / "s.duckdb"
-    dmon = write(tmp_path / "node07.dmon.log", "#Date Time gpu sm\n#YYYYMMDD HH:MM:SS Idx %\n"
-                 "20260714 08:00:00 0 10\n20260714 08:00:00 2000 10\n29990714 08:00:00 1 10\n")
+    dmon = write(
+        tmp_path / "node07.dmon.log",
+        "#Date Time gpu sm\n#YYYYMMDD HH:MM:SS Idx %\n"
+        "20260714 08:00:00 0 10\n20260714 08:00:00 2000 10\n29990714 08:00:00 1 10\n",
+    )
     ok(ingest(db, dmon, zone="UTC")[0], 1, 2)
     assert rejects(db, "node07.dmon.log") == [
         (4, "GPU index 2000: over the bound of 1,024 GPUs per node (--max-gpus-per-node)"),
-        (5, "time 29990714 08:00:00 is outside the years gca reads (1990-2059)")]
+        (5, "time 29990714 08:00:00 is outside the years gca reads (1990-2059)"),
+    ]

@@ -24,9 +24,10 @@ def hash_beside_every_file(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _snapshot(db: Path) -> dict[str, list[tuple]]:  # type: ignore[type-arg]
-    return {table: rows(db, f"SELECT * FROM {table} ORDER BY ALL")
-            for table in ("jobs", "attempts", "attempt_hosts", "sacct_records", "rejects")} | {
-        "files": rows(db, "SELECT file_id, path, content_hash, rows_loaded FROM ingested_files ORDER BY file_id")}
+    return {
+        table: rows(db, f"SELECT * FROM {table} ORDER BY ALL")
+        for table in ("jobs", "attempts", "attempt_hosts", "sacct_records", "rejects")
+    } | {"files": rows(db, "SELECT file_id, path, content_hash, rows_loaded FROM ingested_files ORDER BY file_id")}
 
 
 def test_the_stored_hash_is_the_files_sha256(tmp_path: Path) -> None:
@@ -35,7 +36,8 @@ def test_the_stored_hash_is_the_files_sha256(tmp_path: Path) -> None:
     (report,) = ingest(db, source, zone="UTC")
     assert report.status == "loaded" and report.rows > 0
     assert rows(db, "SELECT path, content_hash FROM ingested_files") == [
-        (str(source.resolve()), hashlib.sha256(source.read_bytes()).hexdigest())]
+        (str(source.resolve()), hashlib.sha256(source.read_bytes()).hexdigest())
+    ]
 
 
 def test_the_same_bytes_under_another_name_store_nothing(tmp_path: Path) -> None:
@@ -57,7 +59,9 @@ def test_another_file_is_loaded_beside_the_first(tmp_path: Path) -> None:
     (report,) = ingest(db, second, zone="UTC")
     assert report.status == "loaded"
     assert rows(db, "SELECT content_hash FROM ingested_files ORDER BY file_id") == [
-        (hashlib.sha256(first.read_bytes()).hexdigest(),), (hashlib.sha256(second.read_bytes()).hexdigest(),)]
+        (hashlib.sha256(first.read_bytes()).hexdigest(),),
+        (hashlib.sha256(second.read_bytes()).hexdigest(),),
+    ]
 
 
 def test_a_failed_load_leaves_the_store_as_it_was(tmp_path: Path) -> None:

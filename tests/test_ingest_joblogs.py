@@ -64,8 +64,11 @@ def test_paths_are_placed_by_layout(path: str, pattern: str | None, expected: tu
 
 @pytest.mark.parametrize(
     ("template", "message"),
-    [("{attempt}/stderr.txt", "no {job_id}"), ("{job_id}/{try}.txt", "unknown placeholder {try}"),
-     ("{job_id}/{job_id}.txt", "at most once")],
+    [
+        ("{attempt}/stderr.txt", "no {job_id}"),
+        ("{job_id}/{try}.txt", "unknown placeholder {try}"),
+        ("{job_id}/{job_id}.txt", "at most once"),
+    ],
 )
 def test_bad_log_patterns_say_what_is_wrong(template: str, message: str) -> None:
     with pytest.raises(InputError, match=message.replace("{", r"\{").replace("}", r"\}")):
@@ -73,8 +76,10 @@ def test_bad_log_patterns_say_what_is_wrong(template: str, message: str) -> None
 
 
 def test_cuda_visible_devices_gives_integer_indices_only() -> None:
-    log = (b"CUDA_VISIBLE_DEVICES=2,3\n[rank1]: CUDA_VISIBLE_DEVICES: 3, 0\n"
-           b"export CUDA_VISIBLE_DEVICES='GPU-8a1b'\nCUDA_VISIBLE_DEVICES=\n")
+    log = (
+        b"CUDA_VISIBLE_DEVICES=2,3\n[rank1]: CUDA_VISIBLE_DEVICES: 3, 0\n"
+        b"export CUDA_VISIBLE_DEVICES='GPU-8a1b'\nCUDA_VISIBLE_DEVICES=\n"
+    )
     assert cuda_visible_indices(log) == [0, 2, 3]
     # an index past the bound of GPUs per node (bounds.py) is no GPU the job got
     assert cuda_visible_indices(b"CUDA_VISIBLE_DEVICES=1,1023,1024,99999999999") == [1, 1023]
@@ -116,7 +121,10 @@ def test_example_trace_logs_land_on_the_attempts_truth_names(tmp_path: Path) -> 
 def test_gzip_and_slurm_logs(tmp_path: Path) -> None:
     with gzip.open(tmp_path / "slurm-9.out.gz", "wt") as f:
         f.write(TRAINING * 1000 + CUDA_OOM)
-    write(tmp_path / "slurm-9_4.out", "slurmstepd: error: *** JOB 9 ON gpu01 CANCELLED AT 2024-01-01T00:00:00 DUE TO TIME LIMIT ***\n")
+    write(
+        tmp_path / "slurm-9_4.out",
+        "slurmstepd: error: *** JOB 9 ON gpu01 CANCELLED AT 2024-01-01T00:00:00 DUE TO TIME LIMIT ***\n",
+    )
     db = tmp_path / "s.duckdb"
     with open_store(db) as con:
         ingest_paths(con, [tmp_path], IngestOptions())
@@ -147,7 +155,9 @@ def test_a_log_named_on_the_command_line_that_no_layout_places_is_an_error(tmp_p
 
 def test_log_pattern_and_user_signatures_through_the_cli(tmp_path: Path) -> None:
     write(tmp_path / "site" / "77" / "3" / "stderr.txt", "FATAL: licence server unreachable\n")
-    sigs = write(tmp_path / "extra.toml", """
+    sigs = write(
+        tmp_path / "extra.toml",
+        """
 [[signature]]
 id = "licence_server"
 reason = "network_error"
@@ -156,14 +166,26 @@ priority = 650
 description = "the site's licence server is down"
 examples = ["FATAL: licence server unreachable"]
 counter_examples = ["licence ok"]
-""")
+""",
+    )
     db = tmp_path / "s.duckdb"
-    result = CliRunner().invoke(app, [
-        "ingest", str(tmp_path / "site"), "--db", str(db),
-        "--log-pattern", "{job_id}/{attempt}/stderr.txt", "--signatures", str(sigs),
-    ])
+    result = CliRunner().invoke(
+        app,
+        [
+            "ingest",
+            str(tmp_path / "site"),
+            "--db",
+            str(db),
+            "--log-pattern",
+            "{job_id}/{attempt}/stderr.txt",
+            "--signatures",
+            str(sigs),
+        ],
+    )
     assert result.exit_code == 0, result.output
-    assert rows(db, "SELECT job_id, attempt_ref, reason, signature_id FROM job_logs") == [("77", 3, "network_error", "licence_server")]
+    assert rows(db, "SELECT job_id, attempt_ref, reason, signature_id FROM job_logs") == [
+        ("77", 3, "network_error", "licence_server")
+    ]
     # The job is not in the store: said once, with what to do.
     assert "not in the store" in result.output and "77" in result.output
 
@@ -202,7 +224,9 @@ def test_huge_log_is_read_as_head_and_tail_and_says_so(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     with open_store(db) as con:
         ingest_paths(con, [log], IngestOptions())
-    reason, line_number, truncated, bytes_read = rows(db, "SELECT reason, line_number, truncated, bytes_read FROM job_logs")[0]
+    reason, line_number, truncated, bytes_read = rows(
+        db, "SELECT reason, line_number, truncated, bytes_read FROM job_logs"
+    )[0]
     assert (reason, line_number, truncated) == ("cuda_oom", None, True)
     assert bytes_read == HEAD_BYTES + TAIL_BYTES
 
@@ -210,19 +234,40 @@ def test_huge_log_is_read_as_head_and_tail_and_says_so(tmp_path: Path) -> None:
 def test_the_store_keeps_each_failed_attempts_root_cause(tmp_path: Path) -> None:
     # The view attempt_root_causes: per failed attempt, the winning file's cause and the other signatures.
     trace = tmp_path / "trace"
-    write(trace / "cluster_job_log", json.dumps([{
-        "jobid": "job_a", "status": "Failed", "vc": "v", "user": "u", "submitted_time": "2017-10-10 10:00:00",
-        "attempts": [{"start_time": "2017-10-10 10:01:00", "end_time": "2017-10-10 10:11:00",
-                      "detail": [{"ip": "m1", "gpus": ["gpu0"]}]}],
-    }]))
+    write(
+        trace / "cluster_job_log",
+        json.dumps(
+            [
+                {
+                    "jobid": "job_a",
+                    "status": "Failed",
+                    "vc": "v",
+                    "user": "u",
+                    "submitted_time": "2017-10-10 10:00:00",
+                    "attempts": [
+                        {
+                            "start_time": "2017-10-10 10:01:00",
+                            "end_time": "2017-10-10 10:11:00",
+                            "detail": [{"ip": "m1", "gpus": ["gpu0"]}],
+                        }
+                    ],
+                }
+            ]
+        ),
+    )
     write(trace / "logs" / "job_a" / "attempt_0" / "stdout.log", TRAINING)
-    write(trace / "logs" / "job_a" / "attempt_0" / "stderr.log",
-          CUDA_OOM + "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    write(
+        trace / "logs" / "job_a" / "attempt_0" / "stderr.log",
+        CUDA_OOM + "RuntimeError: CUDA error: an illegal memory access was encountered\n",
+    )
     db = tmp_path / "s.duckdb"
     with open_store(db) as con:
         ingest_paths(con, [trace], IngestOptions())
-    got = rows(db, "SELECT job_id, attempt_no, reason, category, stream, line_number, runtime_to_failure_s,"
-                   " len(other_signatures) > 0 FROM attempt_root_causes")
+    got = rows(
+        db,
+        "SELECT job_id, attempt_no, reason, category, stream, line_number, runtime_to_failure_s,"
+        " len(other_signatures) > 0 FROM attempt_root_causes",
+    )
     assert got == [("job_a", 0, "cuda_oom", "framework", "stderr", 3, 600, True)]
 
 

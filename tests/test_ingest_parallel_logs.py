@@ -54,7 +54,9 @@ def test_worker_processes_store_the_same_rows(logs: Path, tmp_path: Path, monkey
     assert len(from_workers) > 5 and all(from_workers)  # every batch came from the workers
     n = sum(1 for p in logs.rglob("*") if p.is_file())
     assert len(serial) == len(parallel) == n > 40
-    assert [(r.path, r.status, r.rows, r.message) for r in parallel] == [(r.path, r.status, r.rows, r.message) for r in serial]
+    assert [(r.path, r.status, r.rows, r.message) for r in parallel] == [
+        (r.path, r.status, r.rows, r.message) for r in serial
+    ]
     (failed,) = [r for r in parallel if r.status == "failed"]
     assert failed.path.name == "stderr.log.gz" and "damaged gzip" in failed.message and failed.error is not None
     assert stored(tmp_path / "parallel.duckdb") == stored(tmp_path / "serial.duckdb")

@@ -20,7 +20,6 @@ from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
 from tests.store_helpers import headline, ingest, rows, write
 
-
 JOB_LOG = """[
     {
         "status": "Killed",
@@ -61,7 +60,9 @@ def test_job_log_times_are_utc_with_dst_rules(job_log_store: Path) -> None:
         "job_e": datetime(2017, 3, 12, 10, 30),
     }
     # 01:00 on 2017-11-05 happens twice: read as the first occurrence (PDT)
-    assert rows(job_log_store, "SELECT start_at FROM attempts WHERE job_id = 'job_e'") == [(datetime(2017, 11, 5, 8, 0),)]
+    assert rows(job_log_store, "SELECT start_at FROM attempts WHERE job_id = 'job_e'") == [
+        (datetime(2017, 11, 5, 8, 0),)
+    ]
 
 
 def test_job_log_attempts_ordered_by_start_and_keep_source_order(job_log_store: Path) -> None:
@@ -99,7 +100,9 @@ def test_job_log_rejects_name_the_line(job_log_store: Path) -> None:
 def test_malformed_json_fails_the_file_and_names_the_line(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     good = write(tmp_path / "cluster_machine_list", "machineId, number of GPUs, single GPU mem\nm1,8, 24GB\n")
-    bad = write(tmp_path / "cluster_job_log", '[\n  {"jobid": "a", "attempts": []},\n  {"jobid": "b", "attempts": [}\n]\n')
+    bad = write(
+        tmp_path / "cluster_job_log", '[\n  {"jobid": "a", "attempts": []},\n  {"jobid": "b", "attempts": [}\n]\n'
+    )
     machines, job_log = ingest(db, good, bad)
     assert machines.status == "loaded"
     assert job_log.status == "failed"
@@ -155,7 +158,9 @@ def test_gpu_util_without_trailing_commas_or_header_and_gzipped(tmp_path: Path) 
         f.write(text)
     (report,) = ingest(db, path)
     assert (report.format, report.rows, report.rejects) == ("philly_gpu_util", 5, 0)
-    assert rows(db, "SELECT gpu_index, util_pct FROM gpu_samples WHERE sample_at = '2017-10-23 07:08:00' ORDER BY 1") == [
+    assert rows(
+        db, "SELECT gpu_index, util_pct FROM gpu_samples WHERE sample_at = '2017-10-23 07:08:00' ORDER BY 1"
+    ) == [
         (0, 0.0),
         (2, 12.5),
     ]
@@ -163,8 +168,14 @@ def test_gpu_util_without_trailing_commas_or_header_and_gzipped(tmp_path: Path) 
 
 def test_cpu_and_memory_util(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
-    cpu = write(tmp_path / "cluster_cpu_util", "time,machine_id,cpu_util\n2017-11-27 00:04:00 PST,m29,31.845\n2017-11-27 00:05:00 PST,m29,NA\n2017-11-27 00:06:00 PST,m29,-3\n")
-    mem = write(tmp_path / "cluster_mem_util", "time,machine_id,mem_total,mem_free\n2017-10-03 00:06:00 PDT,m29,528272672.0,2030730.6667\n")
+    cpu = write(
+        tmp_path / "cluster_cpu_util",
+        "time,machine_id,cpu_util\n2017-11-27 00:04:00 PST,m29,31.845\n2017-11-27 00:05:00 PST,m29,NA\n2017-11-27 00:06:00 PST,m29,-3\n",
+    )
+    mem = write(
+        tmp_path / "cluster_mem_util",
+        "time,machine_id,mem_total,mem_free\n2017-10-03 00:06:00 PDT,m29,528272672.0,2030730.6667\n",
+    )
     reports = ingest(db, cpu, mem)
     assert [(r.format, r.rows, r.rejects) for r in reports] == [("philly_cpu_util", 1, 1), ("philly_mem_util", 1, 0)]
     assert rows(db, "SELECT sample_at, cpu_util_pct, mem_total_kib, mem_free_kib FROM host_samples ORDER BY 1") == [
@@ -175,7 +186,10 @@ def test_cpu_and_memory_util(tmp_path: Path) -> None:
 
 def test_machine_list_and_observed_capacity(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
-    listing = write(tmp_path / "cluster_machine_list", "machineId, number of GPUs, single GPU mem\nm1,2, 12GB\nm2,8, 24GB\nm2,8, 24GB\nm3,x, 24GB\n")
+    listing = write(
+        tmp_path / "cluster_machine_list",
+        "machineId, number of GPUs, single GPU mem\nm1,2, 12GB\nm2,8, 24GB\nm2,8, 24GB\nm3,x, 24GB\n",
+    )
     log = write(tmp_path / "cluster_job_log", JOB_LOG)
     reports = ingest(db, listing, log)
     assert (reports[0].rows, reports[0].rejects) == (2, 2)
@@ -184,7 +198,9 @@ def test_machine_list_and_observed_capacity(tmp_path: Path) -> None:
         (5, "unreadable GPU count x"),
     ]
     # m1 is listed with 2 GPUs but job_a used its gpu2: the data says at least 3.
-    assert rows(db, "SELECT machine_id, listed_gpus, observed_gpus, gpu_memory_gb FROM machine_capacity ORDER BY 1") == [
+    assert rows(
+        db, "SELECT machine_id, listed_gpus, observed_gpus, gpu_memory_gb FROM machine_capacity ORDER BY 1"
+    ) == [
         ("m1", 2, 3, 12.0),
         ("m2", 8, 1, 24.0),
         ("m4", None, 8, None),
@@ -194,11 +210,14 @@ def test_machine_list_and_observed_capacity(tmp_path: Path) -> None:
 def test_a_machine_listed_with_more_gpus_than_any_holds_is_rejected(tmp_path: Path) -> None:
     """Issue #26: a listed GPU count past the bound of GPUs per node (1,024, --max-gpus-per-node)."""
     db = tmp_path / "s.duckdb"
-    listing = write(tmp_path / "cluster_machine_list", "machineId, number of GPUs, single GPU mem\nm1,8, 24GB\nm2,100000, 24GB\n")
+    listing = write(
+        tmp_path / "cluster_machine_list", "machineId, number of GPUs, single GPU mem\nm1,8, 24GB\nm2,100000, 24GB\n"
+    )
     (report,) = ingest(db, listing)
     assert (report.rows, report.rejects) == (1, 1)
     assert rows(db, "SELECT line, reason FROM rejects") == [
-        (3, "100000 GPUs on one node: over the bound of 1,024 GPUs per node (--max-gpus-per-node)")]
+        (3, "100000 GPUs on one node: over the bound of 1,024 GPUs per node (--max-gpus-per-node)")
+    ]
 
 
 def test_reingest_is_a_noop_and_replace_reloads(tmp_path: Path) -> None:
@@ -233,7 +252,10 @@ def test_strict_stores_nothing_from_a_file_with_rejects(tmp_path: Path) -> None:
     (report,) = ingest(db, write(tmp_path / "cluster_gpu_util", GPU_UTIL), strict=True)
     assert report.status == "failed"
     assert report.message.startswith(f"{tmp_path / 'cluster_gpu_util'}:4: too many fields")
-    assert rows(db, "SELECT (SELECT count(*) FROM gpu_samples), (SELECT count(*) FROM rejects), (SELECT count(*) FROM ingested_files)") == [(0, 0, 0)]
+    assert rows(
+        db,
+        "SELECT (SELECT count(*) FROM gpu_samples), (SELECT count(*) FROM rejects), (SELECT count(*) FROM ingested_files)",
+    ) == [(0, 0, 0)]
 
 
 def test_same_job_in_two_logs_is_rejected_not_doubled(tmp_path: Path) -> None:
@@ -245,8 +267,10 @@ def test_same_job_in_two_logs_is_rejected_not_doubled(tmp_path: Path) -> None:
     reports = ingest(db, first, second)
     # its only row rejected: the second file failed, with the reason as the likely cause
     assert reports[1].status == "failed"
-    assert f"every row was rejected, nothing stored (1 rows); the likely cause, in all: jobid already stored from {first.resolve()}" \
+    assert (
+        f"every row was rejected, nothing stored (1 rows); the likely cause, in all: jobid already stored from {first.resolve()}"
         in reports[1].message
+    )
     assert rows(db, "SELECT count(*) FROM ingested_files") == [(1,)]
 
 
@@ -295,34 +319,77 @@ def test_store_is_not_left_locked_or_half_written_after_a_failure(tmp_path: Path
 # (start_time, end_time, {machine: [GPU indices]})), in Los Angeles time as the log writes it.
 SANE_JOBS = [
     ("ok_1", "2017-10-01 00:00:00", [("2017-10-01 01:00:00", "2017-10-01 03:00:00", {"m1": [0, 1]})]),
-    ("ok_2", "2017-10-02 10:00:00", [("2017-10-02 10:30:00", "2017-10-02 11:30:00", {"m1": [2, 3], "m2": [0, 1]}),
-                                     ("2017-10-02 12:00:00", "2017-10-02 12:15:00", {"m2": [7]})]),
+    (
+        "ok_2",
+        "2017-10-02 10:00:00",
+        [
+            ("2017-10-02 10:30:00", "2017-10-02 11:30:00", {"m1": [2, 3], "m2": [0, 1]}),
+            ("2017-10-02 12:00:00", "2017-10-02 12:15:00", {"m2": [7]}),
+        ],
+    ),
 ]
 # ... and the jobs each rejected whole for one absurd value, with the reason
 ABSURD_JOBS = [
-    ("in_2999", "2017-10-01 00:00:00", [("2999-10-01 01:00:00", "2017-10-01 03:00:00", {"m1": [4]})],
-     "attempt 0: start_time 2999-10-01 01:00:00 is outside the years gca reads (1990-2059)"),
+    (
+        "in_2999",
+        "2017-10-01 00:00:00",
+        [("2999-10-01 01:00:00", "2017-10-01 03:00:00", {"m1": [4]})],
+        "attempt 0: start_time 2999-10-01 01:00:00 is outside the years gca reads (1990-2059)",
+    ),
     # the issue's: a run time of -360,786 s, subtracted from the totals
-    ("backwards", "2017-10-01 00:00:00", [("2017-10-05 01:00:00", "2017-10-01 00:46:54", {"m1": [5]})],
-     "attempt 0: end_time 2017-10-01 00:46:54 is before start_time 2017-10-05 01:00:00"),
-    ("gpu_5000", "2017-10-01 00:00:00", [("2017-10-01 01:00:00", "2017-10-01 03:00:00", {"m3": [5000]})],
-     "attempt 0: gpu5000 on machine m3: over the bound of 1,024 GPUs per node (--max-gpus-per-node)"),
+    (
+        "backwards",
+        "2017-10-01 00:00:00",
+        [("2017-10-05 01:00:00", "2017-10-01 00:46:54", {"m1": [5]})],
+        "attempt 0: end_time 2017-10-01 00:46:54 is before start_time 2017-10-05 01:00:00",
+    ),
+    (
+        "gpu_5000",
+        "2017-10-01 00:00:00",
+        [("2017-10-01 01:00:00", "2017-10-01 03:00:00", {"m3": [5000]})],
+        "attempt 0: gpu5000 on machine m3: over the bound of 1,024 GPUs per node (--max-gpus-per-node)",
+    ),
     # one sane attempt and one absurd: not half a job
-    ("half", "2017-10-01 00:00:00", [("2017-10-01 01:00:00", "2017-10-01 02:00:00", {"m4": [0]}),
-                                     ("2017-10-01 05:00:00", "2017-10-01 04:00:00", {"m4": [0]})],
-     "attempt 1: end_time 2017-10-01 04:00:00 is before start_time 2017-10-01 05:00:00"),
-    ("submitted_1989", "1989-12-31 23:00:00", [("2017-10-01 01:00:00", "2017-10-01 02:00:00", {"m1": [0]})],
-     "submitted_time 1989-12-31 23:00:00 is outside the years gca reads (1990-2059)"),
+    (
+        "half",
+        "2017-10-01 00:00:00",
+        [
+            ("2017-10-01 01:00:00", "2017-10-01 02:00:00", {"m4": [0]}),
+            ("2017-10-01 05:00:00", "2017-10-01 04:00:00", {"m4": [0]}),
+        ],
+        "attempt 1: end_time 2017-10-01 04:00:00 is before start_time 2017-10-01 05:00:00",
+    ),
+    (
+        "submitted_1989",
+        "1989-12-31 23:00:00",
+        [("2017-10-01 01:00:00", "2017-10-01 02:00:00", {"m1": [0]})],
+        "submitted_time 1989-12-31 23:00:00 is outside the years gca reads (1990-2059)",
+    ),
 ]
 
 
 def _philly_log(jobs: list) -> str:  # type: ignore[type-arg]
     """A job log of `jobs`, one JSON record per line (so that a record's line is its job's)."""
-    records = [json.dumps({"status": "Pass", "vc": "vc1", "jobid": job, "user": "u1", "submitted_time": submitted,
-                           "attempts": [{"start_time": s, "end_time": e,
-                                         "detail": [{"ip": m, "gpus": [f"gpu{g}" for g in gpus]} for m, gpus in cells.items()]}
-                                        for s, e, cells in attempts]})
-               for job, submitted, attempts, *_ in jobs]
+    records = [
+        json.dumps(
+            {
+                "status": "Pass",
+                "vc": "vc1",
+                "jobid": job,
+                "user": "u1",
+                "submitted_time": submitted,
+                "attempts": [
+                    {
+                        "start_time": s,
+                        "end_time": e,
+                        "detail": [{"ip": m, "gpus": [f"gpu{g}" for g in gpus]} for m, gpus in cells.items()],
+                    }
+                    for s, e, cells in attempts
+                ],
+            }
+        )
+        for job, submitted, attempts, *_ in jobs
+    ]
     return "[\n" + ",\n".join(records) + "\n]\n"
 
 
@@ -356,11 +423,19 @@ def test_absurd_times_and_gpus_reject_their_job_and_leave_the_headline_to_the_sa
     def hours(start: str, end: str) -> float:
         return (utc(end) - utc(start)).total_seconds() / 3600
 
-    gpu_hours = sum(hours(s, e) * sum(len(g) for g in cells.values()) for _, _, attempts in SANE_JOBS for s, e, cells in attempts)
+    gpu_hours = sum(
+        hours(s, e) * sum(len(g) for g in cells.values()) for _, _, attempts in SANE_JOBS for s, e, cells in attempts
+    )
     # the first wait (submission to first start) x the first attempt's GPUs; the retry's wait is no cause's
-    wait_gpu_hours = sum(hours(submitted, attempts[0][0]) * sum(len(g) for g in attempts[0][2].values())
-                         for _, submitted, attempts in SANE_JOBS)
-    times = [utc(t) for _, submitted, attempts in SANE_JOBS for t in (submitted, *(x for s, e, _ in attempts for x in (s, e)))]
+    wait_gpu_hours = sum(
+        hours(submitted, attempts[0][0]) * sum(len(g) for g in attempts[0][2].values())
+        for _, submitted, attempts in SANE_JOBS
+    )
+    times = [
+        utc(t)
+        for _, submitted, attempts in SANE_JOBS
+        for t in (submitted, *(x for s, e, _ in attempts for x in (s, e)))
+    ]
     highest: dict[str, int] = {}
     for _, _, attempts in SANE_JOBS:
         for _, _, cells in attempts:
@@ -369,7 +444,10 @@ def test_absurd_times_and_gpus_reject_their_job_and_leave_the_headline_to_the_sa
     overview = (h := headline(db, tmp_path / "r"))["overview"]
     assert (overview["jobs"], overview["attempts"]) == (2, 3)
     assert overview["gpu_hours"] == pytest.approx(gpu_hours) == 8.25
-    assert (overview["first_at"], overview["last_at"]) == (f"{min(times):%Y-%m-%dT%H:%M:%S}Z", f"{max(times):%Y-%m-%dT%H:%M:%S}Z")
+    assert (overview["first_at"], overview["last_at"]) == (
+        f"{min(times):%Y-%m-%dT%H:%M:%S}Z",
+        f"{max(times):%Y-%m-%dT%H:%M:%S}Z",
+    )
     assert (overview["machines"], overview["gpus"]) == (len(highest), sum(g + 1 for g in highest.values())) == (2, 12)
     assert h["queueing"]["wait_gpu_hours"] == pytest.approx(wait_gpu_hours) == 4.0
 

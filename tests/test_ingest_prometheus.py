@@ -30,8 +30,7 @@ from typer.testing import CliRunner
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import ExitCode, InputError, ServerError
-from gpucluster_analysis.ingest import IngestOptions, ingest_paths
-from gpucluster_analysis.ingest import prometheus
+from gpucluster_analysis.ingest import IngestOptions, ingest_paths, prometheus
 from gpucluster_analysis.ingest.prometheus import (
     PrometheusSource,
     parse_source,
@@ -69,8 +68,17 @@ def minutes(host: int) -> list[int]:
 
 
 def labels(host: int, gpu: int, **extra: str) -> str:
-    pairs = {"Hostname": HOSTS[host], "gpu": str(gpu), "UUID": f"GPU-{host}{gpu}-0000", "modelName": "NVIDIA A100-SXM4-80GB",
-             "pod": f"train-{host}-{gpu // 2}", "namespace": "ml", "container": "main", "hpc_job": f"{4000 + host}", **extra}
+    pairs = {
+        "Hostname": HOSTS[host],
+        "gpu": str(gpu),
+        "UUID": f"GPU-{host}{gpu}-0000",
+        "modelName": "NVIDIA A100-SXM4-80GB",
+        "pod": f"train-{host}-{gpu // 2}",
+        "namespace": "ml",
+        "container": "main",
+        "hpc_job": f"{4000 + host}",
+        **extra,
+    }
     return ",".join(f'{k}="{v}"' for k, v in pairs.items())
 
 
@@ -80,13 +88,21 @@ def whole_gpus() -> list[tuple[int, int]]:
 
 def openmetrics() -> str:
     lines = ["# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
-    lines += [f"DCGM_FI_DEV_GPU_UTIL{{{labels(h, g)}}} {util(h, g, k)} {T0 + STEP * k}"
-              for h, g in whole_gpus() for k in minutes(h)]
+    lines += [
+        f"DCGM_FI_DEV_GPU_UTIL{{{labels(h, g)}}} {util(h, g, k)} {T0 + STEP * k}"
+        for h, g in whole_gpus()
+        for k in minutes(h)
+    ]
     lines.append("# TYPE DCGM_FI_DEV_FB_USED gauge")
-    lines += [f"DCGM_FI_DEV_FB_USED{{{labels(h, g)}}} {fb_used(h, g, k)} {T0 + STEP * k}"
-              for h, g in whole_gpus() for k in minutes(h)]
-    lines += [f"DCGM_FI_DEV_FB_USED{{{labels(1, MIG_GPU, GPU_I_ID='1', GPU_I_PROFILE='3g.40gb')}}} {500 + k} {T0 + STEP * k}"
-              for k in range(MINUTES)]
+    lines += [
+        f"DCGM_FI_DEV_FB_USED{{{labels(h, g)}}} {fb_used(h, g, k)} {T0 + STEP * k}"
+        for h, g in whole_gpus()
+        for k in minutes(h)
+    ]
+    lines += [
+        f"DCGM_FI_DEV_FB_USED{{{labels(1, MIG_GPU, GPU_I_ID='1', GPU_I_PROFILE='3g.40gb')}}} {500 + k} {T0 + STEP * k}"
+        for k in range(MINUTES)
+    ]
     lines.append("# TYPE node_load1 gauge")  # not DCGM: the default --match leaves it out
     lines += [f'node_load1{{Hostname="gpu-a"}} 1.5 {T0 + STEP * k}' for k in range(MINUTES)]
     return "\n".join(lines) + "\n# EOF\n"
@@ -101,7 +117,9 @@ def expected_samples(ks: range = range(MINUTES)) -> list[tuple]:  # type: ignore
 
 
 def expected_memory(ks: range = range(MINUTES)) -> list[tuple]:  # type: ignore[type-arg]
-    whole = [(at(k), HOSTS[h], g, None, float(fb_used(h, g, k))) for h, g in whole_gpus() for k in minutes(h) if k in ks]
+    whole = [
+        (at(k), HOSTS[h], g, None, float(fb_used(h, g, k))) for h, g in whole_gpus() for k in minutes(h) if k in ks
+    ]
     mig = [(at(k), "gpu-b", MIG_GPU, 1, float(500 + k)) for k in ks]
     return sorted(whole + mig, key=lambda r: (r[0], r[1], r[2], r[3] or 0))
 
@@ -133,18 +151,26 @@ class Server:
         (self.work / "web.yml").write_text(WEB_CONFIG)
         log = (self.work / "prometheus.log").open("ab")
         self.process = subprocess.Popen(
-            [str(PROMETHEUS), f"--config.file={self.work / 'prometheus.yml'}", f"--web.config.file={self.work / 'web.yml'}",
-             f"--storage.tsdb.path={self.data}", f"--web.listen-address=127.0.0.1:{self.port}",
-             "--storage.tsdb.retention.time=36500d",  # the samples are from 2024
-             "--query.lookback-delta=30s"],  # under the step: a point after the gap never repeats the last value before it
-            stdout=log, stderr=subprocess.STDOUT,
+            [
+                str(PROMETHEUS),
+                f"--config.file={self.work / 'prometheus.yml'}",
+                f"--web.config.file={self.work / 'web.yml'}",
+                f"--storage.tsdb.path={self.data}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--storage.tsdb.retention.time=36500d",  # the samples are from 2024
+                "--query.lookback-delta=30s",
+            ],  # under the step: a point after the gap never repeats the last value before it
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"prometheus exited: {(self.work / 'prometheus.log').read_text()[-2000:]}")
             try:
-                request = urllib.request.Request(f"http://127.0.0.1:{self.port}/-/ready", headers={"Authorization": BASIC})
+                request = urllib.request.Request(
+                    f"http://127.0.0.1:{self.port}/-/ready", headers={"Authorization": BASIC}
+                )
                 with urllib.request.urlopen(request, timeout=1) as answer:
                     if answer.status == 200:
                         return
@@ -175,8 +201,11 @@ def tsdb(tmp_path_factory: pytest.TempPathFactory) -> Path:
             _unavailable(f"{tool} is not installed (apt-get install prometheus)")
     work = tmp_path_factory.mktemp("tsdb")
     (work / "samples.om").write_text(openmetrics())
-    subprocess.run([str(PROMTOOL), "tsdb", "create-blocks-from", "openmetrics", str(work / "samples.om"), str(work / "data")],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [str(PROMTOOL), "tsdb", "create-blocks-from", "openmetrics", str(work / "samples.om"), str(work / "data")],
+        check=True,
+        capture_output=True,
+    )
     return work / "data"
 
 
@@ -201,11 +230,16 @@ def samples(db: Path) -> list[tuple]:  # type: ignore[type-arg]
 
 
 def memory(db: Path) -> list[tuple]:  # type: ignore[type-arg]
-    return rows(db, "SELECT sample_at, machine_id, gpu_index, gpu_instance_id, mem_used_mib FROM gpu_sample_details"
-                    " ORDER BY 1, 2, 3, coalesce(gpu_instance_id, 0)")
+    return rows(
+        db,
+        "SELECT sample_at, machine_id, gpu_index, gpu_instance_id, mem_used_mib FROM gpu_sample_details"
+        " ORDER BY 1, 2, 3, coalesce(gpu_instance_id, 0)",
+    )
 
 
-def run_pull(db: Path, source: PrometheusSource, first: int = 0, end: int = MINUTES, **kwargs: object) -> prometheus.PullReport:
+def run_pull(
+    db: Path, source: PrometheusSource, first: int = 0, end: int = MINUTES, **kwargs: object
+) -> prometheus.PullReport:
     with open_store(db) as con:
         return pull(con, source, since_ms=ms(first), until_ms=ms(end), step_ms=STEP * 1000, **kwargs)  # type: ignore[arg-type]
 
@@ -221,10 +255,15 @@ def test_pulled_values_equal_the_generated_ones(pulled: tuple[Path, prometheus.P
     assert samples(db) == expected_samples()
     assert memory(db) == expected_memory()
     # the gap: no gpu-a sample at all in it, not the last value before it repeated
-    assert rows(db, "SELECT count(*) FROM gpu_samples WHERE machine_id = 'gpu-a' AND sample_at >= ? AND sample_at < ?",
-                at(GAP.start), at(GAP.stop)) == [(0,)]
+    assert rows(
+        db,
+        "SELECT count(*) FROM gpu_samples WHERE machine_id = 'gpu-a' AND sample_at >= ? AND sample_at < ?",
+        at(GAP.start),
+        at(GAP.stop),
+    ) == [(0,)]
     assert rows(db, "SELECT DISTINCT machine_id, gpu_index, uuid FROM gpu_devices ORDER BY 1, 2") == [
-        (HOSTS[h], g, f"GPU-{h}{g}-0000") for h in range(2) for g in range(4)]
+        (HOSTS[h], g, f"GPU-{h}{g}-0000") for h in range(2) for g in range(4)
+    ]
     assert rows(db, "SELECT count(*) FROM rejects") == [(0,)]
 
 
@@ -247,8 +286,15 @@ def test_chunks_stay_under_the_points_limit_and_tile_the_range(pulled: tuple[Pat
     assert chunks(db) == [(at(a), at(b), 60.0, *series_and_points(a, b)) for a, b in bounds]
     assert [(c.start_ms, c.end_ms) for c in report.chunks] == [(ms(a), ms(b)) for a, b in bounds]
     # one ingested_files row per chunk, named by the request (server, query, range), never by a header
-    paths = [p for (p,) in rows(db, "SELECT f.path FROM prometheus_chunks c JOIN ingested_files f USING (file_id) ORDER BY c.start_at")]
-    assert len(paths) == 4 and all(p.startswith(f"{report.server}/api/v1/query_range?query={report.query}&start=") for p in paths)
+    paths = [
+        p
+        for (p,) in rows(
+            db, "SELECT f.path FROM prometheus_chunks c JOIN ingested_files f USING (file_id) ORDER BY c.start_at"
+        )
+    ]
+    assert len(paths) == 4 and all(
+        p.startswith(f"{report.server}/api/v1/query_range?query={report.query}&start=") for p in paths
+    )
     assert paths[1].endswith("&start=2024-05-01T00:50:00Z&end=2024-05-01T01:39:00Z&step=60")
 
 
@@ -308,7 +354,9 @@ def test_a_server_gone_mid_pull_fails_in_one_line_and_the_pull_resumes(tsdb: Pat
         with pytest.raises(ServerError) as failed:
             run_pull(db, own.source, max_points=60, listener=StopServer(0))
         assert str(failed.value).startswith(f"http://127.0.0.1:{own.port}/api/v1/query_range (2024-05-01T01:00:00Z to ")
-        assert "connection refused" in str(failed.value) and "the 1 chunks stored up to 2024-05-01T00:59:00Z are kept" in str(failed.value)
+        assert "connection refused" in str(
+            failed.value
+        ) and "the 1 chunks stored up to 2024-05-01T00:59:00Z are kept" in str(failed.value)
         assert samples(db) == expected_samples(range(60))
         own.start()
         report = run_pull(db, own.source, max_points=60)
@@ -321,26 +369,41 @@ def test_a_server_gone_mid_pull_fails_in_one_line_and_the_pull_resumes(tsdb: Pat
 def test_half_the_range_then_the_whole_then_again_stores_nothing_twice(server: Server, tmp_path: Path) -> None:
     db = str(tmp_path / "s.duckdb")
     runner = CliRunner()
-    half = runner.invoke(app, ["ingest", server.url, "--since", SINCE, "--until", "2024-05-01T01:30:00Z", "--step", "1m",
-                               *AUTH, "--db", db])
+    half = runner.invoke(
+        app,
+        ["ingest", server.url, "--since", SINCE, "--until", "2024-05-01T01:30:00Z", "--step", "1m", *AUTH, "--db", db],
+    )
     assert half.exit_code == 0, half.output
     assert samples(Path(db)) == expected_samples(range(90))
-    whole = runner.invoke(app, ["ingest", server.url, "--since", SINCE, "--until", UNTIL, "--step", "60s", *AUTH, "--db", db])
+    whole = runner.invoke(
+        app, ["ingest", server.url, "--since", SINCE, "--until", UNTIL, "--step", "60s", *AUTH, "--db", db]
+    )
     assert whole.exit_code == 0, whole.output
     server_url = f"http://127.0.0.1:{server.port}"
-    assert f"gca: {server_url}: 2024-05-01T00:00:00Z to 2024-05-01T01:29:00Z was pulled before (1 chunk); skipped" in whole.stderr
+    assert (
+        f"gca: {server_url}: 2024-05-01T00:00:00Z to 2024-05-01T01:29:00Z was pulled before (1 chunk); skipped"
+        in whole.stderr
+    )
     assert f"gca: {server_url}: stored 1 chunk from 2024-05-01T01:30:00Z to 2024-05-01T02:59:00Z" in whole.stderr
     assert samples(Path(db)) == expected_samples() and memory(Path(db)) == expected_memory()
     before = rows(Path(db), "SELECT (SELECT count(*) FROM ingested_files), (SELECT count(*) FROM gpu_sample_details)")
     again = runner.invoke(app, ["ingest", server.url, "--since", SINCE, "--until", UNTIL, *AUTH, "--db", db])
     assert again.exit_code == 0, again.output
     # at the default step (30 s) too: a chunk covers its times up to its end + its step
-    assert f"gca: {server_url}: 2024-05-01T00:00:00Z to 2024-05-01T02:59:30Z was pulled before (2 chunks); skipped" in again.stderr
+    assert (
+        f"gca: {server_url}: 2024-05-01T00:00:00Z to 2024-05-01T02:59:30Z was pulled before (2 chunks); skipped"
+        in again.stderr
+    )
     assert f"gca: {server_url}: nothing new to pull" in again.stderr
-    assert rows(Path(db), "SELECT (SELECT count(*) FROM ingested_files), (SELECT count(*) FROM gpu_sample_details)") == before
+    assert (
+        rows(Path(db), "SELECT (SELECT count(*) FROM ingested_files), (SELECT count(*) FROM gpu_sample_details)")
+        == before
+    )
     assert samples(Path(db)) == expected_samples()
     # the same range with another --match would store its samples twice: refused
-    other = runner.invoke(app, ["ingest", server.url, "--since", SINCE, "--until", UNTIL, "--match", "DCGM_FI_.*", *AUTH, "--db", db])
+    other = runner.invoke(
+        app, ["ingest", server.url, "--since", SINCE, "--until", UNTIL, "--match", "DCGM_FI_.*", *AUTH, "--db", db]
+    )
     assert other.exit_code == ExitCode.USAGE and "pulled before with another query" in other.stderr
 
 
@@ -351,8 +414,9 @@ def test_a_pull_stores_no_sample_an_exported_file_gave(server: Server, tmp_path:
     a file of the same DCGM samples may overlap them)."""
     query = prometheus.query_for(prometheus.default_match())
     params = urllib.parse.urlencode({"query": query, "start": T0, "end": T0 + 99 * STEP, "step": STEP})
-    request = urllib.request.Request(f"http://127.0.0.1:{server.port}/api/v1/query_range?{params}",
-                                     headers={"Authorization": BASIC})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{server.port}/api/v1/query_range?{params}", headers={"Authorization": BASIC}
+    )
     export = tmp_path / "export.json"
     with urllib.request.urlopen(request, timeout=30) as answer:
         export.write_bytes(answer.read())
@@ -393,18 +457,31 @@ def test_errors_are_one_line_naming_the_url(server: Server, tmp_path: Path) -> N
     pull_args = ["--since", SINCE, "--until", UNTIL, "--db", db]
 
     closed = free_port()
-    line = one_error_line(result := runner.invoke(app, ["ingest", f"prometheus+http://127.0.0.1:{closed}", *pull_args, *AUTH]))
+    line = one_error_line(
+        result := runner.invoke(app, ["ingest", f"prometheus+http://127.0.0.1:{closed}", *pull_args, *AUTH])
+    )
     assert result.exit_code == ExitCode.DATA
-    assert line.startswith(f"gca: error: http://127.0.0.1:{closed}/api/v1/query_range (2024-05-01T00:00:00Z to ") and "connection refused" in line
+    assert (
+        line.startswith(f"gca: error: http://127.0.0.1:{closed}/api/v1/query_range (2024-05-01T00:00:00Z to ")
+        and "connection refused" in line
+    )
 
     line = one_error_line(result := runner.invoke(app, ["ingest", f"{server.url}/nope", *pull_args, *AUTH]))
-    assert result.exit_code == ExitCode.USAGE and line.startswith(f"gca: error: {base}/nope/api/v1/query_range (") and "HTTP 404" in line
+    assert (
+        result.exit_code == ExitCode.USAGE
+        and line.startswith(f"gca: error: {base}/nope/api/v1/query_range (")
+        and "HTTP 404" in line
+    )
 
     line = one_error_line(result := runner.invoke(app, ["ingest", server.url, *pull_args]))  # no credentials
-    assert result.exit_code == ExitCode.USAGE and "HTTP 401" in line and "--header 'Authorization: Bearer TOKEN'" in line
+    assert (
+        result.exit_code == ExitCode.USAGE and "HTTP 401" in line and "--header 'Authorization: Bearer TOKEN'" in line
+    )
 
     # valid for Python, not for Prometheus (RE2 has no lookbehind): the server's bad_data error
-    line = one_error_line(result := runner.invoke(app, ["ingest", server.url, *pull_args, *AUTH, "--match", "(?<=D)CGM.*"]))
+    line = one_error_line(
+        result := runner.invoke(app, ["ingest", server.url, *pull_args, *AUTH, "--match", "(?<=D)CGM.*"])
+    )
     assert result.exit_code == ExitCode.USAGE and "HTTP 400" in line and "bad_data" in line and "--match" in line
 
     line = one_error_line(result := runner.invoke(app, ["ingest", f"http://127.0.0.1:{server.port}", *pull_args]))
@@ -418,7 +495,9 @@ def test_errors_are_one_line_naming_the_url(server: Server, tmp_path: Path) -> N
     thread = threading.Thread(target=other.serve_forever, daemon=True)
     thread.start()
     try:
-        line = one_error_line(result := runner.invoke(app, ["ingest", f"prometheus+http://127.0.0.1:{other.server_port}", *pull_args]))
+        line = one_error_line(
+            result := runner.invoke(app, ["ingest", f"prometheus+http://127.0.0.1:{other.server_port}", *pull_args])
+        )
     finally:
         other.shutdown()
     assert result.exit_code == ExitCode.USAGE and "not Prometheus API JSON" in line
@@ -430,7 +509,9 @@ def test_a_server_that_does_not_answer_times_out(tmp_path: Path) -> None:
         silent.bind(("127.0.0.1", 0))
         silent.listen(1)
         source = parse_source(f"prometheus+http://127.0.0.1:{silent.getsockname()[1]}")
-        with pytest.raises(ServerError, match=r"^http://127\.0\.0\.1:\d+/api/v1/query_range \(.*\): no answer after 0\.5 s"):
+        with pytest.raises(
+            ServerError, match=r"^http://127\.0\.0\.1:\d+/api/v1/query_range \(.*\): no answer after 0\.5 s"
+        ):
             run_pull(tmp_path / "s.duckdb", source, timeout_s=0.5)
 
 
@@ -444,7 +525,9 @@ class _Trickle(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def do_GET(self) -> None:
-        head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(EMPTY_ANSWER)}\r\n\r\n").encode()
+        head = (
+            f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(EMPTY_ANSWER)}\r\n\r\n"
+        ).encode()
         slow = head + EMPTY_ANSWER if self.where == "headers" else EMPTY_ANSWER
         try:
             if self.where != "headers":
@@ -531,7 +614,9 @@ class _Endless(BaseHTTPRequestHandler):
         if self.gzip:
             self.send_header("Content-Encoding", "gzip")
         self.end_headers()  # no length: the answer ends when the connection does
-        series = b'{"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","Hostname":"gpu-a","gpu":"0"},"values":[[1714521600,"1"]]},'
+        series = (
+            b'{"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","Hostname":"gpu-a","gpu":"0"},"values":[[1714521600,"1"]]},'
+        )
         block = series * (64 * 1024 // len(series))
         start = b'{"status":"success","data":{"resultType":"matrix","result":['
         sent = 0
@@ -564,8 +649,10 @@ def test_an_oversized_answer_is_refused_without_reading_it_all(tmp_path: Path, g
     try:
         with pytest.raises(ServerError) as failed:
             run_pull(db, source, 0, 4, max_answer_bytes=cap, timeout_s=30)
-        assert str(failed.value).startswith(f"http://127.0.0.1:{endless.server_port}/api/v1/query_range (2024-05-01T00:00:00Z to 2024-05-01T00:00:00Z):"
-                                            " the answer is over 262,144 bytes, the most gca reads of one request")
+        assert str(failed.value).startswith(
+            f"http://127.0.0.1:{endless.server_port}/api/v1/query_range (2024-05-01T00:00:00Z to 2024-05-01T00:00:00Z):"
+            " the answer is over 262,144 bytes, the most gca reads of one request"
+        )
         assert "--match" in str(failed.value)
         deadline = time.monotonic() + 5  # each handler records its request once gca has hung up
         while len(handler.requests) < 3 and time.monotonic() < deadline:
@@ -575,7 +662,11 @@ def test_an_oversized_answer_is_refused_without_reading_it_all(tmp_path: Path, g
     assert time.monotonic() - started < 10
     # four sample times, then two, then one (each chunk starting at the same time): seconds since the epoch
     starts_ends = [(start, end) for start, end, _ in handler.requests]
-    assert sorted(starts_ends, key=lambda r: -int(r[1])) == [(str(T0), str(T0 + 3 * STEP)), (str(T0), str(T0 + STEP)), (str(T0), str(T0))]
+    assert sorted(starts_ends, key=lambda r: -int(r[1])) == [
+        (str(T0), str(T0 + 3 * STEP)),
+        (str(T0), str(T0 + STEP)),
+        (str(T0), str(T0)),
+    ]
     # what the server could send before gca hung up: the cap, a read block and the sockets' buffers
     assert all(sent < 32 << 20 for _, _, sent in handler.requests), handler.requests
     assert rows(db, "SELECT count(*) FROM prometheus_chunks") == [(0,)]
@@ -601,24 +692,84 @@ def test_headers_and_url_credentials_are_sent_and_never_kept(server: Server, tmp
     db = tmp_path / "s.duckdb"
     token = "s3cr3t-t0ken-4711"
     secrets = [token, BASIC.split()[1], "admin:test"]
-    by_header = runner.invoke(app, ["ingest", server.url, "--since", SINCE, "--until", "2024-05-01T01:00:00Z", "--step", "1m", *AUTH,
-                                    "--header", f"X-Scope-OrgID: {token}", "--db", str(db)])
+    by_header = runner.invoke(
+        app,
+        [
+            "ingest",
+            server.url,
+            "--since",
+            SINCE,
+            "--until",
+            "2024-05-01T01:00:00Z",
+            "--step",
+            "1m",
+            *AUTH,
+            "--header",
+            f"X-Scope-OrgID: {token}",
+            "--db",
+            str(db),
+        ],
+    )
     assert by_header.exit_code == 0, by_header.output
-    in_url = runner.invoke(app, ["ingest", f"prometheus+http://admin:test@127.0.0.1:{server.port}", "--since", "2024-05-01T01:00:00Z",
-                                 "--until", UNTIL, "--step", "1m", "--header", f"X-Scope-OrgID: {token}", "--db", str(db)])
+    in_url = runner.invoke(
+        app,
+        [
+            "ingest",
+            f"prometheus+http://admin:test@127.0.0.1:{server.port}",
+            "--since",
+            "2024-05-01T01:00:00Z",
+            "--until",
+            UNTIL,
+            "--step",
+            "1m",
+            "--header",
+            f"X-Scope-OrgID: {token}",
+            "--db",
+            str(db),
+        ],
+    )
     assert in_url.exit_code == 0, in_url.output
     assert samples(db) == expected_samples()
-    failing = runner.invoke(app, ["ingest", f"prometheus+http://admin:test@127.0.0.1:{free_port()}", "--since", SINCE,
-                                  "--header", f"Authorization: Bearer {token}", "--db", str(db)])
+    failing = runner.invoke(
+        app,
+        [
+            "ingest",
+            f"prometheus+http://admin:test@127.0.0.1:{free_port()}",
+            "--since",
+            SINCE,
+            "--header",
+            f"Authorization: Bearer {token}",
+            "--db",
+            str(db),
+        ],
+    )
     assert failing.exit_code == ExitCode.DATA
-    badly = runner.invoke(app, ["ingest", server.url, "--since", SINCE, "--header", f"Authorization Bearer {token}", "--db", str(db)])
+    badly = runner.invoke(
+        app, ["ingest", server.url, "--since", SINCE, "--header", f"Authorization Bearer {token}", "--db", str(db)]
+    )
     assert badly.exit_code == ExitCode.USAGE and "--header number 1" in badly.stderr
     # a job on gpu-a's GPUs 0 and 1 for the whole range, so that there is a report to write
     job_log = tmp_path / "cluster_job_log"
-    job_log.write_text(json.dumps([{
-        "status": "Pass", "vc": "vc1", "jobid": "job_dcgm", "user": "u1", "submitted_time": "2024-04-30 16:50:00",
-        "attempts": [{"start_time": "2024-04-30 17:00:00", "end_time": "2024-04-30 20:00:00",  # PDT: 00:00-03:00 UTC
-                      "detail": [{"ip": "gpu-a", "gpus": ["gpu0", "gpu1"]}]}]}]))
+    job_log.write_text(
+        json.dumps(
+            [
+                {
+                    "status": "Pass",
+                    "vc": "vc1",
+                    "jobid": "job_dcgm",
+                    "user": "u1",
+                    "submitted_time": "2024-04-30 16:50:00",
+                    "attempts": [
+                        {
+                            "start_time": "2024-04-30 17:00:00",
+                            "end_time": "2024-04-30 20:00:00",  # PDT: 00:00-03:00 UTC
+                            "detail": [{"ip": "gpu-a", "gpus": ["gpu0", "gpu1"]}],
+                        }
+                    ],
+                }
+            ]
+        )
+    )
     assert runner.invoke(app, ["ingest", str(job_log), "--db", str(db)]).exit_code == 0
     report = build_report(db, tmp_path / "report")
     values = [util(0, g, k) for g in (0, 1) for k in minutes(0)]
@@ -627,29 +778,42 @@ def test_headers_and_url_credentials_are_sent_and_never_kept(server: Server, tmp
     captured = [r.output + r.stderr for r in (by_header, in_url, failing, badly)]
     # the bytes, and (should DuckDB compress a string) every text column through SQL
     with open_store(db, read_only=True) as con:
-        columns = con.execute("SELECT table_name, column_name FROM duckdb_columns() WHERE data_type = 'VARCHAR'"
-                              " AND NOT internal AND database_name = current_database()").fetchall()
+        columns = con.execute(
+            "SELECT table_name, column_name FROM duckdb_columns() WHERE data_type = 'VARCHAR'"
+            " AND NOT internal AND database_name = current_database()"
+        ).fetchall()
         for secret in secrets:
             assert not any(secret.encode() in blob for blob in written), secret
             assert not any(secret in text for text in captured), secret
             for table, column in columns:
-                found = con.execute(f'SELECT count(*) FROM "{table}" WHERE contains("{column}", ?)', [secret]).fetchall()
+                found = con.execute(
+                    f'SELECT count(*) FROM "{table}" WHERE contains("{column}", ?)', [secret]
+                ).fetchall()
                 assert found == [(0,)], (table, column)
         assert len(columns) > 20
     assert report.html.exists()
-    assert {r[0] for r in rows(db, "SELECT DISTINCT server FROM prometheus_chunks")} == {f"http://127.0.0.1:{server.port}"}
+    assert {r[0] for r in rows(db, "SELECT DISTINCT server FROM prometheus_chunks")} == {
+        f"http://127.0.0.1:{server.port}"
+    }
 
 
 @pytest.mark.parametrize(
     ("text", "server"),
-    [("prometheus+http://prom.example:9090", "http://prom.example:9090"),
-     ("prometheus+https://user:pw@prom.example/prometheus/", "https://prom.example/prometheus"),
-     ("PROMETHEUS+HTTP://[::1]:9090", "http://[::1]:9090")],
+    [
+        ("prometheus+http://prom.example:9090", "http://prom.example:9090"),
+        ("prometheus+https://user:pw@prom.example/prometheus/", "https://prom.example/prometheus"),
+        ("PROMETHEUS+HTTP://[::1]:9090", "http://[::1]:9090"),
+    ],
 )
 def test_sources_and_steps(text: str, server: str) -> None:
     source = parse_source(text, ["X-A: b"])
     assert source.server == server and "b" not in repr(source) and "pw" not in repr(source)
-    assert parse_step("30s") == 30_000 and parse_step("1m") == 60_000 and parse_step("500ms") == 500 and parse_step("15") == 15_000
+    assert (
+        parse_step("30s") == 30_000
+        and parse_step("1m") == 60_000
+        and parse_step("500ms") == 500
+        and parse_step("15") == 15_000
+    )
     for bad in ("http://h:9090", "prometheus+ftp://h", "prometheus+http://h:9090?x=1", "prometheus+http://:9090"):
         with pytest.raises(InputError):
             parse_source(bad)

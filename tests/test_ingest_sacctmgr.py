@@ -17,17 +17,20 @@ DATA = Path(__file__).parent / "data" / "slurm"
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize(("tres", "gpus"), [
-    ("cpu=4,gres/gpu=8,mem=100G", 8),
-    ("gres/gpu:a100=4", 4),  # typed only: counted as GPUs
-    ("gres/gpu:a100=4,gres/gpu:v100=2", 6),
-    ("gres/gpu=12,gres/gpu:a100=8,gres/gpu:v100=4", 12),  # untyped beside typed: the total
-    ("gres/gpu:a100=8,gres/gpu=8", 8),
-    ("gres/gpu=0", 0),
-    ("", None),
-    ("cpu=512,mem=1.50T", None),  # no GPU key: no GPU limit
-    ("  gres/gpu=2 ", 2),
-])
+@pytest.mark.parametrize(
+    ("tres", "gpus"),
+    [
+        ("cpu=4,gres/gpu=8,mem=100G", 8),
+        ("gres/gpu:a100=4", 4),  # typed only: counted as GPUs
+        ("gres/gpu:a100=4,gres/gpu:v100=2", 6),
+        ("gres/gpu=12,gres/gpu:a100=8,gres/gpu:v100=4", 12),  # untyped beside typed: the total
+        ("gres/gpu:a100=8,gres/gpu=8", 8),
+        ("gres/gpu=0", 0),
+        ("", None),
+        ("cpu=512,mem=1.50T", None),  # no GPU key: no GPU limit
+        ("  gres/gpu=2 ", 2),
+    ],
+)
 def test_gpu_limit_of_a_tres(tres: str, gpus: int | None) -> None:
     assert gpu_limit(tres) == gpus
 
@@ -39,8 +42,11 @@ def test_unreadable_gpu_tres(tres: str) -> None:
 
 
 def test_formats_are_recognized_by_content(tmp_path: Path) -> None:
-    for name, fmt in (("sacctmgr_assoc_p.txt", "slurm_assoc"), ("sacctmgr_qos_caps.txt", "slurm_qos"),
-                      ("real_sacctmgr_qos_perlmutter.txt", "slurm_qos")):
+    for name, fmt in (
+        ("sacctmgr_assoc_p.txt", "slurm_assoc"),
+        ("sacctmgr_qos_caps.txt", "slurm_qos"),
+        ("real_sacctmgr_qos_perlmutter.txt", "slurm_qos"),
+    ):
         copy = write(tmp_path / "limits.txt", (DATA / name).read_text())  # a name that says nothing
         found = detect_format(copy, read_head(copy))
         assert found is not None and found.name == fmt, name
@@ -51,13 +57,26 @@ def test_formats_are_recognized_by_content(tmp_path: Path) -> None:
 
 
 def test_no_other_file_is_taken_for_sacctmgr() -> None:
-    ours = {"sacctmgr_assoc_p.txt", "sacctmgr_qos_caps.txt", "real_sacctmgr_qos_perlmutter.txt",
-            "sacctmgr_assoc.txt"}  # the last: gca synth's, in examples/slurm
-    live = {REPO / "tests" / "data" / "slurm" / "live" / n for n in ("assoc.txt", "qos.txt")}  # a real Slurm's (test_slurm_live.py)
-    others = [p for folder in (REPO / "tests" / "data", REPO / "examples") for p in folder.rglob("*")
-              if p.is_file() and p.name not in ours and p not in live]
-    taken = [p for p in others if (fmt := detect_format(p, read_head(p))) is not None
-             and fmt.name in ("slurm_assoc", "slurm_qos")]
+    ours = {
+        "sacctmgr_assoc_p.txt",
+        "sacctmgr_qos_caps.txt",
+        "real_sacctmgr_qos_perlmutter.txt",
+        "sacctmgr_assoc.txt",
+    }  # the last: gca synth's, in examples/slurm
+    live = {
+        REPO / "tests" / "data" / "slurm" / "live" / n for n in ("assoc.txt", "qos.txt")
+    }  # a real Slurm's (test_slurm_live.py)
+    others = [
+        p
+        for folder in (REPO / "tests" / "data", REPO / "examples")
+        for p in folder.rglob("*")
+        if p.is_file() and p.name not in ours and p not in live
+    ]
+    taken = [
+        p
+        for p in others
+        if (fmt := detect_format(p, read_head(p))) is not None and fmt.name in ("slurm_assoc", "slurm_qos")
+    ]
     assert taken == []
 
 
@@ -67,9 +86,14 @@ def test_associations_give_account_quotas_and_user_caps(tmp_path: Path) -> None:
     assert (report.format, report.status, report.rows, report.rejects) == ("slurm_assoc", "loaded", 8, 0)
     got = rows(db, "SELECT kind, vc, user_name, gpus, line FROM quotas ORDER BY line")
     assert got == [
-        ("account", "root", None, None, 2), ("user", "root", "root", None, 3),
-        ("account", "ml", None, 16.0, 4), ("user", "ml", "alice", 4.0, 5), ("user", "ml", "bob", None, 6),
-        ("account", "vision", None, 8.0, 7), ("account", "nlp", None, 12.0, 8), ("account", "frozen", None, 0.0, 9),
+        ("account", "root", None, None, 2),
+        ("user", "root", "root", None, 3),
+        ("account", "ml", None, 16.0, 4),
+        ("user", "ml", "alice", 4.0, 5),
+        ("user", "ml", "bob", None, 6),
+        ("account", "vision", None, 8.0, 7),
+        ("account", "nlp", None, 12.0, 8),
+        ("account", "frozen", None, 0.0, 9),
     ]
 
 
@@ -78,8 +102,14 @@ def test_qos_gives_per_user_caps(tmp_path: Path) -> None:
     (report,) = ingest(db, DATA / "sacctmgr_qos_caps.txt")
     assert (report.format, report.status, report.rejects) == ("slurm_qos", "loaded", 0)
     got = rows(db, "SELECT qos, kind, gpus FROM quotas ORDER BY line, kind")
-    assert got == [("normal", "qos_group", None), ("normal", "qos_user", None), ("gpu", "qos_group", 32.0),
-                   ("gpu", "qos_user", 4.0), ("a100", "qos_group", None), ("a100", "qos_user", 2.0)]
+    assert got == [
+        ("normal", "qos_group", None),
+        ("normal", "qos_user", None),
+        ("gpu", "qos_group", 32.0),
+        ("gpu", "qos_user", 4.0),
+        ("a100", "qos_group", None),
+        ("a100", "qos_user", 2.0),
+    ]
 
 
 def test_real_perlmutter_qos_has_no_per_user_gpu_cap(tmp_path: Path) -> None:
@@ -102,34 +132,43 @@ def test_real_account_qos_listing_has_no_limit_column(tmp_path: Path) -> None:
 
 def test_bad_rows_are_counted_rejects_with_their_line(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
-    text = ("Account|User|GrpTRES|\n"
-            "ml||gres/gpu=16|\n"
-            "ml|alice|gres/gpu=lots|\n"     # unreadable GPU count
-            "|bob|gres/gpu=2|\n"            # no account
-            "ml|carol|gres/gpu=2|extra|\n"  # a field too many
-            "ml||gres/gpu=8|\n")            # ml again (another cluster?): the first holds
+    text = (
+        "Account|User|GrpTRES|\n"
+        "ml||gres/gpu=16|\n"
+        "ml|alice|gres/gpu=lots|\n"  # unreadable GPU count
+        "|bob|gres/gpu=2|\n"  # no account
+        "ml|carol|gres/gpu=2|extra|\n"  # a field too many
+        "ml||gres/gpu=8|\n"
+    )  # ml again (another cluster?): the first holds
     (report,) = ingest(db, write(tmp_path / "assoc.txt", text))
     assert (report.status, report.rows, report.rejects) == ("loaded", 1, 4)
     assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
         (3, "unreadable TRES item 'gres/gpu=lots' (expected e.g. gres/gpu=8)"),
         (4, "no Account"),
         (5, "5 fields where the header has 3"),
-        (6, "the same account and user as line 2 (another cluster or partition?): gca keeps one GPU limit each,"
-            " the first"),
+        (
+            6,
+            "the same account and user as line 2 (another cluster or partition?): gca keeps one GPU limit each,"
+            " the first",
+        ),
     ]
     assert rows(db, "SELECT vc, gpus FROM quotas") == [("ml", 16.0)]
 
 
 def test_a_qos_line_with_one_bad_limit_is_rejected_whole(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
-    (report,) = ingest(db, write(tmp_path / "qos.txt", "Name|MaxTRESPU|GrpTRES\ngpu|gres/gpu=4|gres/gpu=x\nok|gres/gpu=1|\n"))
+    (report,) = ingest(
+        db, write(tmp_path / "qos.txt", "Name|MaxTRESPU|GrpTRES\ngpu|gres/gpu=4|gres/gpu=x\nok|gres/gpu=1|\n")
+    )
     assert (report.rows, report.rejects) == (2, 1)
     assert rows(db, "SELECT DISTINCT qos FROM quotas") == [("ok",)]
 
 
 def test_cli_error_is_one_line_naming_file_and_line(tmp_path: Path) -> None:
     path = write(tmp_path / "assoc.txt", "ml||gres/gpu=16\n")  # -n: no header
-    result = CliRunner().invoke(app, ["ingest", str(path), "--format", "slurm_assoc", "--db", str(tmp_path / "s.duckdb")])
+    result = CliRunner().invoke(
+        app, ["ingest", str(path), "--format", "slurm_assoc", "--db", str(tmp_path / "s.duckdb")]
+    )
     assert result.exit_code != 0
     assert "Traceback" not in result.output
     errors = [line for line in result.output.splitlines() if line.startswith("gca: error:")]

@@ -189,7 +189,12 @@ def main_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_jobs_statuses_from_allocation_and_steps(main_store: Path) -> None:
-    got = {r[0]: r[1:] for r in rows(main_store, "SELECT job_id, status, source_status, cancelled_by, exit_code, exit_signal FROM jobs")}
+    got = {
+        r[0]: r[1:]
+        for r in rows(
+            main_store, "SELECT job_id, status, source_status, cancelled_by, exit_code, exit_signal FROM jobs"
+        )
+    }
     assert got == {
         "1001": ("passed", "COMPLETED", None, 0, 0),
         "1002": ("failed", "COMPLETED", None, 0, 0),  # step .0 OUT_OF_MEMORY under a COMPLETED allocation
@@ -207,8 +212,12 @@ def test_jobs_statuses_from_allocation_and_steps(main_store: Path) -> None:
 
 
 def test_job_attributes(main_store: Path) -> None:
-    got = {r[0]: r[1:] for r in rows(
-        main_store, "SELECT job_id, user_name, vc, partition, job_name, time_limit_s, gpu_model FROM jobs")}
+    got = {
+        r[0]: r[1:]
+        for r in rows(
+            main_store, "SELECT job_id, user_name, vc, partition, job_name, time_limit_s, gpu_model FROM jobs"
+        )
+    }
     assert got["1001"] == ("alice", "ml", "gpu", "train_resnet", 86400, "a100")  # 1-00:00:00
     assert got["1002"] == ("bob", "nlp", "gpu", "bert_large", 4 * 3600, None)
     assert got["1003"] == ("carol", "vision", "gpu", "sweep", 3600, "v100")
@@ -228,11 +237,31 @@ def test_times_are_utc(main_store: Path) -> None:
 
 
 def test_attempts(main_store: Path) -> None:
-    got = {(r[0], r[1]): r[2:] for r in rows(
-        main_store,
-        "SELECT job_id, attempt_no, source_index, start_at, end_at, status, source_status, num_gpus, num_nodes FROM attempts")}
-    assert got[("1001", 0)] == (0, datetime(2024, 1, 10, 8, 5), datetime(2024, 1, 10, 10, 5), "passed", "COMPLETED", 4.0, 1)
-    assert got[("1002", 0)] == (0, datetime(2024, 1, 11, 10, 0), datetime(2024, 1, 11, 11, 0), "failed", "COMPLETED", 8.0, 2)
+    got = {
+        (r[0], r[1]): r[2:]
+        for r in rows(
+            main_store,
+            "SELECT job_id, attempt_no, source_index, start_at, end_at, status, source_status, num_gpus, num_nodes FROM attempts",
+        )
+    }
+    assert got[("1001", 0)] == (
+        0,
+        datetime(2024, 1, 10, 8, 5),
+        datetime(2024, 1, 10, 10, 5),
+        "passed",
+        "COMPLETED",
+        4.0,
+        1,
+    )
+    assert got[("1002", 0)] == (
+        0,
+        datetime(2024, 1, 11, 10, 0),
+        datetime(2024, 1, 11, 11, 0),
+        "failed",
+        "COMPLETED",
+        8.0,
+        2,
+    )
     # v100 only as a typed key: its count is the GPU count
     assert got[("1003", 0)][3:] == ("timeout", "TIMEOUT", 2.0, 2)
     assert got[("1004", 0)][5] == 0.0  # AllocTRES without gres/gpu: no GPUs
@@ -240,28 +269,61 @@ def test_attempts(main_store: Path) -> None:
     # assigned): never placed, so no attempt; the GPUs they asked for (ReqTRES) and when the
     # cancelled one left the queue are the job's
     assert ("1005", 0) not in got and ("1006", 0) not in got
-    assert rows(main_store, "SELECT job_id, status, requested_gpus, left_queue_at FROM jobs WHERE job_id IN ('1005', '1006')"
-                            " ORDER BY 1") == [("1005", "pending", 2.0, None), ("1006", "killed", 8.0, datetime(2024, 1, 14, 8, 30))]
+    assert rows(
+        main_store,
+        "SELECT job_id, status, requested_gpus, left_queue_at FROM jobs WHERE job_id IN ('1005', '1006') ORDER BY 1",
+    ) == [("1005", "pending", 2.0, None), ("1006", "killed", 8.0, datetime(2024, 1, 14, 8, 30))]
     # het job 1020: one attempt of both components, 4 + 2 GPUs on 1 + 1 nodes
-    assert got[("1020", 0)] == (0, datetime(2024, 1, 16, 8, 10), datetime(2024, 1, 16, 9, 10), "failed", "COMPLETED", 6.0, 2)
+    assert got[("1020", 0)] == (
+        0,
+        datetime(2024, 1, 16, 8, 10),
+        datetime(2024, 1, 16, 9, 10),
+        "failed",
+        "COMPLETED",
+        6.0,
+        2,
+    )
     # requeued 1030: each allocation row is a run, in order
-    assert got[("1030", 0)] == (0, datetime(2024, 1, 17, 5, 5), datetime(2024, 1, 17, 6, 5), "node_fail", "NODE_FAIL", 2.0, 1)
-    assert got[("1030", 1)] == (1, datetime(2024, 1, 17, 6, 10), datetime(2024, 1, 17, 7, 10), "passed", "COMPLETED", 2.0, 1)
+    assert got[("1030", 0)] == (
+        0,
+        datetime(2024, 1, 17, 5, 5),
+        datetime(2024, 1, 17, 6, 5),
+        "node_fail",
+        "NODE_FAIL",
+        2.0,
+        1,
+    )
+    assert got[("1030", 1)] == (
+        1,
+        datetime(2024, 1, 17, 6, 10),
+        datetime(2024, 1, 17, 7, 10),
+        "passed",
+        "COMPLETED",
+        2.0,
+        1,
+    )
     assert len(got) == 10  # 12 jobs, 1030 twice; 1005, 1006 and the pending array 1010_[3-5%2] never placed
 
 
 def test_attempt_hosts_expand_nodelists(main_store: Path) -> None:
     got = sorted(rows(main_store, "SELECT job_id, attempt_no, machine_id, gpus FROM attempt_hosts"))
-    assert got == sorted([
-        ("1001", 0, "gpu01", 4),
-        ("1002", 0, "gpu02", 4), ("1002", 0, "gpu03", 4),  # gpu[02-03], 8 GPUs / 2
-        ("1003", 0, "c1-10", 1), ("1003", 0, "c1-9", 1),  # c1-[9-10], 2 GPUs / 2
-        ("1004", 0, "cpu17", 0),
-        ("1010_1", 0, "gpu01", 1), ("1010_2", 0, "gpu01", 1),
-        ("1020", 0, "gpu04", 4), ("1020", 0, "gpu05", 2),  # each component's own share
-        ("1030", 0, "gpu06", 2), ("1030", 1, "gpu07", 2),
-        ("1040", 0, "gpu08", 1),
-    ])  # 1005, 1006 and the pending array: None assigned
+    assert got == sorted(
+        [
+            ("1001", 0, "gpu01", 4),
+            ("1002", 0, "gpu02", 4),
+            ("1002", 0, "gpu03", 4),  # gpu[02-03], 8 GPUs / 2
+            ("1003", 0, "c1-10", 1),
+            ("1003", 0, "c1-9", 1),  # c1-[9-10], 2 GPUs / 2
+            ("1004", 0, "cpu17", 0),
+            ("1010_1", 0, "gpu01", 1),
+            ("1010_2", 0, "gpu01", 1),
+            ("1020", 0, "gpu04", 4),
+            ("1020", 0, "gpu05", 2),  # each component's own share
+            ("1030", 0, "gpu06", 2),
+            ("1030", 1, "gpu07", 2),
+            ("1040", 0, "gpu08", 1),
+        ]
+    )  # 1005, 1006 and the pending array: None assigned
 
 
 def test_jobs_csv_from_sacct(main_store: Path) -> None:
@@ -269,13 +331,29 @@ def test_jobs_csv_from_sacct(main_store: Path) -> None:
     assert len(jobs) == 12 and all(j["source"] == "slurm" for j in jobs.values())
     j = jobs["1001"]
     assert (j["status"], j["submit_time"], j["first_start_time"], j["end_time"]) == (
-        "passed", "2024-01-10T08:00:00Z", "2024-01-10T08:05:00Z", "2024-01-10T10:05:00Z")
+        "passed",
+        "2024-01-10T08:00:00Z",
+        "2024-01-10T08:05:00Z",
+        "2024-01-10T10:05:00Z",
+    )
     # 5 min wait; 2 h run; 4 GPUs x 7200 s
     assert (j["attempts"], j["num_gpus"], j["num_servers"], j["queue_delay_s"], j["run_time_s"], j["gpu_time_s"]) == (
-        1, 4, 1, 300, 7200, 28800)
+        1,
+        4,
+        1,
+        300,
+        7200,
+        28800,
+    )
     j = jobs["1002"]
     # queueing from Eligible (10:30 CET) to start (11:00 CET): 1800 s; 8 GPUs x 3600 s
-    assert (j["status"], j["num_gpus"], j["num_servers"], j["queue_delay_s"], j["gpu_time_s"]) == ("failed", 8, 2, 1800, 28800)
+    assert (j["status"], j["num_gpus"], j["num_servers"], j["queue_delay_s"], j["gpu_time_s"]) == (
+        "failed",
+        8,
+        2,
+        1800,
+        28800,
+    )
     j = jobs["1003"]
     # 08:10:00 -> 09:10:10 CET = 3610 s, 2 GPUs
     assert (j["status"], j["vc"], j["run_time_s"], j["gpu_time_s"]) == ("timeout", "vision", 3610, 7220)
@@ -316,15 +394,20 @@ def test_a_zone_of_one_offset_converts_as_a_zone_with_changes_does(tmp_path: Pat
         "1.batch|COMPLETED|0:0|2024-07-01T10:05:00|2024-07-01T10:05:00|2024-07-01T11:00:00|cpu=1,gres/gpu=1,node=1|n1\n"
         # 1719828000 = 2024-07-01T10:00:00Z
         "2|FAILED|1:0|1719828000|1719828060|1719828120|cpu=1,gres/gpu=1,node=1|n1\n"
-        "3|PENDING|0:0|2024-07-01T12:00:00|Unknown|Unknown||None assigned\n")
+        "3|PENDING|0:0|2024-07-01T12:00:00|Unknown|Unknown||None assigned\n"
+    )
     db = tmp_path / "s.duckdb"
     (report,) = ingest(db, dump, zone=zone)
     assert report.status == "loaded" and report.rejects == 0
     assert rows(db, "SELECT job_id, submit_at FROM jobs ORDER BY job_id") == [
-        ("1", datetime(2024, 7, 1, 8, 0)), ("2", datetime(2024, 7, 1, 10, 0)), ("3", datetime(2024, 7, 1, 10, 0))]
+        ("1", datetime(2024, 7, 1, 8, 0)),
+        ("2", datetime(2024, 7, 1, 10, 0)),
+        ("3", datetime(2024, 7, 1, 10, 0)),
+    ]
     assert rows(db, "SELECT job_id, start_at, end_at FROM attempts ORDER BY job_id") == [
         ("1", datetime(2024, 7, 1, 8, 5), datetime(2024, 7, 1, 9, 0)),
-        ("2", datetime(2024, 7, 1, 10, 1), datetime(2024, 7, 1, 10, 2))]
+        ("2", datetime(2024, 7, 1, 10, 1), datetime(2024, 7, 1, 10, 2)),
+    ]
 
 
 def test_dst_times(tmp_path: Path) -> None:
@@ -347,7 +430,12 @@ def test_parsable_with_trailing_pipe(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     (report,) = ingest(db, DATA / "parsable_trailing.txt", zone=ZURICH)
     assert (report.rows, report.rejects) == (3, 0)
-    got = {r[0]: r[1:] for r in rows(db, "SELECT j.job_id, j.status, a.start_at, a.end_at, a.num_gpus FROM jobs j JOIN attempts a USING (job_id)")}
+    got = {
+        r[0]: r[1:]
+        for r in rows(
+            db, "SELECT j.job_id, j.status, a.start_at, a.end_at, a.num_gpus FROM jobs j JOIN attempts a USING (job_id)"
+        )
+    }
     assert got == {
         "3001": ("passed", datetime(2024, 2, 5, 7, 0, 10), datetime(2024, 2, 5, 7, 30, 10), 1.0),
         "3002": ("running", datetime(2024, 2, 5, 8, 1), None, 2.0),  # End Unknown
@@ -383,13 +471,21 @@ def test_fixed_width(tmp_path: Path) -> None:
     (report,) = ingest(db, DATA / "fixed_width.txt", zone=ZURICH)
     # WorkDir is cut ('/home/ali+') but gca does not read it
     assert (report.status, report.rows, report.rejects) == ("loaded", 2, 0)
-    got = {r[0]: r[1:] for r in rows(
-        db, "SELECT j.job_id, j.status, j.exit_code, j.vc, a.start_at, a.end_at, a.num_gpus FROM jobs j JOIN attempts a USING (job_id)")}
+    got = {
+        r[0]: r[1:]
+        for r in rows(
+            db,
+            "SELECT j.job_id, j.status, j.exit_code, j.vc, a.start_at, a.end_at, a.num_gpus FROM jobs j JOIN attempts a USING (job_id)",
+        )
+    }
     assert got == {
         "2001": ("passed", 0, "ml", datetime(2024, 2, 1, 9, 10), datetime(2024, 2, 1, 11, 10), 2.0),
         "2002": ("failed", 2, "ml", datetime(2024, 2, 1, 10, 0), datetime(2024, 2, 1, 10, 5), 1.0),
     }
-    assert sorted(rows(db, "SELECT machine_id, gpus FROM attempt_hosts WHERE job_id = '2001'")) == [("gpu11", 1), ("gpu12", 1)]
+    assert sorted(rows(db, "SELECT machine_id, gpus FROM attempt_hosts WHERE job_id = '2001'")) == [
+        ("gpu11", 1),
+        ("gpu12", 1),
+    ]
 
 
 def test_fixed_width_with_a_cut_field_is_refused(tmp_path: Path) -> None:
@@ -409,7 +505,9 @@ def test_concatenated_dumps_keep_the_newest_record(tmp_path: Path) -> None:
     assert (report.rows, report.rejects, report.superseded, report.unchanged) == (2, 0, 1, 0)
     assert rows(db, "SELECT job_id, status FROM jobs ORDER BY job_id") == [("9001", "passed"), ("9002", "passed")]
     assert rows(db, "SELECT job_id, end_at FROM attempts ORDER BY job_id") == [
-        ("9001", datetime(2024, 5, 1, 7, 0)), ("9002", datetime(2024, 5, 1, 7, 30))]
+        ("9001", datetime(2024, 5, 1, 7, 0)),
+        ("9002", datetime(2024, 5, 1, 7, 30)),
+    ]
 
 
 def test_requeued_then_pending(tmp_path: Path) -> None:
@@ -425,7 +523,6 @@ def test_requeued_then_pending(tmp_path: Path) -> None:
         ("8001", 0, "preempted", datetime(2024, 4, 1, 10, 5)),
         ("8003", 0, "preempted", datetime(2024, 4, 1, 11, 10)),
     ]
-
 
 
 # Real `sacct -a -D -P` of Slurm 22.05 (scripts/slurm_live.sh, tests/data/slurm/live): job 17 ran,
@@ -461,7 +558,8 @@ def test_requeued_runs_listed_apart_are_one_record(tmp_path: Path) -> None:
         (1, "passed", datetime(2026, 11, 26, 23, 55, 44), datetime(2026, 11, 26, 23, 56, 19)),
     ]
     assert rows(db, "SELECT status, submit_at FROM jobs WHERE job_id = '17'") == [
-        ("passed", datetime(2026, 11, 26, 23, 53, 23))]
+        ("passed", datetime(2026, 11, 26, 23, 53, 23))
+    ]
     # the wait between the runs: the first run's end to the second's start
     assert jobs_csv(db)["17"]["wait_retry_s"] == 121.0
 
@@ -487,7 +585,10 @@ def test_broken_rows_are_rejected_with_their_lines(tmp_path: Path) -> None:
     # 5001 again at line 7, in another block: a later record of the job, not a reject
     assert (report.superseded, report.unchanged) == (1, 0)
     assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
-        (4, "unreadable Start '2024-13-45T99:00:00' (expected 2025-09-12T14:06:12; export with SLURM_TIME_FORMAT=standard)"),
+        (
+            4,
+            "unreadable Start '2024-13-45T99:00:00' (expected 2025-09-12T14:06:12; export with SLURM_TIME_FORMAT=standard)",
+        ),
         (5, "step of the allocation row at line 4, which was rejected"),
         (6, "step of job 5003 without its allocation row above it"),
         (8, "7 fields where the header has 12"),
@@ -518,12 +619,20 @@ def test_a_job_from_another_file_is_unchanged_and_replace_works(tmp_path: Path) 
     # 3001 and 3002 are stored from the first file already, identically: unchanged, not rejected
     assert (report.rows, report.rejects, report.superseded, report.unchanged) == (1, 0, 0, 2)
     assert rows(db, "SELECT job_id, file_id FROM jobs ORDER BY job_id") == [
-        ("3001", 1), ("3002", 1), ("3003", 1), ("3004", 2)]
+        ("3001", 1),
+        ("3002", 1),
+        ("3003", 1),
+        ("3004", 2),
+    ]
     # taking the first file back hands the jobs the second one also holds to it
     (replaced,) = ingest(db, DATA / "parsable_trailing.txt", zone=ZURICH, replace=True)
     assert (replaced.status, replaced.rows, replaced.rejects, replaced.unchanged) == ("replaced", 1, 0, 2)
     assert rows(db, "SELECT job_id, file_id FROM jobs ORDER BY job_id") == [
-        ("3001", 2), ("3002", 2), ("3003", 3), ("3004", 2)]
+        ("3001", 2),
+        ("3002", 2),
+        ("3003", 3),
+        ("3004", 2),
+    ]
     assert rows(db, "SELECT count(*) FROM attempts WHERE file_id NOT IN (2, 3)") == [(0,)]
 
 
@@ -552,7 +661,9 @@ def test_scontrol_gpu_bindings(tmp_path: Path) -> None:
 
 
 def test_cli_truncated_fixed_width(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["ingest", str(DATA / "fixed_width_truncated.txt"), "--db", str(tmp_path / "s.duckdb")])
+    result = CliRunner().invoke(
+        app, ["ingest", str(DATA / "fixed_width_truncated.txt"), "--db", str(tmp_path / "s.duckdb")]
+    )
     assert result.exit_code == 2
     errors = [line for line in result.stderr.splitlines() if line.startswith("gca: error:")]
     assert len(errors) == 1 and "fixed_width_truncated.txt:5: sacct cut the State field" in errors[0]
@@ -565,8 +676,19 @@ def test_cli_headerless_needs_columns(tmp_path: Path) -> None:
     assert result.exit_code == 2
     errors = [line for line in result.stderr.splitlines() if line.startswith("gca: error:")]
     assert len(errors) == 1 and "without a header line" in errors[0] and "--columns" in errors[0]
-    ok = CliRunner().invoke(app, ["ingest", str(DATA / "noheader.txt"), "--db", db, "--tz", "UTC",
-                                  "--columns", "JobID,User,Account,State,ExitCode,Submit,Start,End,AllocTRES,NodeList"])
+    ok = CliRunner().invoke(
+        app,
+        [
+            "ingest",
+            str(DATA / "noheader.txt"),
+            "--db",
+            db,
+            "--tz",
+            "UTC",
+            "--columns",
+            "JobID,User,Account,State,ExitCode,Submit,Start,End,AllocTRES,NodeList",
+        ],
+    )
     assert ok.exit_code == 0, ok.stderr
     assert rows(Path(db), "SELECT count(*) FROM jobs") == [(2,)]
 
@@ -575,15 +697,16 @@ def test_a_dump_without_end_or_alloctres_loads_with_one_warning_naming_what_to_a
     """sacct without AllocTRES or End loaded with exit 0 and no warning (only the report's
     data-quality table said it)."""
     dump = tmp_path / "sacct_short.txt"
-    dump.write_text("JobID|User|State|Submit|Start\n"
-                    "12001|u1|COMPLETED|2024-06-01T10:00:00|2024-06-01T10:05:00\n")
+    dump.write_text("JobID|User|State|Submit|Start\n12001|u1|COMPLETED|2024-06-01T10:00:00|2024-06-01T10:05:00\n")
     db = tmp_path / "s.duckdb"
     result = CliRunner().invoke(app, ["ingest", str(dump), "--tz", "UTC", "--db", str(db)])
     assert result.exit_code == 0, result.output
     warnings = [line for line in result.stderr.splitlines() if line.startswith("gca: warning:")]
     assert len(warnings) == 1, result.stderr
-    assert warnings[0].startswith(f"gca: warning: {dump}: the sacct dump has no End, AllocTRES columns, so when runs ended"
-                                  " and the GPUs runs held are unknown; add End,AllocTRES to sacct --format (e.g. --format ")
+    assert warnings[0].startswith(
+        f"gca: warning: {dump}: the sacct dump has no End, AllocTRES columns, so when runs ended"
+        " and the GPUs runs held are unknown; add End,AllocTRES to sacct --format (e.g. --format "
+    )
     suggested = warnings[0].rsplit("--format ", 1)[1].rstrip(")").split(",")
     assert {"Start", "End", "AllocTRES", "JobID", "State"} <= set(suggested)
     assert rows(db, "SELECT job_id, start_at, end_at FROM attempts") == [("12001", datetime(2024, 6, 1, 10, 5), None)]
@@ -592,17 +715,25 @@ def test_a_dump_without_end_or_alloctres_loads_with_one_warning_naming_what_to_a
 def test_which_columns_the_missing_column_warning_names(tmp_path: Path) -> None:
     # the old sacct's AllocGRES stands for AllocTRES; a second dump under a header without Start counts too
     old = tmp_path / "old_sacct.txt"
-    old.write_text("JobID|State|Submit|Start|End|AllocGRES\n"
-                   "12002|COMPLETED|2024-06-01T10:00:00|2024-06-01T10:05:00|2024-06-01T11:00:00|gpu:2\n"
-                   "JobID|State|Submit|End|AllocGRES\n"
-                   "12003|COMPLETED|2024-06-01T10:00:00|2024-06-01T11:00:00|gpu:1\n")
+    old.write_text(
+        "JobID|State|Submit|Start|End|AllocGRES\n"
+        "12002|COMPLETED|2024-06-01T10:00:00|2024-06-01T10:05:00|2024-06-01T11:00:00|gpu:2\n"
+        "JobID|State|Submit|End|AllocGRES\n"
+        "12003|COMPLETED|2024-06-01T10:00:00|2024-06-01T11:00:00|gpu:1\n"
+    )
     whole = tmp_path / "whole.txt"
-    whole.write_text("JobID|State|Submit|Start|End|AllocTRES\n"
-                     "12004|COMPLETED|2024-06-01T10:00:00|2024-06-01T10:05:00|2024-06-01T11:00:00|gres/gpu=1\n")
+    whole.write_text(
+        "JobID|State|Submit|Start|End|AllocTRES\n"
+        "12004|COMPLETED|2024-06-01T10:00:00|2024-06-01T10:05:00|2024-06-01T11:00:00|gres/gpu=1\n"
+    )
     reports = ingest(tmp_path / "s.duckdb", old, whole, zone="UTC")
     assert [(r.path.name, r.status) for r in reports] == [("old_sacct.txt", "loaded"), ("whole.txt", "loaded")]
     assert [len(r.warnings) for r in reports] == [1, 0]
-    assert reports[0].warnings[0].startswith(f"{old}: the sacct dump has no Start column, so when runs started is unknown; add Start to")
+    assert (
+        reports[0]
+        .warnings[0]
+        .startswith(f"{old}: the sacct dump has no Start column, so when runs started is unknown; add Start to")
+    )
 
 
 def test_other_delimiter_and_repeated_step(tmp_path: Path) -> None:
@@ -629,7 +760,9 @@ def test_scontrol_one_line_per_job(tmp_path: Path) -> None:
     (report,) = ingest(db, DATA / "scontrol_oneliner.txt")
     assert (report.format, report.rows, report.rejects) == ("slurm_scontrol", 3, 0)
     assert rows(db, "SELECT job_id, machine_id, gpu_index FROM gpu_bindings ORDER BY ALL") == [
-        ("7101", "gpu10", 0), ("7101", "gpu10", 1), ("7101", "gpu11", 7)
+        ("7101", "gpu10", 0),
+        ("7101", "gpu10", 1),
+        ("7101", "gpu11", 7),
     ]
 
 
@@ -640,14 +773,19 @@ def test_scontrol_gpu_index_past_the_bound_is_rejected(tmp_path: Path) -> None:
     path.write_text(
         "JobId=7201 JobState=RUNNING Nodes=gpu10 CPU_IDs=0-7 Mem=32000 GRES=gpu:2(IDX:0-1)"
         " Nodes=gpu11 CPU_IDs=0-7 Mem=32000 GRES=gpu:1(IDX:7)\n"
-        "JobId=7202 JobState=RUNNING Nodes=gpu12 CPU_IDs=0-7 Mem=32000 GRES=gpu:4(IDX:0-99999999)\n")
+        "JobId=7202 JobState=RUNNING Nodes=gpu12 CPU_IDs=0-7 Mem=32000 GRES=gpu:4(IDX:0-99999999)\n"
+    )
     db = tmp_path / "s.duckdb"
     (report,) = ingest(db, path, format_name="slurm_scontrol")
     assert (report.rows, report.rejects) == (3, 1)
     assert rows(db, "SELECT line, reason FROM rejects") == [
-        (2, "GPU index 99999999: over the bound of 1,024 GPUs per node (--max-gpus-per-node)")]
+        (2, "GPU index 99999999: over the bound of 1,024 GPUs per node (--max-gpus-per-node)")
+    ]
     assert rows(db, "SELECT job_id, machine_id, gpu_index FROM gpu_bindings ORDER BY ALL") == [
-        ("7201", "gpu10", 0), ("7201", "gpu10", 1), ("7201", "gpu11", 7)]
+        ("7201", "gpu10", 0),
+        ("7201", "gpu10", 1),
+        ("7201", "gpu11", 7),
+    ]
     (report,) = ingest(tmp_path / "b.duckdb", path, format_name="slurm_scontrol", max_gpus_per_node=4)
     assert (report.rows, report.rejects) == (2, 2)  # gpu11's index 7 is past a bound of 4 too
 
@@ -680,7 +818,8 @@ def test_scontrol_bindings_meet_sacct_jobs(tmp_path: Path) -> None:
         prepare(con)
         got = con.execute(
             "SELECT job_id, attribution, machine_id, gpu_index FROM attempt_attribution"
-            " WHERE job_id IN ('1001', '1010_1') ORDER BY ALL").fetchall()
+            " WHERE job_id IN ('1001', '1010_1') ORDER BY ALL"
+        ).fetchall()
     assert got == [("1001", "scontrol", "gpu01", i) for i in range(4)] + [("1010_1", "scontrol", "gpu01", 5)]
 
 
@@ -707,6 +846,7 @@ def test_a_pending_jobs_forecast_start_is_no_start(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- real outputs (tests/data/slurm/SOURCES.md)
 
+
 def test_real_sonar_dump_without_header(tmp_path: Path) -> None:
     # NordicHPC/sonar's sacct -aP --noheader, 32 fields (SONAR_COLUMNS, which gca knows: no --columns
     # needed), read in Oslo (CET, UTC+1 in November)
@@ -718,13 +858,28 @@ def test_real_sonar_dump_without_header(tmp_path: Path) -> None:
     # -> queue 2:54:44 = 10484 s, run 40:07 = 2407 s (sacct's own ElapsedRaw); no GPU in its TRES
     j = got["973997"]
     assert (j["status"], j["user"], j["vc"], j["submit_time"], j["queue_delay_s"], j["run_time_s"], j["num_gpus"]) == (
-        "failed", "ec-aaaaa", "ec85", "2024-11-13T08:32:55Z", 10484, 2407, 0)
+        "failed",
+        "ec-aaaaa",
+        "ec85",
+        "2024-11-13T08:32:55Z",
+        10484,
+        2407,
+        0,
+    )
     # 974724: one GPU on gpu-10 for 13:02:56 -> 13:06:50 = 234 s; waited 12:37:07 -> 13:02:56 = 1549 s
     j = got["974724"]
-    assert (j["status"], j["num_gpus"], j["run_time_s"], j["gpu_time_s"], j["queue_delay_s"]) == ("passed", 1, 234, 234, 1549)
+    assert (j["status"], j["num_gpus"], j["run_time_s"], j["gpu_time_s"], j["queue_delay_s"]) == (
+        "passed",
+        1,
+        234,
+        234,
+        1549,
+    )
     # TimelimitRaw is minutes: 400 min and 22 min
     assert sorted(rows(db, "SELECT job_id, time_limit_s, job_name, partition FROM jobs")) == [
-        ("973997", 400 * 60, "command", "normal"), ("974724", 22 * 60, "nsk-transcription-job", "mig")]
+        ("973997", 400 * 60, "command", "normal"),
+        ("974724", 22 * 60, "nsk-transcription-job", "mig"),
+    ]
 
 
 def test_real_fixed_width_with_a_cut_job_name_is_refused(tmp_path: Path) -> None:
@@ -733,7 +888,8 @@ def test_real_fixed_width_with_a_cut_job_name_is_refused(tmp_path: Path) -> None
     assert report.status == "failed"
     assert report.message == (
         f"{DATA / 'real_fixed_maestro.txt'}:3: sacct cut the JobName field to 'hello_wor+': its fixed-width output loses"
-        " what does not fit (export with sacct --parsable2 (-P), or widen the column, e.g. --format=JobName%60)")
+        " what does not fit (export with sacct --parsable2 (-P), or widen the column, e.g. --format=JobName%60)"
+    )
 
 
 def test_real_fixed_width_without_times(tmp_path: Path) -> None:
@@ -744,7 +900,10 @@ def test_real_fixed_width_without_times(tmp_path: Path) -> None:
     assert (report.status, report.rows, report.rejects) == ("loaded", 3, 1)
     assert rows(db, "SELECT line, reason FROM rejects") == [(3, "step of job 19 without its allocation row above it")]
     assert rows(db, "SELECT job_id, status, submit_at, job_name FROM jobs ORDER BY job_id") == [
-        ("20", "failed", None, "sleep"), ("21", "failed", None, "sleep"), ("22", "passed", None, "sleep")]
+        ("20", "failed", None, "sleep"),
+        ("21", "failed", None, "sleep"),
+        ("22", "passed", None, "sleep"),
+    ]
     assert rows(db, "SELECT count(*) FROM attempts WHERE start_at IS NOT NULL") == [(0,)]
 
 
@@ -777,9 +936,15 @@ def test_hostile_rows(tmp_path: Path) -> None:
         (13, "a message of sacct, not a row"),
         (15, "6 fields where the header has 10"),  # the cut last line
     ]
-    got = {r[0]: r[1:] for r in rows(db, """
+    got = {
+        r[0]: r[1:]
+        for r in rows(
+            db,
+            """
         SELECT j.job_id, j.submit_at, a.start_at, a.end_at, a.num_gpus
-        FROM jobs j JOIN attempts a USING (job_id)""")}
+        FROM jobs j JOIN attempts a USING (job_id)""",
+        )
+    }
     assert got == {
         # 1969-12-31T19:00 in New York is time 0, Slurm's "unset": no submit time
         "3003": (None, datetime(2024, 1, 1, 14), datetime(2024, 1, 1, 16), 1.0),
@@ -814,23 +979,36 @@ def test_line_ends_and_byte_order_marks(tmp_path: Path, content: bytes, expected
     (report,) = ingest(db, path, zone="UTC")
     assert (report.format, report.status, report.rows, report.rejects) == ("slurm_sacct", "loaded", expected_jobs, 0)
     if expected_jobs:
-        assert rows(db, "SELECT start_at, end_at FROM attempts") == [(datetime(2024, 1, 1, 10), datetime(2024, 1, 1, 11))]
+        assert rows(db, "SELECT start_at, end_at FROM attempts") == [
+            (datetime(2024, 1, 1, 10), datetime(2024, 1, 1, 11))
+        ]
 
 
 @pytest.mark.parametrize(
     ("content", "fmt", "message"),
     [
         (b"", "slurm_sacct", "sacct.txt: no sacct header or data lines (expected sacct output)"),
-        (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", "slurm_sacct",  # gzip bytes in a file not named .gz
-         "sacct.txt:1: binary data, not Slurm's text output (give gca the text sacct or scontrol printed)"),
-        ("JobID|State\n1|COMPLETED\n".encode("utf-16"), "slurm_sacct",
-         "sacct.txt:1: UTF-16 text (as Windows PowerShell saves command output)"
-         " (convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 sacct.txt)"),
-        (b"\x00\x01\x02garbage\n", "slurm_scontrol",
-         "sacct.txt:1: binary data, not Slurm's text output (give gca the text sacct or scontrol printed)"),
+        (
+            b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03",
+            "slurm_sacct",  # gzip bytes in a file not named .gz
+            "sacct.txt:1: binary data, not Slurm's text output (give gca the text sacct or scontrol printed)",
+        ),
+        (
+            "JobID|State\n1|COMPLETED\n".encode("utf-16"),
+            "slurm_sacct",
+            "sacct.txt:1: UTF-16 text (as Windows PowerShell saves command output)"
+            " (convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 sacct.txt)",
+        ),
+        (
+            b"\x00\x01\x02garbage\n",
+            "slurm_scontrol",
+            "sacct.txt:1: binary data, not Slurm's text output (give gca the text sacct or scontrol printed)",
+        ),
     ],
 )
-def test_files_that_are_not_slurm_text_fail_with_one_line(tmp_path: Path, content: bytes, fmt: str, message: str) -> None:
+def test_files_that_are_not_slurm_text_fail_with_one_line(
+    tmp_path: Path, content: bytes, fmt: str, message: str
+) -> None:
     path = tmp_path / "sacct.txt"
     path.write_bytes(content)
     db = tmp_path / "s.duckdb"
@@ -842,11 +1020,17 @@ def test_files_that_are_not_slurm_text_fail_with_one_line(tmp_path: Path, conten
 def test_cli_hostile_files_never_trace_back(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.txt"
     garbage.write_bytes(bytes(range(256)) * 4)
-    for path, fmt in ((DATA / "hostile.txt", []), (garbage, ["--format", "slurm_sacct"]), (DATA / "real_fixed_maestro.txt", [])):
+    for path, fmt in (
+        (DATA / "hostile.txt", []),
+        (garbage, ["--format", "slurm_sacct"]),
+        (DATA / "real_fixed_maestro.txt", []),
+    ):
         result = CliRunner().invoke(app, ["ingest", str(path), "--db", str(tmp_path / "s.duckdb"), "--tz", "UTC", *fmt])
         assert "Traceback" not in result.output + result.stderr
         errors = [line for line in result.stderr.splitlines() if line.startswith("gca: error:")]
-        assert result.exit_code == (0 if path.name == "hostile.txt" else 2) and len(errors) == (0 if result.exit_code == 0 else 1)
+        assert result.exit_code == (0 if path.name == "hostile.txt" else 2) and len(errors) == (
+            0 if result.exit_code == 0 else 1
+        )
 
 
 def test_scontrol_versions(tmp_path: Path) -> None:
@@ -858,10 +1042,20 @@ def test_scontrol_versions(tmp_path: Path) -> None:
     # each; 37680 (GRES_IDX= empty, a hostlist with a comma inside brackets): no GPU
     assert (report.status, report.rows, report.rejects) == ("loaded", 13, 0)
     assert rows(db, "SELECT job_id, machine_id, gpu_index FROM gpu_bindings ORDER BY ALL") == [
-        ("37671", "gpu1", 2), ("37671", "gpu1", 3), ("37671", "gpu2", 2), ("37671", "gpu2", 3),
-        ("81", "gpu07", 1), ("81", "gpu07", 3),
-        ("88_2", "gpu08", 0), ("88_2", "gpu08", 1), ("88_2", "gpu09", 0), ("88_2", "gpu09", 1),
-        ("94", "gpu10", 5), ("94", "gpu10", 7), ("96", "gpu11", 0)]
+        ("37671", "gpu1", 2),
+        ("37671", "gpu1", 3),
+        ("37671", "gpu2", 2),
+        ("37671", "gpu2", 3),
+        ("81", "gpu07", 1),
+        ("81", "gpu07", 3),
+        ("88_2", "gpu08", 0),
+        ("88_2", "gpu08", 1),
+        ("88_2", "gpu09", 0),
+        ("88_2", "gpu09", 1),
+        ("94", "gpu10", 5),
+        ("94", "gpu10", 7),
+        ("96", "gpu11", 0),
+    ]
 
 
 def test_real_scontrol_of_a_job_without_gpus(tmp_path: Path) -> None:
@@ -878,7 +1072,8 @@ def test_scontrol_without_d_is_refused(tmp_path: Path) -> None:
     assert report.message == (
         f"{DATA / 'scontrol_without_d.txt'}:2: a running job without its per-node lines (Nodes=... CPU_IDs=... GRES=...):"
         " this is `scontrol show job` without -d, which does not say which GPUs a job holds"
-        " (save `scontrol show job -d` (or -d -o) instead)")
+        " (save `scontrol show job -d` (or -d -o) instead)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -895,8 +1090,9 @@ def test_times(text: str, expected: str | None) -> None:
     assert parse_time(text, "America/New_York") == expected
 
 
-@pytest.mark.parametrize("text", ["Tue 10:00", "2024-02-30T10:00:00", "2024-01-01", "12 Jan 09:00",
-                                  "99999999999999999999", "\u00b2"])
+@pytest.mark.parametrize(
+    "text", ["Tue 10:00", "2024-02-30T10:00:00", "2024-01-01", "12 Jan 09:00", "99999999999999999999", "\u00b2"]
+)
 def test_times_that_are_not(text: str) -> None:
     with pytest.raises(ValueError):
         parse_time(text, "UTC")
@@ -908,27 +1104,47 @@ def test_real_duplicates_without_times_are_runs(tmp_path: Path) -> None:
     # repeated row, so each allocation row is a run as sacct -D prints it: three runs, none with a
     # start time; the last was requeued, so the job waits again.
     db = tmp_path / "s.duckdb"
-    columns = ("AdminComment", "AllocCPUS", "Elapsed", "JobID", "JobIDRaw", "MaxRSS", "NNodes", "REQMEM", "State",
-               "Timelimit", "TotalCPU")
+    columns = (
+        "AdminComment",
+        "AllocCPUS",
+        "Elapsed",
+        "JobID",
+        "JobIDRaw",
+        "MaxRSS",
+        "NNodes",
+        "REQMEM",
+        "State",
+        "Timelimit",
+        "TotalCPU",
+    )
     (report,) = ingest(db, DATA / "real_reportseff_duplicates.txt", zone="UTC", columns=columns)
     assert (report.status, report.rows, report.rejects) == ("loaded", 1, 0)
-    assert rows(db, "SELECT job_id, status, source_status, time_limit_s FROM jobs") == [("235929", "pending", "REQUEUED", 7200)]
+    assert rows(db, "SELECT job_id, status, source_status, time_limit_s FROM jobs") == [
+        ("235929", "pending", "REQUEUED", 7200)
+    ]
     assert rows(db, "SELECT attempt_no, source_index, source_status, start_at FROM attempts ORDER BY attempt_no") == [
-        (0, 0, "REQUEUED", None), (1, 1, "REQUEUED", None), (2, 2, "REQUEUED", None)]
+        (0, 0, "REQUEUED", None),
+        (1, 1, "REQUEUED", None),
+        (2, 2, "REQUEUED", None),
+    ]
 
 
 def test_sacct_json_is_recognized_and_refused(tmp_path: Path) -> None:
     # sacct --json (Slurm 23.02 layout, data_parser v0.0.40): gca reads -P text, and says so
     path = tmp_path / "sacct.json"
-    path.write_text('{\n  "meta": {\n    "plugin": {\n      "type": "",\n      "name": "",\n'
-                    '      "data_parser": "data_parser/v0.0.40"\n    },\n    "command": [\n      "sacct",\n      "--json"\n'
-                    '    ]\n  },\n  "jobs": [\n  ]\n}\n')
+    path.write_text(
+        '{\n  "meta": {\n    "plugin": {\n      "type": "",\n      "name": "",\n'
+        '      "data_parser": "data_parser/v0.0.40"\n    },\n    "command": [\n      "sacct",\n      "--json"\n'
+        '    ]\n  },\n  "jobs": [\n  ]\n}\n'
+    )
     assert detect_format(path, read_head(path)).name == "slurm_sacct"  # type: ignore[union-attr]
     result = CliRunner().invoke(app, ["ingest", str(path), "--db", str(tmp_path / "s.duckdb")])
     assert result.exit_code == 2 and "Traceback" not in result.output + result.stderr
     (error,) = [line for line in result.stderr.splitlines() if line.startswith("gca: error:")]
-    assert error.startswith(f"gca: error: {path}:1: Slurm's JSON output (sacct --json or scontrol --json), which gca does not read"
-                            " (export with sacct -P")
+    assert error.startswith(
+        f"gca: error: {path}:1: Slurm's JSON output (sacct --json or scontrol --json), which gca does not read"
+        " (export with sacct -P"
+    )
 
 
 def _mutations(data: bytes, seed: int) -> bytes:
@@ -951,7 +1167,9 @@ def _mutations(data: bytes, seed: int) -> bytes:
             lines.insert(rng.randrange(len(lines)), rng.choice(lines))
             out = bytearray(b"\n".join(lines))
         elif kind == 4:
-            out[i:i] = rng.choice([b"Unknown", b"None assigned", b"1969-12-31T19:00:00", b"gres/gpu=", b"(IDX:", b"\xe9", b"+"])
+            out[i:i] = rng.choice(
+                [b"Unknown", b"None assigned", b"1969-12-31T19:00:00", b"gres/gpu=", b"(IDX:", b"\xe9", b"+"]
+            )
         else:
             out = bytearray(bytes(out).replace(b"\n", b"\r\n"))
     return bytes(out)
@@ -959,7 +1177,14 @@ def _mutations(data: bytes, seed: int) -> bytes:
 
 @pytest.mark.parametrize("seed", range(24))
 def test_damaged_files_load_or_fail_in_one_line_and_store_no_impossible_times(tmp_path: Path, seed: int) -> None:
-    sources = ["parsable2.txt", "requeue.txt", "fixed_width.txt", "hostile.txt", "scontrol.txt", "scontrol_versions.txt"]
+    sources = [
+        "parsable2.txt",
+        "requeue.txt",
+        "fixed_width.txt",
+        "hostile.txt",
+        "scontrol.txt",
+        "scontrol_versions.txt",
+    ]
     source = DATA / sources[seed % len(sources)]
     path = tmp_path / source.name
     path.write_bytes(_mutations(source.read_bytes(), seed))
@@ -972,21 +1197,28 @@ def test_damaged_files_load_or_fail_in_one_line_and_store_no_impossible_times(tm
         return
     assert report.status == "loaded"
     # whatever was stored is believable: no run ends before it starts or starts before its submission
-    assert rows(db, """SELECT count(*) FROM jobs j JOIN attempts a USING (source, job_id)
-                       WHERE a.end_at < a.start_at OR a.start_at < j.submit_at OR a.num_gpus < 0""") == [(0,)]
+    assert rows(
+        db,
+        """SELECT count(*) FROM jobs j JOIN attempts a USING (source, job_id)
+                       WHERE a.end_at < a.start_at OR a.start_at < j.submit_at OR a.num_gpus < 0""",
+    ) == [(0,)]
 
 
 def test_a_dump_whose_tres_never_names_a_gpu_leaves_gpus_unknown(tmp_path: Path) -> None:
     # A site without gres/gpu in AccountingStorageTRES: no row's TRES names a GPU, so "no GPU key"
     # says nothing about the GPUs a job had; 0 would be a wrong number, NULL is the truth.
     path = tmp_path / "sacct.txt"
-    path.write_text("JobID|State|Start|End|AllocTRES\n"
-                    "13001|COMPLETED|2024-06-01T10:00:00|2024-06-01T11:00:00|billing=8,cpu=8,mem=64G,node=1\n")
+    path.write_text(
+        "JobID|State|Start|End|AllocTRES\n"
+        "13001|COMPLETED|2024-06-01T10:00:00|2024-06-01T11:00:00|billing=8,cpu=8,mem=64G,node=1\n"
+    )
     db = tmp_path / "s.duckdb"
     ingest(db, path, zone="UTC")
     assert rows(db, "SELECT num_gpus, num_nodes FROM attempts") == [(None, 1)]
     # one row naming a GPU (even gres/gpu=0) shows the site accounts them: then no key is 0 GPUs
-    path.write_text(path.read_text() + "13002|COMPLETED|2024-06-01T10:00:00|2024-06-01T11:00:00|cpu=8,gres/gpu=0,node=1\n")
+    path.write_text(
+        path.read_text() + "13002|COMPLETED|2024-06-01T10:00:00|2024-06-01T11:00:00|cpu=8,gres/gpu=0,node=1\n"
+    )
     (report,) = ingest(db, path, zone="UTC", replace=True)
     assert report.status == "replaced"
     assert rows(db, "SELECT job_id, num_gpus FROM attempts ORDER BY job_id") == [("13001", 0.0), ("13002", 0.0)]
@@ -995,24 +1227,30 @@ def test_a_dump_whose_tres_never_names_a_gpu_leaves_gpus_unknown(tmp_path: Path)
 def test_a_pasted_terminal_session_is_recognized(tmp_path: Path) -> None:
     # the prompt and sacct's complaint come before the header: both recorded, the rows read
     path = tmp_path / "pasted.txt"
-    path.write_text("[ann@login1 ~]$ sacct -P -X --format=JobID,State,Start,End\n"
-                    'sacct: error: Invalid field requested: "Foo"\n'
-                    "JobID|State|Start|End\n"
-                    "14001|COMPLETED|2024-06-01T10:00:00|2024-06-01T11:00:00\n")
+    path.write_text(
+        "[ann@login1 ~]$ sacct -P -X --format=JobID,State,Start,End\n"
+        'sacct: error: Invalid field requested: "Foo"\n'
+        "JobID|State|Start|End\n"
+        "14001|COMPLETED|2024-06-01T10:00:00|2024-06-01T11:00:00\n"
+    )
     assert detect_format(path, read_head(path)).name == "slurm_sacct"  # type: ignore[union-attr]
     db = tmp_path / "s.duckdb"
     (report,) = ingest(db, path, zone="UTC")
     assert (report.status, report.rows, report.rejects) == ("loaded", 1, 2)
     assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
-        (1, "the shell's prompt and command, not a row"), (2, "a message of sacct, not a row")]
+        (1, "the shell's prompt and command, not a row"),
+        (2, "a message of sacct, not a row"),
+    ]
     assert rows(db, "SELECT start_at, end_at FROM attempts") == [(datetime(2024, 6, 1, 10), datetime(2024, 6, 1, 11))]
 
 
 def test_scontrol_pasted_with_its_prompt(tmp_path: Path) -> None:
     path = tmp_path / "job.txt"
-    path.write_text("user@login:~$ scontrol show job -d 15001\n"
-                    "JobId=15001 JobName=x\n   JobState=RUNNING Reason=None\n"
-                    "     Nodes=gpu01 CPU_IDs=0-3 Mem=0 GRES=gpu:1(IDX:6)\n")
+    path.write_text(
+        "user@login:~$ scontrol show job -d 15001\n"
+        "JobId=15001 JobName=x\n   JobState=RUNNING Reason=None\n"
+        "     Nodes=gpu01 CPU_IDs=0-3 Mem=0 GRES=gpu:1(IDX:6)\n"
+    )
     assert detect_format(path, read_head(path)).name == "slurm_scontrol"  # type: ignore[union-attr]
     db = tmp_path / "s.duckdb"
     ingest(db, path)
@@ -1032,9 +1270,13 @@ def test_fixed_width_slices_bytes_whatever_the_encoding(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     (report,) = ingest(db, path, zone="UTC")
     assert (report.status, report.rows, report.rejects) == ("loaded", 2, 0)
-    assert rows(db, "SELECT j.job_id, j.job_name, j.status, a.start_at, a.end_at FROM jobs j JOIN attempts a USING (job_id) ORDER BY 1") == [
+    assert rows(
+        db,
+        "SELECT j.job_id, j.job_name, j.status, a.start_at, a.end_at FROM jobs j JOIN attempts a USING (job_id) ORDER BY 1",
+    ) == [
         ("16001", "café", "passed", datetime(2024, 6, 1, 10), datetime(2024, 6, 1, 11)),
-        ("16002", "naïve", "passed", datetime(2024, 6, 1, 10), datetime(2024, 6, 1, 11))]
+        ("16002", "naïve", "passed", datetime(2024, 6, 1, 10), datetime(2024, 6, 1, 11)),
+    ]
 
 
 def test_real_completed_allocation_with_a_cancelled_step(tmp_path: Path) -> None:
@@ -1045,15 +1287,19 @@ def test_real_completed_allocation_with_a_cancelled_step(tmp_path: Path) -> None
     (report,) = ingest(db, DATA / "real_cancelled_steps.txt", zone="UTC")
     assert (report.status, report.rows, report.rejects) == ("loaded", 2, 0)
     assert rows(db, "SELECT job_id, status, exit_code, exit_signal FROM jobs ORDER BY job_id") == [
-        ("239023", "passed", 0, 0), ("239024", "passed", 0, 0)]
+        ("239023", "passed", 0, 0),
+        ("239024", "passed", 0, 0),
+    ]
     assert rows(db, "SELECT DISTINCT machine_id FROM attempt_hosts") == [("galvani-cn001",)]
 
 
 def test_elapsed_is_not_read_even_when_negative(tmp_path: Path) -> None:
     # sacct can print a negative Elapsed after a clock step; gca takes run times from Start and End
     path = tmp_path / "sacct.txt"
-    path.write_text("JobID|State|Elapsed|ElapsedRaw|Start|End\n"
-                    "17001|COMPLETED|-00:00:05|-5|2024-06-01T10:00:00|2024-06-01T10:30:00\n")
+    path.write_text(
+        "JobID|State|Elapsed|ElapsedRaw|Start|End\n"
+        "17001|COMPLETED|-00:00:05|-5|2024-06-01T10:00:00|2024-06-01T10:30:00\n"
+    )
     db = tmp_path / "s.duckdb"
     (report,) = ingest(db, path, zone="UTC")
     assert (report.status, report.rows, report.rejects) == ("loaded", 1, 0)
@@ -1065,16 +1311,20 @@ def test_columns_that_do_not_fit_the_rows_say_so(tmp_path: Path) -> None:
     (report,) = ingest(db, DATA / "noheader.txt", zone="UTC", columns=("JobID", "State", "Start"))
     # no row fits: the file fails, and says why
     assert report.status == "failed"
-    assert "noheader.txt:1: every row was rejected, nothing stored (3 rows); the likely cause, in all:" \
-           " 10 fields where --columns names 3" in report.message
+    assert (
+        "noheader.txt:1: every row was rejected, nothing stored (3 rows); the likely cause, in all:"
+        " 10 fields where --columns names 3" in report.message
+    )
 
 
 def test_scontrol_dd_batch_script_may_hold_odd_characters(tmp_path: Path) -> None:
     # scontrol show job -dd appends the batch script: a form feed or an escape there is no binary data
     path = tmp_path / "scontrol.txt"
-    path.write_bytes(b"JobId=18001 JobName=x\n   JobState=RUNNING Reason=None\n"
-                     b"     Nodes=gpu02 CPU_IDs=0-3 Mem=0 GRES=gpu:2(IDX:0-1)\n"
-                     b"   BatchScript=\n#!/bin/bash\necho '\x1b[31mred\x1b[0m'\n\x0c\n")
+    path.write_bytes(
+        b"JobId=18001 JobName=x\n   JobState=RUNNING Reason=None\n"
+        b"     Nodes=gpu02 CPU_IDs=0-3 Mem=0 GRES=gpu:2(IDX:0-1)\n"
+        b"   BatchScript=\n#!/bin/bash\necho '\x1b[31mred\x1b[0m'\n\x0c\n"
+    )
     db = tmp_path / "s.duckdb"
     (report,) = ingest(db, path)
     assert (report.status, report.rows) == ("loaded", 2)
@@ -1101,35 +1351,46 @@ def test_fixed_width_that_does_not_line_up(tmp_path: Path) -> None:
     (report,) = ingest(db, DATA / "fixed_width_misaligned_row.txt", zone="UTC")
     assert (report.status, report.rows, report.rejects) == ("loaded", 2, 1)
     assert rows(db, "SELECT line, reason FROM rejects") == [
-        (5, "text between the fixed-width columns: the line does not line up with the header")]
+        (5, "text between the fixed-width columns: the line does not line up with the header")
+    ]
     # wide columns hold values with spaces: CANCELLED by 1234 (cancelled while pending), None assigned
-    assert rows(db, "SELECT j.job_id, j.status, j.cancelled_by, a.start_at, coalesce(a.end_at, j.left_queue_at)"
-                    " FROM jobs j LEFT JOIN attempts a USING (job_id) ORDER BY 1") == [
+    assert rows(
+        db,
+        "SELECT j.job_id, j.status, j.cancelled_by, a.start_at, coalesce(a.end_at, j.left_queue_at)"
+        " FROM jobs j LEFT JOIN attempts a USING (job_id) ORDER BY 1",
+    ) == [
         ("19001", "killed", "1234", None, datetime(2024, 6, 1, 10, 5)),  # cancelled while pending: no attempt
-        ("19002", "passed", None, datetime(2024, 6, 1, 10, 1), datetime(2024, 6, 1, 10, 31))]
+        ("19002", "passed", None, datetime(2024, 6, 1, 10, 1), datetime(2024, 6, 1, 10, 31)),
+    ]
     # a header whose names stick out of the dashes: every slice would be wrong, the file is refused
     path = tmp_path / "sacct.txt"
     lines = (DATA / "fixed_width_misaligned_row.txt").read_text().splitlines(keepends=True)
     path.write_text("   " + lines[0] + "".join(lines[1:]))  # right-aligned names pushed past their dashes
     (report,) = ingest(tmp_path / "t.duckdb", path, zone="UTC")
     assert report.status == "failed"
-    assert report.message == (f"{path}:1: the fixed-width header does not line up with the dashed rule under it"
-                              " (spaces changed, e.g. by a copy from a terminal or tabs) (export with sacct --parsable2 (-P))")
+    assert report.message == (
+        f"{path}:1: the fixed-width header does not line up with the dashed rule under it"
+        " (spaces changed, e.g. by a copy from a terminal or tabs) (export with sacct --parsable2 (-P))"
+    )
 
 
 def test_a_dump_of_several_clusters_keeps_their_jobs_apart(tmp_path: Path) -> None:
     # sacct -M all: the same job id in two clusters is two jobs, not one requeued twice
     path = tmp_path / "sacct.txt"
-    path.write_text("Cluster|JobID|State|Submit|Start|End|AllocTRES\n"
-                    "alpha|20001|COMPLETED|2024-06-01T10:00:00|2024-06-01T10:00:00|2024-06-01T11:00:00|gres/gpu=1\n"
-                    "alpha|20001.batch|COMPLETED|2024-06-01T10:00:00|2024-06-01T10:00:00|2024-06-01T11:00:00|gres/gpu=1\n"
-                    "beta|20001|FAILED|2024-06-02T10:00:00|2024-06-02T10:00:00|2024-06-02T10:10:00|gres/gpu=2\n"
-                    "beta|20001.0|FAILED|2024-06-02T10:00:00|2024-06-02T10:00:00|2024-06-02T10:10:00|gres/gpu=2\n")
+    path.write_text(
+        "Cluster|JobID|State|Submit|Start|End|AllocTRES\n"
+        "alpha|20001|COMPLETED|2024-06-01T10:00:00|2024-06-01T10:00:00|2024-06-01T11:00:00|gres/gpu=1\n"
+        "alpha|20001.batch|COMPLETED|2024-06-01T10:00:00|2024-06-01T10:00:00|2024-06-01T11:00:00|gres/gpu=1\n"
+        "beta|20001|FAILED|2024-06-02T10:00:00|2024-06-02T10:00:00|2024-06-02T10:10:00|gres/gpu=2\n"
+        "beta|20001.0|FAILED|2024-06-02T10:00:00|2024-06-02T10:00:00|2024-06-02T10:10:00|gres/gpu=2\n"
+    )
     db = tmp_path / "s.duckdb"
     (report,) = ingest(db, path, zone="UTC")
     assert (report.status, report.rows, report.rejects) == ("loaded", 2, 0)
     assert rows(db, "SELECT j.job_id, j.status, a.num_gpus FROM jobs j JOIN attempts a USING (job_id) ORDER BY 1") == [
-        ("alpha/20001", "passed", 1.0), ("beta/20001", "failed", 2.0)]
+        ("alpha/20001", "passed", 1.0),
+        ("beta/20001", "failed", 2.0),
+    ]
     # one cluster's dump keeps sacct's ids (its slurm-<jobid>.out logs and scontrol use them)
     one = tmp_path / "sacct_alpha.txt"
     one.write_text("".join(path.read_text().splitlines(keepends=True)[:3]))
@@ -1152,7 +1413,11 @@ def test_a_store_with_only_sacct_knows_its_machines(tmp_path: Path) -> None:
     ingest(db, path, zone="UTC")
     # gpu01, gpu02: 8 each; gpu03: 4 (job 2); gpu04: 3 GPUs over 2 hosts do not divide: unknown
     assert rows(db, "SELECT machine_id, listed_gpus, observed_gpus, gpus FROM machine_capacity ORDER BY 1") == [
-        ("gpu01", None, 8, 8), ("gpu02", None, 8, 8), ("gpu03", None, 4, 4), ("gpu04", None, None, 0)]
+        ("gpu01", None, 8, 8),
+        ("gpu02", None, 8, 8),
+        ("gpu03", None, 4, 4),
+        ("gpu04", None, None, 0),
+    ]
 
 
 def test_a_nodelist_naming_a_host_twice_names_it_once(tmp_path: Path) -> None:
@@ -1164,16 +1429,23 @@ def test_a_nodelist_naming_a_host_twice_names_it_once(tmp_path: Path) -> None:
         "JobID|State|ExitCode|Submit|Start|End|AllocTRES|NodeList\n"
         "1|COMPLETED|0:0|2024-07-01T10:00:00|2024-07-01T10:05:00|2024-07-01T11:00:00|cpu=1,gres/gpu=8,node=1|gpu1,gpu1\n"
         "2|COMPLETED|0:0|2024-07-01T10:00:00|2024-07-01T10:05:00|2024-07-01T11:00:00|cpu=1,gres/gpu=6,node=2|gpu[1-2],gpu1\n"
-        "3|COMPLETED|0:0|2024-07-01T10:00:00|2024-07-01T10:05:00|2024-07-01T11:00:00|cpu=1,gres/gpu=4,node=2|gpu[3-4]\n")
+        "3|COMPLETED|0:0|2024-07-01T10:00:00|2024-07-01T10:05:00|2024-07-01T11:00:00|cpu=1,gres/gpu=4,node=2|gpu[3-4]\n"
+    )
     db = tmp_path / "s.duckdb"
     (report,) = ingest(db, dump, zone="UTC")
     assert report.status == "loaded" and report.rejects == 0
     assert rows(db, "SELECT job_id, machine_id, gpus FROM attempt_hosts ORDER BY job_id, machine_id") == [
-        ("1", "gpu1", 8), ("2", "gpu1", 3), ("2", "gpu2", 3), ("3", "gpu3", 2), ("3", "gpu4", 2)]
+        ("1", "gpu1", 8),
+        ("2", "gpu1", 3),
+        ("2", "gpu2", 3),
+        ("3", "gpu3", 2),
+        ("3", "gpu4", 2),
+    ]
 
 
-def test_the_sacct_reader_keeps_its_own_arrow_pool_and_gives_the_default_back(tmp_path: Path,
-                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_sacct_reader_keeps_its_own_arrow_pool_and_gives_the_default_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The sacct reader allocates from an Arrow pool that reuses freed pages (jemalloc, else the
     C library's), not from the default one; the default is the default again after the file,
     loaded or failed (a binary line fails it in the middle of reading)."""
@@ -1209,15 +1481,45 @@ def test_the_sacct_reader_keeps_its_own_arrow_pool_and_gives_the_default_back(tm
 SANE_HEADER = "JobID|JobName|User|Account|Partition|State|ExitCode|Submit|Eligible|Start|End|Timelimit|NNodes|ReqTRES|AllocTRES|NodeList"
 
 
-def _sacct_row(job: str, state: str, submit: str, start: str, end: str, nodes: int | str, gpus: int | str,
-               hosts: str, alloc: bool = True, requested: int | None = None) -> str:
+def _sacct_row(
+    job: str,
+    state: str,
+    submit: str,
+    start: str,
+    end: str,
+    nodes: int | str,
+    gpus: int | str,
+    hosts: str,
+    alloc: bool = True,
+    requested: int | None = None,
+) -> str:
     """One allocation row (times UTC, `...T` omitted: '2024-01-01 10:00' -> 2024-01-01T10:00:00)."""
+
     def t(text: str) -> str:
         return text.replace(" ", "T") + ":00" if text != "Unknown" else text
+
     tres = f"billing=1,cpu=4,gres/gpu={gpus},node={nodes}"
     request = tres if requested is None else f"billing=1,cpu=4,gres/gpu={requested},node={nodes}"
-    return "|".join([job, "train", "ann", "vc1", "gpu", state, "0:0", t(submit), t(submit), t(start), t(end), "1-00:00:00",
-                     str(nodes), request, tres if alloc else "", hosts])
+    return "|".join(
+        [
+            job,
+            "train",
+            "ann",
+            "vc1",
+            "gpu",
+            state,
+            "0:0",
+            t(submit),
+            t(submit),
+            t(start),
+            t(end),
+            "1-00:00:00",
+            str(nodes),
+            request,
+            tres if alloc else "",
+            hosts,
+        ]
+    )
 
 
 def _step(job: str, start: str, end: str, host: str) -> str:
@@ -1250,7 +1552,9 @@ def test_absurd_gpu_and_node_counts_reject_their_job_whole_and_the_headline_is_t
     """
     lines = [SANE_HEADER, *(_sacct_row(j, "COMPLETED", *rest) for j, *rest in SANE_RUNS[:2])]
     lines += [
-        _sacct_row("101", "COMPLETED", "2024-01-01 10:00", "2024-01-01 11:00", "2024-01-01 13:00", 1, 1000000000, "g02"),
+        _sacct_row(
+            "101", "COMPLETED", "2024-01-01 10:00", "2024-01-01 11:00", "2024-01-01 13:00", 1, 1000000000, "g02"
+        ),
         # pending, asking for 5000 GPUs on one node (ReqTRES only)
         _sacct_row("105", "PENDING", "2024-01-01 10:00", "Unknown", "Unknown", 1, 5000, "None assigned", alloc=False),
         _sacct_row("106", "COMPLETED", "2024-01-01 10:00", "2024-01-01 11:00", "2024-01-01 13:00", 200000, 8, "g06"),
@@ -1278,8 +1582,11 @@ def test_absurd_gpu_and_node_counts_reject_their_job_whole_and_the_headline_is_t
         (9, "99999 GPUs on one node" + bound),
         (10, "job 108 is rejected whole: its row at line 11 was rejected"),
         (11, "2000 GPUs on one node" + bound),
-        (12, "Start 2999-01-01T10:00:00 is outside the years gca reads (1990-2059); "
-             "End 2999-01-01T11:00:00 is outside the years gca reads (1990-2059)"),
+        (
+            12,
+            "Start 2999-01-01T10:00:00 is outside the years gca reads (1990-2059); "
+            "End 2999-01-01T11:00:00 is outside the years gca reads (1990-2059)",
+        ),
     ]
     assert (report.rows, report.rejects) == (3, 9)
     assert rows(db, "SELECT job_id FROM jobs ORDER BY 1") == [(j[0],) for j in SANE_RUNS]
@@ -1299,7 +1606,10 @@ def test_absurd_gpu_and_node_counts_reject_their_job_whole_and_the_headline_is_t
     overview = h["overview"]
     assert (overview["jobs"], overview["attempts"]) == (3, 3)
     assert overview["gpu_hours"] == pytest.approx(sum(hours(s, e) * g for _, _, s, e, _, g, _ in SANE_RUNS)) == 28
-    assert (overview["first_at"], overview["last_at"]) == (f"{min(times):%Y-%m-%dT%H:%M:%S}Z", f"{max(times):%Y-%m-%dT%H:%M:%S}Z")
+    assert (overview["first_at"], overview["last_at"]) == (
+        f"{min(times):%Y-%m-%dT%H:%M:%S}Z",
+        f"{max(times):%Y-%m-%dT%H:%M:%S}Z",
+    )
     assert (overview["machines"], overview["gpus"]) == (len(per_host), sum(per_host.values())) == (4, 26)
     assert h["queueing"]["wait_gpu_hours"] == pytest.approx(sum(hours(q, s) * g for _, q, s, _, _, g, _ in SANE_RUNS))
 
@@ -1307,35 +1617,60 @@ def test_absurd_gpu_and_node_counts_reject_their_job_whole_and_the_headline_is_t
 def test_the_bound_is_per_node_times_the_nodes_and_an_option(tmp_path: Path) -> None:
     """A job's GPUs may be the bound times its nodes, no more; --max-gpus-per-node sets the bound."""
     path = tmp_path / "sacct.txt"
-    path.write_text("\n".join([
-        SANE_HEADER,
-        _sacct_row("1", "COMPLETED", "2024-01-01 10:00", "2024-01-01 10:00", "2024-01-01 11:00", 2, 16, "g[01-02]"),
-        _sacct_row("2", "COMPLETED", "2024-01-01 10:00", "2024-01-01 10:00", "2024-01-01 11:00", 2, 17, "g[03-04]"),
-        # allocated 4, but the request (jobs.requested_gpus) is over the bound
-        _sacct_row("3", "COMPLETED", "2024-01-01 10:00", "2024-01-01 10:00", "2024-01-01 11:00", 1, 4, "g05", requested=9),
-    ]) + "\n")
+    path.write_text(
+        "\n".join(
+            [
+                SANE_HEADER,
+                _sacct_row(
+                    "1", "COMPLETED", "2024-01-01 10:00", "2024-01-01 10:00", "2024-01-01 11:00", 2, 16, "g[01-02]"
+                ),
+                _sacct_row(
+                    "2", "COMPLETED", "2024-01-01 10:00", "2024-01-01 10:00", "2024-01-01 11:00", 2, 17, "g[03-04]"
+                ),
+                # allocated 4, but the request (jobs.requested_gpus) is over the bound
+                _sacct_row(
+                    "3",
+                    "COMPLETED",
+                    "2024-01-01 10:00",
+                    "2024-01-01 10:00",
+                    "2024-01-01 11:00",
+                    1,
+                    4,
+                    "g05",
+                    requested=9,
+                ),
+            ]
+        )
+        + "\n"
+    )
     (report,) = ingest(tmp_path / "a.duckdb", path, zone="UTC", max_gpus_per_node=8)
     assert (report.rows, report.rejects) == (1, 2)
     assert rows(tmp_path / "a.duckdb", "SELECT line, reason FROM rejects ORDER BY line") == [
         (3, "17 GPUs on 2 nodes: over the bound of 8 GPUs per node (--max-gpus-per-node)"),
-        (4, "9 GPUs requested on one node: over the bound of 8 GPUs per node (--max-gpus-per-node)")]
+        (4, "9 GPUs requested on one node: over the bound of 8 GPUs per node (--max-gpus-per-node)"),
+    ]
     (report,) = ingest(tmp_path / "b.duckdb", path, zone="UTC")  # the default bound: all are sane
     assert (report.rows, report.rejects) == (3, 0)
     gres = tmp_path / "gres.txt"
-    gres.write_text("JobID|State|Submit|Start|End|NNodes|AllocGRES|NodeList\n"
-                    "3|COMPLETED|2024-01-01T10:00:00|2024-01-01T10:00:00|2024-01-01T11:00:00|1|gpu:tesla:4|g05\n"
-                    "4|COMPLETED|2024-01-01T10:00:00|2024-01-01T10:00:00|2024-01-01T11:00:00|1|gpu:tesla:3000|g06\n")
+    gres.write_text(
+        "JobID|State|Submit|Start|End|NNodes|AllocGRES|NodeList\n"
+        "3|COMPLETED|2024-01-01T10:00:00|2024-01-01T10:00:00|2024-01-01T11:00:00|1|gpu:tesla:4|g05\n"
+        "4|COMPLETED|2024-01-01T10:00:00|2024-01-01T10:00:00|2024-01-01T11:00:00|1|gpu:tesla:3000|g06\n"
+    )
     (report,) = ingest(tmp_path / "c.duckdb", gres, zone="UTC")
     assert (report.rows, report.rejects) == (1, 1)
     assert rows(tmp_path / "c.duckdb", "SELECT line, reason FROM rejects") == [
-        (3, "3000 GPUs on one node: over the bound of 1,024 GPUs per node (--max-gpus-per-node)")]
+        (3, "3000 GPUs on one node: over the bound of 1,024 GPUs per node (--max-gpus-per-node)")
+    ]
 
 
 def test_a_bad_bound_is_a_usage_error(tmp_path: Path) -> None:
     path = tmp_path / "sacct.txt"
     path.write_text(SANE_HEADER + "\n")
     for bad in ("0", "40000"):
-        result = CliRunner().invoke(app, ["ingest", str(path), "--db", str(tmp_path / "s.duckdb"), "--max-gpus-per-node", bad])
+        result = CliRunner().invoke(
+            app, ["ingest", str(path), "--db", str(tmp_path / "s.duckdb"), "--max-gpus-per-node", bad]
+        )
         assert result.exit_code == 2, result.output
         assert f"--max-gpus-per-node {bad}: not a number of GPUs a node can hold" in result.output
         assert "Traceback" not in result.output

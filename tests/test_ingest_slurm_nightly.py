@@ -22,7 +22,7 @@ from tests.store_helpers import ingest, jobs_csv, rows
 COL = {name: i for i, name in enumerate(SACCT_COLUMNS)}
 # the same trace as the tests of synth's Slurm view use, in summer (no repeated hour near T)
 START = datetime(2017, 6, 1, 12, 0)
-T = "2017-06-01T19:00:00"   # dump A: what sacct said at T
+T = "2017-06-01T19:00:00"  # dump A: what sacct said at T
 T0 = "2017-06-01T15:00:00"  # dump B: -S T0, taken after everything ended
 TABLES = {
     "jobs": "source, job_id",
@@ -85,7 +85,7 @@ def cut_at_t(record: list[list[str]]) -> tuple[list[list[str]], bool]:
             # its steps follow; a later run does not exist yet
             out.append(_at_t(fields))
             running = [out[-1]]
-            for step in record[record.index(fields) + 1:]:
+            for step in record[record.index(fields) + 1 :]:
                 if "." not in step[COL["JobID"]]:
                     break
                 if step[COL["Start"]] <= T:
@@ -122,11 +122,16 @@ def dumps(tmp_path_factory: pytest.TempPathFactory) -> dict:  # type: ignore[typ
     a_record = {j: [x for x in a_lines[1:] if x.split("|")[0].split(".")[0] == j] for j in overlap}
     b_record = {j: [x for x in b_lines[1:] if x.split("|")[0].split(".")[0] == j] for j in overlap}
     return {
-        "dir": out, "truth": json.loads((trace / "truth.json").read_text()), "full": trace / "sacct.txt",
-        "a": out / "a" / "sacct-A.txt", "b": out / "b" / "sacct-B.txt", "ab": out / "sacct-AB.txt",
+        "dir": out,
+        "truth": json.loads((trace / "truth.json").read_text()),
+        "full": trace / "sacct.txt",
+        "a": out / "a" / "sacct-A.txt",
+        "b": out / "b" / "sacct-B.txt",
+        "ab": out / "sacct-AB.txt",
         "superseded": sum(not finished_at_t[j] for j in overlap),
         "unchanged": sum(a_record[j] == b_record[j] for j in overlap),
-        "overlap": len(overlap), "unfinished_at_t": sum(not f for f in finished_at_t.values()),
+        "overlap": len(overlap),
+        "unfinished_at_t": sum(not f for f in finished_at_t.values()),
     }
 
 
@@ -159,7 +164,9 @@ def test_either_order_and_one_file_give_the_union(dumps: dict, tmp_path: Path) -
     # dump A alone leaves the jobs unfinished at T running or pending
     with_a = tmp_path / "a.duckdb"
     ingest(with_a, dumps["a"], zone=zone)
-    assert rows(with_a, "SELECT count(*) FROM jobs WHERE status IN ('running', 'pending')") == [(dumps["unfinished_at_t"],)]
+    assert rows(with_a, "SELECT count(*) FROM jobs WHERE status IN ('running', 'pending')") == [
+        (dumps["unfinished_at_t"],)
+    ]
     # every table sacct fills is the same, and the same as the whole trace's dump gives
     for table in TABLES:
         want = _table(full, table)
@@ -187,14 +194,22 @@ def test_replace_of_the_older_dump_keeps_the_union(dumps: dict, tmp_path: Path) 
     # taking A back hands the jobs B holds identically to B; A's unfinished records lose again
     (again,) = ingest(db, dumps["a"], zone=zone, replace=True)
     assert (again.status, again.rejects, again.superseded, again.unchanged) == (
-        "replaced", 0, dumps["superseded"], dumps["unchanged"])
+        "replaced",
+        0,
+        dumps["superseded"],
+        dumps["unchanged"],
+    )
     for table in TABLES:
         assert _table(db, table) == _table(full, table), table
     # and taking B back too: the jobs A now holds identically are handed to A, the rest of B comes
     # again; A's superseded records were not kept, so nothing is superseded this time
     (b_again,) = ingest(db, dumps["b"], zone=zone, replace=True)
     assert (b_again.status, b_again.rejects, b_again.superseded, b_again.unchanged) == (
-        "replaced", 0, 0, dumps["unchanged"])
+        "replaced",
+        0,
+        0,
+        dumps["unchanged"],
+    )
     for table in TABLES:
         assert _table(db, table) == _table(full, table), table
 

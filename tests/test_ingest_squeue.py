@@ -24,45 +24,49 @@ from tests.store_helpers import ingest, rows, write
 
 REPO = Path(__file__).resolve().parent.parent
 
-SNAPSHOTS = "\n".join([
-    "# 2026-11-25T11:14:43Z",                               # 1
-    "JOBID|REASON",                                         # 2  squeue without -h
-    "4812|Resources",                                       # 3
-    "4813_4|Priority",                                      # 4  array task
-    "4814_[6-11%3]|AssocGrpGRES",                           # 5  pending tasks 6..11, throttle 3
-    "4815_[1,3,5-7]|QOSMaxGRESPerUser",                     # 6  tasks 1, 3, 5, 6, 7
-    "4816+0|Dependency",                                    # 7  het job 4816: one row
-    "4816+1|Dependency",                                    # 8  its component 1, merged into line 7
-    "4817|ReqNodeNotAvail, UnavailableNodes:node[01-02]",   # 9
-    "# 2026-11-25T11:15:43Z",                               # 10 an empty snapshot
-    "# 2026-11-25T12:16:43+01:00",                          # 11 = 11:16:43Z
-    "JOBID|REASON",                                         # 12
-    "4812|Priority",                                        # 13
-    "  4814_[9-11%3] |  AssocGrpGRES  ",                    # 14 trimmed
-    "",                                                     # 15
-    "# 2026-11-25 11:17:43.5-05:00",                        # 16 = 16:17:43.5Z
-    "4818_[0-8:4]|BeginTime",                               # 17 tasks 0, 4, 8
-    "4819+1|Resources",                                     # 18 component 1 listed first...
-    "4819+0|Priority",                                      # 19 ...component 0's reason wins
-    "",
-])
+SNAPSHOTS = "\n".join(
+    [
+        "# 2026-11-25T11:14:43Z",  # 1
+        "JOBID|REASON",  # 2  squeue without -h
+        "4812|Resources",  # 3
+        "4813_4|Priority",  # 4  array task
+        "4814_[6-11%3]|AssocGrpGRES",  # 5  pending tasks 6..11, throttle 3
+        "4815_[1,3,5-7]|QOSMaxGRESPerUser",  # 6  tasks 1, 3, 5, 6, 7
+        "4816+0|Dependency",  # 7  het job 4816: one row
+        "4816+1|Dependency",  # 8  its component 1, merged into line 7
+        "4817|ReqNodeNotAvail, UnavailableNodes:node[01-02]",  # 9
+        "# 2026-11-25T11:15:43Z",  # 10 an empty snapshot
+        "# 2026-11-25T12:16:43+01:00",  # 11 = 11:16:43Z
+        "JOBID|REASON",  # 12
+        "4812|Priority",  # 13
+        "  4814_[9-11%3] |  AssocGrpGRES  ",  # 14 trimmed
+        "",  # 15
+        "# 2026-11-25 11:17:43.5-05:00",  # 16 = 16:17:43.5Z
+        "4818_[0-8:4]|BeginTime",  # 17 tasks 0, 4, 8
+        "4819+1|Resources",  # 18 component 1 listed first...
+        "4819+0|Priority",  # 19 ...component 0's reason wins
+        "",
+    ]
+)
 
 T1 = datetime(2026, 11, 25, 11, 14, 43)
 T3 = datetime(2026, 11, 25, 11, 16, 43)
 T4 = datetime(2026, 11, 25, 16, 17, 43, 500000)
 
-EXPECTED = sorted([
-    ("4812", T1, "Resources", 3),
-    ("4813_4", T1, "Priority", 4),
-    *((f"4814_{task}", T1, "AssocGrpGRES", 5) for task in range(6, 12)),
-    *((f"4815_{task}", T1, "QOSMaxGRESPerUser", 6) for task in (1, 3, 5, 6, 7)),
-    ("4816", T1, "Dependency", 7),
-    ("4817", T1, "ReqNodeNotAvail, UnavailableNodes:node[01-02]", 9),
-    ("4812", T3, "Priority", 13),
-    *((f"4814_{task}", T3, "AssocGrpGRES", 14) for task in (9, 10, 11)),
-    *((f"4818_{task}", T4, "BeginTime", 17) for task in (0, 4, 8)),
-    ("4819", T4, "Priority", 19),
-])
+EXPECTED = sorted(
+    [
+        ("4812", T1, "Resources", 3),
+        ("4813_4", T1, "Priority", 4),
+        *((f"4814_{task}", T1, "AssocGrpGRES", 5) for task in range(6, 12)),
+        *((f"4815_{task}", T1, "QOSMaxGRESPerUser", 6) for task in (1, 3, 5, 6, 7)),
+        ("4816", T1, "Dependency", 7),
+        ("4817", T1, "ReqNodeNotAvail, UnavailableNodes:node[01-02]", 9),
+        ("4812", T3, "Priority", 13),
+        *((f"4814_{task}", T3, "AssocGrpGRES", 14) for task in (9, 10, 11)),
+        *((f"4818_{task}", T4, "BeginTime", 17) for task in (0, 4, 8)),
+        ("4819", T4, "Priority", 19),
+    ]
+)
 
 _STORED = "SELECT job_id, observed_at, reason, line FROM pending_reasons ORDER BY job_id, observed_at"
 
@@ -74,7 +78,9 @@ def test_snapshots_become_one_row_per_job_and_time(tmp_path: Path) -> None:
     assert rows(db, _STORED) == EXPECTED
     assert rows(db, "SELECT DISTINCT source FROM pending_reasons") == [("slurm",)]
     # every timestamp had Z or an offset: no zone was used, none is recorded
-    assert rows(db, "SELECT format, time_zone, rows_loaded, rejects FROM ingested_files") == [("slurm_squeue", None, 23, 0)]
+    assert rows(db, "SELECT format, time_zone, rows_loaded, rejects FROM ingested_files") == [
+        ("slurm_squeue", None, 23, 0)
+    ]
 
 
 def test_gzip_gives_the_same_rows(tmp_path: Path) -> None:
@@ -86,28 +92,30 @@ def test_gzip_gives_the_same_rows(tmp_path: Path) -> None:
     assert rows(db, _STORED) == EXPECTED
 
 
-BROKEN = "\n".join([
-    "4900|Resources",                 # 1  before any timestamp line
-    "# 2026-11-25T11:14:43Z",         # 2
-    "4901|Resources",                 # 3  stored
-    "4902",                           # 4  no '|'
-    "49x3|Priority",                  # 5  unreadable job id
-    "4904_[3-1]|Priority",            # 6  a range running backwards
-    "4905_[1-3%]|Priority",           # 7  a throttle without its number
-    "4906|",                          # 8  no reason
-    "4901|Resources",                 # 9  4901 again at the same time
-    "4907.batch|Priority",            # 10 a step is no pending job
-    "# 25/11/2026 11:15",             # 11 not ISO 8601
-    "4908|Resources",                 # 12 under line 11
-    "JOBID|REASON",                   # 13 a header: neither row nor reject
-    "4909|Resources",                 # 14 under line 11
-    "# 1969-12-31T23:00:00",          # 15 no zone, before the years gca reads in one
-    "4910|Resources",                 # 16 under line 15
-    "# 2026-11-25T11:16:43Z",         # 17
-    "4911_[0-4000001]|Resources",     # 18 beyond Slurm's largest array
-    "4912|Priority",                  # 19 stored
-    "",
-])
+BROKEN = "\n".join(
+    [
+        "4900|Resources",  # 1  before any timestamp line
+        "# 2026-11-25T11:14:43Z",  # 2
+        "4901|Resources",  # 3  stored
+        "4902",  # 4  no '|'
+        "49x3|Priority",  # 5  unreadable job id
+        "4904_[3-1]|Priority",  # 6  a range running backwards
+        "4905_[1-3%]|Priority",  # 7  a throttle without its number
+        "4906|",  # 8  no reason
+        "4901|Resources",  # 9  4901 again at the same time
+        "4907.batch|Priority",  # 10 a step is no pending job
+        "# 25/11/2026 11:15",  # 11 not ISO 8601
+        "4908|Resources",  # 12 under line 11
+        "JOBID|REASON",  # 13 a header: neither row nor reject
+        "4909|Resources",  # 14 under line 11
+        "# 1969-12-31T23:00:00",  # 15 no zone, before the years gca reads in one
+        "4910|Resources",  # 16 under line 15
+        "# 2026-11-25T11:16:43Z",  # 17
+        "4911_[0-4000001]|Resources",  # 18 beyond Slurm's largest array
+        "4912|Priority",  # 19 stored
+        "",
+    ]
+)
 
 
 def test_broken_lines_are_rejected_with_their_line_numbers(tmp_path: Path) -> None:
@@ -152,20 +160,23 @@ def test_a_last_line_without_its_line_end_was_cut(tmp_path: Path) -> None:
     (report,) = ingest(db, path, format_name="slurm_squeue")
     assert (report.rows, report.rejects) == (1, 1)
     assert rows(db, "SELECT line, reason FROM rejects") == [
-        (3, "the last line has no line end: the log was being written, its reason may be cut")]
+        (3, "the last line has no line end: the log was being written, its reason may be cut")
+    ]
 
 
-ZONELESS = "\n".join([
-    "# 2026-01-15 09:00:00",    # 1 CET: 08:00Z
-    "4812|Resources",           # 2
-    "# 2026-07-15T09:00:00",    # 3 CEST: 07:00Z
-    "4812|Priority",            # 4
-    "# 2026-10-25T02:30:00",    # 5 repeated hour: its first occurrence, CEST: 00:30Z
-    "4812|Priority",            # 6
-    "# 2026-03-29T02:30",       # 7 skipped hour, moved forward (read at +01:00): 01:30Z; no seconds
-    "4812|Priority",            # 8
-    "",
-])
+ZONELESS = "\n".join(
+    [
+        "# 2026-01-15 09:00:00",  # 1 CET: 08:00Z
+        "4812|Resources",  # 2
+        "# 2026-07-15T09:00:00",  # 3 CEST: 07:00Z
+        "4812|Priority",  # 4
+        "# 2026-10-25T02:30:00",  # 5 repeated hour: its first occurrence, CEST: 00:30Z
+        "4812|Priority",  # 6
+        "# 2026-03-29T02:30",  # 7 skipped hour, moved forward (read at +01:00): 01:30Z; no seconds
+        "4812|Priority",  # 8
+        "",
+    ]
+)
 
 
 def test_timestamps_without_a_zone_are_read_in_tz_and_the_zone_is_recorded(tmp_path: Path) -> None:
@@ -203,7 +214,9 @@ def test_reingest_is_a_no_op_and_replace_takes_back_the_files_rows(tmp_path: Pat
     (replaced,) = ingest(db, path, replace=True)
     assert (replaced.status, replaced.rows, replaced.rejects) == ("replaced", 24, 0)
     assert rows(db, "SELECT count(*), count(DISTINCT file_id) FROM pending_reasons") == [(24, 1)]
-    assert rows(db, "SELECT job_id, line FROM pending_reasons WHERE observed_at = '2026-11-25 11:18:43'") == [("4812", 21)]
+    assert rows(db, "SELECT job_id, line FROM pending_reasons WHERE observed_at = '2026-11-25 11:18:43'") == [
+        ("4812", 21)
+    ]
 
 
 def test_a_snapshot_stored_from_another_file_is_unchanged_or_superseded(tmp_path: Path) -> None:
@@ -211,16 +224,24 @@ def test_a_snapshot_stored_from_another_file_is_unchanged_or_superseded(tmp_path
     first = write(tmp_path / "monday" / "squeue.log", "# 2026-11-25T11:14:43Z\n4812|Resources\n4814_[6-7]|Priority\n")
     # a later copy of the same growing log: its first snapshot is stored already, but for 4814_7's
     # reason, which the later copy says otherwise (the later holds)
-    later = write(tmp_path / "tuesday" / "squeue.log",
-                  "# 2026-11-25T11:14:43Z\n4812|Resources\n4814_6|Priority\n4814_7|Dependency\n4814_8|Priority\n"
-                  "# 2026-11-25T11:15:43Z\n4812|Resources\n")
+    later = write(
+        tmp_path / "tuesday" / "squeue.log",
+        "# 2026-11-25T11:14:43Z\n4812|Resources\n4814_6|Priority\n4814_7|Dependency\n4814_8|Priority\n"
+        "# 2026-11-25T11:15:43Z\n4812|Resources\n",
+    )
     ingest(db, first)
     (report,) = ingest(db, later)
     # 4814_7 (superseded), 4814_8 and 4812 at 11:15:43 are from it; 4812 and 4814_6 at 11:14:43 unchanged
     assert (report.rows, report.rejects, report.superseded, report.unchanged) == (3, 0, 1, 2)
-    assert rows(db, "SELECT job_id, observed_at, reason, file_id, line FROM pending_reasons ORDER BY observed_at, job_id") == [
-        ("4812", T1, "Resources", 1, 2), ("4814_6", T1, "Priority", 1, 3), ("4814_7", T1, "Dependency", 2, 4),
-        ("4814_8", T1, "Priority", 2, 5), ("4812", datetime(2026, 11, 25, 11, 15, 43), "Resources", 2, 7)]
+    assert rows(
+        db, "SELECT job_id, observed_at, reason, file_id, line FROM pending_reasons ORDER BY observed_at, job_id"
+    ) == [
+        ("4812", T1, "Resources", 1, 2),
+        ("4814_6", T1, "Priority", 1, 3),
+        ("4814_7", T1, "Dependency", 2, 4),
+        ("4814_8", T1, "Priority", 2, 5),
+        ("4812", datetime(2026, 11, 25, 11, 15, 43), "Resources", 2, 7),
+    ]
     # either order, or both logs as one file, stores the same rows
     other = tmp_path / "other.duckdb"
     (a,) = ingest(other, later)
@@ -234,43 +255,56 @@ def test_a_snapshot_stored_from_another_file_is_unchanged_or_superseded(tmp_path
     assert rows(other, stored) == [r if r[0] != "4814_7" else ("4814_7", T1, "Priority") for r in rows(db, stored)]
 
 
-SACCT = "\n".join([
-    "JobID|JobName|User|Account|Partition|State|ExitCode|Submit|Eligible|Start|End|Timelimit|AllocTRES|NodeList",
-    "7001|train|ann|ml|gpu|COMPLETED|0:0|2026-11-25T12:00:00|2026-11-25T12:00:00|2026-11-25T12:30:00|2026-11-25T13:00:00|01:00:00|cpu=4,gres/gpu=1,node=1|gpu01",
-    "7001.batch|batch||ml||COMPLETED|0:0|2026-11-25T12:00:00|2026-11-25T12:00:00|2026-11-25T12:30:00|2026-11-25T13:00:00||cpu=4,gres/gpu=1,node=1|gpu01",
-    "7002_4|sweep|bob|ml|gpu|COMPLETED|0:0|2026-11-25T12:01:00|2026-11-25T12:01:00|2026-11-25T12:31:00|2026-11-25T13:00:00|01:00:00|cpu=4,gres/gpu=1,node=1|gpu01",
-    "7003_6|arr|bob|ml|gpu|COMPLETED|0:0|2026-11-25T12:02:00|2026-11-25T12:02:00|2026-11-25T12:32:00|2026-11-25T13:00:00|01:00:00|cpu=4,gres/gpu=1,node=1|gpu02",
-    "7003_7|arr|bob|ml|gpu|COMPLETED|0:0|2026-11-25T12:02:00|2026-11-25T12:02:00|2026-11-25T12:33:00|2026-11-25T13:00:00|01:00:00|cpu=4,gres/gpu=1,node=1|gpu02",
-    "7003_8|arr|bob|ml|gpu|FAILED|1:0|2026-11-25T12:02:00|2026-11-25T12:02:00|2026-11-25T12:34:00|2026-11-25T13:00:00|01:00:00|cpu=4,gres/gpu=1,node=1|gpu02",
-    "7004+0|het|cy|ml|gpu|COMPLETED|0:0|2026-11-25T12:03:00|2026-11-25T12:03:00|2026-11-25T12:35:00|2026-11-25T13:00:00|01:00:00|cpu=4,gres/gpu=2,node=1|gpu03",
-    "7004+1|het|cy|ml|gpu|COMPLETED|0:0|2026-11-25T12:03:00|2026-11-25T12:03:00|2026-11-25T12:35:00|2026-11-25T13:00:00|01:00:00|cpu=4,gres/gpu=2,node=1|gpu04",
-    "",
-])
+SACCT = "\n".join(
+    [
+        "JobID|JobName|User|Account|Partition|State|ExitCode|Submit|Eligible|Start|End|Timelimit|AllocTRES|NodeList",
+        "7001|train|ann|ml|gpu|COMPLETED|0:0|2026-11-25T12:00:00|2026-11-25T12:00:00|2026-11-25T12:30:00|2026-11-25T13:00:00|01:00:00|cpu=4,gres/gpu=1,node=1|gpu01",
+        "7001.batch|batch||ml||COMPLETED|0:0|2026-11-25T12:00:00|2026-11-25T12:00:00|2026-11-25T12:30:00|2026-11-25T13:00:00||cpu=4,gres/gpu=1,node=1|gpu01",
+        "7002_4|sweep|bob|ml|gpu|COMPLETED|0:0|2026-11-25T12:01:00|2026-11-25T12:01:00|2026-11-25T12:31:00|2026-11-25T13:00:00|01:00:00|cpu=4,gres/gpu=1,node=1|gpu01",
+        "7003_6|arr|bob|ml|gpu|COMPLETED|0:0|2026-11-25T12:02:00|2026-11-25T12:02:00|2026-11-25T12:32:00|2026-11-25T13:00:00|01:00:00|cpu=4,gres/gpu=1,node=1|gpu02",
+        "7003_7|arr|bob|ml|gpu|COMPLETED|0:0|2026-11-25T12:02:00|2026-11-25T12:02:00|2026-11-25T12:33:00|2026-11-25T13:00:00|01:00:00|cpu=4,gres/gpu=1,node=1|gpu02",
+        "7003_8|arr|bob|ml|gpu|FAILED|1:0|2026-11-25T12:02:00|2026-11-25T12:02:00|2026-11-25T12:34:00|2026-11-25T13:00:00|01:00:00|cpu=4,gres/gpu=1,node=1|gpu02",
+        "7004+0|het|cy|ml|gpu|COMPLETED|0:0|2026-11-25T12:03:00|2026-11-25T12:03:00|2026-11-25T12:35:00|2026-11-25T13:00:00|01:00:00|cpu=4,gres/gpu=2,node=1|gpu03",
+        "7004+1|het|cy|ml|gpu|COMPLETED|0:0|2026-11-25T12:03:00|2026-11-25T12:03:00|2026-11-25T12:35:00|2026-11-25T13:00:00|01:00:00|cpu=4,gres/gpu=2,node=1|gpu04",
+        "",
+    ]
+)
 
 # The same jobs, pending at 11:10Z = 12:10 in Zurich: after every submission, before every start.
-SQUEUE_OF_SACCT = "\n".join([
-    "# 2026-11-25T11:10:00Z",
-    "7001|Resources",
-    "7002_4|Priority",
-    "7003_[6-8%2]|AssocGrpGRES",
-    "7004+0|Resources",
-    "7004+1|Resources",
-    "",
-])
+SQUEUE_OF_SACCT = "\n".join(
+    [
+        "# 2026-11-25T11:10:00Z",
+        "7001|Resources",
+        "7002_4|Priority",
+        "7003_[6-8%2]|AssocGrpGRES",
+        "7004+0|Resources",
+        "7004+1|Resources",
+        "",
+    ]
+)
 
 
 def test_job_ids_join_the_jobs_sacct_stores(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
-    reports = ingest(db, write(tmp_path / "sacct.txt", SACCT), write(tmp_path / "squeue-pending.log", SQUEUE_OF_SACCT),
-                     zone="Europe/Zurich")
+    reports = ingest(
+        db,
+        write(tmp_path / "sacct.txt", SACCT),
+        write(tmp_path / "squeue-pending.log", SQUEUE_OF_SACCT),
+        zone="Europe/Zurich",
+    )
     assert [(r.format, r.status, r.rows, r.rejects) for r in reports] == [
-        ("slurm_sacct", "loaded", 6, 0), ("slurm_squeue", "loaded", 6, 0)]
-    joined = rows(db, """
+        ("slurm_sacct", "loaded", 6, 0),
+        ("slurm_squeue", "loaded", 6, 0),
+    ]
+    joined = rows(
+        db,
+        """
         SELECT p.job_id, p.reason, j.user_name, j.submit_at <= p.observed_at AND p.observed_at < a.start_at
         FROM pending_reasons p
         LEFT JOIN jobs j USING (source, job_id)
         LEFT JOIN attempts a ON a.source = j.source AND a.job_id = j.job_id AND a.attempt_no = 0
-        ORDER BY p.job_id""")
+        ORDER BY p.job_id""",
+    )
     assert joined == [
         ("7001", "Resources", "ann", True),
         ("7002_4", "Priority", "bob", True),
@@ -297,10 +331,10 @@ def test_a_queue_that_was_always_empty_is_recognized(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "4812|Resources\n4813|Priority\n",                  # no timestamp line first
+        "4812|Resources\n4813|Priority\n",  # no timestamp line first
         "# 2026-11-25T11:14:43Z\nthe queue was drained\n",  # not a squeue line
-        "# gpu   pwr  gtemp\n# Idx  W    C\n",              # nvidia-smi dmon
-        "# 2026-11-25T11:14:43Z\n",                         # one line says nothing
+        "# gpu   pwr  gtemp\n# Idx  W    C\n",  # nvidia-smi dmon
+        "# 2026-11-25T11:14:43Z\n",  # one line says nothing
     ],
 )
 def test_other_text_is_not_taken_for_squeue(tmp_path: Path, text: str) -> None:
@@ -311,8 +345,12 @@ def test_other_text_is_not_taken_for_squeue(tmp_path: Path, text: str) -> None:
 
 def test_no_other_formats_file_is_taken_for_squeue(tmp_path: Path) -> None:
     live_log = REPO / "tests" / "data" / "slurm" / "live" / "squeue.log"  # a real squeue log (test_slurm_live.py)
-    others = [p for folder in (REPO / "tests" / "data", REPO / "examples") for p in folder.rglob("*")
-              if p.is_file() and p != live_log]
+    others = [
+        p
+        for folder in (REPO / "tests" / "data", REPO / "examples")
+        for p in folder.rglob("*")
+        if p.is_file() and p != live_log
+    ]
     assert len(others) > 100
     taken = []
     for path in others:
@@ -325,18 +363,26 @@ def test_no_other_formats_file_is_taken_for_squeue(tmp_path: Path) -> None:
 def test_cli_refuses_utf16_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "squeue.log"
     path.write_bytes("# 2026-11-25T11:14:43Z\n4812|Resources\n".encode("utf-16"))
-    result = CliRunner().invoke(app, ["ingest", str(path), "--format", "slurm_squeue", "--db", str(tmp_path / "s.duckdb")])
+    result = CliRunner().invoke(
+        app, ["ingest", str(path), "--format", "slurm_squeue", "--db", str(tmp_path / "s.duckdb")]
+    )
     assert result.exit_code == 2, result.output  # an input gca cannot read as it is
     assert "Traceback" not in result.output
     errors = [line for line in result.output.splitlines() if line.startswith("gca: error:")]
-    assert len(errors) == 1 and f"{path}:1: UTF-16 text" in errors[0] and "iconv -f UTF-16 -t UTF-8 squeue.log" in errors[0]
+    assert (
+        len(errors) == 1
+        and f"{path}:1: UTF-16 text" in errors[0]
+        and "iconv -f UTF-16 -t UTF-8 squeue.log" in errors[0]
+    )
 
 
 def test_cli_ingests_a_directory_with_sacct_and_squeue(tmp_path: Path) -> None:
     folder = tmp_path / "site"
     write(folder / "sacct.txt", SACCT)
     shutil.copy(write(tmp_path / "x.log", SQUEUE_OF_SACCT), folder / "squeue-pending.log")
-    result = CliRunner().invoke(app, ["ingest", str(folder), "--db", str(tmp_path / "s.duckdb"), "--tz", "Europe/Zurich"])
+    result = CliRunner().invoke(
+        app, ["ingest", str(folder), "--db", str(tmp_path / "s.duckdb"), "--tz", "Europe/Zurich"]
+    )
     assert result.exit_code == 0, result.output
     assert rows(tmp_path / "s.duckdb", "SELECT count(*) FROM pending_reasons") == [(6,)]
 
@@ -351,12 +397,22 @@ def test_pending_reasons_meet_the_replay(tmp_path: Path) -> None:
     from gpucluster_analysis.report.tables import prepare
 
     db = tmp_path / "s.duckdb"
-    ingest(db, write(tmp_path / "sacct.txt", SACCT), write(tmp_path / "squeue-pending.log", SQUEUE_OF_SACCT),
-           zone="Europe/Zurich")
+    ingest(
+        db,
+        write(tmp_path / "sacct.txt", SACCT),
+        write(tmp_path / "squeue-pending.log", SQUEUE_OF_SACCT),
+        zone="Europe/Zurich",
+    )
     with open_store(db, read_only=True) as con:
         zero = prepare(con, quotas=Quotas({"ml": 0}, tmp_path / "q.toml")).pending
         none = prepare(con, quotas=Quotas({}, tmp_path / "q.toml")).pending
     assert {(r["reason"], r["replay_cause"]): (r["snapshots"], r["jobs"]) for r in zero.to_dicts()} == {
-        ("AssocGrpGRES", "fair_share"): (3, 3), ("Priority", "fair_share"): (1, 1), ("Resources", "fair_share"): (2, 2)}
+        ("AssocGrpGRES", "fair_share"): (3, 3),
+        ("Priority", "fair_share"): (1, 1),
+        ("Resources", "fair_share"): (2, 2),
+    }
     assert {(r["reason"], r["replay_cause"]): r["snapshots"] for r in none.to_dicts()} == {
-        ("AssocGrpGRES", "other"): 3, ("Priority", "other"): 1, ("Resources", "other"): 2}
+        ("AssocGrpGRES", "other"): 3,
+        ("Priority", "other"): 1,
+        ("Resources", "other"): 2,
+    }

@@ -45,22 +45,45 @@ def test_windows_merge_as_a_union_of_intervals_would(tmp_path: Path, seed: int) 
             for m in rng.sample(["m1", "m2"], rng.randint(1, 2)):
                 cells += [(f"j{j}", a, m, g) for g in rng.sample(range(4), rng.randint(1, 3))]
     with open_store(tmp_path / "w.duckdb") as con:
-        con.executemany("INSERT INTO jobs (source, job_id, status, file_id) VALUES ('philly', ?, 'passed', 1)",
-                        [[j] for j in sorted({a[0] for a in attempts})])
-        con.executemany("INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id)"
-                        " VALUES ('philly', ?, ?, ?, ?, ?, 1)",
-                        [[j, a, a, T0 + timedelta(minutes=s), T0 + timedelta(minutes=e)] for j, a, s, e in attempts])
+        con.executemany(
+            "INSERT INTO jobs (source, job_id, status, file_id) VALUES ('philly', ?, 'passed', 1)",
+            [[j] for j in sorted({a[0] for a in attempts})],
+        )
+        con.executemany(
+            "INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id)"
+            " VALUES ('philly', ?, ?, ?, ?, ?, 1)",
+            [[j, a, a, T0 + timedelta(minutes=s), T0 + timedelta(minutes=e)] for j, a, s, e in attempts],
+        )
         con.executemany("INSERT INTO allocations VALUES ('philly', ?, ?, ?, ?, 1)", [list(c) for c in cells])
-        create_temp_tables(con, [(t, t) for t in ("gpu_samples_by_machine", "attempt_attribution", "attempt_windows",
-                                                   "job_machine_windows", "job_colocation")])
+        create_temp_tables(
+            con,
+            [
+                (t, t)
+                for t in (
+                    "gpu_samples_by_machine",
+                    "attempt_attribution",
+                    "attempt_windows",
+                    "job_machine_windows",
+                    "job_colocation",
+                )
+            ],
+        )
         minutes = lambda t: int((t - T0).total_seconds() // 60)  # noqa: E731
-        got_gpu = sorted((r[0], r[1], r[2], minutes(r[3]), minutes(r[4])) for r in con.execute(
-            "SELECT job_id, machine_id, gpu_index, start_at, end_at FROM attempt_windows").fetchall())
-        got_machine = sorted((r[0], r[1], minutes(r[2]), minutes(r[3])) for r in con.execute(
-            "SELECT job_id, machine_id, start_at, end_at FROM job_machine_windows").fetchall())
+        got_gpu = sorted(
+            (r[0], r[1], r[2], minutes(r[3]), minutes(r[4]))
+            for r in con.execute(
+                "SELECT job_id, machine_id, gpu_index, start_at, end_at FROM attempt_windows"
+            ).fetchall()
+        )
+        got_machine = sorted(
+            (r[0], r[1], minutes(r[2]), minutes(r[3]))
+            for r in con.execute("SELECT job_id, machine_id, start_at, end_at FROM job_machine_windows").fetchall()
+        )
         assert run_query(con, "attempt_attribution").get_column("attribution").unique().to_list() == ["scheduler"]
-        colocation = {r[0]: (r[1], r[2]) for r in con.execute(
-            "SELECT job_id, shares_server, shared_machines FROM job_colocation").fetchall()}
+        colocation = {
+            r[0]: (r[1], r[2])
+            for r in con.execute("SELECT job_id, shares_server, shared_machines FROM job_colocation").fetchall()
+        }
     times = {(j, a): (s, e) for j, a, s, e in attempts}
     per_gpu: dict[tuple[str, str, int], list[tuple[int, int]]] = {}
     per_machine: dict[tuple[str, str], list[tuple[int, int]]] = {}
@@ -72,9 +95,16 @@ def test_windows_merge_as_a_union_of_intervals_would(tmp_path: Path, seed: int) 
     assert got_gpu == want_gpu
     assert got_machine == want_machine
     # job_colocation: a job shares a machine where another job's window there overlaps one of its own
-    shared = {j: {m for (jj, m, s, e) in want_machine if jj == j
-                  for (k, mm, s2, e2) in want_machine if k != j and mm == m and s < e2 and s2 < e}
-              for j in {w[0] for w in want_machine}}
+    shared = {
+        j: {
+            m
+            for (jj, m, s, e) in want_machine
+            if jj == j
+            for (k, mm, s2, e2) in want_machine
+            if k != j and mm == m and s < e2 and s2 < e
+        }
+        for j in {w[0] for w in want_machine}
+    }
     assert colocation == {j: (bool(ms), len(ms)) for j, ms in shared.items()}
     assert any(v[0] for v in colocation.values())
     # the cases hold merges of both kinds, and jobs of one attempt
@@ -107,29 +137,58 @@ def test_whole_machine_windows_hold_every_gpu_of_the_machine(tmp_path: Path, see
             else:
                 for m in rng.sample(["m1", "m2"], rng.randint(1, 2)):
                     cells += [(f"j{j}", a, m, g) for g in rng.sample(range(4), rng.randint(1, 3))]
-    samples = [(rng.randint(0, 75 * 60), m, g, float(rng.randint(0, 100)))
-               for m, n in (("n1", 4), ("n2", 2), ("n3", 4), ("m1", 4), ("m2", 4)) for g in range(n)
-               for _ in range(40)]
+    samples = [
+        (rng.randint(0, 75 * 60), m, g, float(rng.randint(0, 100)))
+        for m, n in (("n1", 4), ("n2", 2), ("n3", 4), ("m1", 4), ("m2", 4))
+        for g in range(n)
+        for _ in range(40)
+    ]
     with open_store(tmp_path / "w.duckdb") as con:
-        con.executemany("INSERT INTO jobs (source, job_id, status, file_id) VALUES (?, ?, 'passed', 1)",
-                        sorted({(a[0], a[1]) for a in attempts}))
-        con.executemany("INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id)"
-                        " VALUES (?, ?, ?, ?, ?, ?, 1)",
-                        [[src, j, a, a, T0 + timedelta(minutes=s), T0 + timedelta(minutes=e)]
-                         for src, j, a, s, e in attempts])
+        con.executemany(
+            "INSERT INTO jobs (source, job_id, status, file_id) VALUES (?, ?, 'passed', 1)",
+            sorted({(a[0], a[1]) for a in attempts}),
+        )
+        con.executemany(
+            "INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, 1)",
+            [[src, j, a, a, T0 + timedelta(minutes=s), T0 + timedelta(minutes=e)] for src, j, a, s, e in attempts],
+        )
         con.executemany("INSERT INTO attempt_hosts VALUES ('slurm', ?, ?, ?, ?, 1)", [list(h) for h in hosts])
         con.executemany("INSERT INTO allocations VALUES ('philly', ?, ?, ?, ?, 1)", [list(c) for c in cells])
-        con.executemany("INSERT INTO machines (machine_id, listed_gpus, file_id) VALUES (?, ?, 1)", list(listed.items()))
-        con.executemany("INSERT INTO gpu_samples VALUES (?, ?, ?, ?, 1)",
-                        [[T0 + timedelta(seconds=t), m, g, u] for t, m, g, u in samples])
-        create_temp_tables(con, [(t, t) for t in ("gpu_samples_by_machine", "attempt_sizes", "attempt_attribution",
-                                                   "attempt_windows", "job_machine_windows", "job_keys",
-                                                   "attributed_util", "job_gpu_util")])
+        con.executemany(
+            "INSERT INTO machines (machine_id, listed_gpus, file_id) VALUES (?, ?, 1)", list(listed.items())
+        )
+        con.executemany(
+            "INSERT INTO gpu_samples VALUES (?, ?, ?, ?, 1)",
+            [[T0 + timedelta(seconds=t), m, g, u] for t, m, g, u in samples],
+        )
+        create_temp_tables(
+            con,
+            [
+                (t, t)
+                for t in (
+                    "gpu_samples_by_machine",
+                    "attempt_sizes",
+                    "attempt_attribution",
+                    "attempt_windows",
+                    "job_machine_windows",
+                    "job_keys",
+                    "attributed_util",
+                    "job_gpu_util",
+                )
+            ],
+        )
         minutes = lambda t: int((t - T0).total_seconds() // 60)  # noqa: E731
-        rows = con.execute(f"SELECT job_id, machine_id, gpu_index, {GPUS}, start_at, end_at FROM attempt_windows").fetchall()
-        got_gpu = sorted((j, m, g, minutes(s), minutes(e)) for j, m, first, n, s, e in rows for g in range(first, first + n))
-        got_machine = sorted((r[0], r[1], minutes(r[2]), minutes(r[3])) for r in con.execute(
-            "SELECT job_id, machine_id, start_at, end_at FROM job_machine_windows").fetchall())
+        rows = con.execute(
+            f"SELECT job_id, machine_id, gpu_index, {GPUS}, start_at, end_at FROM attempt_windows"
+        ).fetchall()
+        got_gpu = sorted(
+            (j, m, g, minutes(s), minutes(e)) for j, m, first, n, s, e in rows for g in range(first, first + n)
+        )
+        got_machine = sorted(
+            (r[0], r[1], minutes(r[2]), minutes(r[3]))
+            for r in con.execute("SELECT job_id, machine_id, start_at, end_at FROM job_machine_windows").fetchall()
+        )
         got_samples = dict(con.execute("SELECT job_id, util_samples FROM job_gpu_util").fetchall())
     # a machine's GPUs: the more of listed and sampled (n4 has neither: then the GPUs the
     # attempt's host rows give there, the most of them; none given, no GPU and no window)

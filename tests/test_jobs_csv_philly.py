@@ -56,7 +56,9 @@ def quotas_for(data: Path) -> dict[str, float]:
     return {vc: 16.0 for vc in vcs[::2]}
 
 
-def expected_waits(data: Path, jobs: list[dict], samples: dict, quotas: dict[str, float]) -> dict[str, dict[str, object]]:
+def expected_waits(
+    data: Path, jobs: list[dict], samples: dict, quotas: dict[str, float]
+) -> dict[str, dict[str, object]]:
     """The replay done the slow, obvious way: for every stretch between two event times, scan every
     attempt to get each machine's and each VC's held GPUs, then apply the four rules in order."""
     capacity: dict[str, int] = {}
@@ -119,8 +121,10 @@ def expected_waits(data: Path, jobs: list[dict], samples: dict, quotas: dict[str
 
     out = {}
     for job in jobs:
-        attempts = sorted(((_utc_from_la(a["start_time"]), _utc_from_la(a["end_time"]), a) for a in job["attempts"]),
-                          key=lambda x: (x[0] is None, x[0] or datetime.min))
+        attempts = sorted(
+            ((_utc_from_la(a["start_time"]), _utc_from_la(a["end_time"]), a) for a in job["attempts"]),
+            key=lambda x: (x[0] is None, x[0] or datetime.min),
+        )
         first_alloc = next((a for _, _, a in attempts if any(d["gpus"] for d in a["detail"])), None)
         g = sum(len(d["gpus"]) for d in first_alloc["detail"]) if first_alloc else 0
         starts = [s for s, _, _ in attempts if s]
@@ -128,8 +132,16 @@ def expected_waits(data: Path, jobs: list[dict], samples: dict, quotas: dict[str
         submit = _utc_from_la(job["submitted_time"])
         until = min(starts) if starts else (max(ends) if ends else None)
         # Philly knows no per-user caps: a split wait has 0 s of user_limit
-        row: dict[str, object] = {c: None for c in ("wait_user_limit_s", "wait_fair_share_s", "wait_capacity_s",
-                                                     "wait_fragmentation_s", "wait_other_s")}
+        row: dict[str, object] = {
+            c: None
+            for c in (
+                "wait_user_limit_s",
+                "wait_fair_share_s",
+                "wait_capacity_s",
+                "wait_fragmentation_s",
+                "wait_other_s",
+            )
+        }
         if g > 0 and submit and until and until >= submit:
             row = {c: 0.0 for c in row}
             # the stretches between event times that the wait [submit, until) overlaps
@@ -192,8 +204,13 @@ def expected_jobs(data: Path) -> dict[str, dict[str, object]]:
             "eligible_time": None,
             "queue_basis": "submit" if job["submitted_time"] not in (None, "None") else None,
             # The job log lists every GPU: attributed by the scheduler's own allocation.
-            "attribution": ("scheduler" if any(c for a, b, c in timed if a < b)
-                            else "none" if any(a < b for a, b, _ in timed) else None),
+            "attribution": (
+                "scheduler"
+                if any(c for a, b, c in timed if a < b)
+                else "none"
+                if any(a < b for a, b, _ in timed)
+                else None
+            ),
             **waits[job["jobid"]],
             # Philly has no DCGM profiling samples
             "mean_sm_active_pct": None,

@@ -15,7 +15,24 @@ def test_lines_holding_equals_split_and_test_on_random_logs():
     words = ["error", "cuda", "nccl", "oom", "err"]
     trigger = re.compile(trie_pattern(sorted(words)).encode())
     rng = random.Random(7)
-    alphabet = [b"a", b"E", b"r", b"o", b"C", b"u", b"d", b"n", b"l", b"m", b" ", b"\n", b"\r", b"RROR", b"cuDA", b"nCcL"]
+    alphabet = [
+        b"a",
+        b"E",
+        b"r",
+        b"o",
+        b"C",
+        b"u",
+        b"d",
+        b"n",
+        b"l",
+        b"m",
+        b" ",
+        b"\n",
+        b"\r",
+        b"RROR",
+        b"cuDA",
+        b"nCcL",
+    ]
     for _ in range(300):
         data = b"".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 200)))
         assert list(lines_holding(data, trigger)) == _plain(data, trigger), data

@@ -20,7 +20,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)],
-        check=True, capture_output=True,
+        check=True,
+        capture_output=True,
     )
     (built,) = out.glob("gpucluster_analysis-*.whl")
     return built
@@ -38,14 +39,17 @@ def test_installed_wheel_finds_its_queries_outside_the_checkout(wheel: Path, tmp
     site = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
-        check=True, capture_output=True,
+        check=True,
+        capture_output=True,
     )
     code = (
         "import gpucluster_analysis.sqlfiles as s; "
         "print(s.sql_root()); print(len(s.list_sql('queries')), len(s.list_sql('schema')))"
     )
     env = {**os.environ, "PYTHONPATH": str(site)}
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
+    )
     root, counts = out.stdout.splitlines()
     assert root.startswith(str(site))
     queries, schema = map(int, counts.split())

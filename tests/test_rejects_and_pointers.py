@@ -23,8 +23,10 @@ HELIOS_HEADER = "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start
 def helios_file(path: Path, bad_rows: int) -> Path:
     """One good job and `bad_rows` jobs whose GPU count is not a number (each its own value)."""
     good = "1,uA,vc1,1,1,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,2020-06-10 04:55:09,36848,0"
-    bad = [f"{2 + i},uA,vc1,x{i}y,1,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,2020-06-10 04:55:09,36848,0"
-           for i in range(bad_rows)]
+    bad = [
+        f"{2 + i},uA,vc1,x{i}y,1,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,2020-06-10 04:55:09,36848,0"
+        for i in range(bad_rows)
+    ]
     path.write_text("\n".join([HELIOS_HEADER, good, *bad]) + "\n")
     return path
 
@@ -42,15 +44,22 @@ def test_rejects_with_their_own_values_group_into_one_kind(tmp_path: Path) -> No
     # one kind, counted once, with its first line; short however many rows
     assert row["reasons"].count("(300, first at line 3)") == 1 and ";" not in row["reasons"]
     assert "…" in row["reasons"] and len(row["reasons"]) < 200
-    assert [(e["line"], e["kind"] == row["reasons"].rsplit(" (", 1)[0]) for e in examples] == [(3, True), (4, True), (5, True)]
+    assert [(e["line"], e["kind"] == row["reasons"].rsplit(" (", 1)[0]) for e in examples] == [
+        (3, True),
+        (4, True),
+        (5, True),
+    ]
     assert "x0y" in examples[0]["reason"] + examples[0]["text"]
 
 
 def test_a_file_that_stores_nothing_fails_and_names_the_cause(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     path = tmp_path / "cluster_log.csv"
-    path.write_text(helios_file(tmp_path / "x.csv", 4).read_text().replace(
-        "\n1,uA,vc1,1,1,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,2020-06-10 04:55:09,36848,0", ""))
+    path.write_text(
+        helios_file(tmp_path / "x.csv", 4)
+        .read_text()
+        .replace("\n1,uA,vc1,1,1,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,2020-06-10 04:55:09,36848,0", "")
+    )
     result = CliRunner().invoke(app, ["ingest", str(path), "--db", str(db)])
     assert result.exit_code == ExitCode.USAGE, result.output
     assert "every row was rejected, nothing stored (4 rows); the likely cause, in all:" in result.output
@@ -63,10 +72,16 @@ def test_a_file_that_stores_nothing_fails_and_names_the_cause(tmp_path: Path) ->
 def test_a_git_lfs_pointer_is_named_with_the_command_that_fetches_it(tmp_path: Path) -> None:
     pointer = require(PAI_POINTER)
     db = tmp_path / "s.duckdb"
-    with pytest.raises(LfsPointerError, match=r"pai_job_table.tar.gz: a Git LFS pointer \(133 bytes of text\), not the"
-                                               r" data \(62,065,432 bytes\)") as caught:
+    with pytest.raises(
+        LfsPointerError,
+        match=r"pai_job_table.tar.gz: a Git LFS pointer \(133 bytes of text\), not the"
+        r" data \(62,065,432 bytes\)",
+    ) as caught:
         ingest(db, pointer)
-    assert caught.value.hint == "fetch it in its repository: git lfs install && git lfs pull --include 'pai_job_table.tar.gz'"
+    assert (
+        caught.value.hint
+        == "fetch it in its repository: git lfs install && git lfs pull --include 'pai_job_table.tar.gz'"
+    )
     # the same pointer named like a gzip CSV or a plain CSV: never "damaged gzip" or "not a format"
     for name in ("openb_pod_list_default.csv.gz", "openb_pod_list_default.csv"):
         copy = tmp_path / name
@@ -93,9 +108,14 @@ def test_a_file_of_absurd_rows_only_fails_naming_the_bound(tmp_path: Path) -> No
     """Issue #26: a file whose every row is absurd stores nothing and fails, as any file whose
     every row is rejected; its error names the bound as the likely cause."""
     path = tmp_path / "cluster_log.csv"
-    path.write_text(HELIOS_HEADER + "\n" + "".join(
-        f"{n},uA,vc1,{10**9 + n},1,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,2020-06-10 04:55:09,0,0\n"
-        for n in range(3)))
+    path.write_text(
+        HELIOS_HEADER
+        + "\n"
+        + "".join(
+            f"{n},uA,vc1,{10**9 + n},1,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,2020-06-10 04:55:09,0,0\n"
+            for n in range(3)
+        )
+    )
     db = tmp_path / "s.duckdb"
     result = CliRunner().invoke(app, ["ingest", str(path), "--db", str(db)])
     assert result.exit_code == ExitCode.USAGE, result.output
@@ -118,6 +138,10 @@ def test_the_year_window_is_written_in_one_place() -> None:
 
     root = Path(__file__).resolve().parent.parent
     files = [*root.glob("gpucluster_analysis/**/*.py"), *root.glob("sql/**/*.sql")]
-    again = [str(f.relative_to(root)) for f in files if f.name != "bounds.py"
-             and any(str(y) in f.read_text(encoding="utf-8") for y in (FIRST_YEAR, LAST_YEAR, LAST_YEAR + 1))]
+    again = [
+        str(f.relative_to(root))
+        for f in files
+        if f.name != "bounds.py"
+        and any(str(y) in f.read_text(encoding="utf-8") for y in (FIRST_YEAR, LAST_YEAR, LAST_YEAR + 1))
+    ]
     assert files and again == []

@@ -65,34 +65,69 @@ def _alloc(job_id: str, no: int, machine: str, gpus: int) -> list[str]:
 
 
 def build_store(path: Path) -> Path:
-    jobs = [_job("B1", "a", "passed", 0), _job("B2", "b", "passed", 0), _job("J1", "a", "passed", 10),
-            _job("J2", "b", "passed", 0), _job("J3", "b", "passed", 60), _job("J4", "a", "passed", None),
-            _job("J5", "a", "passed", 5), _job("J6", "a", "killed", 20), _job("J7", "b", "pending", 190),
-            _job("J8", "b", "killed", 205), _job("J9", "b", "passed", 225)]
-    attempts = [_attempt("B1", 0, 0, 60), _attempt("B2", 0, 0, 120), _attempt("J1", 0, 70, 100),
-                _attempt("J1", 1, 110, 115), _attempt("J2", 0, 120, 200), _attempt("J3", 0, 200, 260),
-                _attempt("J4", 0, 30, 40), _attempt("J5", 0, 10, 20), _attempt("J8", 0, 210, None),
-                _attempt("J9", 0, 230, 250)]
-    allocs = (_alloc("B1", 0, "m1", 8) + _alloc("B2", 0, "m2", 6) + _alloc("J1", 0, "m1", 4) + _alloc("J1", 1, "m1", 4)
-              + _alloc("J2", 0, "m1", 8) + _alloc("J2", 0, "m2", 8) + _alloc("J3", 0, "m1", 8) + _alloc("J3", 0, "m2", 5)
-              + _alloc("J4", 0, "m2", 2)
-              + [f"('philly', '{j}', 0, 'm2', {g}, 1)" for j in ("J8", "J9") for g in (6, 7)])
+    jobs = [
+        _job("B1", "a", "passed", 0),
+        _job("B2", "b", "passed", 0),
+        _job("J1", "a", "passed", 10),
+        _job("J2", "b", "passed", 0),
+        _job("J3", "b", "passed", 60),
+        _job("J4", "a", "passed", None),
+        _job("J5", "a", "passed", 5),
+        _job("J6", "a", "killed", 20),
+        _job("J7", "b", "pending", 190),
+        _job("J8", "b", "killed", 205),
+        _job("J9", "b", "passed", 225),
+    ]
+    attempts = [
+        _attempt("B1", 0, 0, 60),
+        _attempt("B2", 0, 0, 120),
+        _attempt("J1", 0, 70, 100),
+        _attempt("J1", 1, 110, 115),
+        _attempt("J2", 0, 120, 200),
+        _attempt("J3", 0, 200, 260),
+        _attempt("J4", 0, 30, 40),
+        _attempt("J5", 0, 10, 20),
+        _attempt("J8", 0, 210, None),
+        _attempt("J9", 0, 230, 250),
+    ]
+    allocs = (
+        _alloc("B1", 0, "m1", 8)
+        + _alloc("B2", 0, "m2", 6)
+        + _alloc("J1", 0, "m1", 4)
+        + _alloc("J1", 1, "m1", 4)
+        + _alloc("J2", 0, "m1", 8)
+        + _alloc("J2", 0, "m2", 8)
+        + _alloc("J3", 0, "m1", 8)
+        + _alloc("J3", 0, "m2", 5)
+        + _alloc("J4", 0, "m2", 2)
+        + [f"('philly', '{j}', 0, 'm2', {g}, 1)" for j in ("J8", "J9") for g in (6, 7)]
+    )
     db = path / "replay.duckdb"
     with open_store(db) as con:
-        con.execute("INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id) VALUES "
-                    + ", ".join(jobs))
-        con.execute("INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id, num_gpus)"
-                    " VALUES " + ", ".join(attempts))
+        con.execute(
+            "INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id) VALUES "
+            + ", ".join(jobs)
+        )
+        con.execute(
+            "INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id, num_gpus)"
+            " VALUES " + ", ".join(attempts)
+        )
         # J6 asked for 2 GPUs and J7 for 4 but never ran: the request is all the store knows
-        con.execute("INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id, num_gpus)"
-                    f" VALUES ('philly', 'J6', 0, 0, NULL, '{at(50)}', 1, 2), ('philly', 'J7', 0, 0, NULL, NULL, 1, 4)")
+        con.execute(
+            "INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id, num_gpus)"
+            f" VALUES ('philly', 'J6', 0, 0, NULL, '{at(50)}', 1, 2), ('philly', 'J7', 0, 0, NULL, NULL, 1, 4)"
+        )
         con.execute("INSERT INTO allocations VALUES " + ", ".join(allocs))
-        con.execute("INSERT INTO machines (machine_id, listed_gpus, gpu_memory_gb, file_id) VALUES ('m1', 8, NULL, 1), ('m2', 8, NULL, 1)")
+        con.execute(
+            "INSERT INTO machines (machine_id, listed_gpus, gpu_memory_gb, file_id) VALUES ('m1', 8, NULL, 1), ('m2', 8, NULL, 1)"
+        )
         con.execute("INSERT INTO gpu_samples VALUES " + ", ".join(f"('{at(5)}', 'm3', {g}, 10, 1)" for g in range(4)))
-        con.execute("INSERT INTO pending_reasons VALUES "
-                    f"('philly', 'J3', '{at(65)}', 'Resources', 1, 1), ('philly', 'J3', '{at(150)}', 'Resources', 1, 2),"
-                    f"('philly', 'J1', '{at(30)}', 'AssocGrpGRES', 1, 3), ('philly', 'J1', '{at(80)}', 'Priority', 1, 4),"
-                    f"('philly', 'nope', '{at(80)}', 'Priority', 1, 5)")
+        con.execute(
+            "INSERT INTO pending_reasons VALUES "
+            f"('philly', 'J3', '{at(65)}', 'Resources', 1, 1), ('philly', 'J3', '{at(150)}', 'Resources', 1, 2),"
+            f"('philly', 'J1', '{at(30)}', 'AssocGrpGRES', 1, 3), ('philly', 'J1', '{at(80)}', 'Priority', 1, 4),"
+            f"('philly', 'nope', '{at(80)}', 'Priority', 1, 5)"
+        )
     return db
 
 
@@ -212,8 +247,9 @@ def test_what_ifs(store: Path, quotas_file: Path) -> None:
     w = waits(run(store, quotas_file))
     # J3 (13 > 8 GPUs): relaxed at once it could start at 60 (fragmentation): 140 minutes saved;
     # after 10 minutes (70) the next fragmentation instant is 100: 100 saved; after 60 (120): none until 200
-    assert minutes(w["J3"], "saved_relaxed_after_0min_s", "saved_relaxed_after_10min_s",
-                   "saved_relaxed_after_60min_s") == (140, 100, 0)
+    assert minutes(
+        w["J3"], "saved_relaxed_after_0min_s", "saved_relaxed_after_10min_s", "saved_relaxed_after_60min_s"
+    ) == (140, 100, 0)
     # J2 (16 GPUs) never had 16 free: nothing to save; J1 (4 GPUs) is not above 8
     assert w["J2"]["saved_relaxed_after_0min_s"] == 0
     assert w["J1"]["saved_relaxed_after_0min_s"] is None
@@ -228,8 +264,13 @@ def test_what_ifs(store: Path, quotas_file: Path) -> None:
 
 def test_pending_reasons_against_the_replay(store: Path, quotas_file: Path) -> None:
     p = {(r["reason"], r["replay_cause"]): r["snapshots"] for r in run(store, quotas_file).pending.to_dicts()}
-    assert p == {("Resources", "fragmentation"): 1, ("Resources", "capacity"): 1, ("AssocGrpGRES", "fair_share"): 1,
-                 ("Priority", "after its start"): 1, ("Priority", "not in the store"): 1}
+    assert p == {
+        ("Resources", "fragmentation"): 1,
+        ("Resources", "capacity"): 1,
+        ("AssocGrpGRES", "fair_share"): 1,
+        ("Priority", "after its start"): 1,
+        ("Priority", "not in the store"): 1,
+    }
 
 
 def test_bad_locality_and_quotas_files(tmp_path: Path) -> None:
@@ -251,14 +292,18 @@ def test_sources_without_placement_split_no_fragmentation(tmp_path: Path) -> Non
     """A Helios-like source: counts, no machines. Capacity is the node list's or the peak held."""
     db = tmp_path / "h.duckdb"
     with open_store(db) as con:
-        con.execute("INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id) VALUES "
-                    f"('helios', 'h1', 'u', 'v', 'passed', NULL, '{at(0)}', 1),"
-                    f"('helios', 'h2', 'u', 'v', 'passed', NULL, '{at(10)}', 1),"
-                    f"('helios', 'h3', 'u', 'w', 'passed', NULL, '{at(10)}', 1)")
-        con.execute("INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id, num_gpus, num_nodes)"
-                    f" VALUES ('helios', 'h1', 0, 0, '{at(0)}', '{at(60)}', 1, 8, 1),"
-                    f" ('helios', 'h2', 0, 0, '{at(60)}', '{at(90)}', 1, 4, 1),"
-                    f" ('helios', 'h3', 0, 0, '{at(30)}', '{at(90)}', 1, 2, 1)")
+        con.execute(
+            "INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id) VALUES "
+            f"('helios', 'h1', 'u', 'v', 'passed', NULL, '{at(0)}', 1),"
+            f"('helios', 'h2', 'u', 'v', 'passed', NULL, '{at(10)}', 1),"
+            f"('helios', 'h3', 'u', 'w', 'passed', NULL, '{at(10)}', 1)"
+        )
+        con.execute(
+            "INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id, num_gpus, num_nodes)"
+            f" VALUES ('helios', 'h1', 0, 0, '{at(0)}', '{at(60)}', 1, 8, 1),"
+            f" ('helios', 'h2', 0, 0, '{at(60)}', '{at(90)}', 1, 4, 1),"
+            f" ('helios', 'h3', 0, 0, '{at(30)}', '{at(90)}', 1, 2, 1)"
+        )
     rep = run(db)
     c = rep.clusters.row(0, named=True)
     # no machines: the cluster is as big as the most ever held at once: 8 + 2 in [30,60)
@@ -275,8 +320,12 @@ def test_a_period_bounds_what_the_replay_says_of_the_cluster(store: Path, quotas
     only, by hand from the holdings above; every job's split is unchanged."""
     with open_store(store, read_only=True) as con:
         whole = replay_store(con, load_quotas(quotas_file), parse_locality("default"))
-        part = replay_store(con, load_quotas(quotas_file), parse_locality("default"),
-                            period=(T0 + timedelta(minutes=60), T0 + timedelta(minutes=120)))
+        part = replay_store(
+            con,
+            load_quotas(quotas_file),
+            parse_locality("default"),
+            period=(T0 + timedelta(minutes=60), T0 + timedelta(minutes=120)),
+        )
     c = part.clusters.row(0, named=True)
     # GPU-minutes held in [60, 120): B2 6x60 + J1 4x30 [70,100) + 4x5 [110,115)
     held = 6 * 60 + 4 * 30 + 4 * 5

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from store_helpers import ingest, write
 
-from gpucluster_analysis.db import open_store
 import gpucluster_analysis.replay as replay
+from gpucluster_analysis.db import open_store
 from gpucluster_analysis.replay import Quotas, replay_store, split
 from gpucluster_analysis.replay.caps import UserCaps
 from gpucluster_analysis.replay.timeline import Holdings, Steps, _step, vc_usage, weighted_quantile
@@ -43,17 +43,24 @@ def _random_site(d: Path, seed: int) -> list[Path]:
         end = start + timedelta(minutes=rng.randrange(1, 300))
         gpus = rng.choice([1, 1, 2, 4, 8])
         user = rng.choice(USERS)
-        sacct.append(f"{100 + k}|{user}|{rng.choice(['ml', 'vision'])}|gpu|{rng.choice(['gpu', 'normal'])}|COMPLETED|"
-                     f"{_clock(submit)}|{_clock(submit)}|{_clock(start)}|{_clock(end)}|cpu=8,gres/gpu={gpus},node=1|"
-                     f"n{rng.randrange(1, 4)}|0:0")
+        sacct.append(
+            f"{100 + k}|{user}|{rng.choice(['ml', 'vision'])}|gpu|{rng.choice(['gpu', 'normal'])}|COMPLETED|"
+            f"{_clock(submit)}|{_clock(submit)}|{_clock(start)}|{_clock(end)}|cpu=8,gres/gpu={gpus},node=1|"
+            f"n{rng.randrange(1, 4)}|0:0"
+        )
         if start > submit and rng.random() < 0.5:
             seen = submit + (start - submit) / 2
             squeue.append(f"# {seen.strftime('%Y-%m-%dT%H:%M:%SZ')}\n{100 + k}|{rng.choice(['Resources', 'Priority'])}")
     nodes = "".join(f"NodeName=n{i} Gres=gpu:8 CfgTRES=cpu=64,gres/gpu=8\n" for i in range(1, 4))
     assoc = "Account|User|GrpTRES\nml||gres/gpu=12\nml|ann|gres/gpu=2\nml|bob|gres/gpu=4\nvision||gres/gpu=10\nvision|cy|gres/gpu=3\n"
     qos = "Name|MaxTRESPU\nnormal|\ngpu|gres/gpu=5\n"
-    return [write(d / "sacct.txt", "\n".join(sacct) + "\n"), write(d / "nodes.txt", nodes), write(d / "assoc.txt", assoc),
-            write(d / "qos.txt", qos), write(d / "squeue.log", "\n".join(squeue) + "\n")]
+    return [
+        write(d / "sacct.txt", "\n".join(sacct) + "\n"),
+        write(d / "nodes.txt", nodes),
+        write(d / "assoc.txt", assoc),
+        write(d / "qos.txt", qos),
+        write(d / "squeue.log", "\n".join(squeue) + "\n"),
+    ]
 
 
 def _every_interval_between(first: np.ndarray, last: np.ndarray) -> np.ndarray:
@@ -72,8 +79,9 @@ def _old_over(caps: UserCaps, part: np.ndarray, gpus: float, groups: tuple[int, 
         rows = caps.members[group]
         s = np.clip(caps.start_i[rows], lo, hi + 1) - lo
         e = np.clip(caps.end_i[rows], lo, hi + 1) - lo
-        delta = np.bincount(s, weights=caps.gpus[rows], minlength=n + 1) - np.bincount(e, weights=caps.gpus[rows],
-                                                                                        minlength=n + 1)
+        delta = np.bincount(s, weights=caps.gpus[rows], minlength=n + 1) - np.bincount(
+            e, weights=caps.gpus[rows], minlength=n + 1
+        )
         over = (np.round(np.cumsum(delta[:n]), 6) + gpus > caps.caps[group] + 1e-6)[part - lo]
         out = over if out is None else out | over
     return out
@@ -118,8 +126,9 @@ def _dense_usage(T: np.ndarray, holdings: Holdings, vc: int, _grid: object = Non
     """The definition: the VC's GPUs held on every interval of the grid, one step each (its own
     search of the grid, whatever the replay searched already)."""
     rows = holdings.vc == vc
-    values = _step(len(T), np.searchsorted(T, holdings.start[rows]), np.searchsorted(T, holdings.end[rows]),
-                   holdings.gpus[rows])
+    values = _step(
+        len(T), np.searchsorted(T, holdings.start[rows]), np.searchsorted(T, holdings.end[rows]), holdings.gpus[rows]
+    )
     return Steps(np.arange(len(T), dtype=np.int64), values, len(T))
 
 
@@ -131,8 +140,13 @@ def test_sparse_usage_is_the_dense_array() -> None:
     for _ in range(100):
         rows = int(rng.integers(0, 30))
         start = rng.integers(1, 40, rows).astype(float)
-        holdings = Holdings(start=start, end=start + rng.integers(1, 15, rows), machine=np.zeros(rows, dtype=np.int64),
-                            vc=rng.integers(0, 3, rows), gpus=rng.choice([0.1, 0.5, 1.0, 2.0, 8.0], rows))
+        holdings = Holdings(
+            start=start,
+            end=start + rng.integers(1, 15, rows),
+            machine=np.zeros(rows, dtype=np.int64),
+            vc=rng.integers(0, 3, rows),
+            gpus=rng.choice([0.1, 0.5, 1.0, 2.0, 8.0], rows),
+        )
         T = np.unique(np.concatenate([[0.0], holdings.start, holdings.end]))
         durations = np.append(np.diff(T), 0.0)
         for vc in range(3):
@@ -143,7 +157,9 @@ def test_sparse_usage_is_the_dense_array() -> None:
             i = rng.integers(0, len(T), 20)
             assert np.array_equal(steps[i], dense[i])
             assert steps.weights(durations).sum() == durations.sum()
-            assert weighted_quantile(steps.values, steps.weights(durations), 0.95) == weighted_quantile(dense, durations, 0.95)
+            assert weighted_quantile(steps.values, steps.weights(durations), 0.95) == weighted_quantile(
+                dense, durations, 0.95
+            )
 
 
 def test_covered_intervals_are_the_union_of_the_waits() -> None:

@@ -42,6 +42,7 @@ def _s(text: str | None) -> float | None:
 
 def blind_stretches(truth: dict[str, Any]) -> list[tuple[float, float]]:
     """Stretches of time in which the files show the replay a different cluster than the simulator had."""
+
     def real(a: dict[str, Any], key: str) -> float | None:  # Slurm's truth records the real times only
         return _s(a.get(f"real_{key}", a[key]))
 
@@ -102,7 +103,9 @@ def philly(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def test_replay_recovers_the_simulators_causes_on_philly_files(philly: tuple[Path, Path]) -> None:
     trace, db = philly
     must, may, compared, unsplit = compare(trace, db, "submit_time")
-    print(f"philly: {len(compared)} compared, {len(must)} differ outside blind stretches, {len(may)} inside, {unsplit} unsplit")
+    print(
+        f"philly: {len(compared)} compared, {len(must)} differ outside blind stretches, {len(may)} inside, {unsplit} unsplit"
+    )
     assert must == []
     # How much the blind stretches cost (docs/waits.md, docs/synth.md): few jobs, stated here.
     assert len(compared) >= 250 and len(may) <= 0.05 * len(compared), (len(may), len(compared))
@@ -128,7 +131,9 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def test_replay_recovers_the_simulators_causes_on_slurm_files(slurm: tuple[Path, Path]) -> None:
     trace, db = slurm
     must, may, compared, unsplit = compare(trace, db, "eligible_time")
-    print(f"slurm: {len(compared)} compared, {len(must)} differ outside blind stretches, {len(may)} inside, {unsplit} unsplit")
+    print(
+        f"slurm: {len(compared)} compared, {len(must)} differ outside blind stretches, {len(may)} inside, {unsplit} unsplit"
+    )
     # Every job whose wait sees none of the blind stretches above matches to the second.
     assert must == []
     assert len(compared) >= 250 and len(may) <= 0.05 * len(compared), (len(may), len(compared))

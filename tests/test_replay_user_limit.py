@@ -53,8 +53,12 @@ QOS = "Name|Priority|MaxTRESPU\nnormal|0|\ngpu|500|gres/gpu=4\n"
 SQUEUE = "# 2026-11-25T10:10:00Z\n2|QOSMaxGRESPerUser\n6|AssocGrpGRES\n# 2026-11-25T10:30:00Z\n4|AssocGrpGRES\n2|QOSMaxGRESPerUser\n"
 CAUSES = ("wait_user_limit_s", "wait_fair_share_s", "wait_capacity_s", "wait_fragmentation_s", "wait_other_s")
 BY_HAND = {  # (user_limit, fair_share, capacity, fragmentation, other), from the docstring
-    "1": (0, 0, 0, 0, 0), "3": (0, 0, 0, 0, 0), "5": (0, 0, 0, 0, 0),
-    "2": (2400, 0, 0, 0, 1200), "4": (0, 1200, 0, 0, 0), "6": (3000, 0, 0, 0, 0),
+    "1": (0, 0, 0, 0, 0),
+    "3": (0, 0, 0, 0, 0),
+    "5": (0, 0, 0, 0, 0),
+    "2": (2400, 0, 0, 0, 1200),
+    "4": (0, 1200, 0, 0, 0),
+    "6": (3000, 0, 0, 0, 0),
 }
 WITHOUT_CAPS = {**BY_HAND, "2": (0, 0, 0, 0, 3600), "6": (0, 1800, 0, 0, 1200)}
 
@@ -64,8 +68,15 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("caps")
     sacct, nodes = write(d / "sacct.txt", SACCT), write(d / "nodes.txt", NODES)
     with_caps, plain = d / "caps.duckdb", d / "plain.duckdb"
-    ingest(with_caps, sacct, nodes, write(d / "assoc.txt", ASSOC), write(d / "qos.txt", QOS),
-           write(d / "squeue.log", SQUEUE), zone="UTC")
+    ingest(
+        with_caps,
+        sacct,
+        nodes,
+        write(d / "assoc.txt", ASSOC),
+        write(d / "qos.txt", QOS),
+        write(d / "squeue.log", SQUEUE),
+        zone="UTC",
+    )
     ingest(plain, sacct, nodes, zone="UTC")
     return {"caps": with_caps, "plain": plain}
 
@@ -97,9 +108,16 @@ def test_a_quotas_file_wins_and_every_quota_names_its_origin(stores: dict[str, P
         store = replay_store(con)
         filed = replay_store(con, Quotas({"ml": 1}, tmp_path / "quotas.toml"))
     q = {(r["kind"], r["vc"], r["user"], r["qos"]): (r["quota_gpus"], r["origin"]) for r in store.quotas.to_dicts()}
-    assert q == {("vc", "ml", None, None): (10.0, "sacctmgr"), ("vc", "vision", None, None): (16.0, "sacctmgr"),
-                 ("user", "ml", "dave", None): (2.0, "sacctmgr"), ("qos_user", None, None, "gpu"): (4.0, "sacctmgr")}
-    assert store.quotas_origin.startswith("sacctmgr: the accounts' GrpTRES gres/gpu (") and "assoc.txt" in store.quotas_origin
+    assert q == {
+        ("vc", "ml", None, None): (10.0, "sacctmgr"),
+        ("vc", "vision", None, None): (16.0, "sacctmgr"),
+        ("user", "ml", "dave", None): (2.0, "sacctmgr"),
+        ("qos_user", None, None, "gpu"): (4.0, "sacctmgr"),
+    }
+    assert (
+        store.quotas_origin.startswith("sacctmgr: the accounts' GrpTRES gres/gpu (")
+        and "assoc.txt" in store.quotas_origin
+    )
     q = {(r["kind"], r["vc"]): (r["quota_gpus"], r["origin"]) for r in filed.quotas.to_dicts() if r["kind"] == "vc"}
     assert q == {("vc", "ml"): (1.0, "file"), ("vc", "vision"): (None, "not in the file")}
     # the file's ml quota of 1 holds J4 on all of its wait; the caps still come first
@@ -120,8 +138,14 @@ def test_a_later_snapshot_of_a_limit_wins(stores: dict[str, Path], tmp_path: Pat
     for ml's quota on [20, 40) and [40, 50) (9 + 2 > 10) and for nothing on [0, 20)."""
     db = tmp_path / "later.duckdb"
     d = tmp_path
-    ingest(db, write(d / "sacct.txt", SACCT), write(d / "nodes.txt", NODES), write(d / "assoc.txt", ASSOC),
-           write(d / "qos.txt", QOS), zone="UTC")
+    ingest(
+        db,
+        write(d / "sacct.txt", SACCT),
+        write(d / "nodes.txt", NODES),
+        write(d / "assoc.txt", ASSOC),
+        write(d / "qos.txt", QOS),
+        zone="UTC",
+    )
     ingest(db, write(d / "assoc-later.txt", "Account|User|GrpTRES\nml|dave|gres/gpu=3\n"))
     assert split_of(db)["6"] == (0.0, 1800.0, 0.0, 0.0, 1200.0)
 
@@ -130,8 +154,11 @@ def test_pending_reasons_against_user_limit(stores: dict[str, Path]) -> None:
     with open_store(stores["caps"], read_only=True) as con:
         pending = replay_store(con).pending
     got = {(r["reason"], r["replay_cause"]): r["snapshots"] for r in pending.to_dicts()}
-    assert got == {("QOSMaxGRESPerUser", "user_limit"): 2, ("AssocGrpGRES", "user_limit"): 1,
-                   ("AssocGrpGRES", "fair_share"): 1}
+    assert got == {
+        ("QOSMaxGRESPerUser", "user_limit"): 2,
+        ("AssocGrpGRES", "user_limit"): 1,
+        ("AssocGrpGRES", "fair_share"): 1,
+    }
 
 
 def test_report_shows_user_limit_and_quota_origins(stores: dict[str, Path], tmp_path: Path) -> None:
@@ -143,7 +170,12 @@ def test_report_shows_user_limit_and_quota_origins(stores: dict[str, Path], tmp_
     build_report(stores["caps"], out)
     by_size = list(csv.DictReader((out / "wait_causes_by_size.csv").open()))
     assert [r["cause"] for r in by_size if r["size_bucket"] == "all"] == [
-        "user_limit", "fair_share", "capacity", "fragmentation", "other"]
+        "user_limit",
+        "fair_share",
+        "capacity",
+        "fragmentation",
+        "other",
+    ]
     quotas = list(csv.DictReader((out / "quotas.csv").open()))
     assert {r["origin"] for r in quotas} == {"sacctmgr"}
     html = (out / "index.html").read_text()
@@ -163,30 +195,53 @@ def test_cap_groups_are_each_users_own_by_a_plain_lookup() -> None:
     from gpucluster_analysis.replay.caps import build_user_caps
 
     rng = random.Random(15)
-    names = {"vc": ["ml", "cv", "nlp", None], "user_name": [f"u{i}" for i in range(12)] + [None],
-             "qos": ["normal", "gpu", "big", None]}
+    names = {
+        "vc": ["ml", "cv", "nlp", None],
+        "user_name": [f"u{i}" for i in range(12)] + [None],
+        "qos": ["normal", "gpu", "big", None],
+    }
 
     def rows(n: int) -> pl.DataFrame:
-        return pl.DataFrame({k: [rng.choice(v) for _ in range(n)] for k, v in names.items()},
-                            schema={k: pl.String for k in names})
+        return pl.DataFrame(
+            {k: [rng.choice(v) for _ in range(n)] for k, v in names.items()}, schema={k: pl.String for k in names}
+        )
 
-    limits = [{"kind": "user", "vc": rng.choice(names["vc"]), "user_name": rng.choice(names["user_name"]),
-               "qos": None, "gpus": float(rng.randint(1, 9))} for _ in range(30)]
-    limits += [{"kind": "qos_user", "vc": None, "user_name": None, "qos": q, "gpus": float(rng.randint(1, 9))}
-               for q in ("gpu", "big", "gpu", None)]  # gpu twice: its last limit holds
-    limits += [{"kind": "account", "vc": "ml", "user_name": None, "qos": None, "gpus": 4.0},
-               {"kind": "qos_user", "vc": None, "user_name": None, "qos": "normal", "gpus": None}]
-    limit_frame = pl.DataFrame(limits, schema={"kind": pl.String, "vc": pl.String, "user_name": pl.String,
-                                               "qos": pl.String, "gpus": pl.Float64})
+    limits = [
+        {
+            "kind": "user",
+            "vc": rng.choice(names["vc"]),
+            "user_name": rng.choice(names["user_name"]),
+            "qos": None,
+            "gpus": float(rng.randint(1, 9)),
+        }
+        for _ in range(30)
+    ]
+    limits += [
+        {"kind": "qos_user", "vc": None, "user_name": None, "qos": q, "gpus": float(rng.randint(1, 9))}
+        for q in ("gpu", "big", "gpu", None)
+    ]  # gpu twice: its last limit holds
+    limits += [
+        {"kind": "account", "vc": "ml", "user_name": None, "qos": None, "gpus": 4.0},
+        {"kind": "qos_user", "vc": None, "user_name": None, "qos": "normal", "gpus": None},
+    ]
+    limit_frame = pl.DataFrame(
+        limits,
+        schema={"kind": pl.String, "vc": pl.String, "user_name": pl.String, "qos": pl.String, "gpus": pl.Float64},
+    )
     jobs, held = rows(400), rows(300)
-    holdings = held.with_columns(start_s=pl.Series([float(rng.randint(0, 99)) for _ in range(300)]),
-                                 gpus=pl.Series([float(rng.randint(1, 4)) for _ in range(300)]))
+    holdings = held.with_columns(
+        start_s=pl.Series([float(rng.randint(0, 99)) for _ in range(300)]),
+        gpus=pl.Series([float(rng.randint(1, 4)) for _ in range(300)]),
+    )
     holdings = holdings.with_columns(end_s=pl.col("start_s") + 5)
     caps = build_user_caps(np.arange(0.0, 200.0), limit_frame, holdings, jobs)
 
     by_assoc = {(r["vc"], r["user_name"]): r["gpus"] for r in limits if r["kind"] == "user"}
     by_qos = {r["qos"]: r["gpus"] for r in limits if r["kind"] == "qos_user" and r["gpus"] is not None}
-    for kind, groups, cap_of, holder in (("user", caps.job_assoc, by_assoc, "vc"), ("qos", caps.job_qos, by_qos, "qos")):
+    for kind, groups, cap_of, holder in (
+        ("user", caps.job_assoc, by_assoc, "vc"),
+        ("qos", caps.job_qos, by_qos, "qos"),
+    ):
         key_of_group: dict[int, tuple[str | None, str | None]] = {}
         for job, group in zip(jobs.iter_rows(named=True), groups.tolist(), strict=True):
             key = (job[holder], job["user_name"])

@@ -64,7 +64,13 @@ def test_writes_index_and_one_csv_per_table(sample_report: Written) -> None:
     assert sample_report.html == out / "index.html" and sample_report.html.is_file()
     names = {p.name for p in sample_report.tables}
     replay = {"quotas.csv", "wait_clusters.csv", "wait_timeline.csv", "pending_reasons_vs_replay.csv"}
-    speed = {"speed_summary.csv", "machine_speed.csv", "gpu_speed.csv", "speed_locality.csv", "slow_machine_telemetry.csv"}
+    speed = {
+        "speed_summary.csv",
+        "machine_speed.csv",
+        "gpu_speed.csv",
+        "speed_locality.csv",
+        "slow_machine_telemetry.csv",
+    }
     assert names == {"jobs.csv", "gpu_util_locality_tests.csv"} | replay | speed | {f"{q}.csv" for q in REPORT_QUERIES}
     assert all(p.is_file() and p.parent == out for p in sample_report.tables)
     # written through a new directory, nothing left behind but the marker listing the files
@@ -85,15 +91,32 @@ def test_jobs_csv_has_exactly_the_domain_columns(sample_report: Written) -> None
     [
         ("jobs_by_status", ["status", "jobs", "jobs_pct", "gpu_hours", "gpu_time_pct"]),
         ("jobs_by_size", ["size_bucket", "jobs", "jobs_pct", "gpu_hours", "gpu_time_pct"]),
-        ("queue_delay_summary_by_size",
-         ["size_bucket", "jobs", "jobs_with_delay", "p50_s", "p90_s", "p99_s", "mean_s", "max_s"]),
+        (
+            "queue_delay_summary_by_size",
+            ["size_bucket", "jobs", "jobs_with_delay", "p50_s", "p90_s", "p99_s", "mean_s", "max_s"],
+        ),
         ("queue_delay_cdf_by_size", ["size_bucket", "queue_delay_s", "cum_share"]),
         ("retry_gap_by_order", ["retry_no", "gaps", "p50_s", "p90_s", "p99_s", "mean_s", "overlapping"]),
-        ("gpu_util_by_gpus_servers",
-         ["num_gpus", "num_servers", "jobs", "samples", "mean_util_pct", "job_mean_util_pct"]),
+        (
+            "gpu_util_by_gpus_servers",
+            ["num_gpus", "num_servers", "jobs", "samples", "mean_util_pct", "job_mean_util_pct"],
+        ),
         ("gpu_util_cdf_by_placement", ["placement", "util_bin", "samples", "cum_share"]),
-        ("gpu_util_locality_tests",
-         ["comparison", "groups", "n", "means", "test", "statistic", "p_value", "effect_measure", "effect_size", "note"]),
+        (
+            "gpu_util_locality_tests",
+            [
+                "comparison",
+                "groups",
+                "n",
+                "means",
+                "test",
+                "statistic",
+                "p_value",
+                "effect_measure",
+                "effect_size",
+                "note",
+            ],
+        ),
         ("machine_capacity_mismatch", ["machine_id", "listed_gpus", "observed_gpus", "issue"]),
         ("jobs_missing_times", ["check", "items", "count", "total"]),
     ],
@@ -143,8 +166,10 @@ def test_gpu_time_and_utilization_tables_agree_with_jobs_csv(sample_report: Writ
     by_size = {r["size_bucket"]: float(r["gpu_hours"]) for r in read_csv(sample_report.out_dir / "jobs_by_size.csv")}
     eight = sum(float(j["gpu_time_s"]) for j in jobs if 5 <= int(j["num_gpus"]) <= 8) / 3600
     assert by_size["5-8"] == pytest.approx(eight, rel=1e-6)
-    cells = {(int(r["num_gpus"]), int(r["num_servers"])): r
-             for r in read_csv(sample_report.out_dir / "gpu_util_by_gpus_servers.csv")}
+    cells = {
+        (int(r["num_gpus"]), int(r["num_servers"])): r
+        for r in read_csv(sample_report.out_dir / "gpu_util_by_gpus_servers.csv")
+    }
     mine = [j for j in jobs if j["num_gpus"] == "8" and j["num_servers"] == "1" and int(j["util_samples"])]
     weighted = sum(float(j["mean_gpu_util_pct"]) * int(j["util_samples"]) for j in mine)
     samples = sum(int(j["util_samples"]) for j in mine)
@@ -169,8 +194,11 @@ def test_locality_test_matches_scipy_on_jobs_csv(sample_report: Written) -> None
     spread = [float(j["mean_gpu_util_pct"]) for j in jobs if int(j["num_servers"]) > 1]
     packed = [float(j["mean_gpu_util_pct"]) for j in jobs if int(j["num_servers"]) == 1]
     res = mannwhitneyu(spread, packed, alternative="two-sided")
-    row = next(r for r in read_csv(sample_report.out_dir / "gpu_util_locality_tests.csv")
-               if r["comparison"] == "placement, all sizes")
+    row = next(
+        r
+        for r in read_csv(sample_report.out_dir / "gpu_util_locality_tests.csv")
+        if r["comparison"] == "placement, all sizes"
+    )
     assert row["n"] == f"{len(spread)}/{len(packed)}"
     assert float(row["p_value"]) == pytest.approx(res.pvalue, rel=1e-4)
     assert float(row["effect_size"]) == pytest.approx(2 * res.statistic / (len(spread) * len(packed)) - 1, abs=1e-6)
@@ -259,7 +287,9 @@ def test_duckdb_file_that_is_not_a_store_is_a_store_error(tmp_path: Path) -> Non
 def test_store_missing_a_table_is_a_query_error_naming_the_query(tmp_path: Path) -> None:
     db = tmp_path / "old.duckdb"
     with open_store(db) as con:
-        con.execute("INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id) VALUES ('philly', 'A', 'u', 'v', 'passed', 'Pass', '2017-10-10 10:00:00', 1)")
+        con.execute(
+            "INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id) VALUES ('philly', 'A', 'u', 'v', 'passed', 'Pass', '2017-10-10 10:00:00', 1)"
+        )
         con.execute("DROP TABLE host_samples")
     with pytest.raises(QueryError, match=r"query \w+ failed: .*host_samples"):
         build_report(db, tmp_path / "out")
@@ -282,7 +312,12 @@ def test_job_log_only_store_still_gets_a_report(tmp_path: Path) -> None:
     page = written.html.read_text()
     assert "No GPU utilization sample" in page and "No host samples" in page
     assert read_csv(written.out_dir / "gpu_util_cdf_by_placement.csv") == []
-    assert header(written.out_dir / "gpu_util_cdf_by_placement.csv") == ["placement", "util_bin", "samples", "cum_share"]
+    assert header(written.out_dir / "gpu_util_cdf_by_placement.csv") == [
+        "placement",
+        "util_bin",
+        "samples",
+        "cum_share",
+    ]
     assert len(figure_ids(page)) >= 6
 
 
@@ -349,8 +384,9 @@ def handmade(tmp_path_factory: pytest.TempPathFactory) -> Written:
 
 
 def rows_by(written: Written, name: str, *keys: str) -> dict:
-    return {tuple(r[k] for k in keys) if len(keys) > 1 else r[keys[0]]: r
-            for r in read_csv(written.out_dir / f"{name}.csv")}
+    return {
+        tuple(r[k] for k in keys) if len(keys) > 1 else r[keys[0]]: r for r in read_csv(written.out_dir / f"{name}.csv")
+    }
 
 
 def test_handmade_jobs_and_attribution(handmade: Written) -> None:
@@ -386,8 +422,10 @@ def test_handmade_sharing_host_and_capacity(handmade: Written) -> None:
     host = read_csv(handmade.out_dir / "host_util_cdf_by_activity.csv")
     got = {(h["metric"], h["job_running"]): (h["util_bin"], float(h["value_sum"])) for h in host}
     assert got == {
-        ("cpu_util_pct", "true"): ("50", 50.0), ("cpu_util_pct", "false"): ("5", 5.0),
-        ("mem_used_pct", "true"): ("75", 75.0), ("mem_used_pct", "false"): ("10", 10.0),
+        ("cpu_util_pct", "true"): ("50", 50.0),
+        ("cpu_util_pct", "false"): ("5", 5.0),
+        ("mem_used_pct", "true"): ("75", 75.0),
+        ("mem_used_pct", "false"): ("10", 10.0),
     }
     mm = rows_by(handmade, "machine_capacity_mismatch", "machine_id")
     assert mm["m1"]["observed_gpus"] == "6" and mm["m1"]["issue"] == "more GPUs observed than listed"
@@ -485,12 +523,17 @@ def test_figures_accept_empty_tables_and_are_deterministic() -> None:
 
     empty_cdf = pl.DataFrame(schema={"g": pl.String, "x": pl.Float64, "cum_share": pl.Float64})
     assert fg.cdf_lines(empty_cdf, "g", "x", "t", "x").data == ()
-    empty_hist = pl.DataFrame(schema={"g": pl.String, "util_bin": pl.Int16, "samples": pl.Int64, "cum_share": pl.Float64})
+    empty_hist = pl.DataFrame(
+        schema={"g": pl.String, "util_bin": pl.Int16, "samples": pl.Int64, "cum_share": pl.Float64}
+    )
     assert fg.hist_cdf(empty_hist, "g", "t").data == ()
-    grid = pl.DataFrame({"num_gpus": [8, 8], "num_servers": [1, 2], "jobs": [3, 4], "samples": [30, 40],
-                         "mean_util_pct": [50.0, 30.0]})
+    grid = pl.DataFrame(
+        {"num_gpus": [8, 8], "num_servers": [1, 2], "jobs": [3, 4], "samples": [30, 40], "mean_util_pct": [50.0, 30.0]}
+    )
     assert fg.util_heatmap(grid, "t").to_dict() == fg.util_heatmap(grid, "t").to_dict()
-    gaps = pl.DataFrame({"retry_no": [1], "gaps": [2], "p50_s": [0.0], "p90_s": [None]}, schema_overrides={"p90_s": pl.Float64})
+    gaps = pl.DataFrame(
+        {"retry_no": [1], "gaps": [2], "p50_s": [0.0], "p90_s": [None]}, schema_overrides={"p90_s": pl.Float64}
+    )
     fig = fg.quantile_bars(gaps, "retry_no", "t", "x", [("p50_s", "median"), ("p90_s", "p90")], count="gaps")
     assert fig.data[0].y == (1.0,)  # a zero wait drawn at the 1 s floor of the log axis
 
@@ -500,8 +543,15 @@ def test_counts_print_as_integers_and_fractions_stay() -> None:
 
     from gpucluster_analysis.report.build import whole_counts
 
-    df = pl.DataFrame({"num_gpus": [1.0, 8.0, None], "num_servers": [1.0, 2.0, 1.0], "gpus": [0.5, 1.0, 2.0],
-                       "mean_util_pct": [50.0, 40.0, 30.0], "jobs": [3.0, float("nan"), 4.0]})
+    df = pl.DataFrame(
+        {
+            "num_gpus": [1.0, 8.0, None],
+            "num_servers": [1.0, 2.0, 1.0],
+            "gpus": [0.5, 1.0, 2.0],
+            "mean_util_pct": [50.0, 40.0, 30.0],
+            "jobs": [3.0, float("nan"), 4.0],
+        }
+    )
     out = whole_counts(df)
     assert out.schema["num_gpus"] == pl.Int64 and out.get_column("num_gpus").to_list() == [1, 8, None]
     assert out.schema["num_servers"] == pl.Int64

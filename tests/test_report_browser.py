@@ -21,8 +21,15 @@ from gpucluster_analysis.report.build import Written, build_report
 pytestmark = pytest.mark.browser
 
 CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
 
 
@@ -60,8 +67,9 @@ def report(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     from gpucluster_analysis.report.selection import Selection
 
     with open_store(store, read_only=True) as con:
-        first, last = con.execute("SELECT min(coalesce(eligible_at, submit_at)), max(coalesce(eligible_at, submit_at))"
-                                  " FROM jobs").fetchall()[0]
+        first, last = con.execute(
+            "SELECT min(coalesce(eligible_at, submit_at)), max(coalesce(eligible_at, submit_at)) FROM jobs"
+        ).fetchall()[0]
     middle = first + (last - first) / 2
     return build_report(store, out, selection=Selection(since=middle), baseline=Selection(until=middle))
 
@@ -106,7 +114,8 @@ def assert_renders_offline(report: Written, then: Callable[[Any], Any] | None = 
             page.wait_for_function(
                 "n => document.querySelectorAll('.js-plotly-plot').length === n"
                 " && [...document.querySelectorAll('.js-plotly-plot')].every(d => d.querySelector('svg.main-svg'))",
-                arg=expected, timeout=30_000,
+                arg=expected,
+                timeout=30_000,
             )
             drawn = page.evaluate(
                 "[...document.querySelectorAll('.js-plotly-plot')]"
@@ -146,20 +155,27 @@ def test_hostile_names_render_as_plain_text(tmp_path_factory: pytest.TempPathFac
     """
     from tests import hostile_names as hostile
 
-    report = build_report(hostile.build_store(tmp_path_factory.mktemp("hostile")), tmp_path_factory.mktemp("hostile_out"))
+    report = build_report(
+        hostile.build_store(tmp_path_factory.mktemp("hostile")), tmp_path_factory.mktemp("hostile_out")
+    )
 
     def look(page):  # type: ignore[no-untyped-def]
-        legend = page.evaluate("[...document.querySelectorAll('#fig-queue-delay-cdf-by-vc .legendtext')].map(t => t.textContent)")
+        legend = page.evaluate(
+            "[...document.querySelectorAll('#fig-queue-delay-cdf-by-vc .legendtext')].map(t => t.textContent)"
+        )
         shown = "<b>x</b>%{y}"
         hover = page.evaluate(
             """n => { const gd = document.getElementById('fig-queue-delay-cdf-by-vc');
                      Plotly.Fx.hover(gd, [{curveNumber: n, pointNumber: 0}]);
                      return [...gd.querySelectorAll('.hoverlayer text')].map(t => t.textContent); }""",
-            legend.index(shown) if shown in legend else 0)  # (else the legend assertion below fails)
+            legend.index(shown) if shown in legend else 0,
+        )  # (else the legend assertion below fails)
         return {
             "markup": page.evaluate("document.querySelectorAll('.js-plotly-plot svg a, .js-plotly-plot svg b').length"),
             "legend": legend,
-            "ticks": page.evaluate("[...document.querySelectorAll('#fig-wait-causes-by-vc .xtick text')].map(t => t.textContent)"),
+            "ticks": page.evaluate(
+                "[...document.querySelectorAll('#fig-wait-causes-by-vc .xtick text')].map(t => t.textContent)"
+            ),
             "hover": hover,
         }
 
@@ -167,4 +183,6 @@ def test_hostile_names_render_as_plain_text(tmp_path_factory: pytest.TempPathFac
     vcs = sorted([*hostile.VCS, "plain_vc"])
     assert seen["markup"] == 0  # after the hover too: its label is inside the plot's SVG
     assert sorted(seen["legend"]) == vcs and sorted(seen["ticks"]) == vcs
-    assert len(seen["hover"]) == 1 and seen["hover"][0].startswith("<b>x</b>%{y}: ") and "at or below" in seen["hover"][0]
+    assert (
+        len(seen["hover"]) == 1 and seen["hover"][0].startswith("<b>x</b>%{y}: ") and "at or below" in seen["hover"][0]
+    )

@@ -51,7 +51,9 @@ def test_numbers_are_those_of_two_separate_reports(reports: dict[str, Path]) -> 
         assert row(comparison, "median queueing delay, s")[side] == pytest.approx(all_sizes["p50_s"])
         assert row(comparison, "p90 queueing delay, s")[side] == pytest.approx(all_sizes["p90_s"])
         failed = reasons.get_column("trials").sum()
-        assert row(comparison, "failed attempts, % of attempts")[side] == pytest.approx(100 * failed / totals["attempts"])
+        assert row(comparison, "failed attempts, % of attempts")[side] == pytest.approx(
+            100 * failed / totals["attempts"]
+        )
         # utilization: sample-weighted over jobs.csv
         util = jobs.filter(pl.col("util_samples") > 0)
         weighted = (util["mean_gpu_util_pct"] * util["util_samples"]).sum() / util["util_samples"].sum()
@@ -64,7 +66,10 @@ def test_tests_recomputed_from_the_two_jobs_csv(reports: dict[str, Path]) -> Non
     comparison = pl.read_csv(reports["compared"] / "comparison.csv")
     before = pl.read_csv(reports["before"] / "jobs.csv")
     after = pl.read_csv(reports["after"] / "jobs.csv")
-    for metric, column in (("median queueing delay, s", "queue_delay_s"), ("mean GPU utilization, %", "mean_gpu_util_pct")):
+    for metric, column in (
+        ("median queueing delay, s", "queue_delay_s"),
+        ("mean GPU utilization, %", "mean_gpu_util_pct"),
+    ):
         a, b = after[column].drop_nulls().to_numpy(), before[column].drop_nulls().to_numpy()
         expected = stats.mannwhitneyu(a, b, alternative="two-sided").pvalue
         got = row(comparison, metric)
@@ -78,18 +83,41 @@ def test_tests_recomputed_from_the_two_jobs_csv(reports: dict[str, Path]) -> Non
         failed = int(pl.read_csv(reports[name] / "failure_reasons.csv")["trials"].sum())
         counts.append([failed, int(totals["attempts"]) - failed])
     assert row(comparison, "failed attempts, % of attempts")["p_value"] == pytest.approx(
-        stats.fisher_exact(counts).pvalue, rel=1e-9)
+        stats.fisher_exact(counts).pvalue, rel=1e-9
+    )
     # per size bucket: the medians of the bucket's jobs
-    sizes = {r["metric"] for r in comparison.iter_rows(named=True) if r["metric"].startswith("median queueing delay of ")}
+    sizes = {
+        r["metric"] for r in comparison.iter_rows(named=True) if r["metric"].startswith("median queueing delay of ")
+    }
     assert sizes
-    assert all(np.isfinite(r["p_value"]) or r["p_value"] is None for r in comparison.iter_rows(named=True)
-               if r["metric"] in sizes and r["p_value"] is not None)
+    assert all(
+        np.isfinite(r["p_value"]) or r["p_value"] is None
+        for r in comparison.iter_rows(named=True)
+        if r["metric"] in sizes and r["p_value"] is not None
+    )
 
 
 def test_cli_json_and_page(store_5910: Path, tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, [
-        "report", "--db", str(store_5910), "--out", str(tmp_path), "--json", "--quiet",
-        "--baseline-since", "2017-10-02", "--baseline-until", "2017-10-09", "--since", "2017-10-09", "--until", "2017-10-16"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "report",
+            "--db",
+            str(store_5910),
+            "--out",
+            str(tmp_path),
+            "--json",
+            "--quiet",
+            "--baseline-since",
+            "2017-10-02",
+            "--baseline-until",
+            "2017-10-09",
+            "--since",
+            "2017-10-09",
+            "--until",
+            "2017-10-16",
+        ],
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert summary["comparison"]["baseline"] == BEFORE.describe()
@@ -98,6 +126,18 @@ def test_cli_json_and_page(store_5910: Path, tmp_path: Path) -> None:
     assert rows["jobs"]["baseline"] == row(compared, "jobs")["baseline"]
     page = (tmp_path / "index.html").read_text()
     assert 'id="comparison"' in page and "Comparison with the baseline" in page
-    wrong = CliRunner().invoke(app, ["report", "--db", str(store_5910), "--out", str(tmp_path / "w"),
-                                     "--baseline-since", "2017-10-09", "--baseline-until", "2017-10-02"])
+    wrong = CliRunner().invoke(
+        app,
+        [
+            "report",
+            "--db",
+            str(store_5910),
+            "--out",
+            str(tmp_path / "w"),
+            "--baseline-since",
+            "2017-10-09",
+            "--baseline-until",
+            "2017-10-02",
+        ],
+    )
     assert wrong.exit_code == 2 and len(wrong.output.strip().splitlines()) == 1

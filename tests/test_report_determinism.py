@@ -27,8 +27,9 @@ def store(store_5910: Path) -> Path:
     return store_5910
 
 
-def test_two_reports_of_one_store_are_byte_identical(store: Path, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_reports_of_one_store_are_byte_identical(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # the second from a copy that kept the heaviest results at ingest (report/kept.py): the
     # same bytes whether the attribution is computed or read back
     copy = tmp_path / "kept" / store.name  # the page names the store
@@ -44,6 +45,7 @@ def test_two_reports_of_one_store_are_byte_identical(store: Path, tmp_path: Path
     assert names == sorted(p.name for p in second.tables) and "jobs.csv" in names
     differing = [n for n in names if (tmp_path / "a" / n).read_bytes() != (tmp_path / "b" / n).read_bytes()]
     assert differing == []
+
     # the page differs only in the minute it was generated
     def page(written) -> str:  # type: ignore[no-untyped-def]
         return re.sub(r"Generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", "Generated", written.html.read_text())
@@ -54,8 +56,7 @@ def test_two_reports_of_one_store_are_byte_identical(store: Path, tmp_path: Path
 def test_csv_floats_are_rounded_at_the_writer() -> None:
     # two sums of the same numbers in another order (issue #11's example), and values that
     # need all their digits or none
-    df = pl.DataFrame({"a": [64.47291666664998, 64.47291666665, 1 / 3, 123456.5, 0.0, None],
-                       "n": [1, 2, 3, 4, 5, 6]})
+    df = pl.DataFrame({"a": [64.47291666664998, 64.47291666665, 1 / 3, 123456.5, 0.0, None], "n": [1, 2, 3, 4, 5, 6]})
     lines = csv_text(df).splitlines()
     assert lines[0] == "a,n"
     assert lines[1].split(",")[0] == lines[2].split(",")[0] == "64.4729166666"

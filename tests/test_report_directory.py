@@ -80,17 +80,21 @@ def csv_bytes(directory: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
-def test_a_killed_report_leaves_the_previous_one_byte_identical(sig: signal.Signals, stores: dict[str, Path],
-                                                                other_report: Path, out: Path, tmp_path: Path) -> None:
+def test_a_killed_report_leaves_the_previous_one_byte_identical(
+    sig: signal.Signals, stores: dict[str, Path], other_report: Path, out: Path, tmp_path: Path
+) -> None:
     """Reproduction:
-        gca report --db a.duckdb --out r
-        gca report --db b.duckdb --out r & sleep 20; kill -KILL $!   # while it writes its CSVs
-        # was: r held b's first CSVs beside a's index.html and other CSVs: a directory that
-        # looks complete and mixes two stores
+    gca report --db a.duckdb --out r
+    gca report --db b.duckdb --out r & sleep 20; kill -KILL $!   # while it writes its CSVs
+    # was: r held b's first CSVs beside a's index.html and other CSVs: a directory that
+    # looks complete and mixes two stores
     """
     before = files(out)
-    gca = start_gca(["report", "--db", stores["other"], "--out", out, "--quiet"], tmp_path,
-                    stop=("gpucluster_analysis.report.build", "csv_text", 5, "before"))
+    gca = start_gca(
+        ["report", "--db", stores["other"], "--out", out, "--quiet"],
+        tmp_path,
+        stop=("gpucluster_analysis.report.build", "csv_text", 5, "before"),
+    )
     try:
         gca.wait_stopped()
         assert files(out) == before
@@ -112,11 +116,12 @@ def test_a_killed_report_leaves_the_previous_one_byte_identical(sig: signal.Sign
     assert beside(out) == [] and csv_bytes(out) == csv_bytes(other_report)
 
 
-def test_a_report_that_fills_the_disk_leaves_the_previous_one(stores: dict[str, Path], out: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_report_that_fills_the_disk_leaves_the_previous_one(
+    stores: dict[str, Path], out: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Reproduction:
-        gca report --db big.duckdb --out r    # the disk fills while it writes jobs.csv and the rest
-        # was: r held the new CSVs written before the disk filled, beside the old ones and index.html
+    gca report --db big.duckdb --out r    # the disk fills while it writes jobs.csv and the rest
+    # was: r held the new CSVs written before the disk filled, beside the old ones and index.html
     """
     before = files(out)
     written = []
@@ -130,23 +135,30 @@ def test_a_report_that_fills_the_disk_leaves_the_previous_one(stores: dict[str, 
 
     monkeypatch.setattr(build, "csv_text", filling)
     result = runner.invoke(app, ["report", "--db", str(stores["other"]), "--out", str(out), "--quiet"])
-    assert_one_line_error(result, ExitCode.DATA, f"{out}: cannot write the report: No space left on device",
-                          "the disk is not full")
+    assert_one_line_error(
+        result, ExitCode.DATA, f"{out}: cannot write the report: No space left on device", "the disk is not full"
+    )
     assert files(out) == before and beside(out) == []
 
 
 def test_a_second_report_into_the_same_out_is_refused_naming_the_lock(stores: dict[str, Path], out: Path) -> None:
     """Reproduction:
-        gca report --db a.duckdb --out r & gca report --db b.duckdb --out r
-        # was: both wrote r at once, each file from whichever finished it last
+    gca report --db a.duckdb --out r & gca report --db b.duckdb --out r
+    # was: both wrote r at once, each file from whichever finished it last
     """
     before = files(out)
     lock = out.with_name(f".{out.name}.gca-lock")
     with ReportDirectory(out):
         result = runner.invoke(app, ["report", "--db", str(stores["other"]), "--out", str(out), "--quiet"])
-        assert_one_line_error(result, ExitCode.DATA, f"{out}: another gca report is writing there",
-                              f"process {os.getpid()} on", f"lock file {lock}", "pass another --out",
-                              "the lock ends with its process")
+        assert_one_line_error(
+            result,
+            ExitCode.DATA,
+            f"{out}: another gca report is writing there",
+            f"process {os.getpid()} on",
+            f"lock file {lock}",
+            "pass another --out",
+            "the lock ends with its process",
+        )
         assert files(out) == before
     assert not lock.exists()
     again = runner.invoke(app, ["report", "--db", str(stores["other"]), "--out", str(out), "--quiet"])
@@ -184,12 +196,15 @@ def test_a_directory_with_other_files_keeps_them(stores: dict[str, Path], out: P
     assert out.stat().st_ino == inode
     assert (out / "notes.txt").read_text() == "mine\n" and (out / "my_table.csv").read_text() == "vc,gpus\n"
     assert not (out / "comparison.csv").exists()
-    assert sorted(files(out)) == sorted([MARKER, "index.html", "notes.txt", "my_table.csv", *(p.name for p in written.tables)])
+    assert sorted(files(out)) == sorted(
+        [MARKER, "index.html", "notes.txt", "my_table.csv", *(p.name for p in written.tables)]
+    )
     assert [p.name for p in out.iterdir() if p.is_dir()] == [] and beside(out) == []
 
 
-def test_the_working_directory_is_written_in_place(stores: dict[str, Path], other_report: Path, out: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_working_directory_is_written_in_place(
+    stores: dict[str, Path], other_report: Path, out: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`--out .`: renaming the directory the user works in would move them with it."""
     monkeypatch.chdir(out)
     inode = out.stat().st_ino
@@ -212,7 +227,8 @@ def test_a_report_killed_between_the_swaps_two_renames_is_put_back(previous: Pat
 
 
 def test_where_gca_cannot_write_beside_the_directory_it_locks_and_writes_inside(
-        stores: dict[str, Path], other_report: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    stores: dict[str, Path], other_report: Path, out: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A web server's folder that the user may write but not its parent: the lock goes
     inside it, and the report is moved in file by file (no directory can be made beside it)."""
     real = ReportDirectory._open_locked

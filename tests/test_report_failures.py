@@ -208,8 +208,10 @@ def test_a_killed_jobs_final_attempt_failed_when_its_log_names_a_cause(tmp_path:
     db = _store(tmp_path / "k.duckdb", HANDMADE, LOGS, extra)
     with open_store(db, read_only=True) as con:
         prepare(con)
-        rows = con.sql("SELECT job_id, attempt_no, reason, job_root_cause FROM attempt_failures"
-                       " WHERE job_id IN ('K1', 'K2', 'J9') ORDER BY job_id").fetchall()
+        rows = con.sql(
+            "SELECT job_id, attempt_no, reason, job_root_cause FROM attempt_failures"
+            " WHERE job_id IN ('K1', 'K2', 'J9') ORDER BY job_id"
+        ).fetchall()
     assert rows == [("J9", 0, "import_error", False), ("K1", 0, "gpu_hw", False)]
 
 
@@ -257,7 +259,14 @@ def test_reasons_trials_jobs_gpu_time_and_percentiles(with_logs: Written) -> Non
     reasons = read(with_logs, "failure_reasons")
     # trials first, then GPU time lost
     assert [r["reason"] for r in reasons] == [
-        "no log", "cuda_oom", "preempted", "gpu_hw", "import_error", "unknown", "node_fail"]
+        "no log",
+        "cuda_oom",
+        "preempted",
+        "gpu_hw",
+        "import_error",
+        "unknown",
+        "node_fail",
+    ]
     r = {x["reason"]: x for x in reasons}
     cuda = r["cuda_oom"]
     # J1 a0, J1 a1, J8: 3 of 13 trials, 2 of the 10 jobs with a failed attempt, 1 user
@@ -311,10 +320,18 @@ def test_trials_by_status(with_logs: Written) -> None:
 
 # The table above as data: (source, job, reason or 'no log', lost GPU-s or None).
 TRIALS = [
-    ("philly", "J1", "cuda_oom", 1200), ("philly", "J1", "cuda_oom", 2400), ("philly", "J2", "gpu_hw", 1800),
-    ("philly", "J3", "no log", 14400), ("philly", "J4", "unknown", 100), ("philly", "J4", "no log", 300),
-    ("philly", "J5", "node_fail", None), ("slurm", "J6", "preempted", 14400), ("slurm", "J6", "no log", 4800),
-    ("philly", "dup", "no log", 60), ("slurm", "dup", "no log", 60), ("philly", "J8", "cuda_oom", 120),
+    ("philly", "J1", "cuda_oom", 1200),
+    ("philly", "J1", "cuda_oom", 2400),
+    ("philly", "J2", "gpu_hw", 1800),
+    ("philly", "J3", "no log", 14400),
+    ("philly", "J4", "unknown", 100),
+    ("philly", "J4", "no log", 300),
+    ("philly", "J5", "node_fail", None),
+    ("slurm", "J6", "preempted", 14400),
+    ("slurm", "J6", "no log", 4800),
+    ("philly", "dup", "no log", 60),
+    ("slurm", "dup", "no log", 60),
+    ("philly", "J8", "cuda_oom", 120),
     ("philly", "J9", "import_error", 1200),
 ]
 
@@ -343,7 +360,8 @@ def test_by_job_size(with_logs: Written) -> None:
     for source, job, reason, lost in TRIALS:
         expected.setdefault((sizes[(source, job)], reason), []).append(lost or 0)
     assert {k: (int(v["trials"]), num(v["gpu_hours_lost"])) for k, v in size.items()} == {
-        k: (len(v), pytest.approx(sum(v) / 3600)) for k, v in expected.items()}
+        k: (len(v), pytest.approx(sum(v) / 3600)) for k, v in expected.items()
+    }
 
 
 def test_repetition_factors_and_repeaters(with_logs: Written) -> None:
@@ -363,7 +381,9 @@ def test_repetition_factors_and_repeaters(with_logs: Written) -> None:
     assert num(user["repeated_gpu_hours_lost"]) == pytest.approx(2520 / 3600)
     top = read(with_logs, "failure_repeaters")
     assert [(t["scope"], t["who"], t["reason"], t["trials"], t["jobs"]) for t in top] == [
-        ("job", "J1", "cuda_oom", "2", "1"), ("user", "u1", "cuda_oom", "3", "2")]
+        ("job", "J1", "cuda_oom", "2", "1"),
+        ("user", "u1", "cuda_oom", "3", "2"),
+    ]
     assert num(top[1]["gpu_hours_lost"]) == pytest.approx(3720 / 3600)
     assert (top[1]["first_failure_at"], top[1]["last_failure_at"]) == ("2017-10-10T10:10:00Z", "2017-10-10T15:02:00Z")
 
@@ -381,8 +401,13 @@ def test_log_matching(with_logs: Written) -> None:
 
 def test_page_with_logs(with_logs: Written) -> None:
     page = with_logs.html.read_text()
-    for div in ("fig-failure-categories", "fig-failure-reasons", "fig-failure-rtf-by-reason", "fig-failure-by-size",
-                "fig-failure-rtf-cdf"):
+    for div in (
+        "fig-failure-categories",
+        "fig-failure-reasons",
+        "fig-failure-rtf-by-reason",
+        "fig-failure-by-size",
+        "fig-failure-rtf-cdf",
+    ):
         assert f'id="{div}"' in page, div
     for table in ("failure_reasons", "failure_repeaters", "failure_log_matching", "failure_trials_by_status"):
         assert f'id="table-{table}"' in page, table
@@ -390,8 +415,10 @@ def test_page_with_logs(with_logs: Written) -> None:
     assert "Not classified yet" not in page
     # medians over 10 min: preempted 1800, gpu_hw 1800, import_error 1200: 3 of 13 trials, 17400 of 40840 GPU-s
     assert "account for 23.1% of failed attempts and 42.6% of the GPU time lost" in page
-    assert ("5 classified reasons. The most frequent was cuda_oom (framework): 3 failed attempts (23.1%) in 2 jobs"
-            " of 1 user") in page
+    assert (
+        "5 classified reasons. The most frequent was cuda_oom (framework): 3 failed attempts (23.1%) in 2 jobs"
+        " of 1 user"
+    ) in page
 
 
 # ---------------------------------------------------------------- no logs
@@ -423,8 +450,11 @@ def _synth_failures(trace: Path, db: Path) -> tuple[dict, dict, list]:
         prepare(con)
         rows = con.sql("SELECT job_id, source_index, reason, category, has_log FROM attempt_failures").fetchall()
         jobs = {r["job_id"]: r for r in jobs_table(con).to_dicts()}
-    expected = {(a["job_id"], a["source_index"]): (a["failure_reason"], a["failure_category"])
-                for a in truth["attempts"] if a["failure_reason"]}
+    expected = {
+        (a["job_id"], a["source_index"]): (a["failure_reason"], a["failure_category"])
+        for a in truth["attempts"]
+        if a["failure_reason"]
+    }
     got = {(job_id, index): (reason, category) for job_id, index, reason, category, _ in rows}
     assert all(has_log for *_, has_log in rows)
     assert sum(1 for _ in (trace / "logs").rglob("*.log")) == 2 * len(expected)
@@ -446,10 +476,12 @@ def test_synthetic_killed_job_whose_attempt_failed(tmp_path: Path) -> None:
     generate_trace(trace, jobs=150, machines=6, days=2.0, seed=7)
     truth, jobs, _ = _synth_failures(trace, tmp_path / "synth.duckdb")
     status = {j["job_id"]: j["status"] for j in truth["jobs"]}
-    assert [a["failure_reason"] for a in truth["attempts"]
-            if a["failure_reason"] and status[a["job_id"]] == "killed"] != []
+    assert [
+        a["failure_reason"] for a in truth["attempts"] if a["failure_reason"] and status[a["job_id"]] == "killed"
+    ] != []
     assert {j["job_id"]: (j["failure_reason"], j["failure_category"]) for j in truth["jobs"]} == {
-        k: (v["failure_reason"], v["failure_category"]) for k, v in jobs.items()}
+        k: (v["failure_reason"], v["failure_category"]) for k, v in jobs.items()
+    }
 
 
 # ---------------------------------------------------------------- in a browser
@@ -484,11 +516,19 @@ def test_a_log_that_shows_no_failure_is_no_cause_in_the_log(tmp_path: Path) -> N
     assert jobs[("philly", "J4")]["failure_reason"] == "unknown"
     assert jobs[("philly", "K3")]["failure_reason"] == ""
     reasons = {r["reason"]: r for r in read(written, "failure_reasons")}
-    assert (reasons["no cause in the log"]["category"], reasons["no cause in the log"]["trials"]) == ("no cause in the log", "1")
+    assert (reasons["no cause in the log"]["category"], reasons["no cause in the log"]["trials"]) == (
+        "no cause in the log",
+        "1",
+    )
     assert "none" not in reasons
     categories = [c["category"] for c in read(written, "failure_categories")]
     assert categories == ["infrastructure", "framework", "user", "unknown", "no cause in the log", "no log"]
     s = read(written, "failure_summary")[0]
-    assert (s["classified_trials"], s["unknown_trials"], s["no_cause_trials"], s["no_log_trials"]) == ("7", "1", "1", "4")
+    assert (s["classified_trials"], s["unknown_trials"], s["no_cause_trials"], s["no_log_trials"]) == (
+        "7",
+        "1",
+        "1",
+        "4",
+    )
     assert num(s["unclassified_pct"]) == pytest.approx(100 * 6 / 13)
     assert "1 with a log that shows no failure at all (no cause in the log)," in written.html.read_text()

@@ -10,28 +10,32 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.conftest import PHILLY_SAMPLE, require
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.db.queries import run_query
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
 from gpucluster_analysis.report import kept
 from gpucluster_analysis.report.selection import Selection
 from gpucluster_analysis.report.tables import EVERY_JOB, prepare, prepare_report
+from tests.conftest import PHILLY_SAMPLE, require
 
 
 def _computed(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[object, ...]]]:
     """The kept queries as the report computes them (nothing kept is read: prepare's default)."""
     prepare(con)
     prepare_report(con)
-    rows = {q: con.sql(f"SELECT * FROM temp.main.{q} ORDER BY ALL").fetchall()
-            for q in ("gpu_samples_by_machine", "attributed_util")}
+    rows = {
+        q: con.sql(f"SELECT * FROM temp.main.{q} ORDER BY ALL").fetchall()
+        for q in ("gpu_samples_by_machine", "attributed_util")
+    }
     rows["host_util_cdf_by_activity"] = run_query(con, "host_util_cdf_by_activity").rows()
     return rows
 
 
 def _kept(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[object, ...]]]:
-    return {q: con.sql(f"{kept.read_kept(con, q)}{' ORDER BY ALL' if q != 'host_util_cdf_by_activity' else ''}").fetchall()
-            for q in kept.KEPT}
+    return {
+        q: con.sql(f"{kept.read_kept(con, q)}{' ORDER BY ALL' if q != 'host_util_cdf_by_activity' else ''}").fetchall()
+        for q in kept.KEPT
+    }
 
 
 def test_a_later_file_makes_kept_results_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -39,8 +43,9 @@ def test_a_later_file_makes_kept_results_stale(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr(kept, "KEEP_MIN_SAMPLES", 0)
     db = tmp_path / "s.duckdb"
     with open_store(db) as con:
-        ingest_paths(con, [data / "cluster_job_log", data / "cluster_machine_list", data / "cluster_cpu_util"],
-                     IngestOptions())
+        ingest_paths(
+            con, [data / "cluster_job_log", data / "cluster_machine_list", data / "cluster_cpu_util"], IngestOptions()
+        )
         assert kept.keep(con) is not None
         assert kept.usable(con, EVERY_JOB) == frozenset(kept.KEPT)
         assert kept.keep(con) is None  # current: nothing to do
@@ -75,5 +80,7 @@ def test_a_small_store_keeps_nothing_and_drops_what_it_kept(tmp_path: Path, monk
         ingest_paths(con, [data / "cluster_machine_list"], IngestOptions())
         assert kept.keep(con) is None
         assert con.execute("SELECT count(*) FROM kept_results").fetchall() == [(0,)]
-        assert not con.execute("SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'kept\\_%' ESCAPE '\\'"
-                               " AND table_name <> 'kept_results'").fetchall()
+        assert not con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'kept\\_%' ESCAPE '\\'"
+            " AND table_name <> 'kept_results'"
+        ).fetchall()

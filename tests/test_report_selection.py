@@ -37,8 +37,13 @@ def queue_start(job: dict) -> datetime | None:
     return datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=LA, fold=0).astimezone(UTC).replace(tzinfo=None)
 
 
-def independent(*, since: datetime | None = None, until: datetime | None = None, vcs: set[str] = frozenset(),
-                users: set[str] = frozenset()) -> set[str]:
+def independent(
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    vcs: set[str] = frozenset(),
+    users: set[str] = frozenset(),
+) -> set[str]:
     chosen = set()
     for job in raw_jobs():
         start = queue_start(job)
@@ -69,15 +74,18 @@ def busiest(n: int, key: str) -> set[str]:
 
 
 @pytest.mark.parametrize("case", ["week", "vcs", "users", "week_and_vc"])
-def test_filtered_jobs_are_those_the_raw_job_log_selects(store_5910: Path, whole: pl.DataFrame, tmp_path: Path,
-                                                         case: str) -> None:
+def test_filtered_jobs_are_those_the_raw_job_log_selects(
+    store_5910: Path, whole: pl.DataFrame, tmp_path: Path, case: str
+) -> None:
     vcs, users = busiest(2, "vc"), busiest(3, "user")
     selection, expected = {
         "week": (Selection(since=SINCE, until=UNTIL), independent(since=SINCE, until=UNTIL)),
         "vcs": (Selection(vcs=tuple(sorted(vcs))), independent(vcs=vcs)),
         "users": (Selection(users=tuple(sorted(users))), independent(users=users)),
-        "week_and_vc": (Selection(since=SINCE, until=UNTIL, vcs=(min(vcs),)),
-                        independent(since=SINCE, until=UNTIL, vcs={min(vcs)})),
+        "week_and_vc": (
+            Selection(since=SINCE, until=UNTIL, vcs=(min(vcs),)),
+            independent(since=SINCE, until=UNTIL, vcs={min(vcs)}),
+        ),
     }[case]
     assert 20 < len(expected) < 5910
     written = build_report(store_5910, tmp_path, selection=selection)
@@ -103,7 +111,7 @@ def test_machine_figures_count_the_periods_samples(store_5910: Path, tmp_path: P
             stamp, zone = row[0].rsplit(" ", 1)
             at = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S") - offsets[zone]
             if SINCE <= at < UNTIL:
-                cells += sum(1 for v in row[2:len(header)] if v != "NA")
+                cells += sum(1 for v in row[2 : len(header)] if v != "NA")
     assert cells > 1000
     build_report(store_5910, tmp_path, selection=Selection(since=SINCE, until=UNTIL))
     totals = pl.read_csv(tmp_path / "overview_totals.csv")
@@ -113,8 +121,24 @@ def test_machine_figures_count_the_periods_samples(store_5910: Path, tmp_path: P
 def test_cli_selection_and_its_errors(store_5910: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     vc = min(busiest(2, "vc"))
-    result = runner.invoke(app, ["report", "--db", str(store_5910), "--out", str(tmp_path / "r"), "--quiet", "--json",
-                                 "--since", "2017-10-09", "--until", "2017-10-16T00:00:00Z", "--vc", vc])
+    result = runner.invoke(
+        app,
+        [
+            "report",
+            "--db",
+            str(store_5910),
+            "--out",
+            str(tmp_path / "r"),
+            "--quiet",
+            "--json",
+            "--since",
+            "2017-10-09",
+            "--until",
+            "2017-10-16T00:00:00Z",
+            "--vc",
+            vc,
+        ],
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert summary["overview"]["jobs"] == len(independent(since=SINCE, until=UNTIL, vcs={vc}))

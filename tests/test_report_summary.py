@@ -27,7 +27,17 @@ from tests.conftest import REPO
 
 SYNTHETIC = REPO / "examples" / "synthetic"
 ANSI = re.compile(r"\x1b\[")
-TOP_KEYS = ["summary_version", "store", "report", "selection", "overview", "utilization", "queueing", "failures", "speed"]
+TOP_KEYS = [
+    "summary_version",
+    "store",
+    "report",
+    "selection",
+    "overview",
+    "utilization",
+    "queueing",
+    "failures",
+    "speed",
+]
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +49,11 @@ def synthetic_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def report(db: Path, out: Path, *options: str):  # type: ignore[no-untyped-def]
-    return CliRunner().invoke(app, ["report", "--db", str(db), "--out", str(out),
-                                    "--quotas", str(SYNTHETIC / "quotas.toml"), *options], catch_exceptions=False)
+    return CliRunner().invoke(
+        app,
+        ["report", "--db", str(db), "--out", str(out), "--quotas", str(SYNTHETIC / "quotas.toml"), *options],
+        catch_exceptions=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +119,8 @@ def test_json_numbers_equal_jobs_csv(json_run: tuple[dict, Path]) -> None:
     n = sum(int(r["util_samples"]) for r in sampled)
     assert u["samples"] == n and u["jobs_with_samples"] == len(sampled)
     assert u["mean_gpu_util_pct"] == pytest.approx(
-        sum(float(r["mean_gpu_util_pct"]) * int(r["util_samples"]) for r in sampled) / n, rel=1e-9)
+        sum(float(r["mean_gpu_util_pct"]) * int(r["util_samples"]) for r in sampled) / n, rel=1e-9
+    )
     # the wait split: waiting GPU-time of the started jobs (seconds x GPUs) by cause
     started = [r for r in jobs if r["first_start_time"] and r["wait_other_s"] != ""]
     by_cause = {c: sum(float(r[f"wait_{c}_s"] or 0) * float(r["num_gpus"]) for r in started) for c in summary.CAUSES}
@@ -124,9 +138,10 @@ def test_json_failures_and_speed_equal_the_csvs(json_run: tuple[dict, Path]) -> 
     reasons = read_csv(out / "failure_reasons.csv")
     assert f["failed_attempts"] == sum(int(r["trials"]) for r in reasons) > 0
     assert f["gpu_hours_lost"] == pytest.approx(floats(reasons, "gpu_hours_lost").sum(), rel=1e-9)
-    ranked = sorted((r for r in reasons if r["reason"] not in summary.NOT_A_REASON),
-                    key=lambda r: -float(r["gpu_hours_lost"]))
-    assert [x["reason"] for x in f["top_reasons"]] == [r["reason"] for r in ranked[:summary.TOP_REASONS]]
+    ranked = sorted(
+        (r for r in reasons if r["reason"] not in summary.NOT_A_REASON), key=lambda r: -float(r["gpu_hours_lost"])
+    )
+    assert [x["reason"] for x in f["top_reasons"]] == [r["reason"] for r in ranked[: summary.TOP_REASONS]]
     assert f["top_reasons"][0]["reason"] == "gpu_hw"
     assert f["top_reasons"][0]["gpu_hours_lost"] == pytest.approx(float(ranked[0]["gpu_hours_lost"]), rel=1e-9)
     assert set(f["gpu_time_lost_pct_by_category"]) == {r["category"] for r in read_csv(out / "failure_categories.csv")}
@@ -143,8 +158,9 @@ def test_json_is_the_same_on_a_rebuild(json_run: tuple[dict, Path], synthetic_st
     assert again.stdout.index('"overview"') < again.stdout.index('"utilization"')
 
 
-def test_text_summary_holds_the_headline_numbers(json_run: tuple[dict, Path], synthetic_store: Path,
-                                                 tmp_path: Path) -> None:
+def test_text_summary_holds_the_headline_numbers(
+    json_run: tuple[dict, Path], synthetic_store: Path, tmp_path: Path
+) -> None:
     h, _ = json_run
     result = report(synthetic_store, tmp_path / "r")
     assert result.exit_code == 0, result.output
@@ -153,11 +169,13 @@ def test_text_summary_holds_the_headline_numbers(json_run: tuple[dict, Path], sy
     assert text.startswith(f"gca report: {tmp_path / 'r' / 'index.html'}\n")
     q = h["queueing"]
     for fragment in (
-        "120 jobs", f"{fmt_int(h['overview']['gpu_hours'])} GPU-hours",
+        "120 jobs",
+        f"{fmt_int(h['overview']['gpu_hours'])} GPU-hours",
         f"mean GPU utilization {fmt_pct(h['utilization']['mean_gpu_util_pct'])}",
         f"median delay {fmt_dur(q['median_s'])}, p90 {fmt_dur(q['p90_s'])}",
         f"main cause fair share ({fmt_pct(q['main_cause_pct'])}",
-        f"{h['failures']['failed_attempts']} failed attempts", "gpu_hw (infrastructure)",
+        f"{h['failures']['failed_attempts']} failed attempts",
+        "gpu_hw (infrastructure)",
         f"{h['speed']['attempts_with_speed']} attempts printed a speed",
     ):
         assert fragment in text, fragment
@@ -174,8 +192,9 @@ def test_quiet_prints_nothing(synthetic_store: Path, tmp_path: Path) -> None:
 
 
 def test_quiet_still_prints_errors(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["report", "--db", str(tmp_path / "none.duckdb"), "--out", str(tmp_path / "r"),
-                                      "--quiet", "--json"])
+    result = CliRunner().invoke(
+        app, ["report", "--db", str(tmp_path / "none.duckdb"), "--out", str(tmp_path / "r"), "--quiet", "--json"]
+    )
     assert result.exit_code == 1
     assert result.stdout == ""
     assert result.stderr.startswith("gca: error:") and len(result.stderr.splitlines()) == 1
@@ -183,8 +202,22 @@ def test_quiet_still_prints_errors(tmp_path: Path) -> None:
 
 def test_piped_output_has_no_ansi_codes_even_when_colour_is_forced(synthetic_store: Path, tmp_path: Path) -> None:
     env = {**os.environ, "FORCE_COLOR": "1", "PYTHONPATH": str(REPO)}
-    out = subprocess.run([sys.executable, "-m", "gpucluster_analysis", "report", "--db", str(synthetic_store),
-                          "--out", str(tmp_path / "r")], check=False, capture_output=True, text=True, env=env)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpucluster_analysis",
+            "report",
+            "--db",
+            str(synthetic_store),
+            "--out",
+            str(tmp_path / "r"),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr
     assert not ANSI.search(out.stdout)
     assert "Queueing" in out.stdout and "median delay" in out.stdout
@@ -228,7 +261,8 @@ def test_philly_sample_summary_equals_its_jobs_csv(sample_store: Path, tmp_path:
     sampled = [r for r in jobs if r["util_samples"] not in ("", "0")]
     n = sum(int(r["util_samples"]) for r in sampled)
     assert h["utilization"]["mean_gpu_util_pct"] == pytest.approx(
-        sum(float(r["mean_gpu_util_pct"]) * int(r["util_samples"]) for r in sampled) / n, rel=1e-9)
+        sum(float(r["mean_gpu_util_pct"]) * int(r["util_samples"]) for r in sampled) / n, rel=1e-9
+    )
     # Philly's sample has no job logs: its failed attempts are all 'no log', which is no root cause
     f = h["failures"]
     assert f["attempts_without_log"] == f["failed_attempts"]

@@ -27,8 +27,14 @@ runner = CliRunner()
 # OWASP "CSV Injection": a cell starting with one of these is run by spreadsheets.
 OWASP_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
 # Where the hostile names must show up neutralized (the CSVs that carry job, user or VC names).
-CSVS_WITH_NAMES = {"jobs.csv", "quotas.csv", "queue_delay_by_vc.csv", "queue_delay_cdf_by_vc.csv",
-                   "wait_causes_by_vc.csv", "failure_repeaters.csv"}
+CSVS_WITH_NAMES = {
+    "jobs.csv",
+    "quotas.csv",
+    "queue_delay_by_vc.csv",
+    "queue_delay_cdf_by_vc.csv",
+    "wait_causes_by_vc.csv",
+    "failure_repeaters.csv",
+}
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +105,12 @@ def test_every_text_cell_of_every_csv_is_safe_for_spreadsheets(safe: Written, ra
                     assert s == r, (name, header, r, s)
     assert CSVS_WITH_NAMES <= set(neutralized), neutralized
     # every job's job id, user and VC of the store's 24 hostile jobs, each once per job in jobs.csv
-    expected = sum(1 for j in hostile.jobs() for v in (j["jobid"], j["user"], j["vc"])
-                   if str(v).startswith(OWASP_STARTS) and not _is_number(str(v)))
+    expected = sum(
+        1
+        for j in hostile.jobs()
+        for v in (j["jobid"], j["user"], j["vc"])
+        if str(v).startswith(OWASP_STARTS) and not _is_number(str(v))
+    )
     assert neutralized["jobs.csv"] == expected
 
 
@@ -126,14 +136,18 @@ def test_numbers_are_never_touched_and_text_follows_owasp() -> None:
         python -c "import polars as pl; from gpucluster_analysis.report.build import csv_text; \\
             print(csv_text(pl.DataFrame({'name': ['=1+2', '-3.5'], 'delta': [-3.5, -0.25], 'n': [-2, 0]})))"
     """
-    df = pl.DataFrame({"name": ["=1+2", "-3.5", "ok", "a;b", "", None],
-                       "delta": [-3.5, -0.25, 2.0, -1e-7, None, 1.5],
-                       "n": [-2, 0, 5, -7, 1, None],
-                       "kind": pl.Series(["-x", "@y", "z", "+1", "\tw", None], dtype=pl.Categorical)})
+    df = pl.DataFrame(
+        {
+            "name": ["=1+2", "-3.5", "ok", "a;b", "", None],
+            "delta": [-3.5, -0.25, 2.0, -1e-7, None, 1.5],
+            "n": [-2, 0, 5, -7, 1, None],
+            "kind": pl.Series(["-x", "@y", "z", "+1", "\tw", None], dtype=pl.Categorical),
+        }
+    )
     assert csv_text(df).splitlines() == [
         "name,delta,n,kind",
-        "\"'=1+2\",-3.5,-2,\"'-x\"",
-        "\"'-3.5\",-0.25,0,\"'@y\"",
+        '"\'=1+2",-3.5,-2,"\'-x"',
+        '"\'-3.5",-0.25,0,"\'@y"',
         "ok,2,5,z",
         '"a;b",-0.0000001,-7,"\'+1"',  # a semicolon: quoted, where some spreadsheets split a line
         '"",,1,"\'\tw"',  # an empty string stays quoted, told from a missing value
@@ -231,12 +245,17 @@ def test_ingest_prints_file_names_escaped(tmp_path: Path) -> None:
     err = result.stderr
     assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", err)  # nothing raw but newlines
     lines = err.splitlines()
-    assert f"gca: warning: skipped {tmp_path}/d/notes\\x1b]0;pwned\\x07[bold red]x:smile:.txt: not a format gca reads" in lines
+    assert (
+        f"gca: warning: skipped {tmp_path}/d/notes\\x1b]0;pwned\\x07[bold red]x:smile:.txt: not a format gca reads"
+        in lines
+    )
     # the summary table's row of that file: its name, format, status, rows, rejects (then seconds)
     assert [f"d/{hostile.HOSTILE_FILE_PRINTED}", "│", "philly_job_log", "│", "loaded", "│", "1", "│", "1", "│"] in [
-        line.split()[:10] for line in lines], err
+        line.split()[:10] for line in lines
+    ], err
     assert [line for line in lines if line.startswith("gca: rejected ")] == [
-        f"gca: rejected {tmp_path}/d/{hostile.HOSTILE_FILE_PRINTED}:1: attempt 0: unreadable GPU name gpuX"]
+        f"gca: rejected {tmp_path}/d/{hostile.HOSTILE_FILE_PRINTED}:1: attempt 0: unreadable GPU name gpuX"
+    ]
 
 
 def test_errors_print_file_names_escaped(tmp_path: Path) -> None:
@@ -264,8 +283,10 @@ def test_classify_prints_one_line_of_five_fields_per_file(tmp_path: Path) -> Non
         gca classify a* --explain
     """
     log = tmp_path / "a\tnone\tuser\x1b[31m\nb.log"
-    log.write_text("Traceback (most recent call last):\n"
-                   "RuntimeError: CUDA out of memory. \x1bc\x1b]8;;http://x.example\x1b\\here\x1b]8;;\x1b\\\n")
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        "RuntimeError: CUDA out of memory. \x1bc\x1b]8;;http://x.example\x1b\\here\x1b]8;;\x1b\\\n"
+    )
     result = runner.invoke(app, ["classify", str(log)])
     assert result.exit_code == 0, result.output
     (line,) = result.stdout.splitlines()

@@ -116,10 +116,13 @@ def _bom(text: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("encode", [gzip.compress, _crlf, _bom], ids=["gzip", "crlf", "bom"])
-@pytest.mark.parametrize("source, table, expected", [
-    (NVSMI, "gpu_samples", lambda p: len(nvsmi_lines(p))),
-    (PHILLY / "cluster_cpu_util", "host_samples", philly_host_rows),
-])
+@pytest.mark.parametrize(
+    "source, table, expected",
+    [
+        (NVSMI, "gpu_samples", lambda p: len(nvsmi_lines(p))),
+        (PHILLY / "cluster_cpu_util", "host_samples", philly_host_rows),
+    ],
+)
 def test_a_reencoded_copy_adds_no_sample(tmp_path: Path, encode, source: Path, table: str, expected) -> None:  # type: ignore[no-untyped-def]
     """gzip -c gpu001.csv > copy/gpu001.csv.gz (or unix2dos, or a BOM in front); gca ingest gpu001.csv copy/."""
     copy = tmp_path / "copy" / (source.name + (".gz" if encode is gzip.compress else ""))
@@ -159,8 +162,9 @@ def test_a_dcgm_scrape_copy_adds_no_detail(tmp_path: Path) -> None:
     assert (again.duplicates, again.rows) == (valued, first.rows - valued)
 
 
-def test_files_an_ingest_stored_but_did_not_compare_are_compared_by_the_next(tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_files_an_ingest_stored_but_did_not_compare_are_compared_by_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """gca ingest trace/ copy/ stopped (Ctrl-C) after storing both files, before comparing them:
     the next ingest, of any file, sets the copy's samples aside."""
     cells = philly_gpu_cells(PHILLY / "cluster_gpu_util")
@@ -203,7 +207,9 @@ def test_overlapping_logs_store_each_sample_once_in_either_order(tmp_path: Path)
         assert first.rows == len(nvsmi_lines(order[0]))
         assert (second.rows, second.duplicates) == (len(data) - first.rows, 300)
         assert count(db, "gpu_samples") == count(db, "gpu_sample_details") == len(data) == 768
-        stores.append((stored_gpu_samples(db), rows(db, "SELECT * EXCLUDE (file_id) FROM gpu_sample_details ORDER BY ALL")))
+        stores.append(
+            (stored_gpu_samples(db), rows(db, "SELECT * EXCLUDE (file_id) FROM gpu_sample_details ORDER BY ALL"))
+        )
     assert stores[0] == stores[1]
 
 
@@ -231,8 +237,11 @@ def test_another_tools_sample_of_the_same_gpu_and_time_is_kept(tmp_path: Path) -
     ingest(db, NVSMI, zone="UTC")
     reports = ingest(db, dcgm, again)
     assert [(r.rows, r.duplicates) for r in reports] == [(1, 0), (0, 1)]
-    assert rows(db, "SELECT util_pct FROM gpu_samples WHERE machine_id = 'gpu001' AND gpu_index = 0"
-                    " AND sample_at = '2017-11-03 00:00:00.001' ORDER BY 1") == [(0.0,), (42.0,)]
+    assert rows(
+        db,
+        "SELECT util_pct FROM gpu_samples WHERE machine_id = 'gpu001' AND gpu_index = 0"
+        " AND sample_at = '2017-11-03 00:00:00.001' ORDER BY 1",
+    ) == [(0.0,), (42.0,)]
     assert count(db, "gpu_samples") == len(nvsmi_lines(NVSMI)) + 1
 
 
@@ -250,7 +259,9 @@ def test_the_first_file_of_each_kind_is_compared_with_nothing(tmp_path: Path) ->
     db = tmp_path / "s.duckdb"
     ingest(db, PHILLY)
     assert count(db, "sample_spans") == 0
-    ingest(db, write(tmp_path / "m9" / "cluster_gpu_util", "time,machineId,gpu0_util\n2017-11-03 00:00:00 PDT,m9,5.0,\n"))
+    ingest(
+        db, write(tmp_path / "m9" / "cluster_gpu_util", "time,machineId,gpu0_util\n2017-11-03 00:00:00 PDT,m9,5.0,\n")
+    )
     # now the trace's file is summarized too, once: one span per machine
     assert rows(db, "SELECT file_id, count(*) FROM sample_spans GROUP BY ALL ORDER BY 1") == [(2, 4), (80, 1)]
 
@@ -340,18 +351,24 @@ def test_replace_of_a_file_whose_values_won_keeps_the_order_of_files(tmp_path: P
     by content hash (whose differing values are the stored ones) is replaced by a shorter
     version of itself. After each step every sample holds the value of the file first by
     content hash among the files that have it."""
-    versions = {"a": _part(tmp_path, "a"), "b": _altered(tmp_path, "b", every=5, delta=1.0),
-                "c": _altered(tmp_path, "c", every=3, delta=2.0)}
+    versions = {
+        "a": _part(tmp_path, "a"),
+        "b": _altered(tmp_path, "b", every=5, delta=1.0),
+        "c": _altered(tmp_path, "c", every=3, delta=2.0),
+    }
     db = tmp_path / "s.duckdb"
     for name in ("c", "a", "b"):
         ingest(db, versions[name])
     assert stored_gpu_samples(db) == _first_by_hash(*versions.values())
     first = min(versions, key=lambda name: sha256(versions[name]))
-    won = rows(db, "SELECT count(*) FROM gpu_samples s JOIN ingested_files f USING (file_id) WHERE f.path = ?",
-               str(versions[first]))[0][0]
+    won = rows(
+        db,
+        "SELECT count(*) FROM gpu_samples s JOIN ingested_files f USING (file_id) WHERE f.path = ?",
+        str(versions[first]),
+    )[0][0]
     assert won > 0
     lines = versions[first].read_text().splitlines(keepends=True)
-    write(versions[first], "".join(lines[:PART_LINES // 2]))
+    write(versions[first], "".join(lines[: PART_LINES // 2]))
     (report,) = ingest(db, versions[first], replace=True)
     assert report.status == "replaced"
     assert stored_gpu_samples(db) == _first_by_hash(*versions.values())
@@ -367,8 +384,11 @@ def test_gpu_time_coverage_never_passes_100_percent(tmp_path: Path) -> None:
     holds. Coverage counts each job's samples only up to that, and stays at most 100%."""
     cells = philly_gpu_cells(PHILLY / "cluster_gpu_util")
     lines = ["timestamp, index, utilization.gpu [%]\n"]
-    lines += [f"{at:%Y/%m/%d %H:%M:%S}.000, {gpu}, {value:.0f} %\n"
-              for (at, machine, gpu), value in sorted(cells.items()) if machine == "m0"]
+    lines += [
+        f"{at:%Y/%m/%d %H:%M:%S}.000, {gpu}, {value:.0f} %\n"
+        for (at, machine, gpu), value in sorted(cells.items())
+        if machine == "m0"
+    ]
     nvsmi = write(tmp_path / "nvsmi" / "m0.csv", "".join(lines))
     alone, both = tmp_path / "alone.duckdb", tmp_path / "both.duckdb"
     ingest(alone, PHILLY)

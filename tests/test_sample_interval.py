@@ -16,11 +16,20 @@ T0 = datetime(2026, 7, 14)
 
 def _interval(rows: list[tuple[datetime, str, int]]) -> tuple[float | None, int]:
     con = duckdb.connect()
-    frame = pl.DataFrame(rows, schema={"sample_at": pl.Datetime("us"), "machine_id": pl.String,  # noqa: F841
-                                       "gpu_index": pl.Int16}, orient="row")
+    frame = pl.DataFrame(
+        rows,
+        schema={
+            "sample_at": pl.Datetime("us"),
+            "machine_id": pl.String,  # noqa: F841
+            "gpu_index": pl.Int16,
+        },
+        orient="row",
+    )
     con.execute("CREATE TABLE gpu_samples AS SELECT * FROM frame")  # rows in the given order
-    con.execute("CREATE TEMP TABLE gpu_samples_by_machine AS SELECT machine_id, min(sample_at) AS first_at "
-                "FROM gpu_samples GROUP BY machine_id")
+    con.execute(
+        "CREATE TEMP TABLE gpu_samples_by_machine AS SELECT machine_id, min(sample_at) AS first_at "
+        "FROM gpu_samples GROUP BY machine_id"
+    )
     row = run_query(con, "gpu_sample_interval").row(0)
     return row[0], row[1]
 

@@ -64,7 +64,9 @@ def test_a_report_upgrades_a_store_from_an_older_gca(tmp_path: Path) -> None:
     assert upgrade_older_store(db) is False  # current: left alone
 
 
-def test_a_version_8_store_is_upgraded_and_its_duplicates_set_aside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_version_8_store_is_upgraded_and_its_duplicates_set_aside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A store written before samples had an identity (schema 8) that holds the trace's GPU file
     and a gzip copy of it, both stored: the upgrade adds the spans and the tables of duplicates,
     and its next ingest (of any file) compares its telemetry files, so the copy's samples leave
@@ -83,7 +85,12 @@ def test_a_version_8_store_is_upgraded_and_its_duplicates_set_aside(tmp_path: Pa
         before_9.setattr(load, "compare_new", lambda con, kinds: {})  # what gca did before schema 9
         with open_store(db) as con:
             ingest_paths(con, [trace, copy], IngestOptions())
-            for table in ("sample_spans", "gpu_samples_duplicates", "gpu_sample_details_duplicates", "host_samples_duplicates"):
+            for table in (
+                "sample_spans",
+                "gpu_samples_duplicates",
+                "gpu_sample_details_duplicates",
+                "host_samples_duplicates",
+            ):
                 con.execute(f"DROP TABLE {table}")
             con.execute("UPDATE schema_version SET version = 8")
             assert con.execute("SELECT count(*) FROM gpu_samples").fetchall() == [(2 * cells,)]

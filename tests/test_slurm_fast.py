@@ -32,14 +32,22 @@ NEW_YORK = "America/New_York"
 def _store(db: Path) -> dict[str, list[tuple]]:  # type: ignore[type-arg]
     """Every table of the store, rows sorted; the ingest's own timings left out."""
     with open_store(db, read_only=True) as con:
-        tables = [r[0] for r in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE NOT temporary ORDER BY table_name").fetchall()]
+        tables = [
+            r[0]
+            for r in con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE NOT temporary ORDER BY table_name"
+            ).fetchall()
+        ]
         out = {}
         for table in tables:
             skip = ["seconds", "ingested_at"] if table == "ingested_files" else []
-            columns = [r[0] for r in con.execute(
-                "SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND NOT internal", [table]).fetchall()
-                if r[0] not in skip]
+            columns = [
+                r[0]
+                for r in con.execute(
+                    "SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND NOT internal", [table]
+                ).fetchall()
+                if r[0] not in skip
+            ]
             out[table] = sorted(con.execute(f"SELECT {', '.join(columns)} FROM {table}").fetchall(), key=repr)
     return out
 
@@ -50,8 +58,16 @@ def _ingest_each(db: Path, paths: list[Path], **options: object) -> list[tuple]:
     with open_store(db) as con:
         for path in paths:
             for report in ingest_paths(con, [path], IngestOptions(**options)):  # type: ignore[arg-type]
-                outcomes.append((report.status, report.rows, report.rejects, report.superseded, report.unchanged,
-                                 report.message.replace(str(path.parent), "<dir>")))
+                outcomes.append(
+                    (
+                        report.status,
+                        report.rows,
+                        report.rejects,
+                        report.superseded,
+                        report.unchanged,
+                        report.message.replace(str(path.parent), "<dir>"),
+                    )
+                )
     return outcomes
 
 
@@ -73,8 +89,12 @@ def _both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, paths: list[Path
     with monkeypatch.context() as m:
         m.setattr(slurm_fast, "split_clean", counted)
         fast_outcomes = _ingest_each(tmp_path / "fast.duckdb", paths, **options)
-    return ((_store(tmp_path / "exact.duckdb"), exact_outcomes), (_store(tmp_path / "fast.duckdb"), fast_outcomes),
-            counts[0], counts[1])
+    return (
+        (_store(tmp_path / "exact.duckdb"), exact_outcomes),
+        (_store(tmp_path / "fast.duckdb"), fast_outcomes),
+        counts[0],
+        counts[1],
+    )
 
 
 def _assert_same(exact: tuple, fast: tuple, what: str) -> None:  # type: ignore[type-arg]
@@ -103,45 +123,153 @@ def test_every_sacct_capture_the_same_both_ways(tmp_path: Path, monkeypatch: pyt
     _assert_same(exact, fast, "captures")
     # a headerless dump, its columns named
     columns = ("JobID", "User", "Account", "State", "ExitCode", "Submit", "Start", "End", "AllocTRES%40", "NodeList")
-    exact, fast, fast_rows, _ = _both_ways(tmp_path / "columns", monkeypatch,
-                                           [ROOT / "tests" / "data" / "slurm" / "noheader.txt"], zone=NEW_YORK,
-                                           columns=columns)
+    exact, fast, fast_rows, _ = _both_ways(
+        tmp_path / "columns",
+        monkeypatch,
+        [ROOT / "tests" / "data" / "slurm" / "noheader.txt"],
+        zone=NEW_YORK,
+        columns=columns,
+    )
     _assert_same(exact, fast, "noheader.txt with --columns")
     assert typed + fast_rows > 200  # examples/slurm/sacct.txt alone has 166 plain rows
 
 
 # ------------------------------------------------------------- hostile dumps
 
-COLUMNS = ["JobID", "JobName", "User", "Account", "Partition", "QOS", "State", "ExitCode", "Submit", "Eligible",
-           "Start", "End", "Timelimit", "NNodes", "ReqTRES", "AllocTRES", "NodeList"]
+COLUMNS = [
+    "JobID",
+    "JobName",
+    "User",
+    "Account",
+    "Partition",
+    "QOS",
+    "State",
+    "ExitCode",
+    "Submit",
+    "Eligible",
+    "Start",
+    "End",
+    "Timelimit",
+    "NNodes",
+    "ReqTRES",
+    "AllocTRES",
+    "NodeList",
+]
 # Per field: what real dumps print, and what a reader must not take for it.
 ODD = {
-    "JobID": ["abc", "12.", "12_", "12_[1-3", "+1", "12+x", "\u0661\u0662", "12 ", "0012", "12+1234567890",
-              "12.batch.0"],
+    "JobID": [
+        "abc",
+        "12.",
+        "12_",
+        "12_[1-3",
+        "+1",
+        "12+x",
+        "\u0661\u0662",
+        "12 ",
+        "0012",
+        "12+1234567890",
+        "12.batch.0",
+    ],
     "JobName": ["", "a|b", "caf\u00e9", "  spaced  ", "x" * 600, "\u540d\u524d", "tab\tinside", "JobID"],
     "User": ["", " bob ", "u\tx", "Unknown"],
     "Account": ["", "ml ", "N/A", "\tml"],
     "Partition": ["", "gpu,debug"],
     "QOS": ["", "normal", "high prio"],
-    "State": ["CANCELLED by", "CANCELLED  by 12", "cancelled by 5", "WEIRD_STATE", "", "COMPLETED+", "completed",
-              "CANCELLED by 0", "RESV_DEL_HOLD", "DEADLINE", "BOOT_FAIL", "REQUEUE_HOLD", "SPECIAL_EXIT"],
+    "State": [
+        "CANCELLED by",
+        "CANCELLED  by 12",
+        "cancelled by 5",
+        "WEIRD_STATE",
+        "",
+        "COMPLETED+",
+        "completed",
+        "CANCELLED by 0",
+        "RESV_DEL_HOLD",
+        "DEADLINE",
+        "BOOT_FAIL",
+        "REQUEUE_HOLD",
+        "SPECIAL_EXIT",
+    ],
     "ExitCode": ["", "Unknown", "1", "a:b", "99999999999:0", "0:125", "-1:0", "0:9", " 0:0", "0:0 "],
-    "time": ["Unknown", "None", "", "2024-02-30T10:00:00", "2024-13-01T00:00:00", "2024-01-01T24:00:00",
-             "2024-01-01T10:00:60", "1704103200", "0", "1969-12-31T19:00:00", "1970-01-01T00:00:00",
-             "2100-01-01T00:00:00", "1989-12-31T23:59:59", "2024-01-01 10:00:00", "2024-1-1T10:00:00",
-             "2024-01-01T10:00", "n/a", "(null)", " 2024-01-01T10:00:00", "2059-12-31T23:59:59", "2999-01-01T00:00:00"],
-    "Timelimit": ["UNLIMITED", "Partition_Limit", "30", "1-12", "1-12:30", "45:00", "", "01:60:00", "abc",
-                  "-00:05:00", "99999999999999999999-00:00:00", "INVALID", "00:30.5"],
+    "time": [
+        "Unknown",
+        "None",
+        "",
+        "2024-02-30T10:00:00",
+        "2024-13-01T00:00:00",
+        "2024-01-01T24:00:00",
+        "2024-01-01T10:00:60",
+        "1704103200",
+        "0",
+        "1969-12-31T19:00:00",
+        "1970-01-01T00:00:00",
+        "2100-01-01T00:00:00",
+        "1989-12-31T23:59:59",
+        "2024-01-01 10:00:00",
+        "2024-1-1T10:00:00",
+        "2024-01-01T10:00",
+        "n/a",
+        "(null)",
+        " 2024-01-01T10:00:00",
+        "2059-12-31T23:59:59",
+        "2999-01-01T00:00:00",
+    ],
+    "Timelimit": [
+        "UNLIMITED",
+        "Partition_Limit",
+        "30",
+        "1-12",
+        "1-12:30",
+        "45:00",
+        "",
+        "01:60:00",
+        "abc",
+        "-00:05:00",
+        "99999999999999999999-00:00:00",
+        "INVALID",
+        "00:30.5",
+    ],
     "NNodes": ["", "x", "01", "99999999999", " 2", "200000", "100000"],
-    "TRES": ["", "cpu=4,mem=1G,node=1", "gres/gpu=0", "cpu=4,gres/gpu=four", "cpu=4,,node=1", "cpu = 4,gres/gpu=1",
-             "gres/gpu:tesla:2(S:0-1)=2", "gres/gpu:=1", "node=0", "gres/gpumem=100M,gres/gpu=1",
-             "energy=1315314,gres/gpu=1,node=1", "gres/gpu=1,gres/gpu=2", "gres/gpu=99999999999999999999",
-             "gres/gpu:a100=2,gres/gpu:v100=1,node=2", "gres/gpu:a100=1,gres/gpu:a100=2", "billing=4,",
-             "N/A", "a=b=c,gres/gpu=1", "node=99999999999", "gres/gpu:a100=2",
-             # over the bound of GPUs per node (issue #26), or at it
-             "gres/gpu=1000000000", "gres/gpu:a100=2000,node=1", "gres/gpu=1024,node=1", "gres/gpu=2049,node=2"],
-    "NodeList": ["gpu[01-02]", "gpu[01-02],cpu7", "None assigned", "(null)", "", "gpu[02-01]", "gpu[01-",
-                 "gpu 01", "n[1-3]-x[1-2]", "none", "gpu[001,003-004]"],
+    "TRES": [
+        "",
+        "cpu=4,mem=1G,node=1",
+        "gres/gpu=0",
+        "cpu=4,gres/gpu=four",
+        "cpu=4,,node=1",
+        "cpu = 4,gres/gpu=1",
+        "gres/gpu:tesla:2(S:0-1)=2",
+        "gres/gpu:=1",
+        "node=0",
+        "gres/gpumem=100M,gres/gpu=1",
+        "energy=1315314,gres/gpu=1,node=1",
+        "gres/gpu=1,gres/gpu=2",
+        "gres/gpu=99999999999999999999",
+        "gres/gpu:a100=2,gres/gpu:v100=1,node=2",
+        "gres/gpu:a100=1,gres/gpu:a100=2",
+        "billing=4,",
+        "N/A",
+        "a=b=c,gres/gpu=1",
+        "node=99999999999",
+        "gres/gpu:a100=2",
+        # over the bound of GPUs per node (issue #26), or at it
+        "gres/gpu=1000000000",
+        "gres/gpu:a100=2000,node=1",
+        "gres/gpu=1024,node=1",
+        "gres/gpu=2049,node=2",
+    ],
+    "NodeList": [
+        "gpu[01-02]",
+        "gpu[01-02],cpu7",
+        "None assigned",
+        "(null)",
+        "",
+        "gpu[02-01]",
+        "gpu[01-",
+        "gpu 01",
+        "n[1-3]-x[1-2]",
+        "none",
+        "gpu[001,003-004]",
+    ],
 }
 
 
@@ -161,14 +289,28 @@ class _Dump:
     def pick(self, key: str, good: str) -> str:
         return self.rng.choice(ODD[key]) if self.rng.random() < self.odd else good
 
-    def row(self, job_id: str, at: datetime, *, state: str, step: bool, pending: bool = False, started: bool = True,
-            nodes: str = "gpu01", tres: str = "billing=8,cpu=8,gres/gpu=2,mem=64G,node=1") -> str:
+    def row(
+        self,
+        job_id: str,
+        at: datetime,
+        *,
+        state: str,
+        step: bool,
+        pending: bool = False,
+        started: bool = True,
+        nodes: str = "gpu01",
+        tres: str = "billing=8,cpu=8,gres/gpu=2,mem=64G,node=1",
+    ) -> str:
         rng = self.rng
         submit = at - timedelta(minutes=rng.randrange(0, 90))
         start = at
         end = at + timedelta(minutes=rng.randrange(1, 200))
-        times = [_clock(submit), _clock(submit), "Unknown" if pending or not started else _clock(start),
-                 "Unknown" if pending or state == "RUNNING" else _clock(end)]
+        times = [
+            _clock(submit),
+            _clock(submit),
+            "Unknown" if pending or not started else _clock(start),
+            "Unknown" if pending or state == "RUNNING" else _clock(end),
+        ]
         fields = {
             "JobID": self.pick("JobID", job_id),
             "JobName": "batch" if step else self.pick("JobName", rng.choice(["train", "eval", "sweep_7"])),
@@ -178,12 +320,16 @@ class _Dump:
             "QOS": "" if step else self.pick("QOS", rng.choice(["normal", "high"])),
             "State": self.pick("State", state),
             "ExitCode": self.pick("ExitCode", rng.choice(["0:0", "1:0", "0:15"])),
-            "Submit": self.pick("time", times[0]), "Eligible": self.pick("time", times[1]),
-            "Start": self.pick("time", times[2]), "End": self.pick("time", times[3]),
+            "Submit": self.pick("time", times[0]),
+            "Eligible": self.pick("time", times[1]),
+            "Start": self.pick("time", times[2]),
+            "End": self.pick("time", times[3]),
             "Timelimit": "" if step else self.pick("Timelimit", rng.choice(["01:00:00", "2-00:00:00", "12:00:00"])),
             "NNodes": self.pick("NNodes", "" if rng.random() < 0.3 else "1"),
-            "ReqTRES": self.pick("TRES", rng.choice(["billing=8,cpu=8,gres/gpu=2,mem=64G,node=1",
-                                                     "cpu=8,gres/gpu:v100=2,mem=64G,node=1", ""])),
+            "ReqTRES": self.pick(
+                "TRES",
+                rng.choice(["billing=8,cpu=8,gres/gpu=2,mem=64G,node=1", "cpu=8,gres/gpu:v100=2,mem=64G,node=1", ""]),
+            ),
             "AllocTRES": "" if pending else self.pick("TRES", tres),
             "NodeList": "None assigned" if pending else self.pick("NodeList", nodes),
         }
@@ -195,13 +341,30 @@ class _Dump:
         self.next_id += rng.choice([1, 1, 1, 2])
         shape = rng.random()
         nodes = rng.choice(["gpu01", "gpu02", "gpu[01-02]", "gpu[03,05-06]"])
-        tres = rng.choice(["billing=8,cpu=8,gres/gpu=2,mem=64G,node=1",
-                           "billing=16,cpu=16,gres/gpu:a100=4,gres/gpu=4,mem=128G,node=2",
-                           "cpu=4,gres/gpu:v100=1,mem=8G,node=1", "cpu=4,mem=8G,node=1",
-                           # no node count, or 0: NNodes (when empty) falls back to the hosts
-                           "cpu=4,gres/gpu=1,mem=8G", "cpu=4,gres/gpu=1,node=0"])
-        state = rng.choice(["COMPLETED"] * 5 + ["FAILED", "CANCELLED", "CANCELLED by 20001", "TIMEOUT",
-                                                 "OUT_OF_MEMORY", "NODE_FAIL", "RUNNING", "PREEMPTED"])
+        tres = rng.choice(
+            [
+                "billing=8,cpu=8,gres/gpu=2,mem=64G,node=1",
+                "billing=16,cpu=16,gres/gpu:a100=4,gres/gpu=4,mem=128G,node=2",
+                "cpu=4,gres/gpu:v100=1,mem=8G,node=1",
+                "cpu=4,mem=8G,node=1",
+                # no node count, or 0: NNodes (when empty) falls back to the hosts
+                "cpu=4,gres/gpu=1,mem=8G",
+                "cpu=4,gres/gpu=1,node=0",
+            ]
+        )
+        state = rng.choice(
+            ["COMPLETED"] * 5
+            + [
+                "FAILED",
+                "CANCELLED",
+                "CANCELLED by 20001",
+                "TIMEOUT",
+                "OUT_OF_MEMORY",
+                "NODE_FAIL",
+                "RUNNING",
+                "PREEMPTED",
+            ]
+        )
         if shape < 0.08:  # pending, an array's pending tasks among them
             job_id = rng.choice([base, f"{base}_[1-3]", f"{base}_[0-9%2]"])
             self.lines.append(self.row(job_id, at, state="PENDING", step=False, pending=True))
@@ -212,10 +375,21 @@ class _Dump:
                 run_at = at + timedelta(minutes=40 * k)
                 # a run requeued before it started (Start Unknown), on its nodes or none
                 started = last or rng.random() < 0.6
-                self.lines.append(self.row(base, run_at, state=state if last else "REQUEUED", step=False,
-                                           started=started, pending=not started and rng.random() < 0.5,
-                                           nodes=nodes, tres=tres))
-                self.lines.append(self.row(f"{base}.batch", run_at, state="CANCELLED" if not last else state, step=True))
+                self.lines.append(
+                    self.row(
+                        base,
+                        run_at,
+                        state=state if last else "REQUEUED",
+                        step=False,
+                        started=started,
+                        pending=not started and rng.random() < 0.5,
+                        nodes=nodes,
+                        tres=tres,
+                    )
+                )
+                self.lines.append(
+                    self.row(f"{base}.batch", run_at, state="CANCELLED" if not last else state, step=True)
+                )
                 if last:
                     break
             return
@@ -227,8 +401,14 @@ class _Dump:
         job_id = f"{base}_{rng.randrange(0, 20)}" if shape < 0.4 else base  # an array task
         self.lines.append(self.row(job_id, at, state=state, step=False, nodes=nodes, tres=tres))
         for step in rng.sample(["batch", "extern", "0", "1", "interactive"], rng.randrange(0, 4)):
-            self.lines.append(self.row(f"{job_id}.{step}", at, state=rng.choice([state, "COMPLETED", "CANCELLED",
-                                                                                 "FAILED", "OUT_OF_MEMORY"]), step=True))
+            self.lines.append(
+                self.row(
+                    f"{job_id}.{step}",
+                    at,
+                    state=rng.choice([state, "COMPLETED", "CANCELLED", "FAILED", "OUT_OF_MEMORY"]),
+                    step=True,
+                )
+            )
         if rng.random() < 0.03:  # the same step twice: a duplicate the exact way rejects
             self.lines.append(self.lines[-1])
 
@@ -245,16 +425,27 @@ class _Dump:
         return path
 
 
-@pytest.mark.parametrize(("zone", "start", "step_minutes", "trailing", "line_end"), [
-    ("UTC", datetime(2024, 5, 1, 8), 7, False, "\n"),
-    # across both changes of clocks in New York (2024-03-10 02:00 skipped, 2024-11-03 01:00 twice)
-    (NEW_YORK, datetime(2024, 3, 9, 20), 1, False, "\n"),
-    (NEW_YORK, datetime(2024, 11, 2, 22), 1, True, "\r\n"),  # sacct -p, with Windows line ends
-])
-def test_hostile_dumps_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, zone: str,
-                                          start: datetime, step_minutes: int, trailing: bool, line_end: str) -> None:
+@pytest.mark.parametrize(
+    ("zone", "start", "step_minutes", "trailing", "line_end"),
+    [
+        ("UTC", datetime(2024, 5, 1, 8), 7, False, "\n"),
+        # across both changes of clocks in New York (2024-03-10 02:00 skipped, 2024-11-03 01:00 twice)
+        (NEW_YORK, datetime(2024, 3, 9, 20), 1, False, "\n"),
+        (NEW_YORK, datetime(2024, 11, 2, 22), 1, True, "\r\n"),  # sacct -p, with Windows line ends
+    ],
+)
+def test_hostile_dumps_the_same_both_ways(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    zone: str,
+    start: datetime,
+    step_minutes: int,
+    trailing: bool,
+    line_end: str,
+) -> None:
     path = _Dump(seed=start.month + step_minutes, start=start, odd=0.03, step_minutes=step_minutes).write(
-        tmp_path / "sacct.txt", 500, trailing=trailing, line_end=line_end)
+        tmp_path / "sacct.txt", 500, trailing=trailing, line_end=line_end
+    )
     if trailing:  # TRES with their GPU and node items cut out first, as where most values are distinct
         monkeypatch.setattr(slurm_fast, "_DISTINCT_SHARE", 0)
         monkeypatch.setattr(slurm_fast, "_DISTINCT_MIN", 0)
@@ -282,7 +473,7 @@ def test_absurd_counts_rejected_the_same_both_ways(tmp_path: Path, monkeypatch: 
                 line = line.replace(good, bad, 1)
         fields = line.split("|")
         if n % 11 == 0 and len(fields) == len(COLUMNS) and fields[nnodes] == "1":
-            line = "|".join([*fields[:nnodes], "200000", *fields[nnodes + 1:]])
+            line = "|".join([*fields[:nnodes], "200000", *fields[nnodes + 1 :]])
         lines.append(line)
     path = tmp_path / "sacct.txt"
     path.write_text("\n".join(lines) + "\n")
@@ -295,12 +486,15 @@ def test_absurd_counts_rejected_the_same_both_ways(tmp_path: Path, monkeypatch: 
         assert any("nodes per job" in r for r in reasons) and any("is rejected whole" in r for r in reasons), reasons
 
 
-def test_a_layout_whose_head_is_the_whole_row_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_layout_whose_head_is_the_whole_row_the_same_both_ways(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """State and ExitCode last: the head every row is split for (job id, State, ExitCode)
     reaches the row's end, so split_clean splits each row whole, once (its other path)."""
     columns = [c for c in COLUMNS if c not in ("State", "ExitCode")] + ["State", "ExitCode"]
     path = _Dump(seed=5, start=datetime(2024, 5, 1, 8), odd=0.03, step_minutes=7, columns=columns).write(
-        tmp_path / "sacct.txt", 500)
+        tmp_path / "sacct.txt", 500
+    )
     exact, fast, fast_rows, sent_back = _both_ways(tmp_path, monkeypatch, [path], zone="UTC")
     _assert_same(exact, fast, path.name)
     assert fast_rows > 800 and sent_back > 100, (fast_rows, sent_back)
@@ -312,8 +506,9 @@ def test_overlapping_nightly_dumps_the_same_both_ways(tmp_path: Path, monkeypatc
     early = _Dump(seed=5, start=datetime(2024, 11, 2, 23), odd=0.01, step_minutes=2)
     early.write(tmp_path / "a.txt", 300)
     shared = early.lines[: len(early.lines) * 2 // 3]
-    running = [line.replace("|RUNNING|", "|COMPLETED|").replace("|Unknown|", "|2024-11-04T09:00:00|")
-               for line in shared]
+    running = [
+        line.replace("|RUNNING|", "|COMPLETED|").replace("|Unknown|", "|2024-11-04T09:00:00|") for line in shared
+    ]
     late = _Dump(seed=6, start=datetime(2024, 11, 3, 12), odd=0.01, step_minutes=2)
     late.lines = running + late.lines[1:]
     late.write(tmp_path / "b.txt", 200)
@@ -347,15 +542,21 @@ def test_benchmark_dump_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.M
 
 # ------------------------------------------------------------- reading lines
 
-@pytest.mark.parametrize("content", [
-    b"JobID|State\r\n1|COMPLETED\r\r\n2|FAILED",  # CR LF, a doubled CR, no last line end
-    b"\xef\xbb\xbfJobID|State\n1|COMPLETED\n",  # a byte-order mark
-    b"JobID|JobName|State\n1|caf\xe9|COMPLETED\n2|x|FAILED\n",  # a Latin-1 line
-    b"JobID|State\n1|COMP\rLETED\n2|FAILED\n",  # a CR inside a line: binary
-    b"JobID|State\n\n  \n1|COMPLETED\n\x01\n",  # blank lines, then a control character
-    b"",
-])
-def test_chunks_read_the_lines_line_by_line_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes) -> None:
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"JobID|State\r\n1|COMPLETED\r\r\n2|FAILED",  # CR LF, a doubled CR, no last line end
+        b"\xef\xbb\xbfJobID|State\n1|COMPLETED\n",  # a byte-order mark
+        b"JobID|JobName|State\n1|caf\xe9|COMPLETED\n2|x|FAILED\n",  # a Latin-1 line
+        b"JobID|State\n1|COMP\rLETED\n2|FAILED\n",  # a CR inside a line: binary
+        b"JobID|State\n\n  \n1|COMPLETED\n\x01\n",  # blank lines, then a control character
+        b"",
+    ],
+)
+def test_chunks_read_the_lines_line_by_line_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes
+) -> None:
     path = tmp_path / "sacct.txt"
     path.write_bytes(content * 50)
 
@@ -390,13 +591,28 @@ def test_line_digests_are_md5_of_the_first_500_characters() -> None:
     import duckdb
 
     limit = slurm._TEXT_LIMIT
-    texts = ["", "1|COMPLETED", "a" * limit, "a" * (limit + 1), "a" * (limit - 1) + "é", "a" * limit + "é",
-             "é" * (limit // 2 + 1), "é" * (limit + 3), "e\u0301" * (limit // 2 + 5), "日本" * limit]
+    texts = [
+        "",
+        "1|COMPLETED",
+        "a" * limit,
+        "a" * (limit + 1),
+        "a" * (limit - 1) + "é",
+        "a" * limit + "é",
+        "é" * (limit // 2 + 1),
+        "é" * (limit + 3),
+        "e\u0301" * (limit // 2 + 5),
+        "日本" * limit,
+    ]
     con = duckdb.connect()
     expected = [con.execute("SELECT md5(left(?, ?))", [t, limit]).fetchone()[0] for t in texts]  # type: ignore[index]
     keys = pa.table({"line": pa.array(range(len(texts)), pa.int64())})
-    _, _, kept = slurm._kept(con.cursor(), slurm._STAGE_SCHEMA.empty_table(), slurm._STEP_SCHEMA.empty_table(), keys,
-                             pa.array(texts, pa.string()))
+    _, _, kept = slurm._kept(
+        con.cursor(),
+        slurm._STAGE_SCHEMA.empty_table(),
+        slurm._STEP_SCHEMA.empty_table(),
+        keys,
+        pa.array(texts, pa.string()),
+    )
     assert kept.column("digest").to_pylist() == expected
 
 
@@ -415,6 +631,7 @@ def test_plain_rows_count_pipes_as_arrow_does() -> None:
 
 
 # ------------------------------------------------------------- a job's only allocation row
+
 
 def _general_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, paths: list[Path], **options: object):  # type: ignore[no-untyped-def]
     """(store and outcomes as ingested, the same with every row through slurm_sacct.sql's general
@@ -441,21 +658,23 @@ def test_alone_rows_stored_as_the_general_way_stores_them(tmp_path: Path, monkey
     early = _Dump(seed=5, start=datetime(2024, 11, 2, 23), odd=0.01, step_minutes=2)
     early.write(tmp_path / "a.txt", 200)
     late = _Dump(seed=6, start=datetime(2024, 11, 3, 12), odd=0.01, step_minutes=2)
-    late.lines = [line.replace("|RUNNING|", "|COMPLETED|") for line in early.lines[: len(early.lines) // 2]] + late.lines[1:]
+    late.lines = [
+        line.replace("|RUNNING|", "|COMPLETED|") for line in early.lines[: len(early.lines) // 2]
+    ] + late.lines[1:]
     late.write(tmp_path / "b.txt", 100)
     trace = tmp_path / "trace"
     generate_slurm_trace(trace, jobs=60, machines=3, days=0.5, seed=3, interval_s=3600, dcgm_interval_s=3600)
     year = tmp_path / "year.txt"
     _benchmark_module().write_dump(trace / "sacct.txt", year, 120)
-    for name, paths in (("hostile", [hostile, tmp_path / "a.txt", tmp_path / "b.txt"]),
-                        ("year", [year])):
+    for name, paths in (("hostile", [hostile, tmp_path / "a.txt", tmp_path / "b.txt"]), ("year", [year])):
         general, shortcut = _general_way(tmp_path / name, monkeypatch, paths, zone=NEW_YORK)
         _assert_same(general, shortcut, name)
         assert general[0]["jobs"], name
     # the shortcuts were taken, and the general way had requeues, het jobs and repeats to do
     with open_store(tmp_path / "hostile" / "shortcut.duckdb", read_only=True) as con:
-        several = con.execute("SELECT count(*) FILTER (WHERE n > 1), count(*) FROM "
-                              "(SELECT count(*) AS n FROM attempts GROUP BY job_id)").fetchall()[0]
+        several = con.execute(
+            "SELECT count(*) FILTER (WHERE n > 1), count(*) FROM (SELECT count(*) AS n FROM attempts GROUP BY job_id)"
+        ).fetchall()[0]
     assert 20 < several[0] < several[1] / 2, several
 
 

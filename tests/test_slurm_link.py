@@ -37,8 +37,19 @@ def _keys(rng: random.Random, rows: int, het: bool) -> pa.Table:
                 out["is_alloc"].append(alloc)
                 out["digest"].append(hashlib.md5(f"{line}".encode()).hexdigest())
                 line += rng.choice([1, 1, 1, 2])  # unread lines between
-    return pa.table(out, schema=pa.schema([("line", pa.int64()), ("job_id", pa.string()), ("dump", pa.int32()),
-                                           ("het_offset", pa.int32()), ("is_alloc", pa.bool_()), ("digest", pa.string())]))
+    return pa.table(
+        out,
+        schema=pa.schema(
+            [
+                ("line", pa.int64()),
+                ("job_id", pa.string()),
+                ("dump", pa.int32()),
+                ("het_offset", pa.int32()),
+                ("is_alloc", pa.bool_()),
+                ("digest", pa.string()),
+            ]
+        ),
+    )
 
 
 def _by_rule(keys: pa.Table) -> tuple[list, list, list, list]:  # type: ignore[type-arg]
@@ -47,8 +58,9 @@ def _by_rule(keys: pa.Table) -> tuple[list, list, list, list]:  # type: ignore[t
     last_alloc: dict[object, int] = {}
     for i, row in enumerate(rows):
         if i == 0 or (row["job_id"], row["dump"]) != (rows[i - 1]["job_id"], rows[i - 1]["dump"]):
-            blocks.append({"block_no": len(blocks) + 1, "job_id": row["job_id"], "dump": row["dump"], "allocs": 0,
-                           "digests": ""})
+            blocks.append(
+                {"block_no": len(blocks) + 1, "job_id": row["job_id"], "dump": row["dump"], "allocs": 0, "digests": ""}
+            )
             last_alloc = {}
         block = blocks[-1]
         block["allocs"] += row["is_alloc"]
@@ -62,8 +74,10 @@ def _by_rule(keys: pa.Table) -> tuple[list, list, list, list]:  # type: ignore[t
         blocks_of_job[block["job_id"]] = blocks_of_job.get(block["job_id"], 0) + 1
     for block in blocks:
         block["once"] = blocks_of_job[block["job_id"]] == 1
-    alone = [rows[i]["is_alloc"] and blocks_of_job[rows[i]["job_id"]] == 1 and blocks[b - 1]["allocs"] == 1
-             for i, b in enumerate(block_no)]
+    alone = [
+        rows[i]["is_alloc"] and blocks_of_job[rows[i]["job_id"]] == 1 and blocks[b - 1]["allocs"] == 1
+        for i, b in enumerate(block_no)
+    ]
     return block_no, alloc_line, alone, blocks
 
 
@@ -77,9 +91,13 @@ def test_links_follow_the_rules(seed: int, het: bool) -> None:
     assert links.alloc_line.to_pylist() == alloc_line
     # only allocation rows are read for `alone`
     is_alloc = keys.column("is_alloc").to_pylist()
-    assert [a for a, keep in zip(links.alone.to_pylist(), is_alloc) if keep] == [a for a, keep in zip(alone, is_alloc) if keep]
+    assert [a for a, keep in zip(links.alone.to_pylist(), is_alloc) if keep] == [
+        a for a, keep in zip(alone, is_alloc) if keep
+    ]
     assert links.blocks.to_pylist() == blocks
-    assert any(a is None for a in alloc_line) and len(blocks) < len(block_no)  # steps without one; blocks of several rows
+    assert any(a is None for a in alloc_line) and len(blocks) < len(
+        block_no
+    )  # steps without one; blocks of several rows
     assert 0 < sum(alone) < sum(is_alloc)
 
 
@@ -99,9 +117,21 @@ def test_met_once_never_says_once_of_a_job_met_again() -> None:
     once = slurm_link._met_once(pl.Series(jobs)).tolist()
     exact = [jobs.count(j) == 1 for j in jobs]
     assert all(e or not o for o, e in zip(once, exact))  # never once where the text repeats
-    assert dict(zip(jobs, once)) == {"7": False, "07": False, "8": True, "9": False, "123_4": False, "123_5": True,
-                                     "c1/5": True, "c2/5": True, "+10": False, "10": False, "11": True, " 12": True,
-                                     "12": True}
+    assert dict(zip(jobs, once)) == {
+        "7": False,
+        "07": False,
+        "8": True,
+        "9": False,
+        "123_4": False,
+        "123_5": True,
+        "c1/5": True,
+        "c2/5": True,
+        "+10": False,
+        "10": False,
+        "11": True,
+        " 12": True,
+        "12": True,
+    }
 
 
 @pytest.mark.parametrize("order", ["sorted", "shuffled", "descending"])

@@ -41,6 +41,7 @@ CAUSES = ("user_limit", "fair_share", "capacity", "fragmentation", "other")
 
 # ------------------------------------------------------------ Slurm's word, read without gca
 
+
 def squeue_reasons(log: Path) -> dict[str, Counter[str]]:
     """Per job, how many snapshots gave each reason. '12_[3-5%2]' is tasks 12_3..12_5;
     'None' (not yet looked at by the scheduler) is no reason."""
@@ -52,9 +53,15 @@ def squeue_reasons(log: Path) -> dict[str, Counter[str]]:
         if reason == "None":
             continue
         m = re.fullmatch(r"(\d+)_\[([\d,\-]+)(?:%\d+)?\]", ids)
-        tasks = [ids] if not m else [
-            f"{m.group(1)}_{t}" for part in m.group(2).split(",")
-            for t in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)]
+        tasks = (
+            [ids]
+            if not m
+            else [
+                f"{m.group(1)}_{t}"
+                for part in m.group(2).split(",")
+                for t in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)
+            ]
+        )
         for job in tasks:
             seen.setdefault(job, Counter())[reason] += 1
     return seen
@@ -98,8 +105,11 @@ def node_names(hostlist: str) -> list[str]:
     m = re.fullmatch(r"([a-z]+)\[([\d,\-]+)\]", hostlist)
     if not m:
         return [hostlist]
-    return [f"{m.group(1)}{n}" for part in m.group(2).split(",")
-            for n in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)]
+    return [
+        f"{m.group(1)}{n}"
+        for part in m.group(2).split(",")
+        for n in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)
+    ]
 
 
 def node_gpus(path: Path) -> dict[str, int]:
@@ -122,6 +132,7 @@ def sacctmgr_limits(path: Path, name_cols: tuple[str, ...], tres_col: str) -> di
 
 
 # ------------------------------------------------------------ gca's word
+
 
 @dataclass
 class Run:
@@ -151,12 +162,17 @@ def capture(tmp_path_factory: pytest.TempPathFactory) -> Run:
     db = tmp_path_factory.mktemp("live") / "live.duckdb"
     reports = ingest(db, *(CAPTURE / f for f in FILES), zone="UTC")
     assert [(r.format, r.status, r.rejects) for r in reports] == [
-        ("slurm_sacct", "loaded", 0), ("slurm_nodes", "loaded", 0), ("slurm_assoc", "loaded", 0),
-        ("slurm_qos", "loaded", 0), ("slurm_squeue", "loaded", 0)]
+        ("slurm_sacct", "loaded", 0),
+        ("slurm_nodes", "loaded", 0),
+        ("slurm_assoc", "loaded", 0),
+        ("slurm_qos", "loaded", 0),
+        ("slurm_squeue", "loaded", 0),
+    ]
     return gca_run(CAPTURE, db)
 
 
 # ------------------------------------------------------------ the checks, for the capture and a live run
+
 
 def check_held_mostly_for(run: Run, reason: str, cause: str) -> tuple[int, int]:
     """Of the jobs Slurm held mostly for `reason`, most are mostly `cause` in gca; returns (those, all)."""
@@ -194,7 +210,11 @@ def check_too_big(run: Run) -> None:
     runs = sacct_runs(run.folder / "sacct.txt")
     job = job_named(runs, "too-big")
     (row,) = runs[job]
-    gpus, nodes, per_node = gres_gpus(row["AllocTRES"]), node_names(row["NodeList"]), node_gpus(run.folder / "nodes.txt")
+    gpus, nodes, per_node = (
+        gres_gpus(row["AllocTRES"]),
+        node_names(row["NodeList"]),
+        node_gpus(run.folder / "nodes.txt"),
+    )
     assert gpus > max(per_node.values()) and len(set(nodes)) == 2  # too big for any one node
     assert strict_main(dict(squeue_reasons(run.folder / "squeue.log")[job])) == "Resources"
     got = run.jobs[job]
@@ -213,19 +233,28 @@ def check_machines(run: Run) -> None:
 
 
 def check_limits(run: Run) -> None:
-    accounts = {k[0]: v for k, v in sacctmgr_limits(run.folder / "assoc.txt", ("Account", "User"), "GrpTRES").items()
-                if k[1] == ""}
-    caps = {k[0]: v for k, v in sacctmgr_limits(run.folder / "qos.txt", ("Name",), "MaxTRESPU").items() if v is not None}
+    accounts = {
+        k[0]: v
+        for k, v in sacctmgr_limits(run.folder / "assoc.txt", ("Account", "User"), "GrpTRES").items()
+        if k[1] == ""
+    }
+    caps = {
+        k[0]: v for k, v in sacctmgr_limits(run.folder / "qos.txt", ("Name",), "MaxTRESPU").items() if v is not None
+    }
     vcs = {str(j["vc"]) for j in run.jobs.values()}
     got = {(q["kind"], q["vc"] or q["qos"]): (q["quota_gpus"], q["origin"]) for q in run.quotas}
-    assert got == {**{("vc", vc): (float(accounts[vc]), "sacctmgr") for vc in vcs},  # type: ignore[arg-type]
-                   **{("qos_user", qos): (float(n), "sacctmgr") for qos, n in caps.items()}}
+    assert got == {
+        **{("vc", vc): (float(accounts[vc]), "sacctmgr") for vc in vcs},  # type: ignore[arg-type]
+        **{("qos_user", qos): (float(n), "sacctmgr") for qos, n in caps.items()},
+    }
     assert "assoc.txt" in run.quotas_origin and run.quotas_origin.startswith("sacctmgr")
 
 
 def check_all(run: Run) -> dict[str, tuple[int, int]]:
-    agreement = {"AssocGrpGRES": check_held_mostly_for(run, "AssocGrpGRES", "fair_share"),
-                 "QOSMaxGRESPerUser": check_held_mostly_for(run, "QOSMaxGRESPerUser", "user_limit")}
+    agreement = {
+        "AssocGrpGRES": check_held_mostly_for(run, "AssocGrpGRES", "fair_share"),
+        "QOSMaxGRESPerUser": check_held_mostly_for(run, "QOSMaxGRESPerUser", "user_limit"),
+    }
     check_cancelled_while_pending(run)
     check_requeued(run)
     check_too_big(run)
@@ -235,6 +264,7 @@ def check_all(run: Run) -> dict[str, tuple[int, int]]:
 
 
 # ------------------------------------------------------------ the capture (default suite)
+
 
 def test_capture_quota_held_jobs_are_mostly_fair_share(capture: Run) -> None:
     check_held_mostly_for(capture, "AssocGrpGRES", "fair_share")
@@ -283,6 +313,7 @@ def test_compare_script_on_the_capture(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------ a live Slurm (opt-in)
 
+
 def _live_unready() -> str | None:
     if os.environ.get("GCA_SLURM_LIVE") != "1":
         return "set GCA_SLURM_LIVE=1 to start a real Slurm (about 4 minutes)"
@@ -297,10 +328,15 @@ def _live_unready() -> str | None:
 @pytest.mark.skipif(_live_unready() is not None, reason=_live_unready() or "")
 def test_live_slurm(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    env = {**os.environ, "GCA": f"{sys.executable} -m gpucluster_analysis", "PYTHON": sys.executable,
-           "PYTHONPATH": str(REPO)}
-    done = subprocess.run(["bash", str(SCRIPT), str(out)], env=env, capture_output=True, text=True, timeout=1200,
-                          check=False)
+    env = {
+        **os.environ,
+        "GCA": f"{sys.executable} -m gpucluster_analysis",
+        "PYTHON": sys.executable,
+        "PYTHONPATH": str(REPO),
+    }
+    done = subprocess.run(
+        ["bash", str(SCRIPT), str(out)], env=env, capture_output=True, text=True, timeout=1200, check=False
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
     print(done.stdout)
     agreement = check_all(gca_run(out, out / "gca.duckdb"))

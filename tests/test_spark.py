@@ -28,11 +28,22 @@ from tests.test_cli import assert_one_line_error
 
 REPO = Path(__file__).resolve().parent.parent
 # name -> (gca ingest arguments, or None: the small gca synth trace below; gca report arguments)
-TRACES = {"synthetic": ([str(REPO / "examples" / "synthetic")], []),
-          "slurm": ([str(REPO / "examples" / "slurm"), "--tz", "America/Los_Angeles"], []),
-          # a period set beside a baseline: two passes, and the period's samples (period_* views)
-          "synth": (None, ["--baseline-since", "2017-11-03T07:00Z", "--baseline-until", "2017-11-03T12:00Z",
-                           "--since", "2017-11-03T12:00Z"])}
+TRACES = {
+    "synthetic": ([str(REPO / "examples" / "synthetic")], []),
+    "slurm": ([str(REPO / "examples" / "slurm"), "--tz", "America/Los_Angeles"], []),
+    # a period set beside a baseline: two passes, and the period's samples (period_* views)
+    "synth": (
+        None,
+        [
+            "--baseline-since",
+            "2017-11-03T07:00Z",
+            "--baseline-until",
+            "2017-11-03T12:00Z",
+            "--since",
+            "2017-11-03T12:00Z",
+        ],
+    ),
+}
 # Slurm format (nvidia-smi, DCGM profiling, scontrol, job logs), from 2017-11-03 00:00 Los
 # Angeles time (07:00 UTC) for half a day; small for speed.
 SYNTH = ["--format", "slurm", "--jobs", "60", "--machines", "4", "--days", "0.5", "--seed", "11"]
@@ -40,8 +51,12 @@ SYNTH = ["--format", "slurm", "--jobs", "60", "--machines", "4", "--days", "0.5"
 
 def test_engine_spark_without_pyspark_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pyspark", None)  # import pyspark now fails
-    result = CliRunner().invoke(app, ["report", "--from", str(tmp_path), "--engine", "spark", "--out", str(tmp_path / "r")])
-    assert_one_line_error(result, ExitCode.USAGE, "--engine spark needs pyspark", 'pip install "gpucluster-analysis[spark]"')
+    result = CliRunner().invoke(
+        app, ["report", "--from", str(tmp_path), "--engine", "spark", "--out", str(tmp_path / "r")]
+    )
+    assert_one_line_error(
+        result, ExitCode.USAGE, "--engine spark needs pyspark", 'pip install "gpucluster-analysis[spark]"'
+    )
 
 
 def test_engine_is_duckdb_or_spark(tmp_path: Path) -> None:
@@ -53,8 +68,10 @@ def test_translation_keeps_duckdb_meaning() -> None:
     pytest.importorskip("sqlglot")
     from gpucluster_analysis.spark.translate import to_spark
 
-    sql = to_spark("SELECT epoch_us(t) // 3600000000 AS h, CAST(x * 10 AS BIGINT) AS r, CAST(n AS BIGINT) AS n,"
-                   " sum(TRY_CAST(x * 1e9 AS BIGINT)) AS s, unnest(range(1, 4)) AS k FROM v GROUP BY ALL")
+    sql = to_spark(
+        "SELECT epoch_us(t) // 3600000000 AS h, CAST(x * 10 AS BIGINT) AS r, CAST(n AS BIGINT) AS n,"
+        " sum(TRY_CAST(x * 1e9 AS BIGINT)) AS s, unnest(range(1, 4)) AS k FROM v GROUP BY ALL"
+    )
     flat = " ".join(sql.split())
     assert "UNIX_MICROS(t) DIV 3600000000" in flat
     assert "CAST(RINT(x * 10) AS BIGINT)" in flat  # DuckDB rounds half to even; Spark would truncate
@@ -80,7 +97,10 @@ def test_translation_refuses_parameters_and_lists_what_a_query_reads() -> None:
     with pytest.raises(ValueError, match="parameters"):
         to_spark("SELECT * FROM v WHERE x > $limit")
     assert tables_read("WITH a AS (SELECT * FROM t1) SELECT * FROM a JOIN t2 USING (k), (SELECT 1 FROM t3)") == {
-        "t1", "t2", "t3"}
+        "t1",
+        "t2",
+        "t3",
+    }
 
 
 QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
@@ -102,11 +122,16 @@ def spark():  # type: ignore[no-untyped-def]
 
     # Tuned for seconds-long runs over KBs: the JVM's quick compiler only, no adaptive
     # re-planning between stages, two shuffle partitions (halves the module's time).
-    session = (SparkSession.builder.master("local[2]").appName("gca tests")
-               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2").config("spark.sql.adaptive.enabled", "false")
-               .config("spark.driver.extraJavaOptions", QUICK_JVM)
-               .getOrCreate())
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("gca tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.adaptive.enabled", "false")
+        .config("spark.driver.extraJavaOptions", QUICK_JVM)
+        .getOrCreate()
+    )
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
@@ -128,8 +153,17 @@ def test_spark_report_equals_duckdb_report(spark, trace: str, tmp_path: Path) ->
         ingest = [str(tmp_path / "trace"), "--tz", json.loads((tmp_path / "trace" / "truth.json").read_text())["zone"]]
     _invoke("ingest", *ingest, "--to", str(tmp_path / "d"))
     for engine in ("duckdb", "spark"):
-        _invoke("report", "--from", str(tmp_path / "d"), "--engine", engine, "--out", str(tmp_path / engine), "--quiet",
-                *options)
+        _invoke(
+            "report",
+            "--from",
+            str(tmp_path / "d"),
+            "--engine",
+            engine,
+            "--out",
+            str(tmp_path / engine),
+            "--quiet",
+            *options,
+        )
     csvs = sorted(p.name for p in (tmp_path / "duckdb").glob("*.csv"))
     assert csvs == sorted(p.name for p in (tmp_path / "spark").glob("*.csv")) and len(csvs) > 50
     assert [n for n in csvs if (tmp_path / "spark" / n).read_bytes() != (tmp_path / "duckdb" / n).read_bytes()] == []
@@ -141,7 +175,6 @@ def test_spark_report_equals_duckdb_report(spark, trace: str, tmp_path: Path) ->
     host = (tmp_path / "duckdb" / "host_util_cdf_by_activity.csv").read_text().splitlines()
     assert len(host) > 1 or trace != "synthetic"
     assert (tmp_path / "duckdb" / "comparison.csv").exists() == bool(options)
-
 
 
 def _spark_bin(name: str) -> Path | None:
@@ -164,18 +197,56 @@ def standalone_master(tmp_path_factory: pytest.TempPathFactory):  # type: ignore
 
     work = tmp_path_factory.mktemp("spark-standalone")
     # the daemons and executors with the JVM's quick compiler only, as the session fixture
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(work), "SPARK_WORKER_DIR": str(work),
-           "SPARK_DAEMON_JAVA_OPTS": QUICK_JVM, "SPARK_DAEMON_MEMORY": "256m"}
+    env = {
+        **os.environ,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_LOG_DIR": str(work),
+        "SPARK_WORKER_DIR": str(work),
+        "SPARK_DAEMON_JAVA_OPTS": QUICK_JVM,
+        "SPARK_DAEMON_MEMORY": "256m",
+    }
     port, ui = free_port(), free_port()
     master_url = f"spark://127.0.0.1:{port}"
-    processes = [subprocess.Popen(
-        [str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-         "--webui-port", str(ui)], env=env, stdout=(work / "master.log").open("w"), stderr=subprocess.STDOUT)]
+    processes = [
+        subprocess.Popen(
+            [
+                str(spark_class),
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(ui),
+            ],
+            env=env,
+            stdout=(work / "master.log").open("w"),
+            stderr=subprocess.STDOUT,
+        )
+    ]
     try:
-        processes.append(subprocess.Popen(
-            [str(spark_class), "org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1",
-             "--cores", "2", "--memory", "1g", "--webui-port", str(free_port()), "--work-dir", str(work)],
-            env=env, stdout=(work / "worker.log").open("w"), stderr=subprocess.STDOUT))
+        processes.append(
+            subprocess.Popen(
+                [
+                    str(spark_class),
+                    "org.apache.spark.deploy.worker.Worker",
+                    master_url,
+                    "--host",
+                    "127.0.0.1",
+                    "--cores",
+                    "2",
+                    "--memory",
+                    "1g",
+                    "--webui-port",
+                    str(free_port()),
+                    "--work-dir",
+                    str(work),
+                ],
+                env=env,
+                stdout=(work / "worker.log").open("w"),
+                stderr=subprocess.STDOUT,
+            )
+        )
         deadline = time.monotonic() + 120
         while True:  # the master's status page counts the workers registered with it
             try:
@@ -185,8 +256,11 @@ def standalone_master(tmp_path_factory: pytest.TempPathFactory):  # type: ignore
             except OSError:
                 pass
             if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
-                pytest.fail("the standalone Spark did not come up: " + (work / "master.log").read_text()[-2000:]
-                            + (work / "worker.log").read_text()[-2000:])
+                pytest.fail(
+                    "the standalone Spark did not come up: "
+                    + (work / "master.log").read_text()[-2000:]
+                    + (work / "worker.log").read_text()[-2000:]
+                )
             time.sleep(0.5)
         yield master_url, work
     finally:
@@ -201,8 +275,9 @@ def standalone_master(tmp_path_factory: pytest.TempPathFactory):  # type: ignore
 
 
 @pytest.mark.spark
-def test_spark_submit_to_a_standalone_cluster_runs_the_readme_command(standalone_master: tuple[str, Path],
-                                                                     tmp_path: Path) -> None:
+def test_spark_submit_to_a_standalone_cluster_runs_the_readme_command(
+    standalone_master: tuple[str, Path], tmp_path: Path
+) -> None:
     """The README's cluster command, `spark-submit --master spark://... <gca's __main__.py>
     report --engine spark` (gca sets no master: spark-submit's is used), against a real
     standalone master and worker: the same CSVs as the DuckDB engine on the same dataset."""
@@ -211,17 +286,47 @@ def test_spark_submit_to_a_standalone_cluster_runs_the_readme_command(standalone
     master, worker_dir = standalone_master
     _invoke("ingest", str(REPO / "examples" / "synthetic"), "--to", str(tmp_path / "d"))
     _invoke("report", "--from", str(tmp_path / "d"), "--out", str(tmp_path / "duckdb"), "--quiet")
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-           "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
     run = subprocess.run(
-        [str(_spark_bin("spark-submit")), "--master", master, "--deploy-mode", "client",
-         "--executor-memory", "1g", "--conf", "spark.ui.enabled=false",
-         "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.sql.adaptive.enabled=false",
-         "--driver-java-options", QUICK_JVM, "--conf", f"spark.executor.extraJavaOptions={QUICK_JVM}",
-         entry.__file__, "report", "--from", str(tmp_path / "d"), "--engine", "spark",
-         "--out", str(tmp_path / "spark"), "--quiet"],
-        env=env, capture_output=True, text=True, timeout=600)
+        [
+            str(_spark_bin("spark-submit")),
+            "--master",
+            master,
+            "--deploy-mode",
+            "client",
+            "--executor-memory",
+            "1g",
+            "--conf",
+            "spark.ui.enabled=false",
+            "--conf",
+            "spark.sql.shuffle.partitions=2",
+            "--conf",
+            "spark.sql.adaptive.enabled=false",
+            "--driver-java-options",
+            QUICK_JVM,
+            "--conf",
+            f"spark.executor.extraJavaOptions={QUICK_JVM}",
+            entry.__file__,
+            "report",
+            "--from",
+            str(tmp_path / "d"),
+            "--engine",
+            "spark",
+            "--out",
+            str(tmp_path / "spark"),
+            "--quiet",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert list(worker_dir.glob("app-*/*/stderr")), "no executor ran on the standalone worker"
     csvs = sorted(p.name for p in (tmp_path / "duckdb").glob("*.csv"))

@@ -10,7 +10,14 @@ import pytest
 from gpucluster_analysis.classify.engine import HEAD_BYTES, TAIL_BYTES
 from gpucluster_analysis.errors import RulesError
 from gpucluster_analysis.speed import (
-    METRICS, SpeedSample, extract_speed, extract_speed_bytes, load_patterns, read_speed, summarize, warmup_count,
+    METRICS,
+    SpeedSample,
+    extract_speed,
+    extract_speed_bytes,
+    load_patterns,
+    read_speed,
+    summarize,
+    warmup_count,
 )
 from gpucluster_analysis.speed.extract import line_values
 from gpucluster_analysis.speed.patterns import parse_patterns, shipped_path
@@ -22,11 +29,15 @@ SOURCES = REPO / "tests" / "data" / "speed" / "SOURCES.md"
 
 
 def _cases(kind: str) -> list[object]:
-    return [pytest.param(p.id, ex.line, ex.value, id=f"{p.id}-{i}")
-            for p in PATTERNS for i, ex in enumerate(getattr(p, kind), 1)]
+    return [
+        pytest.param(p.id, ex.line, ex.value, id=f"{p.id}-{i}")
+        for p in PATTERNS
+        for i, ex in enumerate(getattr(p, kind), 1)
+    ]
 
 
 # --- patterns.toml -----------------------------------------------------------
+
 
 @pytest.mark.parametrize(("pid", "line", "value"), _cases("examples"))
 def test_pattern_gives_its_example_value(pid: str, line: str, value: float) -> None:
@@ -63,15 +74,28 @@ def test_patterns_cover_the_named_frameworks_and_are_sourced() -> None:
 def test_priority_bands_order_the_metrics() -> None:
     band = {m: b for m, (_, b) in METRICS.items()}
     assert sorted(METRICS, key=lambda m: -band[m]) == [
-        "tflops_per_gpu", "mfu_pct", "tokens_per_s", "samples_per_s", "iterations_per_s"]
+        "tflops_per_gpu",
+        "mfu_pct",
+        "tokens_per_s",
+        "samples_per_s",
+        "iterations_per_s",
+    ]
     assert all(p.priority // 100 == band[p.metric] for p in PATTERNS)
     assert len({p.priority for p in PATTERNS}) == len(PATTERNS)  # no ties to break by file order
 
 
 def _one(extra: str, **replace: str) -> str:
     base = {
-        "id": "'x_speed'", "framework": "'x'", "metric": "'samples_per_s'", "unit": "'samples/s'", "convert": "'as_is'",
-        "per_gpu": "false", "kind": "'step'", "priority": "200", "regex": r"'rate=(?P<value>\d+)'", "prefilter": "['rate=']",
+        "id": "'x_speed'",
+        "framework": "'x'",
+        "metric": "'samples_per_s'",
+        "unit": "'samples/s'",
+        "convert": "'as_is'",
+        "per_gpu": "false",
+        "kind": "'step'",
+        "priority": "200",
+        "regex": r"'rate=(?P<value>\d+)'",
+        "prefilter": "['rate=']",
     }
     base.update(replace)
     body = "\n".join(f"{k} = {v}" for k, v in base.items() if v)
@@ -83,17 +107,20 @@ def test_loader_accepts_a_minimal_pattern() -> None:
     assert p.id == "x_speed" and line_values(p, "rate=5") == [5.0]
 
 
-@pytest.mark.parametrize(("extra", "replace", "message"), [
-    ("colour = 'red'", {}, "unknown key"),
-    ("", {"priority": "150"}, "outside the samples_per_s band"),
-    ("", {"metric": "'furlongs'"}, "unknown metric"),
-    ("", {"regex": r"'rate=(\d+)'"}, "no (?P<value>"),
-    ("", {"regex": r"'rate=(?P<value>\d+'"}, "does not compile"),
-    ("", {"prefilter": "['speed=']"}, "prefilter"),
-    ("", {"convert": "'squared'"}, "convert must be"),
-    ("", {"kind": "'bar'"}, "desc, total and elapsed"),
-    ("[[pattern.counter_example]]\nline = 'rate=7'\nsource = 'here'", {}, "counter-example 1 gives [7.0]"),
-])
+@pytest.mark.parametrize(
+    ("extra", "replace", "message"),
+    [
+        ("colour = 'red'", {}, "unknown key"),
+        ("", {"priority": "150"}, "outside the samples_per_s band"),
+        ("", {"metric": "'furlongs'"}, "unknown metric"),
+        ("", {"regex": r"'rate=(\d+)'"}, "no (?P<value>"),
+        ("", {"regex": r"'rate=(?P<value>\d+'"}, "does not compile"),
+        ("", {"prefilter": "['speed=']"}, "prefilter"),
+        ("", {"convert": "'squared'"}, "convert must be"),
+        ("", {"kind": "'bar'"}, "desc, total and elapsed"),
+        ("[[pattern.counter_example]]\nline = 'rate=7'\nsource = 'here'", {}, "counter-example 1 gives [7.0]"),
+    ],
+)
 def test_loader_rejects_bad_patterns(extra: str, replace: dict[str, str], message: str) -> None:
     with pytest.raises(RulesError, match=r"t\.toml: pattern 'x_speed'") as err:
         parse_patterns(_one(extra, **replace), "t.toml")
@@ -113,6 +140,7 @@ def test_shipped_file_is_package_data() -> None:
 
 # --- statistics, worked out by hand ---------------------------------------------
 
+
 def test_warmup_median_iqr_mad_by_hand() -> None:
     # 10 samples: drop ceil(10%) = 1 (the 1.0); the rest [2, 10, 11, 12, 10, 9, 11, 10, 12] has
     # median 10, so the 2 (< 5) is a slow start too. Kept: [10, 11, 12, 10, 9, 11, 10, 12],
@@ -121,7 +149,9 @@ def test_warmup_median_iqr_mad_by_hand() -> None:
     # |x - 10.5| = [.5, .5, 1.5, .5, 1.5, .5, .5, 1.5]: MAD 0.5.
     values = [1, 2, 10, 11, 12, 10, 9, 11, 10, 12]
     assert warmup_count(values) == 2
-    s = summarize(BY_ID["deepspeed_samples_per_sec"], [SpeedSample(i + 1, v, v, "samples/s") for i, v in enumerate(values)])
+    s = summarize(
+        BY_ID["deepspeed_samples_per_sec"], [SpeedSample(i + 1, v, v, "samples/s") for i, v in enumerate(values)]
+    )
     assert (s.median, s.p25, s.p75, s.iqr, s.mad) == (10.5, 10, 11.25, 1.25, 0.5)
     assert (s.samples_seen, s.samples_used, s.warmup_dropped) == (10, 8, 2)
     assert [x.value for x in s.steady] == values[2:]
@@ -142,6 +172,7 @@ def test_a_run_average_keeps_its_only_samples() -> None:
 
 # --- whole logs -------------------------------------------------------------------
 
+
 def _bar(n: int, total: int, seconds: int, rate: float, desc: str = "") -> str:
     pct = 100 * n // total
     filled = "█" * (pct // 10)
@@ -153,13 +184,19 @@ HF_RATES = [0.5, 1.9, 2.0, 2.1, 2.0, 2.2, 1.9, 2.0, 2.1, 2.0]
 
 
 def _hf_training(rates: list[float] = HF_RATES) -> list[str]:
-    lines = ["***** Running training *****", "  Num examples = 8000", "  Total optimization steps = 1000",
-             "  0%|          | 0/1000 [00:00<?, ?it/s]"]
+    lines = [
+        "***** Running training *****",
+        "  Num examples = 8000",
+        "  Total optimization steps = 1000",
+        "  0%|          | 0/1000 [00:00<?, ?it/s]",
+    ]
     for k, rate in enumerate(rates, 1):
         # each logging step: the bar redrawn a few times with \r, then the step dict glued to it
         states = [_bar(100 * k - 20 + j * 10, 1000, 50 * k - 10 + j * 5, rate * (0.9 + 0.05 * j)) for j in range(2)]
         states.append(_bar(100 * k, 1000, 50 * k, rate))
-        lines.append("\r".join(states) + f"{{'loss': {3.0 - 0.1 * k:.4f}, 'learning_rate': 5e-05, 'epoch': {k / 10:.2f}}}")
+        lines.append(
+            "\r".join(states) + f"{{'loss': {3.0 - 0.1 * k:.4f}, 'learning_rate': 5e-05, 'epoch': {k / 10:.2f}}}"
+        )
     return lines
 
 
@@ -177,11 +214,20 @@ def test_hf_trainer_log_killed_before_the_end_reads_its_bar_with_warmup() -> Non
 
 
 def test_hf_trainer_full_log_prefers_train_samples_per_second() -> None:
-    end = ["{'train_runtime': 500.1, 'train_samples_per_second': 15.997, 'train_steps_per_second': 2.0, 'train_loss': 2.4, 'epoch': 1.0}",
-           _bar(1000, 1000, 500, 2.0), "***** train metrics *****", "  epoch                    =        1.0",
-           "  train_runtime            = 0:08:20.10", "  train_samples_per_second =     15.997"]
+    end = [
+        "{'train_runtime': 500.1, 'train_samples_per_second': 15.997, 'train_steps_per_second': 2.0, 'train_loss': 2.4, 'epoch': 1.0}",
+        _bar(1000, 1000, 500, 2.0),
+        "***** train metrics *****",
+        "  epoch                    =        1.0",
+        "  train_runtime            = 0:08:20.10",
+        "  train_samples_per_second =     15.997",
+    ]
     s = extract_speed("\n".join(_hf_training() + end))
-    assert s is not None and (s.pattern_id, s.metric, s.kind) == ("hf_train_samples_per_second", "samples_per_s", "run_average")
+    assert s is not None and (s.pattern_id, s.metric, s.kind) == (
+        "hf_train_samples_per_second",
+        "samples_per_s",
+        "run_average",
+    )
     assert (s.median, s.samples_seen, s.warmup_dropped) == (15.997, 2, 0)
     assert s.candidates == (("hf_train_samples_per_second", "samples_per_s", 2), ("tqdm_bar", "iterations_per_s", 11))
 
@@ -197,9 +243,13 @@ def test_tqdm_log_with_eval_and_data_bars_keeps_the_training_family() -> None:
         rate = 3.0 + 0.1 * (k % 3)
         train_rates.append(rate)
         train = _bar(150 * k, 1000, 60 * k, rate)
-        evals = "\r".join([_bar(0, 63, 0, 1.0).replace("1.00it/s", "?it/s"), _bar(32, 63, 2, 12.0), _bar(63, 63, 5, 11.2)])
+        evals = "\r".join(
+            [_bar(0, 63, 0, 1.0).replace("1.00it/s", "?it/s"), _bar(32, 63, 2, 12.0), _bar(63, 63, 5, 11.2)]
+        )
         # HF draws the eval bar on the training bar's line; the training bar is redrawn after it
-        lines.append(f"{train}\r{evals}\r{train}{{'eval_loss': 1.2, 'eval_samples_per_second': 100.0, 'epoch': {k / 6:.2f}}}")
+        lines.append(
+            f"{train}\r{evals}\r{train}{{'eval_loss': 1.2, 'eval_samples_per_second': 100.0, 'epoch': {k / 6:.2f}}}"
+        )
         lines.append(_bar(63, 63, 5, 11.5))  # and once on a line of its own
     s = extract_speed("\n".join(lines))
     assert s is not None and s.pattern_id == "tqdm_bar"
@@ -213,9 +263,15 @@ def test_megatron_log_by_hand() -> None:
         f" [2024-04-06 03:02:{i:02d}] iteration {i:8d}/     100 | consumed samples: {128 * i:12d} | "
         f"elapsed time per iteration (ms): {ms:.1f} | throughput per GPU (TFLOP/s/GPU): {tf:.1f} | "
         f"learning rate: 1.420000E-05 | global batch size:   128 | lm loss: 1.818812E+00 | loss scale: 1.0 |"
-        for i, (ms, tf) in enumerate(rows, 1))
+        for i, (ms, tf) in enumerate(rows, 1)
+    )
     s = extract_speed("building GPT model ...\n" + text + "\n[after training is done] datetime: 2024-04-06 03:05:00")
-    assert s is not None and (s.pattern_id, s.metric, s.unit, s.per_gpu) == ("megatron_tflops_per_gpu", "tflops_per_gpu", "TFLOP/s/GPU", True)
+    assert s is not None and (s.pattern_id, s.metric, s.unit, s.per_gpu) == (
+        "megatron_tflops_per_gpu",
+        "tflops_per_gpu",
+        "TFLOP/s/GPU",
+        True,
+    )
     # drop the 16.0 (first 10%); kept sorted [138, 149, 151.9, 152, 153.5]: median 151.9,
     # p25 = x[1] = 149, p75 = x[3] = 152; |x - 151.9| sorted [0, .1, 1.6, 2.9, 13.9]: MAD 1.6
     assert (s.warmup_dropped, s.median, s.p25, s.p75) == (1, 151.9, 149.0, 152.0)
@@ -227,38 +283,59 @@ def test_megatron_log_by_hand() -> None:
 def test_a_log_with_samples_per_second_and_tflops_reports_tflops() -> None:
     lines = []
     for i in range(1, 5):
-        lines.append(f"[2024-03-07 15:27:{i:02d},188] [INFO] [timer.py:260:stop] epoch=0/micro_step={i}/global_step={i}, "
-                     f"RunningAvgSamplesPerSec=53.1, CurrSamplesPerSec={53 + i}.5, MemAllocated=20.1GB, MaxMemAllocated=30.2GB")
-        lines.append(f" iteration {i:8d}/    1000 | consumed samples: {768 * i:12d} | elapsed time per iteration (ms): 14287.5 | "
-                     f"samples per second: 53.753 | tokens per gpu per second (tgs): 1146.733 | TFLOPs: {69 + i}.85 |")
+        lines.append(
+            f"[2024-03-07 15:27:{i:02d},188] [INFO] [timer.py:260:stop] epoch=0/micro_step={i}/global_step={i}, "
+            f"RunningAvgSamplesPerSec=53.1, CurrSamplesPerSec={53 + i}.5, MemAllocated=20.1GB, MaxMemAllocated=30.2GB"
+        )
+        lines.append(
+            f" iteration {i:8d}/    1000 | consumed samples: {768 * i:12d} | elapsed time per iteration (ms): 14287.5 | "
+            f"samples per second: 53.753 | tokens per gpu per second (tgs): 1146.733 | TFLOPs: {69 + i}.85 |"
+        )
     s = extract_speed("\n".join(lines))
     assert s is not None and (s.pattern_id, s.metric) == ("megatron_deepspeed_tflops", "tflops_per_gpu")
     assert [c[0] for c in s.candidates] == [
-        "megatron_deepspeed_tflops", "megatron_deepspeed_tgs", "deepspeed_samples_per_sec",
-        "megatron_deepspeed_samples_per_second", "megatron_ms_per_iteration"]
+        "megatron_deepspeed_tflops",
+        "megatron_deepspeed_tgs",
+        "deepspeed_samples_per_sec",
+        "megatron_deepspeed_samples_per_second",
+        "megatron_ms_per_iteration",
+    ]
     assert [x.value for x in s.samples] == [70.85, 71.85, 72.85, 73.85]
     only_samples = extract_speed("\n".join(lines[0::2]))
     assert only_samples is not None and only_samples.pattern_id == "deepspeed_samples_per_sec"
-    assert [x.value for x in only_samples.samples] == [54.5, 55.5, 56.5, 57.5]  # CurrSamplesPerSec, not the running average
+    assert [x.value for x in only_samples.samples] == [
+        54.5,
+        55.5,
+        56.5,
+        57.5,
+    ]  # CurrSamplesPerSec, not the running average
 
 
 def test_a_log_without_speed_gives_none() -> None:
-    text = "\n".join([
-        "Traceback (most recent call last):", '  File "train.py", line 12, in <module>',
-        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB",
-        "Downloading: 100%|██████████| 440M/440M [00:05<00:00, 85.1MB/s]",
-        "Validation DataLoader 0: 100%|██████████| 50/50 [00:02<00:00, 20.1it/s]",
-        "{'loss': 1.2, 'learning_rate': 5e-05, 'epoch': 0.5}", "step 250: train loss 1.5440, val loss 1.7220",
-    ])
+    text = "\n".join(
+        [
+            "Traceback (most recent call last):",
+            '  File "train.py", line 12, in <module>',
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB",
+            "Downloading: 100%|██████████| 440M/440M [00:05<00:00, 85.1MB/s]",
+            "Validation DataLoader 0: 100%|██████████| 50/50 [00:02<00:00, 20.1it/s]",
+            "{'loss': 1.2, 'learning_rate': 5e-05, 'epoch': 0.5}",
+            "step 250: train loss 1.5440, val loss 1.7220",
+        ]
+    )
     assert extract_speed(text) is None
     assert extract_speed("") is None
 
 
 def test_lightning_bars_with_rank_prefixes_and_carriage_returns() -> None:
     def epoch(prefix: str, e: int, rates: list[float]) -> str:
-        states = [f"Epoch {e}:  {25 * (j + 1)}%|{'██' * (j + 1):10s}| {25 * (j + 1)}/100 [00:{10 * (j + 1):02d}<00:30, "
-                  f"{r:.2f}it/s, loss=0.5{j}, v_num=3]" for j, r in enumerate(rates)]
+        states = [
+            f"Epoch {e}:  {25 * (j + 1)}%|{'██' * (j + 1):10s}| {25 * (j + 1)}/100 [00:{10 * (j + 1):02d}<00:30, "
+            f"{r:.2f}it/s, loss=0.5{j}, v_num=3]"
+            for j, r in enumerate(rates)
+        ]
         return prefix + "\r".join(states)
+
     lines = []
     for e in range(4):
         lines.append(epoch("[rank0]: ", e, [1.0, 4.0, 4.1 + e / 10]))
@@ -273,28 +350,37 @@ def test_lightning_bars_with_rank_prefixes_and_carriage_returns() -> None:
 
 
 def test_syslog_carriage_returns_and_ansi_codes() -> None:
-    line = ("[1,mpirank:0,algo-1]<stdout>:#015Epoch 1:  50% 1/2 [00:00<00:00, 35.14it/s, loss=2.29, v_num=0]"
-            "#015\x1b[32mEpoch 1: 100% 2/2 [00:00<00:00, 30.00it/s, loss=2.29, v_num=0]\x1b[0m")
+    line = (
+        "[1,mpirank:0,algo-1]<stdout>:#015Epoch 1:  50% 1/2 [00:00<00:00, 35.14it/s, loss=2.29, v_num=0]"
+        "#015\x1b[32mEpoch 1: 100% 2/2 [00:00<00:00, 30.00it/s, loss=2.29, v_num=0]\x1b[0m"
+    )
     s = extract_speed(line)
     assert s is not None and [x.value for x in s.samples] == [30.0]
 
 
 def test_nanogpt_log_mfu_wins_and_ignores_the_placeholder() -> None:
-    text = "\n".join(["iter 0: loss 4.2648, time 9371.81ms, mfu -100.00%"] +
-                     [f"iter {10 * i}: loss 3.2, time 894.00ms, mfu 16.{60 + i}%" for i in range(1, 6)])
+    text = "\n".join(
+        ["iter 0: loss 4.2648, time 9371.81ms, mfu -100.00%"]
+        + [f"iter {10 * i}: loss 3.2, time 894.00ms, mfu 16.{60 + i}%" for i in range(1, 6)]
+    )
     s = extract_speed(text)
     assert s is not None and s.pattern_id == "nanogpt_mfu" and s.samples_seen == 5
     assert s.candidates[1] == ("nanogpt_ms_per_iter", "iterations_per_s", 6)
 
 
 def test_keras_and_torchtitan_logs() -> None:
-    keras = "\n".join(f"Epoch {e}/3\n423/423 [==============================] - 192s {ms}ms/step - loss: 1.8" for e, ms in
-                      [(1, 500), (2, 400), (3, 400)])
+    keras = "\n".join(
+        f"Epoch {e}/3\n423/423 [==============================] - 192s {ms}ms/step - loss: 1.8"
+        for e, ms in [(1, 500), (2, 400), (3, 400)]
+    )
     s = extract_speed(keras)
     assert s is not None and s.pattern_id == "keras_time_per_step" and [x.raw_unit for x in s.samples] == ["ms"] * 3
     assert s.median == 2.5 and s.warmup_dropped == 1
-    titan = "\n".join(f"[rank0]:[titan] 2025-06-16 22:31:{i:02d},970 - root - INFO - step: {10 * i}  loss:  6.0  "
-                      f"memory: 49.66GiB(52.28%)  tps: 5,{800 + i}  tflops: 33{i}.00  mfu: 34.00%" for i in range(1, 4))
+    titan = "\n".join(
+        f"[rank0]:[titan] 2025-06-16 22:31:{i:02d},970 - root - INFO - step: {10 * i}  loss:  6.0  "
+        f"memory: 49.66GiB(52.28%)  tps: 5,{800 + i}  tflops: 33{i}.00  mfu: 34.00%"
+        for i in range(1, 4)
+    )
     t = extract_speed(titan)
     assert t is not None and t.pattern_id == "torchtitan_tflops" and t.median == 332.5  # 331 is warm-up
     assert [c[0] for c in t.candidates] == ["torchtitan_tflops", "torchtitan_mfu", "torchtitan_tps"]
@@ -302,8 +388,11 @@ def test_keras_and_torchtitan_logs() -> None:
 
 def test_read_speed_cuts_big_files_like_the_classifier(tmp_path: Path) -> None:
     def it(i: int) -> bytes:
-        return (f" iteration {i:8d}/ 1000 | elapsed time per iteration (ms): 1000.0 | "
-                f"throughput per GPU (TFLOP/s/GPU): {100 + i % 5}.0 |\n").encode()
+        return (
+            f" iteration {i:8d}/ 1000 | elapsed time per iteration (ms): 1000.0 | "
+            f"throughput per GPU (TFLOP/s/GPU): {100 + i % 5}.0 |\n"
+        ).encode()
+
     head = b"".join(it(i) for i in range(1, 11))
     filler = b"NCCL INFO Channel 00/0 : 0[0] -> 1[0] via P2P/IPC\n" * ((HEAD_BYTES + TAIL_BYTES) // 50 + 1000)
     tail = b"".join(it(i) for i in range(11, 21))

@@ -13,13 +13,26 @@ from gpucluster_analysis.speed import variability as var
 
 def _frames(rows: list[tuple[str, str, float, list[str], str]]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """rows: (job_id, family, speed per GPU, machines, placement)."""
-    attempts = pl.DataFrame({
-        "source": ["s"] * len(rows), "job_id": [r[0] for r in rows], "attempt_no": [0] * len(rows),
-        "family": [r[1] for r in rows], "speed_gpu": [r[2] for r in rows], "placement": [r[4] for r in rows],
-    })
+    attempts = pl.DataFrame(
+        {
+            "source": ["s"] * len(rows),
+            "job_id": [r[0] for r in rows],
+            "attempt_no": [0] * len(rows),
+            "family": [r[1] for r in rows],
+            "speed_gpu": [r[2] for r in rows],
+            "placement": [r[4] for r in rows],
+        }
+    )
     placed = pl.DataFrame(
         [{"source": "s", "job_id": r[0], "attempt_no": 0, "machine_id": m, "gpu_index": 0} for r in rows for m in r[3]],
-        schema={"source": pl.Utf8, "job_id": pl.Utf8, "attempt_no": pl.Int64, "machine_id": pl.Utf8, "gpu_index": pl.Int64})
+        schema={
+            "source": pl.Utf8,
+            "job_id": pl.Utf8,
+            "attempt_no": pl.Int64,
+            "machine_id": pl.Utf8,
+            "gpu_index": pl.Int64,
+        },
+    )
     return attempts, placed
 
 
@@ -35,21 +48,36 @@ def cluster() -> list[tuple[str, str, float, list[str], str]]:
 
 def test_the_slow_machine_is_found_with_its_factor() -> None:
     attempts, placed = _frames(cluster())
-    machines = {r["machine_id"]: r for r in var.relative_speed(var.attempt_ratios(attempts, placed), ["machine_id"]).to_dicts()}
+    machines = {
+        r["machine_id"]: r for r in var.relative_speed(var.attempt_ratios(attempts, placed), ["machine_id"]).to_dicts()
+    }
     # m6: every attempt at 0.8x its family's median on the other machines (10 and 20)
     m6 = machines["m6"]
     assert (m6["relative_speed"], m6["ci_low"], m6["ci_high"], m6["flag"], m6["speed_class"]) == (
-        pytest.approx(0.8), pytest.approx(0.8), pytest.approx(0.8), "slow", "C")
+        pytest.approx(0.8),
+        pytest.approx(0.8),
+        pytest.approx(0.8),
+        "slow",
+        "C",
+    )
     assert (m6["jobs"], m6["families"], m6["attempts"]) == (12, 2, 12)
     # m1..m5: their family's median elsewhere is still 10 (24 at 10, 6 at 8): 1.0, not flagged
     for m in ("m1", "m2", "m3", "m4", "m5"):
-        assert (machines[m]["relative_speed"], machines[m]["flag"], machines[m]["speed_class"]) == (pytest.approx(1.0), "ok", "A")
+        assert (machines[m]["relative_speed"], machines[m]["flag"], machines[m]["speed_class"]) == (
+            pytest.approx(1.0),
+            "ok",
+            "A",
+        )
 
 
 def test_too_few_jobs_is_never_flagged() -> None:
     rows = [r for r in cluster() if not (r[3] == ["m6"] and int(r[0][-1]) >= 2)]  # m6 keeps 2 jobs per family: 4
     attempts, placed = _frames(rows)
-    m6 = var.relative_speed(var.attempt_ratios(attempts, placed), ["machine_id"]).filter(pl.col("machine_id") == "m6").row(0, named=True)
+    m6 = (
+        var.relative_speed(var.attempt_ratios(attempts, placed), ["machine_id"])
+        .filter(pl.col("machine_id") == "m6")
+        .row(0, named=True)
+    )
     assert (m6["jobs"], m6["relative_speed"], m6["flag"], m6["speed_class"]) == (4, pytest.approx(0.8), "ok", None)
 
 
@@ -83,14 +111,22 @@ def test_median_without_matches_deleting_the_elements() -> None:
 
 
 def test_locality_cost_per_family() -> None:
-    rows = [(f"p{k}", "F", 10.0, ["m1"], "packed") for k in range(3)] + \
-           [(f"s{k}", "F", 9.0, ["m1", "m2"], "spread") for k in range(2)] + \
-           [("q", "G", 5.0, ["m3"], "packed")]  # G has no spread attempt: not compared
+    rows = (
+        [(f"p{k}", "F", 10.0, ["m1"], "packed") for k in range(3)]
+        + [(f"s{k}", "F", 9.0, ["m1", "m2"], "spread") for k in range(2)]
+        + [("q", "G", 5.0, ["m3"], "packed")]
+    )  # G has no spread attempt: not compared
     attempts, _ = _frames(rows)
     cost = var.locality_cost(attempts)
     assert (cost.families, cost.median_ratio, cost.p_value) == (1, pytest.approx(0.9), None)
-    assert cost.per_family.row(0, named=True) == {"family": "F", "packed": 3, "spread": 2, "packed_median": 10.0,
-                                                  "spread_median": 9.0, "ratio": pytest.approx(0.9)}
+    assert cost.per_family.row(0, named=True) == {
+        "family": "F",
+        "packed": 3,
+        "spread": 2,
+        "packed_median": 10.0,
+        "spread_median": 9.0,
+        "ratio": pytest.approx(0.9),
+    }
 
 
 def _ratios_by_deletion(attempts: pl.DataFrame, placed: pl.DataFrame) -> dict[tuple[str, str], float]:
@@ -133,7 +169,8 @@ def test_vectorized_ratios_and_speeds_match_the_definition(seed: int) -> None:
         values = np.array([v for (job, m), v in got.items() if m == r["machine_id"]])
         low, high = var.median_interval(values)
         assert (r["attempts"], r["relative_speed"], r["ci_low"], r["ci_high"]) == pytest.approx(
-            (len(values), float(np.median(values)), low, high), rel=1e-12)
+            (len(values), float(np.median(values)), low, high), rel=1e-12
+        )
         jobs = len({job for (job, m) in got if m == r["machine_id"]})
         assert r["jobs"] == jobs
         if jobs >= var.MIN_JOBS and high < var.SLOW_BELOW:

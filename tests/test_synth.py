@@ -38,9 +38,16 @@ EXAMPLES = REPO / "examples"
 LA = ZoneInfo("America/Los_Angeles")
 SMALL = {"jobs": 90, "machines": 6, "days": 3.0, "seed": 3}
 TAXONOMY = {
-    "gpu_hw": "infrastructure", "node_fail": "infrastructure", "nccl_error": "infrastructure",
-    "mpi_failure": "infrastructure", "cuda_oom": "framework", "host_oom": "framework",
-    "import_error": "user", "key_error": "user", "file_not_found": "user", "nan_loss": "user",
+    "gpu_hw": "infrastructure",
+    "node_fail": "infrastructure",
+    "nccl_error": "infrastructure",
+    "mpi_failure": "infrastructure",
+    "cuda_oom": "framework",
+    "host_oom": "framework",
+    "import_error": "user",
+    "key_error": "user",
+    "file_not_found": "user",
+    "nan_loss": "user",
 }
 # gca's jobs.sql does not classify failure logs yet (it writes NULL); see test_failure_columns_match_gca.
 UNCLASSIFIED = {"failure_reason", "failure_category"}
@@ -101,7 +108,14 @@ def ingest_with_gca(trace: Path, db: Path) -> dict[str, dict[str, Any]]:
     with open_store(db) as con:
         reports = ingest_paths(con, [trace], IngestOptions())
         assert {r.path.name: r.status for r in reports if r.path.name.startswith("cluster_")} == {
-            name: "loaded" for name in ("cluster_cpu_util", "cluster_gpu_util", "cluster_job_log", "cluster_machine_list", "cluster_mem_util")
+            name: "loaded"
+            for name in (
+                "cluster_cpu_util",
+                "cluster_gpu_util",
+                "cluster_job_log",
+                "cluster_machine_list",
+                "cluster_mem_util",
+            )
         }
         assert all(r.rejects == 0 for r in reports), [(r.path.name, r.reject_samples) for r in reports if r.rejects]
         prepare(con)
@@ -118,8 +132,11 @@ def mismatches_with_gca(truth_jobs: list[dict[str, Any]], gca_jobs: dict[str, di
     assert set(gca_jobs) == {row["job_id"] for row in truth_jobs}
     return [
         (row["job_id"], column, value, gca_jobs[row["job_id"]][column])
-        for row in truth_jobs for column, value in row.items()
-        if column not in UNCLASSIFIED and column not in WAIT_COLUMNS and not same(value, gca_jobs[row["job_id"]][column])
+        for row in truth_jobs
+        for column, value in row.items()
+        if column not in UNCLASSIFIED
+        and column not in WAIT_COLUMNS
+        and not same(value, gca_jobs[row["job_id"]][column])
     ]
 
 
@@ -135,7 +152,9 @@ def test_same_seed_gives_identical_bytes(trace: Path, tmp_path: Path) -> None:
 def test_bytes_do_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
     tiny = {"jobs": 40, "machines": 2, "days": 0.5, "seed": 9}
     generate_trace(tmp_path / "here", **tiny)
-    code = f"from gpucluster_analysis.synth import generate_trace; generate_trace({str(tmp_path / 'there')!r}, **{tiny!r})"
+    code = (
+        f"from gpucluster_analysis.synth import generate_trace; generate_trace({str(tmp_path / 'there')!r}, **{tiny!r})"
+    )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=REPO)
     assert files_of(tmp_path / "there") == files_of(tmp_path / "here")
@@ -157,8 +176,11 @@ def test_examples_are_what_the_documented_command_writes(tmp_path: Path) -> None
     assert options.pop("--out") == "examples/synthetic"
     out = tmp_path / "synthetic"
     generate_trace(
-        out, jobs=int(options.pop("--jobs")), machines=int(options.pop("--machines")),
-        days=float(options.pop("--days")), seed=int(options.pop("--seed")),
+        out,
+        jobs=int(options.pop("--jobs")),
+        machines=int(options.pop("--machines")),
+        days=float(options.pop("--days")),
+        seed=int(options.pop("--seed")),
     )
     assert not options, f"unexpected options {options}"
     assert files_of(out) == files_of(EXAMPLES / "synthetic")
@@ -218,11 +240,17 @@ def test_no_gpu_is_double_booked(job_log: list[dict[str, Any]]) -> None:
             assert end <= start, f"{key} held by {who} until {end} and by {other} from {start}"
 
 
-def test_trace_crosses_the_fall_back_with_correct_suffixes(trace: Path, job_log: list[dict[str, Any]], truth: dict[str, Any]) -> None:
-    times = list(dict.fromkeys(line.split(",", 1)[0] for line in (trace / "cluster_gpu_util").read_text().splitlines()[1:]))
+def test_trace_crosses_the_fall_back_with_correct_suffixes(
+    trace: Path, job_log: list[dict[str, Any]], truth: dict[str, Any]
+) -> None:
+    times = list(
+        dict.fromkeys(line.split(",", 1)[0] for line in (trace / "cluster_gpu_util").read_text().splitlines()[1:])
+    )
     assert "2017-11-05 01:30:00 PDT" in times and "2017-11-05 01:30:00 PST" in times
     instants = [suffixed_to_utc(t) for t in times]
-    assert all(b - a == timedelta(minutes=1) for a, b in zip(instants, instants[1:])), "one row set per minute, in order"
+    assert all(b - a == timedelta(minutes=1) for a, b in zip(instants, instants[1:])), (
+        "one row set per minute, in order"
+    )
     for text, instant in zip(times, instants, strict=True):
         assert instant.replace(tzinfo=UTC).astimezone(LA).tzname() == text[20:]
     # The job log has naive times in the repeated hour; truth reads them as the first occurrence.
@@ -287,9 +315,15 @@ def recomputed_truth(trace: Path, job_log: list[dict[str, Any]]) -> dict[str, di
                 t += timedelta(minutes=1)
         submit = naive_to_utc(job["submitted_time"])
         out[job["jobid"]] = {
-            "job_id": job["jobid"], "source": "philly", "user": job["user"], "vc": job["vc"],
-            "status": status[job["status"]], "submit_time": iso(submit),
-            "first_start_time": iso(first), "end_time": iso(last), "attempts": len(attempts),
+            "job_id": job["jobid"],
+            "source": "philly",
+            "user": job["user"],
+            "vc": job["vc"],
+            "status": status[job["status"]],
+            "submit_time": iso(submit),
+            "first_start_time": iso(first),
+            "end_time": iso(last),
+            "attempts": len(attempts),
             "num_gpus": len(sized[3]) if sized else None,
             "num_servers": len({m for m, _ in sized[3]}) if sized else None,
             "queue_delay_s": (first - submit).total_seconds() if first and submit else None,
@@ -301,11 +335,19 @@ def recomputed_truth(trace: Path, job_log: list[dict[str, Any]]) -> dict[str, di
     return out
 
 
-def test_truth_follows_from_the_written_files(trace: Path, job_log: list[dict[str, Any]], truth: dict[str, Any]) -> None:
+def test_truth_follows_from_the_written_files(
+    trace: Path, job_log: list[dict[str, Any]], truth: dict[str, Any]
+) -> None:
     expected = recomputed_truth(trace, job_log)
     assert [j["job_id"] for j in truth["jobs"]] == list(expected)
     for row in truth["jobs"]:
-        assert list(row) == [*expected[row["job_id"]], "failure_reason", "failure_category", *WAIT_COLUMNS, *SPEED_COLUMNS]
+        assert list(row) == [
+            *expected[row["job_id"]],
+            "failure_reason",
+            "failure_category",
+            *WAIT_COLUMNS,
+            *SPEED_COLUMNS,
+        ]
         for column, value in expected[row["job_id"]].items():
             assert same(value, row[column]), (row["job_id"], column, value, row[column])
         failed = row["status"] == "failed"
@@ -337,7 +379,11 @@ def test_failure_logs_print_the_speed_truth_says(trace: Path, truth: dict[str, A
         if want is None:
             assert got is None, a["log_dir"]
         else:
-            assert got is not None and (got.metric, got.median, got.unit) == (want["metric"], want["median"], want["unit"])
+            assert got is not None and (got.metric, got.median, got.unit) == (
+                want["metric"],
+                want["median"],
+                want["unit"],
+            )
             assert got.samples_seen == want["samples"] and got.warmup_dropped == 1, a["log_dir"]
     assert sum(a["speed"] is not None for a in logged) > 10
     assert {a["speed"]["format"] for a in logged if a["speed"]} >= set(FORMATS) - {"hf_trainer"}
@@ -365,7 +411,9 @@ def test_example_truth_matches_gca_jobs_csv(tmp_path: Path) -> None:
 def test_failure_columns_match_gca(truth: dict[str, Any], gca_jobs: dict[str, dict[str, Any]]) -> None:
     mismatches = [
         (row["job_id"], c, row[c], gca_jobs[row["job_id"]][c])
-        for row in truth["jobs"] for c in sorted(UNCLASSIFIED) if row[c] != gca_jobs[row["job_id"]][c]
+        for row in truth["jobs"]
+        for c in sorted(UNCLASSIFIED)
+        if row[c] != gca_jobs[row["job_id"]][c]
     ]
     assert not mismatches, mismatches[:10]
 

@@ -24,15 +24,22 @@ from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.synth.slurm import SACCT_COLUMNS, compress_hostlist, generate_slurm_trace, slurm_duration
 
 LA = ZoneInfo("America/Los_Angeles")
-STATUS_OF_STATE = {"COMPLETED": "passed", "FAILED": "failed", "OUT_OF_MEMORY": "failed", "CANCELLED": "killed",
-                   "NODE_FAIL": "node_fail"}
+STATUS_OF_STATE = {
+    "COMPLETED": "passed",
+    "FAILED": "failed",
+    "OUT_OF_MEMORY": "failed",
+    "CANCELLED": "killed",
+    "NODE_FAIL": "node_fail",
+}
 
 
 @pytest.fixture(scope="module")
 def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # One day over the 2017-11-05 fall-back, so the repeated hour is in the files.
     out = tmp_path_factory.mktemp("slurm") / "trace"
-    generate_slurm_trace(out, jobs=160, machines=6, days=1.25, seed=11, interval_s=120, start=datetime(2017, 11, 4, 12, 0))
+    generate_slurm_trace(
+        out, jobs=160, machines=6, days=1.25, seed=11, interval_s=120, start=datetime(2017, 11, 4, 12, 0)
+    )
     return out
 
 
@@ -132,7 +139,9 @@ def test_sacct_reads_back_to_the_truth(trace: Path, truth: dict) -> None:  # typ
         if starts:
             gpus = [int(re.search(r"gres/gpu=(\d+)", r["AllocTRES"]).group(1)) for r in started]  # type: ignore[union-attr]
             assert gpus[0] == want["num_gpus"] and len(expand(started[0]["NodeList"])) == want["num_servers"]
-            gpu_time = sum((utc(r["End"]) - utc(r["Start"])).total_seconds() * g for r, g in zip(started, gpus, strict=True))
+            gpu_time = sum(
+                (utc(r["End"]) - utc(r["Start"])).total_seconds() * g for r, g in zip(started, gpus, strict=True)
+            )
             assert gpu_time == want["gpu_time_s"]
             assert (min(starts) - utc(runs[0]["Eligible"])).total_seconds() == want["queue_delay_s"]
             assert {"extern"} <= steps[job_id]
@@ -161,7 +170,9 @@ def test_gpu_logs_hold_exactly_the_truths_samples(trace: Path, truth: dict) -> N
         start, end = (datetime.fromisoformat(a[k].removesuffix("Z")) for k in ("start_time", "end_time"))
         for place in a["allocation"]:
             for g in place["gpus"]:
-                per_job[a["job_id"]] += [v for t, v in samples[(place["machine"], g)] if start <= t < end and v is not None]
+                per_job[a["job_id"]] += [
+                    v for t, v in samples[(place["machine"], g)] if start <= t < end and v is not None
+                ]
     checked = 0
     for job in truth["jobs"]:
         values = per_job.get(job["job_id"], [])
@@ -172,9 +183,15 @@ def test_gpu_logs_hold_exactly_the_truths_samples(trace: Path, truth: dict) -> N
     assert checked > 100
 
 
-PROM_SAMPLE = re.compile(r'(DCGM_FI_PROF_\w+)\{gpu="(\d)",UUID="(GPU-[0-9a-f-]{36})",Hostname="(\w+)"\} (NaN|[01]\.\d{3}) (\d{13})')
-PROF_FIELDS = ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
-               "DCGM_FI_PROF_DRAM_ACTIVE")
+PROM_SAMPLE = re.compile(
+    r'(DCGM_FI_PROF_\w+)\{gpu="(\d)",UUID="(GPU-[0-9a-f-]{36})",Hostname="(\w+)"\} (NaN|[01]\.\d{3}) (\d{13})'
+)
+PROF_FIELDS = (
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+    "DCGM_FI_PROF_SM_ACTIVE",
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    "DCGM_FI_PROF_DRAM_ACTIVE",
+)
 
 
 def dcgm_samples(trace: Path) -> dict[tuple[str, int], dict[int, dict[str, int | None]]]:
@@ -244,9 +261,13 @@ def test_dcgm_scrapes_hold_exactly_the_truths_profiling(trace: Path, truth: dict
 def test_some_jobs_look_busy_but_are_not(truth: dict) -> None:  # type: ignore[type-arg]
     sampled = [j for j in truth["jobs"] if j["sm_samples"] and j["util_samples"]]
     busy_idle = [j for j in sampled if j["mean_gpu_util_pct"] >= 80 and j["mean_sm_active_pct"] <= 20]
-    working = [j for j in sampled if j["mean_gpu_util_pct"] >= 50 and j["mean_sm_active_pct"] >= 0.5 * j["mean_gpu_util_pct"]]
+    working = [
+        j for j in sampled if j["mean_gpu_util_pct"] >= 50 and j["mean_sm_active_pct"] >= 0.5 * j["mean_gpu_util_pct"]
+    ]
     assert busy_idle and len(working) > 5 * len(busy_idle), (len(busy_idle), len(working))
-    assert any(j["mean_tensor_active_pct"] == 0 for j in sampled) and any(j["mean_tensor_active_pct"] > 20 for j in sampled)
+    assert any(j["mean_tensor_active_pct"] == 0 for j in sampled) and any(
+        j["mean_tensor_active_pct"] > 20 for j in sampled
+    )
 
 
 def test_logs_and_scontrol_name_the_gpus_of_the_last_run(trace: Path, truth: dict) -> None:  # type: ignore[type-arg]
@@ -292,7 +313,10 @@ def test_logs_print_the_speed_truth_says(trace: Path, truth: dict) -> None:  # t
         path = trace / "logs" / f"slurm-{job['job_id']}.out"
         got = read_speed(path) if path.exists() else None
         assert ((got.metric, got.median, got.unit) if got else (None, None, None)) == (
-            job["speed_metric"], job["speed_median"], job["speed_unit"]), job["job_id"]
+            job["speed_metric"],
+            job["speed_median"],
+            job["speed_unit"],
+        ), job["job_id"]
         if job["job_id"] in run_speed:
             want = run_speed[job["job_id"]]
             assert (want is None) == (job["speed_median"] is None)
@@ -314,9 +338,29 @@ def test_logs_print_the_speed_truth_says(trace: Path, truth: dict) -> None:  # t
 # jobs.csv columns compared on every job. Not compared: `attribution` (how gca found the
 # samples; the truth records the evidence per run as attempts[].gpu_evidence instead).
 # The speed columns: metric and unit exactly, the median to a relative 1e-9 (`_same`).
-COMPARED = ("job_id", "source", "user", "vc", "status", "submit_time", "first_start_time", "end_time", "attempts",
-            "num_gpus", "num_servers", "queue_delay_s", "run_time_s", "gpu_time_s", "failure_reason",
-            "failure_category", "eligible_time", "queue_basis", "speed_metric", "speed_median", "speed_unit")
+COMPARED = (
+    "job_id",
+    "source",
+    "user",
+    "vc",
+    "status",
+    "submit_time",
+    "first_start_time",
+    "end_time",
+    "attempts",
+    "num_gpus",
+    "num_servers",
+    "queue_delay_s",
+    "run_time_s",
+    "gpu_time_s",
+    "failure_reason",
+    "failure_category",
+    "eligible_time",
+    "queue_basis",
+    "speed_metric",
+    "speed_median",
+    "speed_unit",
+)
 # Compared where every run's GPUs can be known from the files (scontrol -d, the log's
 # CUDA_VISIBLE_DEVICES when all hosts of the run have the same indices, or whole nodes).
 # Elsewhere gca can only attribute node-level: a requeued job's earlier runs are not in
@@ -381,8 +425,11 @@ def test_gca_does_not_claim_exact_attribution_without_evidence(gca_jobs: dict, t
     exact = _exact_runs(truth)
     others = [j["job_id"] for j in truth["jobs"] if j["job_id"] not in exact]
     assert others
-    claimed = [(job_id, gca_jobs[job_id]["attribution"]) for job_id in others
-               if gca_jobs[job_id]["attribution"] in ("scheduler", "scontrol", "cuda_visible_devices", "whole_node")]
+    claimed = [
+        (job_id, gca_jobs[job_id]["attribution"])
+        for job_id in others
+        if gca_jobs[job_id]["attribution"] in ("scheduler", "scontrol", "cuda_visible_devices", "whole_node")
+    ]
     assert claimed == []
 
 
@@ -390,15 +437,23 @@ def test_example_is_what_the_documented_command_writes(tmp_path: Path) -> None:
     import shlex
 
     examples = Path(__file__).resolve().parent.parent / "examples"
-    commands = re.findall(r"^python -m gpucluster_analysis synth --format slurm .*$", (examples / "README.md").read_text(), re.M)
+    commands = re.findall(
+        r"^python -m gpucluster_analysis synth --format slurm .*$", (examples / "README.md").read_text(), re.M
+    )
     assert len(commands) == 1
     args = shlex.split(commands[0])[6:]
     options = dict(zip(args[::2], args[1::2], strict=True))
     assert options.pop("--out") == "examples/slurm"
     out = tmp_path / "slurm"
-    generate_slurm_trace(out, jobs=int(options.pop("--jobs")), machines=int(options.pop("--machines")),
-                         days=float(options.pop("--days")), interval_s=int(options.pop("--interval")),
-                         dcgm_interval_s=int(options.pop("--dcgm-interval")), seed=int(options.pop("--seed")))
+    generate_slurm_trace(
+        out,
+        jobs=int(options.pop("--jobs")),
+        machines=int(options.pop("--machines")),
+        days=float(options.pop("--days")),
+        interval_s=int(options.pop("--interval")),
+        dcgm_interval_s=int(options.pop("--dcgm-interval")),
+        seed=int(options.pop("--seed")),
+    )
     assert not options, f"unexpected options {options}"
 
     def files(folder: Path) -> dict[str, bytes]:

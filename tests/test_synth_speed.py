@@ -55,7 +55,9 @@ def _slurm(out: Path) -> tuple[list[Path], IngestOptions]:
 
 
 @pytest.fixture(scope="module", params=["philly", "slurm"])
-def view(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[str, dict[str, str]]]:
+def view(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[dict[str, Any], dict[str, dict[str, str]]]:
     """(truth.json, machine_speed.csv rows by machine) of one view's trace."""
     base = tmp_path_factory.mktemp(f"speed-{request.param}")
     paths, options = (_philly if request.param == "philly" else _slurm)(base / "trace")

@@ -56,8 +56,9 @@ def load(trace: Path) -> dict[str, Any]:
 def sizes() -> list[int]:
     """The GPUs each job asked for, in job order. The files do not say it for a job that never
     got a placement (no attempt, or only a cancelled row), so take it from the simulation."""
-    sim = simulate_window(ARGS["jobs"], ARGS["machines"], ARGS["days"], ARGS["seed"], clock.DEFAULT_START_LOCAL,
-                          lambda _: None)
+    sim = simulate_window(
+        ARGS["jobs"], ARGS["machines"], ARGS["days"], ARGS["seed"], clock.DEFAULT_START_LOCAL, lambda _: None
+    )
     return [s.gpus for s in sim.specs]
 
 
@@ -68,8 +69,9 @@ def seconds(text: str) -> int:
 # --- the brute force ------------------------------------------------------------------
 
 
-def brute_force_split(truth: dict[str, Any], quotas: dict[str, int], machines: int, sizes: list[int],
-                      start_column: str) -> dict[str, tuple[int, ...]]:
+def brute_force_split(
+    truth: dict[str, Any], quotas: dict[str, int], machines: int, sizes: list[int], start_column: str
+) -> dict[str, tuple[int, ...]]:
     """Each job's first wait [start_column, first start) (or the length its four columns claim,
     for a job that never started) split by the rule of docs/synth.md, one stretch between
     consecutive attempt starts/ends at a time."""
@@ -89,8 +91,11 @@ def brute_force_split(truth: dict[str, Any], quotas: dict[str, int], machines: i
 
     def cause(t: int, job_id: str, vc: str, gpus: int) -> int:
         free = [8] * machines
-        names = [f"m{i}" for i in range(machines)] if truth["generator"].get("format") != "slurm" else \
-            [f"gpu{i + 1:03d}" for i in range(machines)]
+        names = (
+            [f"m{i}" for i in range(machines)]
+            if truth["generator"].get("format") != "slurm"
+            else [f"gpu{i + 1:03d}" for i in range(machines)]
+        )
         used = 0
         for start, end, owner, owner_vc, per_machine in held:
             if start <= t < end and owner != job_id:  # a job's own attempts never count against it
@@ -218,8 +223,11 @@ def test_retry_waits_follow_from_the_job_log(philly: Path) -> None:
     truth = {j["job_id"]: j for j in load(philly)["jobs"]}
     with_gaps = 0
     for job in log:
-        runs = sorted((naive(a["start_time"]), i, None if a["end_time"] == "None" else naive(a["end_time"]))
-                      for i, a in enumerate(job["attempts"]) if a["start_time"] != "None")
+        runs = sorted(
+            (naive(a["start_time"]), i, None if a["end_time"] == "None" else naive(a["end_time"]))
+            for i, a in enumerate(job["attempts"])
+            if a["start_time"] != "None"
+        )
         want = sum(max(0, b[0] - a[2]) for a, b in zip(runs, runs[1:]) if a[2] is not None) if runs else None
         assert truth[job["jobid"]]["wait_retry_s"] == want, job["jobid"]
         with_gaps += bool(want)

@@ -67,7 +67,9 @@ def sums(jobs: list[dict[str, str]], key) -> dict[tuple[str, str], tuple[int, fl
     return {k: (int(v[0]), v[1], v[2]) for k, v in out.items()}
 
 
-def assert_table(table: list[dict[str, str]], group_col: str, expected: dict[tuple[str, str], tuple[int, float, float]]) -> None:
+def assert_table(
+    table: list[dict[str, str]], group_col: str, expected: dict[tuple[str, str], tuple[int, float, float]]
+) -> None:
     got = {(r[group_col], r["cause"]): r for r in table}
     assert set(got) == set(expected)
     for (group, cause), (n, seconds, gpu_seconds) in expected.items():
@@ -86,15 +88,21 @@ def test_the_wait_tables_are_jobs_csv_summed(report: Path) -> None:
     abandoned = [j for j in jobs if not j["first_start_time"]]
     assert started and abandoned and sum(float(j["wait_user_limit_s"]) for j in jobs) > 0  # every path is taken
 
-    assert_table(rows(report / "wait_causes_by_size.csv"), "size_bucket",
-                 sums(started, lambda j: ("all", size_bucket(j["num_gpus"]))))
+    assert_table(
+        rows(report / "wait_causes_by_size.csv"),
+        "size_bucket",
+        sums(started, lambda j: ("all", size_bucket(j["num_gpus"]))),
+    )
 
     gpu_wait: dict[str, float] = defaultdict(float)
     for j in started:
         gpu_wait[j["vc"] or "(none)"] += sum(float(j[f"wait_{c}_s"]) for c in CAUSES) * float(j["num_gpus"])
     top = sorted(gpu_wait, key=lambda vc: (-gpu_wait[vc], vc))[:2]
     assert len(gpu_wait) > 2  # a VC is folded
-    assert_table(rows(report / "wait_causes_by_vc.csv"), "vc",
-                 sums(started, lambda j: ((j["vc"] or "(none)") if (j["vc"] or "(none)") in top else "(other VCs)",)))
+    assert_table(
+        rows(report / "wait_causes_by_vc.csv"),
+        "vc",
+        sums(started, lambda j: ((j["vc"] or "(none)") if (j["vc"] or "(none)") in top else "(other VCs)",)),
+    )
 
     assert_table(rows(report / "wait_abandoned.csv"), "status", sums(abandoned, lambda j: (j["status"],)))

@@ -15,4 +15,14 @@ from gpucluster_analysis.classify.engine import (
 )
 from gpucluster_analysis.classify.rules import CATEGORIES, Signature, load_signatures
 
-__all__ = ["CATEGORIES", "Classification", "Evidence", "Match", "Signature", "classify_bytes", "classify_file", "classify_text", "load_signatures"]
+__all__ = [
+    "CATEGORIES",
+    "Classification",
+    "Evidence",
+    "Match",
+    "Signature",
+    "classify_bytes",
+    "classify_file",
+    "classify_text",
+    "load_signatures",
+]

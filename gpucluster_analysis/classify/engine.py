@@ -42,8 +42,17 @@ from gpucluster_analysis.classify.rules import CATEGORIES, CAUSE, Signature
 from gpucluster_analysis.logscan import HEAD_BYTES, TAIL_BYTES, lines_holding, read_parts, trie_pattern
 
 __all__ = [
-    "HEAD_BYTES", "TAIL_BYTES", "Classification", "Evidence", "Match", "classify_bytes", "classify_file", "classify_text",
-    "iter_lines", "normalize_line", "read_bounded",
+    "HEAD_BYTES",
+    "TAIL_BYTES",
+    "Classification",
+    "Evidence",
+    "Match",
+    "classify_bytes",
+    "classify_file",
+    "classify_text",
+    "iter_lines",
+    "normalize_line",
+    "read_bounded",
 ]
 
 
@@ -76,6 +85,7 @@ class Match:
 @dataclass(frozen=True)
 class Evidence:
     """A line that an [[evidence]] entry matched, or a signature match that does not count (`why`)."""
+
     evidence_id: str
     kind: str  # an EVIDENCE_KINDS key, or "discounted" for a signature match that does not count
     line_number: int | None
@@ -104,14 +114,19 @@ class Classification:
             win = self.matched[0]
             for i, m in enumerate(self.matched):
                 tag = "winner" if i == 0 else _why(win, m)
-                out.append(f"{m.signature_id} ({m.reason}, priority {m.priority}, {_where(m.line_number)}, "
-                           f"traceback {m.chain}): {tag}: {m.line}")
+                out.append(
+                    f"{m.signature_id} ({m.reason}, priority {m.priority}, {_where(m.line_number)}, "
+                    f"traceback {m.chain}): {tag}: {m.line}"
+                )
         failures = [e for e in self.evidence if e.kind == "failure"]
         if self.reason == "unknown":
             out += [f"{e.evidence_id} (failure evidence, {_where(e.line_number)}): {e.line}" for e in failures]
             out.append("no signature names this failure: unknown")
-        out += [f"{e.evidence_id} ({_KIND_WORDS.get(e.kind, e.kind)}, {_where(e.line_number)}): {e.why}: {e.line}"
-                for e in self.evidence if e.kind != "failure"]
+        out += [
+            f"{e.evidence_id} ({_KIND_WORDS.get(e.kind, e.kind)}, {_where(e.line_number)}): {e.why}: {e.line}"
+            for e in self.evidence
+            if e.kind != "failure"
+        ]
         if self.reason == "none":
             out.append("no failure evidence counts: none (the log shows no failure; a warning is not a cause)")
         return out
@@ -278,13 +293,16 @@ def _first_of_each(notes: list[Evidence]) -> list[Evidence]:
     for e in notes:
         counts[e.evidence_id] = counts.get(e.evidence_id, 0) + 1
     firsts = {e.evidence_id: e for e in reversed(notes)}
-    return [dataclasses.replace(e, why=e.why + (f" ({counts[i]} lines)" if counts[i] > 1 else ""))
-            for i, e in reversed(list(firsts.items()))]
+    return [
+        dataclasses.replace(e, why=e.why + (f" ({counts[i]} lines)" if counts[i] > 1 else ""))
+        for i, e in reversed(list(firsts.items()))
+    ]
 
 
 @dataclass
 class _Block:
     """One Python traceback, from its `Traceback (most recent call last)` line to its exception line."""
+
     handled: Evidence | None = None  # the handled evidence that marks it caught
 
 
@@ -305,8 +323,15 @@ def _decide(hits: list[_Hit], notes: list[Evidence]) -> Classification:
     last_success = max((h for h in hits if h.success), key=lambda h: h.seq, default=None)
     out: list[Evidence] = []
     if last_success is not None:
-        out.append(Evidence(last_success.success[0].id, "success", last_success.line_number, last_success.line,
-                            "the run finished or recovered here; what came before does not count"))
+        out.append(
+            Evidence(
+                last_success.success[0].id,
+                "success",
+                last_success.line_number,
+                last_success.line,
+                "the run finished or recovered here; what came before does not count",
+            )
+        )
     counting: list[_Hit] = []
     handled_seen: set[int] = set()
     for h in hits:
@@ -328,20 +353,35 @@ def _decide(hits: list[_Hit], notes: list[Evidence]) -> Classification:
     for h in counting:
         for sig in h.causes:
             if sig.warning and not shows_failure:
-                out.append(Evidence(sig.id, "discounted", h.line_number, h.line,
-                                    "a warning, and nothing else in the log shows a failure"))
+                out.append(
+                    Evidence(
+                        sig.id,
+                        "discounted",
+                        h.line_number,
+                        h.line,
+                        "a warning, and nothing else in the log shows a failure",
+                    )
+                )
             elif sig.id not in first:
                 first[sig.id] = Match(sig.id, sig.reason, sig.priority, h.line_number, h.line, h.chain)
     out += _first_of_each(notes)
     matched = sorted(first.values(), key=Match.key)
     if matched:
         win = matched[0]
-        return Classification(win.reason, CATEGORIES[win.reason], win.signature_id, win.line_number, win.line, matched,
-                              evidence=out)
+        return Classification(
+            win.reason, CATEGORIES[win.reason], win.signature_id, win.line_number, win.line, matched, evidence=out
+        )
     failures = [Evidence(s.id, "failure", h.line_number, h.line) for h in counting for s in h.failures]
     if failures:
-        return Classification("unknown", CATEGORIES["unknown"], None, failures[0].line_number, failures[0].line, [],
-                              evidence=failures[:1] + out)
+        return Classification(
+            "unknown",
+            CATEGORIES["unknown"],
+            None,
+            failures[0].line_number,
+            failures[0].line,
+            [],
+            evidence=failures[:1] + out,
+        )
     return Classification("none", CATEGORIES["none"], None, None, None, [], evidence=out)
 
 

@@ -41,7 +41,8 @@ _PREFIX = re.compile(
             r"[\w.-]++ ++\| ",  # docker compose: service |
             r"-++ (?:[\w.]++ - )?" + _LEVEL + r" ++- ",  # "- mmengine - INFO - "
             _LEVEL + r" \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d++)? ",  # vLLM: "ERROR 05-12 19:01:18 "
-            _LEVEL + r" *+(?:\| *+(?:[\w.<>]++:[\w.<>]++:\d++ ++- )?|- |: ?(?=[A-Z]))",  # loguru, "ERROR | ", "INFO - ", "ERROR: X"
+            _LEVEL
+            + r" *+(?:\| *+(?:[\w.<>]++:[\w.<>]++:\d++ ++- )?|- |: ?(?=[A-Z]))",  # loguru, "ERROR | ", "INFO - ", "ERROR: X"
             r"[a-z][\w-]*+(?<=\d)(?:\.[\w.-]++)?: ++",  # host: node01: / gpu-12.cluster: (the name ends in a digit)
             r"\d{1,3}(?:\.\d{1,3}){3}: ++",  # ip:
             r"#015",  # syslog's escaped carriage return

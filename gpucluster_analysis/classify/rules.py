@@ -113,7 +113,9 @@ class Signature:
     def __post_init__(self) -> None:
         where = f"{self.source}: {'signature' if self.kind == CAUSE else 'evidence'} {self.id!r}"
         object.__setattr__(self, "regex", compile_linear(expand(self.pattern), where))
-        object.__setattr__(self, "unless_regex", compile_linear(expand(self.unless), where, "unless") if self.unless else None)
+        object.__setattr__(
+            self, "unless_regex", compile_linear(expand(self.unless), where, "unless") if self.unless else None
+        )
 
     def matches(self, line: str) -> bool:
         """The pattern matches the (normalized) line and `unless` does not."""
@@ -148,11 +150,15 @@ def parse_signatures(text: str, source: str) -> list[Signature]:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise RulesError(f"{source}: not valid TOML: {e}", "fix the syntax; patterns go in '...' literal strings") from None
+        raise RulesError(
+            f"{source}: not valid TOML: {e}", "fix the syntax; patterns go in '...' literal strings"
+        ) from None
     unknown_top = set(data) - {"signature", "evidence"}
     if unknown_top:
-        raise RulesError(f"{source}: unknown top-level key(s) {sorted(unknown_top)}",
-                         "only [[signature]] and [[evidence]] tables are allowed")
+        raise RulesError(
+            f"{source}: unknown top-level key(s) {sorted(unknown_top)}",
+            "only [[signature]] and [[evidence]] tables are allowed",
+        )
     out: list[Signature] = []
     seen: set[str] = set()
     for key in ("signature", "evidence"):
@@ -164,8 +170,9 @@ def parse_signatures(text: str, source: str) -> list[Signature]:
     return out
 
 
-def _checked_table(table: object, n: int, source: str, seen: set[str], noun: str,
-                   keys: set[str], optional: set[str]) -> tuple[dict, str]:  # type: ignore[type-arg]
+def _checked_table(
+    table: object, n: int, source: str, seen: set[str], noun: str, keys: set[str], optional: set[str]
+) -> tuple[dict, str]:  # type: ignore[type-arg]
     """The table with its optional keys defaulted, and how errors name it; checks keys, strings and the id."""
     if not isinstance(table, dict):
         raise RulesError(f"{source}: {noun} #{n} is not a table")
@@ -173,7 +180,9 @@ def _checked_table(table: object, n: int, source: str, seen: set[str], noun: str
     where = f"{source}: {noun} {sid!r}" if isinstance(sid, str) else f"{source}: {noun} #{n}"
     unknown = set(table) - keys - optional
     if unknown:
-        raise RulesError(f"{where}: unknown key(s) {sorted(unknown)}", f"allowed keys: {', '.join(sorted(keys | optional))}")
+        raise RulesError(
+            f"{where}: unknown key(s) {sorted(unknown)}", f"allowed keys: {', '.join(sorted(keys | optional))}"
+        )
     missing = keys - set(table)
     if missing:
         raise RulesError(f"{where}: missing key(s) {sorted(missing)}")
@@ -198,11 +207,22 @@ def _evidence(table: object, n: int, source: str, seen: set[str]) -> Signature:
     if table["kind"] not in EVIDENCE_KINDS:
         raise RulesError(f"{where}: unknown kind {table['kind']!r}", f"use one of {', '.join(EVIDENCE_KINDS)}")
     literals = _checked_literals(table, where)
-    return _checked_examples(Signature(
-        id=table["id"], reason="", pattern=table["pattern"], priority=0, description=table["description"],
-        examples=tuple(table["examples"]), counter_examples=tuple(table["counter_examples"]), source=source,
-        prefilter=literals, kind=table["kind"], unless=table["unless"],
-    ), where)
+    return _checked_examples(
+        Signature(
+            id=table["id"],
+            reason="",
+            pattern=table["pattern"],
+            priority=0,
+            description=table["description"],
+            examples=tuple(table["examples"]),
+            counter_examples=tuple(table["counter_examples"]),
+            source=source,
+            prefilter=literals,
+            kind=table["kind"],
+            unless=table["unless"],
+        ),
+        where,
+    )
 
 
 def _signature(table: object, n: int, source: str, seen: set[str]) -> Signature:
@@ -214,12 +234,22 @@ def _signature(table: object, n: int, source: str, seen: set[str]) -> Signature:
     if not isinstance(table.get("warning", False), bool):
         raise RulesError(f"{where}: warning must be true or false")
     literals = _checked_literals(table, where)
-    return _checked_examples(Signature(
-        id=table["id"], reason=table["reason"], pattern=table["pattern"], priority=table["priority"],
-        description=table["description"], examples=tuple(table["examples"]),
-        counter_examples=tuple(table["counter_examples"]), source=source, prefilter=literals,
-        warning=table.get("warning", False), unless=table["unless"],
-    ), where)
+    return _checked_examples(
+        Signature(
+            id=table["id"],
+            reason=table["reason"],
+            pattern=table["pattern"],
+            priority=table["priority"],
+            description=table["description"],
+            examples=tuple(table["examples"]),
+            counter_examples=tuple(table["counter_examples"]),
+            source=source,
+            prefilter=literals,
+            warning=table.get("warning", False),
+            unless=table["unless"],
+        ),
+        where,
+    )
 
 
 def _checked_literals(table: dict, where: str) -> tuple[str, ...]:  # type: ignore[type-arg]
@@ -249,10 +279,15 @@ def _checked_examples(sig: Signature, where: str) -> Signature:
     matches and no counter-example does."""
     for i, example in enumerate(sig.examples, 1):
         if not sig.matches(normalize_line(example)):
-            raise RulesError(f"{where}: pattern does not match example {i} {example[:80]!r}", "fix the pattern or the example")
+            raise RulesError(
+                f"{where}: pattern does not match example {i} {example[:80]!r}", "fix the pattern or the example"
+            )
     for i, counter in enumerate(sig.counter_examples, 1):
         if sig.matches(normalize_line(counter)):
-            raise RulesError(f"{where}: pattern matches counter-example {i} {counter[:80]!r}", "fix the pattern or the counter-example")
+            raise RulesError(
+                f"{where}: pattern matches counter-example {i} {counter[:80]!r}",
+                "fix the pattern or the counter-example",
+            )
     return sig
 
 

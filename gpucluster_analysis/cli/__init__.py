@@ -49,7 +49,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     """Why jobs wait, how well they use their GPUs, and why they fail."""
 
@@ -77,8 +79,11 @@ def main() -> None:
         _signals.restore()
     children = sys.modules.get("multiprocessing")  # (never imported: no child process)
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's; elsewhere the ordinary exit
-    if run_exit_handlers is None or (children is not None and children.active_children()) or any(
-            t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+    if (
+        run_exit_handlers is None
+        or (children is not None and children.active_children())
+        or any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread())
+    ):
         sys.exit(status)
     _exit_now(status, run_exit_handlers)
 

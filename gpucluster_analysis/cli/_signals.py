@@ -22,7 +22,9 @@ import sys
 import threading
 from types import FrameType
 
-STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))  # no SIGHUP on Windows
+STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)  # no SIGHUP on Windows
 
 _received: list[int] = []  # the signals that stopped gca, in order
 _ignore_ctrl_c: list[bool] = [False]  # SIGINT was ignored when gca started (a job put in the background by sh)

@@ -14,12 +14,22 @@ from gpucluster_analysis.printable import printable
 
 @guarded
 def classify(
-    files: Annotated[list[Path], typer.Argument(help="Log files to classify (stdout.log, stderr.log, slurm-*.out...).")],
+    files: Annotated[
+        list[Path], typer.Argument(help="Log files to classify (stdout.log, stderr.log, slurm-*.out...).")
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per file and line.")] = False,
-    explain: Annotated[bool, typer.Option("--explain", help="List every matching signature in precedence order and why the winner won; for unknown and none, the failure evidence or its absence, and what did not count.")] = False,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help="List every matching signature in precedence order and why the winner won; for unknown and none, the failure evidence or its absence, and what did not count.",
+        ),
+    ] = False,
     signatures: Annotated[
         list[Path] | None,
-        typer.Option("--signatures", help="A TOML file of extra signatures; one with a shipped id replaces it. Repeatable."),
+        typer.Option(
+            "--signatures", help="A TOML file of extra signatures; one with a shipped id replaces it. Repeatable."
+        ),
     ] = None,
 ) -> None:
     """Classify why each job log failed: one line per file, path, reason, category, signature, line.
@@ -43,14 +53,24 @@ def classify(
             raise InputError(f"{path}: cannot read: {e.strerror or e}", "check the path and its permissions") from None
         if as_json:
             obj: dict[str, object] = {
-                "path": str(path), "reason": result.reason, "category": result.category,
-                "signature": result.signature_id, "line_number": result.line_number, "line": result.line,
+                "path": str(path),
+                "reason": result.reason,
+                "category": result.category,
+                "signature": result.signature_id,
+                "line_number": result.line_number,
+                "line": result.line,
                 "truncated": result.truncated,
             }
             if explain:
                 obj["matched"] = [
-                    {"signature": m.signature_id, "reason": m.reason, "priority": m.priority,
-                     "line_number": m.line_number, "traceback": m.chain, "line": m.line}
+                    {
+                        "signature": m.signature_id,
+                        "reason": m.reason,
+                        "priority": m.priority,
+                        "line_number": m.line_number,
+                        "traceback": m.chain,
+                        "line": m.line,
+                    }
                     for m in result.matched
                 ]
                 obj["evidence"] = [
@@ -63,7 +83,9 @@ def classify(
             sig = result.signature_id or "-"
             line_no = "-" if result.line_number is None else str(result.line_number)
             # one line of five tab-separated fields, whatever the path or the log holds
-            typer.echo("\t".join(printable(str(field)) for field in (path, result.reason, result.category, sig, line_no)))
+            typer.echo(
+                "\t".join(printable(str(field)) for field in (path, result.reason, result.category, sig, line_no))
+            )
             if explain:
                 for text in result.explain():
                     typer.echo(f"  {printable(text)}")

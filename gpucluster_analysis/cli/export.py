@@ -13,8 +13,15 @@ from gpucluster_analysis.cli._output import guarded, stderr
 
 @guarded
 def export(
-    to: Annotated[Path, typer.Option("--to", help="The dataset directory: new, empty, or a dataset to add the shard to.",
-                                     file_okay=False, show_default=False)],
+    to: Annotated[
+        Path,
+        typer.Option(
+            "--to",
+            help="The dataset directory: new, empty, or a dataset to add the shard to.",
+            file_okay=False,
+            show_default=False,
+        ),
+    ],
     db: DbOption = DEFAULT_DB,
     shard: ShardOption = None,
     overwrite: OverwriteOption = False,
@@ -37,5 +44,7 @@ def export(
 
     written = export_store(db, to, shard=shard, overwrite=overwrite, log=log)
     rows = sum(t["rows"] for t in written.shard.tables.values())
-    log(f"{'replaced' if written.replaced else 'wrote'} shard {written.shard.name} of {written.root}:"
-        f" {len(written.shard.tables)} tables, {rows:,} rows in {written.files} files")
+    log(
+        f"{'replaced' if written.replaced else 'wrote'} shard {written.shard.name} of {written.root}:"
+        f" {len(written.shard.tables)} tables, {rows:,} rows in {written.files} files"
+    )

@@ -29,58 +29,96 @@ _GROUPED_FORMATS = ("job_log",)
 
 @guarded
 def ingest(
-    paths: Annotated[list[str], typer.Argument(
-        help="Files or directories (walked) to ingest, or a Prometheus server to pull from: prometheus+http://HOST:9090.",
-        show_default=False)],
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            help="Files or directories (walked) to ingest, or a Prometheus server to pull from: prometheus+http://HOST:9090.",
+            show_default=False,
+        ),
+    ],
     db: DbOption = DEFAULT_DB,
     format_name: Annotated[
         str | None,
         typer.Option("--format", help="Read every file as this format instead of detecting it (see below)."),
     ] = None,
-    replace: Annotated[bool, typer.Option("--replace", help="Reload files ingested before, replacing what they contributed.")] = False,
-    strict: Annotated[bool, typer.Option("--strict", help="Fail a file (store nothing from it) if any row is rejected.")] = False,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Reload files ingested before, replacing what they contributed.")
+    ] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Fail a file (store nothing from it) if any row is rejected.")
+    ] = False,
     tz: Annotated[
         str | None,
-        typer.Option("--tz", help="Zone of zone-less times in the input (default: the format's own, e.g. America/Los_Angeles for Philly)."),
+        typer.Option(
+            "--tz",
+            help="Zone of zone-less times in the input (default: the format's own, e.g. America/Los_Angeles for Philly).",
+        ),
     ] = None,
     log_pattern: Annotated[
         str | None,
-        typer.Option("--log-pattern", help="Where job logs name their job: a path template such as '{job_id}/{attempt}/stderr.txt' ({stream}, * also allowed)."),
+        typer.Option(
+            "--log-pattern",
+            help="Where job logs name their job: a path template such as '{job_id}/{attempt}/stderr.txt' ({stream}, * also allowed).",
+        ),
     ] = None,
     signatures: Annotated[
         list[Path] | None,
-        typer.Option("--signatures", help="A TOML file of extra failure signatures for classifying job logs; one with a shipped id replaces it. Repeatable."),
+        typer.Option(
+            "--signatures",
+            help="A TOML file of extra failure signatures for classifying job logs; one with a shipped id replaces it. Repeatable.",
+        ),
     ] = None,
     columns: Annotated[
         str | None,
-        typer.Option("--columns", help="Field order of headerless sacct output (sacct -n), as given to sacct --format: JobID,JobName,State,...; "
-                     "for nvidia-smi --format=csv,noheader the --query-gpu list (timestamp,index,utilization.gpu,...)"),
+        typer.Option(
+            "--columns",
+            help="Field order of headerless sacct output (sacct -n), as given to sacct --format: JobID,JobName,State,...; "
+            "for nvidia-smi --format=csv,noheader the --query-gpu list (timestamp,index,utilization.gpu,...)",
+        ),
     ] = None,
     host: Annotated[
         str | None,
-        typer.Option("--host", help="Machine of nvidia-smi/DCGM files that do not name it (default: from the file name, e.g. node01.csv)."),
+        typer.Option(
+            "--host",
+            help="Machine of nvidia-smi/DCGM files that do not name it (default: from the file name, e.g. node01.csv).",
+        ),
     ] = None,
     time: Annotated[
         str | None,
-        typer.Option("--time", help="When a timeless DCGM scrape was taken, or a dmon/dcgmi dmon/--query-gpu log without times started: ISO 8601 (site zone unless Z/offset) or epoch seconds."),
+        typer.Option(
+            "--time",
+            help="When a timeless DCGM scrape was taken, or a dmon/dcgmi dmon/--query-gpu log without times started: ISO 8601 (site zone unless Z/offset) or epoch seconds.",
+        ),
     ] = None,
     interval: Annotated[
         float | None,
-        typer.Option("--interval", help="Seconds between the samples of a dmon, dcgmi dmon or --query-gpu log without times (dmon -d, dcgmi dmon -d / 1000, nvidia-smi -l).", min=0.001),
+        typer.Option(
+            "--interval",
+            help="Seconds between the samples of a dmon, dcgmi dmon or --query-gpu log without times (dmon -d, dcgmi dmon -d / 1000, nvidia-smi -l).",
+            min=0.001,
+        ),
     ] = None,
     epoch: Annotated[
         str | None,
-        typer.Option("--epoch", help="When the relative seconds of an Alibaba pod list count from: ISO 8601, UTC unless Z/offset "
-                     "(default 1970-01-01T00:00:00Z, so durations are exact and dates mean nothing)."),
+        typer.Option(
+            "--epoch",
+            help="When the relative seconds of an Alibaba pod list count from: ISO 8601, UTC unless Z/offset "
+            "(default 1970-01-01T00:00:00Z, so durations are exact and dates mean nothing).",
+        ),
     ] = None,
     max_gpus_per_node: Annotated[
         int,
-        typer.Option("--max-gpus-per-node", help="The most GPUs one node holds: a row naming more on a node (a GPU count"
-                     " over this times the job's nodes, a GPU index at or past it) is rejected as absurd."),
+        typer.Option(
+            "--max-gpus-per-node",
+            help="The most GPUs one node holds: a row naming more on a node (a GPU count"
+            " over this times the job's nodes, a GPU index at or past it) is rejected as absurd.",
+        ),
     ] = DEFAULT_MAX_GPUS_PER_NODE,
     since: Annotated[
         str | None,
-        typer.Option("--since", help="Prometheus pull: the first sample time, ISO 8601 (UTC unless Z/offset) or epoch seconds."),
+        typer.Option(
+            "--since", help="Prometheus pull: the first sample time, ISO 8601 (UTC unless Z/offset) or epoch seconds."
+        ),
     ] = None,
     until: Annotated[
         str | None,
@@ -92,21 +130,30 @@ def ingest(
     ] = None,
     match: Annotated[
         str | None,
-        typer.Option("--match", help="Prometheus pull: a regular expression for the metric names to pull, e.g. 'DCGM_FI_.*' "
-                     "(default: the DCGM metrics gca reads)."),
+        typer.Option(
+            "--match",
+            help="Prometheus pull: a regular expression for the metric names to pull, e.g. 'DCGM_FI_.*' "
+            "(default: the DCGM metrics gca reads).",
+        ),
     ] = None,
     to: Annotated[
         Path | None,
-        typer.Option("--to", help="Write what is ingested as one shard of this Parquet dataset directory instead of into a"
-                     " --db store (through a temporary store); many processes can each write their own shard.",
-                     file_okay=False),
+        typer.Option(
+            "--to",
+            help="Write what is ingested as one shard of this Parquet dataset directory instead of into a"
+            " --db store (through a temporary store); many processes can each write their own shard.",
+            file_okay=False,
+        ),
     ] = None,
     shard: ShardOption = None,
     overwrite: OverwriteOption = False,
     header: Annotated[
         list[str] | None,
-        typer.Option("--header", help="Prometheus pull: an HTTP header to send, 'Name: value' (e.g. 'Authorization: Bearer TOKEN'); "
-                     "repeatable; never stored or shown."),
+        typer.Option(
+            "--header",
+            help="Prometheus pull: an HTTP header to send, 'Name: value' (e.g. 'Authorization: Bearer TOKEN'); "
+            "repeatable; never stored or shown.",
+        ),
     ] = None,
 ) -> None:
     """Read raw cluster logs into the store.
@@ -183,9 +230,19 @@ def ingest(
         from gpucluster_analysis.ingest.public_traces import parse_epoch
 
         parse_epoch(epoch)  # a bad --epoch fails before anything is read
-    options = IngestOptions(zone=tz, replace=replace, strict=strict, log_pattern=log_pattern, signatures=tuple(signatures or ()),
-                            columns=tuple(c for c in columns.split(",") if c.strip()) if columns else None,
-                            host=host, time=time, interval_s=interval, epoch=epoch, max_gpus_per_node=max_gpus_per_node)
+    options = IngestOptions(
+        zone=tz,
+        replace=replace,
+        strict=strict,
+        log_pattern=log_pattern,
+        signatures=tuple(signatures or ()),
+        columns=tuple(c for c in columns.split(",") if c.strip()) if columns else None,
+        host=host,
+        time=time,
+        interval_s=interval,
+        epoch=epoch,
+        max_gpus_per_node=max_gpus_per_node,
+    )
     target = None
     if to is not None:
         from gpucluster_analysis.dataset.write import ShardTarget
@@ -201,15 +258,24 @@ def ingest(
         if target is not None:
             written = target.publish()
             rows = sum(t["rows"] for t in written.shard.tables.values())
-            stderr.print(f"gca: wrote shard {written.shard.name} of {written.root}: {rows:,} rows in {written.files} files",
-                         markup=False)
+            stderr.print(
+                f"gca: wrote shard {written.shard.name} of {written.root}: {rows:,} rows in {written.files} files",
+                markup=False,
+            )
     finally:
         if target is not None:
             target.discard()
 
 
-def _ingest(files: list[Path], pulls: list[PullPlan], db: Path, options: IngestOptions, format_name: str | None,
-            orphans_matter: bool, keep_results: bool = True) -> None:
+def _ingest(
+    files: list[Path],
+    pulls: list[PullPlan],
+    db: Path,
+    options: IngestOptions,
+    format_name: str | None,
+    orphans_matter: bool,
+    keep_results: bool = True,
+) -> None:
     from gpucluster_analysis.db import open_store
     from gpucluster_analysis.ingest import ingest_paths
     from gpucluster_analysis.ingest.load import logs_without_jobs
@@ -237,7 +303,9 @@ def _ingest(files: list[Path], pulls: list[PullPlan], db: Path, options: IngestO
         for r in failed:
             stderr.print(f"gca: error: {r.message}", markup=False)
         # with --to, no shard is written: a failed task of a job array leaves nothing behind
-        raise typer.Exit(code=int(max(r.error.exit_code if isinstance(r.error, GcaError) else ExitCode.DATA for r in failed)))
+        raise typer.Exit(
+            code=int(max(r.error.exit_code if isinstance(r.error, GcaError) else ExitCode.DATA for r in failed))
+        )
 
 
 def _keep(con: duckdb.DuckDBPyConnection) -> None:
@@ -263,20 +331,33 @@ def _pull(con: duckdb.DuckDBPyConnection, pull: PullPlan, options: IngestOptions
     until_ms = pull.until_ms if pull.until_ms is not None else int(clock.time() * 1000)
     with listener:
         try:
-            report = pull_from(con, pull.source, since_ms=pull.since_ms, until_ms=until_ms,
-                               step_ms=pull.step_ms, match=pull.match, listener=listener, options=options)
+            report = pull_from(
+                con,
+                pull.source,
+                since_ms=pull.since_ms,
+                until_ms=until_ms,
+                step_ms=pull.step_ms,
+                match=pull.match,
+                listener=listener,
+                options=options,
+            )
         except KeyboardInterrupt:
             listener.stop()
             if listener.stored:
-                stderr.print(f"gca: {listener.server}: kept the {listener.stored:,} chunks stored up to {iso(listener.last_ms)};"
-                             " run the same command again to resume", markup=False)
+                stderr.print(
+                    f"gca: {listener.server}: kept the {listener.stored:,} chunks stored up to {iso(listener.last_ms)};"
+                    " run the same command again to resume",
+                    markup=False,
+                )
             raise
         except GcaError:
             listener.stop()
             raise
     for start, end, chunks in report.covered:
-        stderr.print(f"gca: {report.server}: {iso(start)} to {iso(end)} was pulled before ({chunks:,} chunk{'s' if chunks > 1 else ''}); skipped",
-                     markup=False)
+        stderr.print(
+            f"gca: {report.server}: {iso(start)} to {iso(end)} was pulled before ({chunks:,} chunk{'s' if chunks > 1 else ''}); skipped",
+            markup=False,
+        )
     if not report.chunks:
         stderr.print(f"gca: {report.server}: nothing new to pull", markup=False)
         return
@@ -300,8 +381,14 @@ class _PullProgress:
         self.server = server
         self.stored = 0
         self.last_ms = 0
-        self._progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                                  TimeElapsedColumn(), console=stderr, transient=True)
+        self._progress = Progress(
+            TextColumn("{task.description}", markup=False),
+            BarColumn(),
+            TextColumn("{task.percentage:>3.0f}%"),
+            TimeElapsedColumn(),
+            console=stderr,
+            transient=True,
+        )
         self._task = None
 
     def __enter__(self) -> _PullProgress:
@@ -335,8 +422,12 @@ class _RichListener:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         self._progress = Progress(
-            TextColumn("{task.description}", markup=False), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-            TimeElapsedColumn(), console=stderr, transient=True,
+            TextColumn("{task.description}", markup=False),
+            BarColumn(),
+            TextColumn("{task.percentage:>3.0f}%"),
+            TimeElapsedColumn(),
+            console=stderr,
+            transient=True,
         )
         self._task = None
         self._overall = None
@@ -392,7 +483,14 @@ def _print_summary(reports: list, db: Path) -> None:  # type: ignore[type-arg]
     from rich.table import Table
 
     table = Table(title=f"ingested into {db}", title_justify="left", show_edge=False)
-    for column, justify in (("file", "left"), ("format", "left"), ("status", "left"), ("rows", "right"), ("rejects", "right"), ("seconds", "right")):
+    for column, justify in (
+        ("file", "left"),
+        ("format", "left"),
+        ("status", "left"),
+        ("rows", "right"),
+        ("rejects", "right"),
+        ("seconds", "right"),
+    ):
         table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
     single = [r for r in reports if r.format not in _GROUPED_FORMATS or r.status == "failed"]
     for r in single:
@@ -401,29 +499,51 @@ def _print_summary(reports: list, db: Path) -> None:  # type: ignore[type-arg]
         group = [r for r in reports if r.format == fmt and r.status != "failed"]
         if group:
             statuses = ", ".join(f"{n:,} {status}" for status, n in Counter(r.status for r in group).most_common())
-            table.add_row(f"{len(group):,} files", fmt, statuses, f"{sum(r.rows for r in group):,}",
-                          f"{sum(r.rejects for r in group):,}", f"{sum(r.seconds for r in group):.1f}")
+            table.add_row(
+                f"{len(group):,} files",
+                fmt,
+                statuses,
+                f"{sum(r.rows for r in group):,}",
+                f"{sum(r.rejects for r in group):,}",
+                f"{sum(r.seconds for r in group):.1f}",
+            )
     stderr.print(table)
     unchanged = [r for r in reports if r.status == "unchanged"]
     for r in unchanged[:_SKIPPED_SHOWN]:
         stderr.print(f"gca: {r.path}: {r.message}", markup=False)
     if len(unchanged) > _SKIPPED_SHOWN:
-        stderr.print(f"gca: ... and {len(unchanged) - _SKIPPED_SHOWN:,} more files ingested before with the same content", markup=False)
+        stderr.print(
+            f"gca: ... and {len(unchanged) - _SKIPPED_SHOWN:,} more files ingested before with the same content",
+            markup=False,
+        )
     for r in reports:
         for warning in r.warnings:
             stderr.print(f"gca: warning: {warning}", markup=False)
         if r.superseded or r.unchanged:
             # overlapping dumps (nightly sacct, squeue logs): what was met again is no reject
-            stderr.print(f"gca: {r.path}: {r.superseded:,} records superseded by a later one (the later kept),"
-                         f" {r.unchanged:,} unchanged (already stored)", markup=False)
+            stderr.print(
+                f"gca: {r.path}: {r.superseded:,} records superseded by a later one (the later kept),"
+                f" {r.unchanged:,} unchanged (already stored)",
+                markup=False,
+            )
         if r.duplicates:
             # re-encoded or overlapping telemetry: the samples are stored once (ingest/samples.py)
-            differing = (f"; {r.differing:,} of them with other values, of which the row of the file first by"
-                         " content hash is kept" if r.differing else "")
-            stderr.print(f"gca: {r.path}: {r.duplicates:,} samples already stored from another file, not stored"
-                         f" again{differing}", markup=False)
+            differing = (
+                f"; {r.differing:,} of them with other values, of which the row of the file first by"
+                " content hash is kept"
+                if r.differing
+                else ""
+            )
+            stderr.print(
+                f"gca: {r.path}: {r.duplicates:,} samples already stored from another file, not stored"
+                f" again{differing}",
+                markup=False,
+            )
         for line, reason in r.reject_samples:
             where = f"{r.path}:{line}" if line else str(r.path)
             stderr.print(f"gca: rejected {where}: {reason}", markup=False)
         if r.rejects > len(r.reject_samples):
-            stderr.print(f"gca: ... {r.rejects - len(r.reject_samples)} more rejects from {r.path.name} in the rejects table", markup=False)
+            stderr.print(
+                f"gca: ... {r.rejects - len(r.reject_samples)} more rejects from {r.path.name} in the rejects table",
+                markup=False,
+            )

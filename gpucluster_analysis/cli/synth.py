@@ -19,15 +19,24 @@ def synth(
     seed: Annotated[int, typer.Option("--seed", help="Random seed; the same seed gives the same trace.")] = 0,
     trace_format: Annotated[
         str,
-        typer.Option("--format", "--scheduler", help="philly: the Philly trace files; slurm: sacct, slurm-<jobid>.out, "
-                     "scontrol, per-node nvidia-smi logs and DCGM scrapes of the same simulated jobs."),
+        typer.Option(
+            "--format",
+            "--scheduler",
+            help="philly: the Philly trace files; slurm: sacct, slurm-<jobid>.out, "
+            "scontrol, per-node nvidia-smi logs and DCGM scrapes of the same simulated jobs.",
+        ),
     ] = "philly",
     interval: Annotated[
         int, typer.Option("--interval", min=1, max=3600, help="Seconds between nvidia-smi samples (--format slurm).")
     ] = 60,
     dcgm_interval: Annotated[
-        int, typer.Option("--dcgm-interval", min=1, max=3600,
-                          help="Seconds between dcgm-exporter scrapes of DCGM's profiling fields (--format slurm).")
+        int,
+        typer.Option(
+            "--dcgm-interval",
+            min=1,
+            max=3600,
+            help="Seconds between dcgm-exporter scrapes of DCGM's profiling fields (--format slurm).",
+        ),
     ] = 300,
 ) -> None:
     """Write a deterministic synthetic trace with truth.json, in the Philly or the Slurm formats.
@@ -48,8 +57,16 @@ def synth(
     elif trace_format == "slurm":
         from gpucluster_analysis.synth.slurm import generate_slurm_trace
 
-        result = generate_slurm_trace(out, jobs=jobs, machines=machines, days=days, seed=seed, interval_s=interval,
-                                      dcgm_interval_s=dcgm_interval, log=log)
+        result = generate_slurm_trace(
+            out,
+            jobs=jobs,
+            machines=machines,
+            days=days,
+            seed=seed,
+            interval_s=interval,
+            dcgm_interval_s=dcgm_interval,
+            log=log,
+        )
     else:
         raise InputError(f"unknown --format {trace_format!r}", hint="gca synth writes philly or slurm")
     stderr.print(f"gca: wrote {result}", markup=False)

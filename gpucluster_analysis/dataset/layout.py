@@ -42,8 +42,14 @@ SAMPLE_TABLES = {"gpu_samples": "sample_at", "gpu_sample_details": "sample_at", 
 # Not data: the manifests carry the schema version; kept results (report/kept.py) hold only
 # for the store they were computed in; so do the spans and the duplicates set aside that the
 # store's ingest compares new telemetry with (ingest/samples.py): a report never reads them.
-NOT_EXPORTED = ("schema_version", "kept_results", "sample_spans", "gpu_samples_duplicates",
-                "gpu_sample_details_duplicates", "host_samples_duplicates")
+NOT_EXPORTED = (
+    "schema_version",
+    "kept_results",
+    "sample_spans",
+    "gpu_samples_duplicates",
+    "gpu_sample_details_duplicates",
+    "host_samples_duplicates",
+)
 _SHARD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
 
@@ -63,7 +69,8 @@ def canonical_tables() -> dict[str, tuple[Column, ...]]:
             "SELECT table_name, column_name, data_type FROM duckdb_columns()"
             " WHERE database_name = current_database() AND schema_name = 'main'"
             " AND table_name IN (SELECT table_name FROM duckdb_tables())"
-            " ORDER BY table_name, column_index").fetchall()
+            " ORDER BY table_name, column_index"
+        ).fetchall()
     tables: dict[str, list[Column]] = {}
     for table, column, data_type in rows:
         if table not in NOT_EXPORTED:
@@ -77,16 +84,20 @@ def canonical_views() -> tuple[tuple[str, str], ...]:
     the order they were created, so a dataset's reader defines them over its own tables."""
     with open_memory() as con:
         apply_schema(con)
-        rows = con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal"
-                           " AND database_name = current_database() ORDER BY view_oid").fetchall()
+        rows = con.execute(
+            "SELECT view_name, sql FROM duckdb_views() WHERE NOT internal"
+            " AND database_name = current_database() ORDER BY view_oid"
+        ).fetchall()
     return tuple((name, sql) for name, sql in rows)
 
 
 def check_shard_name(name: str) -> str:
     """A shard name is a path segment on any file system or object store."""
     if not _SHARD_NAME.fullmatch(name):
-        raise InputError(f"--shard {name!r}: not a usable shard name",
-                         hint="use letters, digits, '.', '_' and '-' (at most 200, not starting with '.', '_' or '-')")
+        raise InputError(
+            f"--shard {name!r}: not a usable shard name",
+            hint="use letters, digits, '.', '_' and '-' (at most 200, not starting with '.', '_' or '-')",
+        )
     return name
 
 
@@ -135,9 +146,15 @@ class Shard:
     tables: dict[str, dict[str, Any]]  # table -> {"rows": n, "files": [relative paths]}
 
     def to_json(self) -> dict[str, Any]:
-        return {"layout": LAYOUT, "layout_version": LAYOUT_VERSION, "shard": self.name,
-                "schema_version": self.schema_version, "gca_version": self.gca_version,
-                "max_file_id": self.max_file_id, "tables": self.tables}
+        return {
+            "layout": LAYOUT,
+            "layout_version": LAYOUT_VERSION,
+            "shard": self.name,
+            "schema_version": self.schema_version,
+            "gca_version": self.gca_version,
+            "max_file_id": self.max_file_id,
+            "tables": self.tables,
+        }
 
 
 def new_shard(name: str, max_file_id: int, tables: dict[str, dict[str, Any]]) -> Shard:
@@ -148,20 +165,32 @@ def read_shard(path: Path) -> Shard:
     """A shard manifest; one that this gca cannot read is an InputError naming it."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        shard = Shard(data["shard"], int(data["schema_version"]), str(data["gca_version"]),
-                      int(data["max_file_id"]), dict(data["tables"]))
+        shard = Shard(
+            data["shard"],
+            int(data["schema_version"]),
+            str(data["gca_version"]),
+            int(data["max_file_id"]),
+            dict(data["tables"]),
+        )
         layout, version = data["layout"], data["layout_version"]
     except (OSError, ValueError, KeyError, TypeError) as e:
-        raise InputError(f"{path}: not a readable gca shard manifest ({type(e).__name__}: {e})",
-                         hint="remove the shard's manifest to leave it out, or write the shard again") from e
+        raise InputError(
+            f"{path}: not a readable gca shard manifest ({type(e).__name__}: {e})",
+            hint="remove the shard's manifest to leave it out, or write the shard again",
+        ) from e
     if layout != LAYOUT or version != LAYOUT_VERSION or shard.name != path.stem:
-        raise InputError(f"{path}: a manifest of layout {layout} {version} for shard {shard.name!r}",
-                         hint=f"this gca reads {LAYOUT} {LAYOUT_VERSION}; write the shard again with it")
+        raise InputError(
+            f"{path}: a manifest of layout {layout} {version} for shard {shard.name!r}",
+            hint=f"this gca reads {LAYOUT} {LAYOUT_VERSION}; write the shard again with it",
+        )
     if shard.schema_version != SCHEMA_VERSION:
         newer = shard.schema_version > SCHEMA_VERSION
         raise InputError(
             f"{path}: shard {shard.name} has schema version {shard.schema_version}, this gca {SCHEMA_VERSION}",
-            hint="upgrade gca" if newer else "export it again with this gca (gca export --db STORE --to DIR --shard NAME --overwrite)")
+            hint="upgrade gca"
+            if newer
+            else "export it again with this gca (gca export --db STORE --to DIR --shard NAME --overwrite)",
+        )
     return shard
 
 
@@ -169,10 +198,14 @@ def read_dataset(root: Path) -> list[Shard]:
     """The shards of the dataset at `root`, in name order; an InputError when it is not one."""
     manifest = root / DATASET_MANIFEST
     if not root.is_dir():
-        raise InputError(f"{root}: no such directory", hint="pass --from the directory gca export or gca ingest --to wrote")
+        raise InputError(
+            f"{root}: no such directory", hint="pass --from the directory gca export or gca ingest --to wrote"
+        )
     if not manifest.is_file():
-        raise InputError(f"{root}: not a gca dataset (no {DATASET_MANIFEST})",
-                         hint="pass --from the directory gca export or gca ingest --to wrote")
+        raise InputError(
+            f"{root}: not a gca dataset (no {DATASET_MANIFEST})",
+            hint="pass --from the directory gca export or gca ingest --to wrote",
+        )
     try:
         data = json.loads(manifest.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
@@ -180,8 +213,10 @@ def read_dataset(root: Path) -> list[Shard]:
     check_dataset_manifest(manifest, data)
     shards = [read_shard(p) for p in sorted((root / SHARDS_DIR).glob("*.json"))]
     if not shards:
-        raise InputError(f"{root}: the dataset has no complete shard yet",
-                         hint="wait for gca ingest --to / gca export to finish, or check the directory")
+        raise InputError(
+            f"{root}: the dataset has no complete shard yet",
+            hint="wait for gca ingest --to / gca export to finish, or check the directory",
+        )
     return shards
 
 
@@ -192,7 +227,8 @@ def check_dataset_manifest(path: Path, data: dict[str, Any]) -> None:
             raise InputError(
                 f"{path}: a dataset of {data.get('layout')} {data.get('layout_version')}, schema version"
                 f" {data.get('schema_version')}; this gca writes and reads {LAYOUT} {LAYOUT_VERSION}, schema {SCHEMA_VERSION}",
-                hint="write it again with this gca into a new directory")
+                hint="write it again with this gca into a new directory",
+            )
 
 
 def file_bases(shards: list[Shard]) -> dict[str, int]:

@@ -34,8 +34,10 @@ def open_dataset(root: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     root = Path(root).resolve()
     shards = layout.read_dataset(root)
     if _GLOB_CHARACTERS & set(str(root)) or "'" in str(root):
-        raise InputError(f"{root}: a dataset path with glob characters or quotes cannot be read",
-                         hint="move or link the dataset to a plain path")
+        raise InputError(
+            f"{root}: a dataset path with glob characters or quotes cannot be read",
+            hint="move or link the dataset to a plain path",
+        )
     with open_memory() as con:
         define_views(con, root, shards)
         check_overlaps(con)
@@ -51,16 +53,22 @@ def define_views(con: duckdb.DuckDBPyConnection, root: Path, shards: list[layout
         names = [c.name for c in columns]
         if table not in held:
             # no shard has a row of it: an empty table of the canonical columns
-            con.execute(f"CREATE TABLE {RAW}.{table} AS SELECT "
-                        + ", ".join(f'CAST(NULL AS {c.type}) AS "{c.name}"' for c in columns)
-                        + ", CAST(NULL AS VARCHAR) AS shard LIMIT 0")
+            con.execute(
+                f"CREATE TABLE {RAW}.{table} AS SELECT "
+                + ", ".join(f'CAST(NULL AS {c.type}) AS "{c.name}"' for c in columns)
+                + ", CAST(NULL AS VARCHAR) AS shard LIMIT 0"
+            )
         else:
             keys = "{'day': DATE, 'shard': VARCHAR}" if table in layout.SAMPLE_TABLES else "{'shard': VARCHAR}"
-            con.execute(f"CREATE VIEW {RAW}.{table} AS SELECT * FROM read_parquet("
-                        f"'{root}/{layout.table_glob(table)}', hive_partitioning = true, hive_types = {keys})")
+            con.execute(
+                f"CREATE VIEW {RAW}.{table} AS SELECT * FROM read_parquet("
+                f"'{root}/{layout.table_glob(table)}', hive_partitioning = true, hive_types = {keys})"
+            )
         select = ", ".join("t.file_id + s.file_base AS file_id" if n == "file_id" else f't."{n}"' for n in names)
         # the join keeps out shards without a manifest (being written, or left by a dead process)
-        con.execute(f"CREATE VIEW main.{table} AS SELECT {select} FROM {RAW}.{table} t JOIN {RAW}.shards s USING (shard)")
+        con.execute(
+            f"CREATE VIEW main.{table} AS SELECT {select} FROM {RAW}.{table} t JOIN {RAW}.shards s USING (shard)"
+        )
     for _name, sql in layout.canonical_views():
         con.execute(sql)
 
@@ -74,4 +82,5 @@ def check_overlaps(con: duckdb.DuckDBPyConnection) -> None:
             f"shards {first} and {second} both hold {what} {key}"
             + (f" ({count - 1:,} more overlaps)" if count > 1 else ""),
             hint="ingest each scheduler dump into one shard only, and each file once; remove a shard's manifest"
-                 " in _shards/ to leave it out")
+            " in _shards/ to leave it out",
+        )

@@ -40,14 +40,21 @@ class Written:
     replaced: bool
 
 
-def export_store(db: Path, root: Path, shard: str | None = None, overwrite: bool = False,
-                 log: Callable[[str], None] = lambda _msg: None) -> Written:
+def export_store(
+    db: Path,
+    root: Path,
+    shard: str | None = None,
+    overwrite: bool = False,
+    log: Callable[[str], None] = lambda _msg: None,
+) -> Written:
     """Write the store at `db` as shard `shard` (default: the store's file name without its
     suffix) of the dataset at `root`, creating the dataset when `root` is absent or empty."""
     db, root = Path(db), Path(root)
     name = layout.check_shard_name(shard if shard is not None else _name_from(db))
     if not db.is_file():
-        raise StoreError(f"{db}: no gca store here", hint=f"run `gca ingest PATH... --db {db}` first, or pass --db the store")
+        raise StoreError(
+            f"{db}: no gca store here", hint=f"run `gca ingest PATH... --db {db}` first, or pass --db the store"
+        )
     if upgrade_older_store(db):
         log(f"upgraded {db} to the current schema (it came from an older gca)")
     with open_store(db, read_only=True) as con:
@@ -74,8 +81,10 @@ class ShardTarget:
         self.overwrite = overwrite
         prepare_root(self.root)
         if (self.root / layout.SHARDS_DIR / f"{self.shard}.json").exists() and not overwrite:
-            raise InputError(f"{self.root}: already holds shard {self.shard}",
-                             hint="pass --overwrite to replace it, or --shard another name")
+            raise InputError(
+                f"{self.root}: already holds shard {self.shard}",
+                hint="pass --overwrite to replace it, or --shard another name",
+            )
         # on local disk, not the (maybe shared) dataset: the store is written row by row
         self._tmp = OwnedTempDir(SHARD_TEMP_PREFIX)
         self.store = self._tmp.path / "shard.duckdb"
@@ -93,8 +102,13 @@ def _name_from(db: Path) -> str:
     return stem or "store"
 
 
-def write_shard(con: duckdb.DuckDBPyConnection, root: Path, shard: str, overwrite: bool = False,
-                log: Callable[[str], None] = lambda _msg: None) -> Written:
+def write_shard(
+    con: duckdb.DuckDBPyConnection,
+    root: Path,
+    shard: str,
+    overwrite: bool = False,
+    log: Callable[[str], None] = lambda _msg: None,
+) -> Written:
     """Write every canonical table of the store `con` holds as shard `shard` of `root`."""
     import pyarrow.parquet  # noqa: F401  (fail here, not halfway, if pyarrow is broken)
 
@@ -103,8 +117,9 @@ def write_shard(con: duckdb.DuckDBPyConnection, root: Path, shard: str, overwrit
     manifest_path = root / layout.SHARDS_DIR / f"{shard}.json"
     previous = layout.read_shard(manifest_path) if manifest_path.exists() else None
     if previous is not None and not overwrite:
-        raise InputError(f"{root}: already holds shard {shard}",
-                         hint="pass --overwrite to replace it, or --shard another name")
+        raise InputError(
+            f"{root}: already holds shard {shard}", hint="pass --overwrite to replace it, or --shard another name"
+        )
     staging = root / f".tmp-{shard}-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     try:
@@ -113,8 +128,10 @@ def write_shard(con: duckdb.DuckDBPyConnection, root: Path, shard: str, overwrit
         manifest = layout.new_shard(shard, int(max_file_id), tables)
         _publish(root, staging, manifest, previous)
     except OSError as e:
-        raise InputError(f"{root}: cannot write shard {shard}: {e.strerror or e}",
-                         hint="check that the directory is writable and the disk is not full") from e
+        raise InputError(
+            f"{root}: cannot write shard {shard}: {e.strerror or e}",
+            hint="check that the directory is writable and the disk is not full",
+        ) from e
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     files = sum(len(t["files"]) for t in manifest.tables.values())
@@ -137,19 +154,23 @@ def prepare_root(root: Path) -> None:
         layout.check_dataset_manifest(manifest, data)
         return
     if root.is_dir() and any(p.name != layout.SHARDS_DIR and not p.name.startswith(".tmp-") for p in root.iterdir()):
-        raise InputError(f"{root}: not empty and not a gca dataset (no {layout.DATASET_MANIFEST})",
-                         hint="pass --to a new or empty directory, or one gca export wrote")
+        raise InputError(
+            f"{root}: not empty and not a gca dataset (no {layout.DATASET_MANIFEST})",
+            hint="pass --to a new or empty directory, or one gca export wrote",
+        )
     try:
         root.mkdir(parents=True, exist_ok=True)
         (root / layout.SHARDS_DIR).mkdir(exist_ok=True)
         write_atomic(manifest, layout.manifest_text(layout.dataset_manifest()))
     except OSError as e:
-        raise InputError(f"{root}: cannot create the dataset: {e.strerror or e}",
-                         hint="check that the directory is writable") from e
+        raise InputError(
+            f"{root}: cannot create the dataset: {e.strerror or e}", hint="check that the directory is writable"
+        ) from e
 
 
-def _write_tables(con: duckdb.DuckDBPyConnection, staging: Path, shard: str,
-                  log: Callable[[str], None]) -> dict[str, dict[str, Any]]:
+def _write_tables(
+    con: duckdb.DuckDBPyConnection, staging: Path, shard: str, log: Callable[[str], None]
+) -> dict[str, dict[str, Any]]:
     tables: dict[str, dict[str, Any]] = {}
     for table, columns in sorted(layout.canonical_tables().items()):
         select = ", ".join(f'"{c.name}"' for c in columns)
@@ -162,8 +183,12 @@ def _write_tables(con: duckdb.DuckDBPyConnection, staging: Path, shard: str,
             days = [d for (d,) in con.execute(f"SELECT DISTINCT CAST({at} AS DATE) FROM {table} ORDER BY 1").fetchall()]
             for day in days:
                 relative = layout.table_file(table, shard, day.isoformat())
-                rows += _write_parquet(con, query.format(where=f"WHERE {at} >= $day AND {at} < $day + INTERVAL 1 DAY"),
-                                       {"day": day}, staging / relative)
+                rows += _write_parquet(
+                    con,
+                    query.format(where=f"WHERE {at} >= $day AND {at} < $day + INTERVAL 1 DAY"),
+                    {"day": day},
+                    staging / relative,
+                )
                 files.append(relative)
         else:
             (count,) = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0]

@@ -13,7 +13,6 @@ from gpucluster_analysis.db.schema import SCHEMA_VERSION, apply_schema
 from gpucluster_analysis.errors import NotAStoreError, StoreError
 from gpucluster_analysis.sqlfiles import run_script
 
-
 # A DuckDB database file starts with an 8-byte checksum and then these magic bytes. DuckDB
 # itself opens other files too (a CSV as an empty database that lives in memory only), so
 # gca reads them first.
@@ -89,23 +88,31 @@ def _check_header(path: Path) -> None:
         with path.open("rb") as f:
             head = f.read(_DUCKDB_MAGIC_AT + len(_DUCKDB_MAGIC))
     except OSError as e:
-        raise StoreError(f"{path}: cannot read the store: {e.strerror or e}",
-                         hint="check the file's permissions") from e
+        raise StoreError(
+            f"{path}: cannot read the store: {e.strerror or e}", hint="check the file's permissions"
+        ) from e
     if not head:
-        raise NotAStoreError(f"{path}: an empty file (0 bytes), not a gca store",
-                             hint="remove it and gca creates the store there, or pass --db another path")
+        raise NotAStoreError(
+            f"{path}: an empty file (0 bytes), not a gca store",
+            hint="remove it and gca creates the store there, or pass --db another path",
+        )
     if head[_DUCKDB_MAGIC_AT:] != _DUCKDB_MAGIC:
-        raise NotAStoreError(f"{path}: not a gca store (not a DuckDB database file); nothing was written to it",
-                             hint=_NOT_A_STORE_HINT)
+        raise NotAStoreError(
+            f"{path}: not a gca store (not a DuckDB database file); nothing was written to it", hint=_NOT_A_STORE_HINT
+        )
 
 
 def _check_store_catalog(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """Refuse a DuckDB database that holds objects but not gca's tables (another application's)."""
-    names = [r[0] for r in con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
-        " UNION ALL SELECT view_name FROM duckdb_views() WHERE database_name = current_database() AND NOT internal"
-        " UNION ALL SELECT sequence_name FROM duckdb_sequences() WHERE database_name = current_database()"
-        " ORDER BY 1").fetchall()]
+    names = [
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
+            " UNION ALL SELECT view_name FROM duckdb_views() WHERE database_name = current_database() AND NOT internal"
+            " UNION ALL SELECT sequence_name FROM duckdb_sequences() WHERE database_name = current_database()"
+            " ORDER BY 1"
+        ).fetchall()
+    ]
     if not names or _STORE_TABLES <= set(names):
         return
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3:,} more" if len(names) > 3 else "")
@@ -175,9 +182,11 @@ def upgrade_older_store(path: Path) -> bool:
         with open_store(path):
             pass
     except StoreError as e:
-        raise StoreError(f"{path}: the store has schema version {version} and this gca needs {SCHEMA_VERSION};"
-                         f" upgrading it failed: {e.message}",
-                         hint="make the file writable once, or ingest into a new --db file") from e
+        raise StoreError(
+            f"{path}: the store has schema version {version} and this gca needs {SCHEMA_VERSION};"
+            f" upgrading it failed: {e.message}",
+            hint="make the file writable once, or ingest into a new --db file",
+        ) from e
     return True
 
 

@@ -55,5 +55,6 @@ def create_temp_tables(
 
 
 def temp_table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return bool(con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE temporary AND table_name = ?", [name]).fetchall()[0][0])
+    return bool(
+        con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary AND table_name = ?", [name]).fetchall()[0][0]
+    )

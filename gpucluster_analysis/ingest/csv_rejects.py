@@ -87,7 +87,7 @@ def _place(con, file_id, locate, key_of) -> None:  # type: ignore[no-untyped-def
         lines = found.get(key, [])
         # When fewer rows were rejected than the file has with this key, the
         # rejected ones are the later copies (duplicates keep the first).
-        for rowid, line in zip(rowids, lines[max(len(lines) - len(rowids), 0):], strict=False):
+        for rowid, line in zip(rowids, lines[max(len(lines) - len(rowids), 0) :], strict=False):
             updates.append((line, rowid))
     if updates:
         con.executemany("UPDATE rejects SET line = ? WHERE rowid = ?", updates)

@@ -65,46 +65,88 @@ from gpucluster_analysis.sqlfiles import run_script
 
 # Lower-case metric name -> what it measures. DCGM 2.x/3.x names, and the 1.x exporter's.
 METRICS: dict[str, str] = {
-    "dcgm_fi_dev_gpu_util": "util", "dcgm_gpu_utilization": "util",
-    "dcgm_fi_dev_mem_copy_util": "mem_util", "dcgm_mem_copy_utilization": "mem_util",
-    "dcgm_fi_dev_fb_used": "mem_used", "dcgm_fb_used": "mem_used",
-    "dcgm_fi_dev_fb_free": "mem_free", "dcgm_fb_free": "mem_free",
+    "dcgm_fi_dev_gpu_util": "util",
+    "dcgm_gpu_utilization": "util",
+    "dcgm_fi_dev_mem_copy_util": "mem_util",
+    "dcgm_mem_copy_utilization": "mem_util",
+    "dcgm_fi_dev_fb_used": "mem_used",
+    "dcgm_fb_used": "mem_used",
+    "dcgm_fi_dev_fb_free": "mem_free",
+    "dcgm_fb_free": "mem_free",
     "dcgm_fi_dev_fb_reserved": "mem_reserved",
     "dcgm_fi_dev_fb_total": "mem_total",
-    "dcgm_fi_dev_power_usage": "power", "dcgm_power_usage": "power",
-    "dcgm_fi_dev_gpu_temp": "temp", "dcgm_gpu_temp": "temp",
-    "dcgm_fi_dev_sm_clock": "sm_clock", "dcgm_sm_clock": "sm_clock",
+    "dcgm_fi_dev_power_usage": "power",
+    "dcgm_power_usage": "power",
+    "dcgm_fi_dev_gpu_temp": "temp",
+    "dcgm_gpu_temp": "temp",
+    "dcgm_fi_dev_sm_clock": "sm_clock",
+    "dcgm_sm_clock": "sm_clock",
     "dcgm_fi_prof_gr_engine_active": "gr_engine",
-    "dcgm_fi_prof_sm_active": "sm_active", "dcgm_fi_prof_sm_occupancy": "sm_occupancy",
-    "dcgm_fi_prof_pipe_tensor_active": "tensor_active", "dcgm_fi_prof_pipe_fp64_active": "fp64_active",
-    "dcgm_fi_prof_pipe_fp32_active": "fp32_active", "dcgm_fi_prof_pipe_fp16_active": "fp16_active",
+    "dcgm_fi_prof_sm_active": "sm_active",
+    "dcgm_fi_prof_sm_occupancy": "sm_occupancy",
+    "dcgm_fi_prof_pipe_tensor_active": "tensor_active",
+    "dcgm_fi_prof_pipe_fp64_active": "fp64_active",
+    "dcgm_fi_prof_pipe_fp32_active": "fp32_active",
+    "dcgm_fi_prof_pipe_fp16_active": "fp16_active",
     "dcgm_fi_prof_dram_active": "dram_active",
-    "dcgm_fi_prof_pcie_tx_bytes": "pcie_tx_bytes", "dcgm_fi_prof_pcie_rx_bytes": "pcie_rx_bytes",
-    "dcgm_fi_prof_nvlink_tx_bytes": "nvlink_tx_bytes", "dcgm_fi_prof_nvlink_rx_bytes": "nvlink_rx_bytes",
-    "dcgm_fi_dev_clock_throttle_reasons": "throttle", "dcgm_fi_dev_clocks_event_reasons": "throttle",
-    "dcgm_fi_dev_xid_errors": "xid", "dcgm_xid_errors": "xid",
+    "dcgm_fi_prof_pcie_tx_bytes": "pcie_tx_bytes",
+    "dcgm_fi_prof_pcie_rx_bytes": "pcie_rx_bytes",
+    "dcgm_fi_prof_nvlink_tx_bytes": "nvlink_tx_bytes",
+    "dcgm_fi_prof_nvlink_rx_bytes": "nvlink_rx_bytes",
+    "dcgm_fi_dev_clock_throttle_reasons": "throttle",
+    "dcgm_fi_dev_clocks_event_reasons": "throttle",
+    "dcgm_fi_dev_xid_errors": "xid",
+    "dcgm_xid_errors": "xid",
 }
 # Lower-case label -> stage column; the first of several present wins (Hostname over instance).
-LABELS = {"gpu": "gpu_text", "uuid": "uuid", "pci_bus_id": "pci_text", "modelname": "model", "gpu_i_id": "instance_text",
-          # The workload dcgm-exporter's Kubernetes pod mapping and Slurm job mapping put on a
-          # GPU's series. Where Prometheus scraped the exporter without honor_labels, `pod` is
-          # the exporter's own pod and the workload's moved to `exported_pod`; 1.x said pod_name.
-          "exported_pod": "pod", "pod": "pod", "pod_name": "pod",
-          "exported_namespace": "namespace", "namespace": "namespace", "pod_namespace": "namespace",
-          "exported_container": "container", "container": "container", "container_name": "container",
-          "hpc_job": "hpc_job"}
+LABELS = {
+    "gpu": "gpu_text",
+    "uuid": "uuid",
+    "pci_bus_id": "pci_text",
+    "modelname": "model",
+    "gpu_i_id": "instance_text",
+    # The workload dcgm-exporter's Kubernetes pod mapping and Slurm job mapping put on a
+    # GPU's series. Where Prometheus scraped the exporter without honor_labels, `pod` is
+    # the exporter's own pod and the workload's moved to `exported_pod`; 1.x said pod_name.
+    "exported_pod": "pod",
+    "pod": "pod",
+    "pod_name": "pod",
+    "exported_namespace": "namespace",
+    "namespace": "namespace",
+    "pod_namespace": "namespace",
+    "exported_container": "container",
+    "container": "container",
+    "container_name": "container",
+    "hpc_job": "hpc_job",
+}
 
 _TEXT = pa.string()
-_STAGE = {"line": pa.int64(), "text": _TEXT, "host": _TEXT, "gpu_text": _TEXT, "instance_text": _TEXT, "uuid": _TEXT,
-          "pci_text": _TEXT, "model": _TEXT, "pod": _TEXT, "namespace": _TEXT, "container": _TEXT,
-          "hpc_job": _TEXT, "measure": _TEXT, "value_text": _TEXT, "utc_at": pa.timestamp("us"),
-          "problem": _TEXT}
+_STAGE = {
+    "line": pa.int64(),
+    "text": _TEXT,
+    "host": _TEXT,
+    "gpu_text": _TEXT,
+    "instance_text": _TEXT,
+    "uuid": _TEXT,
+    "pci_text": _TEXT,
+    "model": _TEXT,
+    "pod": _TEXT,
+    "namespace": _TEXT,
+    "container": _TEXT,
+    "hpc_job": _TEXT,
+    "measure": _TEXT,
+    "value_text": _TEXT,
+    "utc_at": pa.timestamp("us"),
+    "problem": _TEXT,
+}
 
 _NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 # The common shape, no escapes in label values: name{a="x",b="y"} value [timestamp]
 # Possessive quantifiers: the blanks between labels could otherwise be split between one label's
 # trailing \s* and the next one's leading \s* in exponentially many ways on a line that fails.
-_FAST = re.compile(r'([A-Za-z_:][A-Za-z0-9_:]*+)\{((?:\s*+[A-Za-z_][A-Za-z0-9_]*+\s*+=\s*+"[^"\\]*+"\s*+,?+)*+\s*+)\}\s++(\S++)(?:\s++(-?\d++))?\s*+')
+_FAST = re.compile(
+    r'([A-Za-z_:][A-Za-z0-9_:]*+)\{((?:\s*+[A-Za-z_][A-Za-z0-9_]*+\s*+=\s*+"[^"\\]*+"\s*+,?+)*+\s*+)\}\s++(\S++)(?:\s++(-?\d++))?\s*+'
+)
 _FAST_LABEL = re.compile(r'(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*+)\s*+=\s*+"([^"\\]*+)"')
 _LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*')
 _DUMP_NAME = re.compile(r'__name__\s*=\s*"([A-Za-z_:][A-Za-z0-9_:]*)"')
@@ -126,7 +168,7 @@ def parse_sample(line: str) -> tuple[str, dict[str, str], str, str | None]:
         name = _NAME.match(line)
         if not name:
             raise ValueError("no metric name")
-        name_text, rest = name.group(0), line[name.end():]
+        name_text, rest = name.group(0), line[name.end() :]
     labels = {}
     if rest.startswith("{"):
         rest = rest[1:]
@@ -139,7 +181,7 @@ def parse_sample(line: str) -> tuple[str, dict[str, str], str, str | None]:
             if not label:
                 raise ValueError("unreadable labels")
             labels[label.group(1)] = re.sub(r'\\[\\"n]', lambda m: _ESCAPES[m.group(0)], label.group(2))
-            rest = rest[label.end():]
+            rest = rest[label.end() :]
             if rest.startswith(","):
                 rest = rest[1:]
             elif not rest.lstrip().startswith("}"):
@@ -241,9 +283,16 @@ def _load_prom(ctx: LoadContext) -> LoadCounts:
             batch = pa.table({"line": pa.array(numbers[fast_mask]), "text": texts.filter(fast)})  # noqa: F841 (read by DuckDB)
             ctx.con.execute("INSERT INTO stage_prom_plain SELECT * FROM batch")
         # the rest line by line: scrape times, promtool dumps, DCGM lines of another shape
-        slow = pc.and_(pc.invert(fast), pc.or_(
-            dcgm, pc.or_(pc.fill_null(pc.match_substring_regex(texts, _TIME_LINE), False),
-                         pc.fill_null(pc.starts_with(texts, "{"), False))))
+        slow = pc.and_(
+            pc.invert(fast),
+            pc.or_(
+                dcgm,
+                pc.or_(
+                    pc.fill_null(pc.match_substring_regex(texts, _TIME_LINE), False),
+                    pc.fill_null(pc.starts_with(texts, "{"), False),
+                ),
+            ),
+        )
         for index in np.flatnonzero(slow.to_numpy(zero_copy_only=False)):
             number, text = int(numbers[index]), texts[int(index)].as_py()
             is_cut = cut and index == len(texts) - 1
@@ -253,8 +302,10 @@ def _load_prom(ctx: LoadContext) -> LoadCounts:
                     try:
                         scrape_time = parse_time_option(comment.group(1), zone)
                     except InputError as e:
-                        raise ParseError(f"{ctx.path}:{number}: unreadable scrape time {comment.group(1)!r}",
-                                         hint="write ISO 8601 or epoch seconds after '# time:'") from e
+                        raise ParseError(
+                            f"{ctx.path}:{number}: unreadable scrape time {comment.group(1)!r}",
+                            hint="write ISO 8601 or epoch seconds after '# time:'",
+                        ) from e
                     times.add(line=number, utc_at=scrape_time)
                 continue
             samples += _stage_line(stage, number, text, is_cut, scrape_time or fallback)
@@ -262,14 +313,18 @@ def _load_prom(ctx: LoadContext) -> LoadCounts:
     times.flush()
     samples += _stage_plain(ctx.con, fallback)
     untimed = ctx.con.execute(  # both paths: the first sample without a time
-        "SELECT min(line) FROM stage_dcgm WHERE utc_at IS NULL AND problem IS NULL").fetchall()[0][0]
+        "SELECT min(line) FROM stage_dcgm WHERE utc_at IS NULL AND problem IS NULL"
+    ).fetchall()[0][0]
     if untimed is not None:
         raise InputError(
             f"{ctx.path}:{untimed}: the scrape has no time (Prometheus text carries none)",
             hint="pass --time, put '# time: <ISO 8601>' above each scrape, or a stamp in the file name",
         )
     if not samples and not stage.count:
-        raise ParseError(f"{ctx.path}: no DCGM metric gca reads", hint="expected DCGM_FI_DEV_GPU_UTIL, DCGM_FI_PROF_SM_ACTIVE and friends")
+        raise ParseError(
+            f"{ctx.path}: no DCGM metric gca reads",
+            hint="expected DCGM_FI_DEV_GPU_UTIL, DCGM_FI_PROF_SM_ACTIVE and friends",
+        )
     return _store(ctx)
 
 
@@ -299,8 +354,14 @@ def _stage_line(stage: Batches, number: int, text: str, cut: bool, when: datetim
         except (OverflowError, OSError, ValueError):
             stage.add(line=number, text=text[:500], problem=f"unreadable sample timestamp {stamp}")
             return 0
-    stage.add(line=number, text=text[:500], measure=measure, value_text=value, utc_at=when,
-              **_series_columns({k.lower(): v for k, v in raw_labels.items()}))
+    stage.add(
+        line=number,
+        text=text[:500],
+        measure=measure,
+        value_text=value,
+        utc_at=when,
+        **_series_columns({k.lower(): v for k, v in raw_labels.items()}),
+    )
     return 1
 
 
@@ -316,8 +377,9 @@ def _stage_plain(con: duckdb.DuckDBPyConnection, fallback: datetime | None) -> i
     """Stage the plain sample lines (stage_prom_plain) in SQL, timing those without a time or a
     `# time:` line above them at `fallback`; the number of samples of stored metrics."""
     # a plain line's series ends at its only `}` (the plain shape has no braces in labels)
-    series = [row[0] for row in con.execute(
-        "SELECT DISTINCT left(text, strpos(text, '}')) FROM stage_prom_plain").fetchall()]
+    series = [
+        row[0] for row in con.execute("SELECT DISTINCT left(text, strpos(text, '}')) FROM stage_prom_plain").fetchall()
+    ]
     columns = ["series", "measure", "problem", "host", *dict.fromkeys(LABELS.values())]
     rows: dict[str, list[str | None]] = {c: [] for c in columns}
     for text in series:
@@ -327,7 +389,11 @@ def _stage_plain(con: duckdb.DuckDBPyConnection, fallback: datetime | None) -> i
             continue  # a DCGM field gca does not store
         try:
             _, raw_labels, _, _ = parse_sample(text + " 0")
-            values = {"measure": measure, "problem": None, **_series_columns({k.lower(): v for k, v in raw_labels.items()})}
+            values = {
+                "measure": measure,
+                "problem": None,
+                **_series_columns({k.lower(): v for k, v in raw_labels.items()}),
+            }
         except ValueError as e:
             values = {"measure": measure, "problem": f"unreadable DCGM sample: {e}"}
         values["series"] = text
@@ -367,8 +433,10 @@ def _load_query_range(ctx: LoadContext) -> LoadCounts:
     if isinstance(ahead, dcgm_fast.Typed):
         return _store_typed(ctx, ahead)
     if ctx.path.stat().st_size > _MAX_RESPONSE_BYTES:
-        raise ParseError(f"{ctx.path}: a Prometheus API response over 1 GiB, read whole as one JSON value",
-                         hint="export shorter time ranges (query_range start/end) into several files")
+        raise ParseError(
+            f"{ctx.path}: a Prometheus API response over 1 GiB, read whole as one JSON value",
+            hint="export shorter time ranges (query_range start/end) into several files",
+        )
     try:
         # result stays JSON until status and resultType are checked: a scalar or string
         # result has another shape, and an error response has none
@@ -380,8 +448,10 @@ def _load_query_range(ctx: LoadContext) -> LoadCounts:
             [str(ctx.path)],
         )
     except duckdb.Error as e:
-        raise ParseError(f"{ctx.path}: not a Prometheus API response: {str(e).splitlines()[0]}",
-                         hint='expected {"status":"success","data":{"resultType":"matrix","result":[...]}}') from e
+        raise ParseError(
+            f"{ctx.path}: not a Prometheus API response: {str(e).splitlines()[0]}",
+            hint='expected {"status":"success","data":{"resultType":"matrix","result":[...]}}',
+        ) from e
     rows = ctx.con.execute("SELECT status, error, result_type FROM stage_query_response").fetchall()
     if len(rows) != 1:
         raise ParseError(f"{ctx.path}: expected one Prometheus API response, found {len(rows)} JSON values")
@@ -389,33 +459,47 @@ def _load_query_range(ctx: LoadContext) -> LoadCounts:
     if status != "success":
         raise ParseError(f"{ctx.path}: the query failed: {error or status}", hint="export the data again")
     if result_type not in ("matrix", "vector"):
-        raise ParseError(f"{ctx.path}: resultType {result_type!r}", hint="gca reads matrix (query_range) and vector results")
+        raise ParseError(
+            f"{ctx.path}: resultType {result_type!r}", hint="gca reads matrix (query_range) and vector results"
+        )
     try:
         ctx.con.execute(
             "CREATE OR REPLACE TEMP TABLE stage_query_response AS SELECT from_json(result_json, "
-            "'[{\"metric\": \"MAP(VARCHAR, VARCHAR)\", \"values\": \"JSON[]\", \"value\": \"JSON\"}]') AS result "
+            '\'[{"metric": "MAP(VARCHAR, VARCHAR)", "values": "JSON[]", "value": "JSON"}]\') AS result '
             "FROM stage_query_response"
         )
     except duckdb.Error as e:
-        raise ParseError(f"{ctx.path}: a series is not {{\"metric\": {{...}}, \"values\": [...]}}: {str(e).splitlines()[0]}",
-                         hint="export the Prometheus API response unchanged") from e
+        raise ParseError(
+            f'{ctx.path}: a series is not {{"metric": {{...}}, "values": [...]}}: {str(e).splitlines()[0]}',
+            hint="export the Prometheus API response unchanged",
+        ) from e
     # a series without __name__: the metric the file name contains (the longest, DCGM_FI_DEV_FB_USED over ...)
     names = sorted(METRICS)
-    run_script(ctx.con, "ingest", "dcgm_query_range",
-               {"metric_names": names, "measures": [METRICS[n] for n in names],
-                "fallback_metric": _fallback_measure(ctx.path)})
+    run_script(
+        ctx.con,
+        "ingest",
+        "dcgm_query_range",
+        {
+            "metric_names": names,
+            "measures": [METRICS[n] for n in names],
+            "fallback_metric": _fallback_measure(ctx.path),
+        },
+    )
     unnamed, known = ctx.con.execute(
         "SELECT count(*) FILTER (WHERE measure IS NULL AND dcgm_label(m, '__name__') IS NULL),"
         " count(*) FILTER (WHERE measure IS NOT NULL) FROM stage_dcgm_series"
     ).fetchall()[0]
     if unnamed:
-        raise ParseError(f"{ctx.path}: {unnamed} series without __name__, and the file name names no DCGM metric",
-                         hint="name the file after the metric (e.g. DCGM_FI_DEV_GPU_UTIL.json) or keep __name__ in the query")
+        raise ParseError(
+            f"{ctx.path}: {unnamed} series without __name__, and the file name names no DCGM metric",
+            hint="name the file after the metric (e.g. DCGM_FI_DEV_GPU_UTIL.json) or keep __name__ in the query",
+        )
     if not known:
-        raise ParseError(f"{ctx.path}: no series of a DCGM metric gca reads (GPU_UTIL, FB_USED, POWER_USAGE, ...)",
-                         hint="export DCGM_FI_* metrics, e.g. query_range of {__name__=~\"DCGM_FI_.*\"}")
+        raise ParseError(
+            f"{ctx.path}: no series of a DCGM metric gca reads (GPU_UTIL, FB_USED, POWER_USAGE, ...)",
+            hint='export DCGM_FI_* metrics, e.g. query_range of {__name__=~"DCGM_FI_.*"}',
+        )
     return _store(ctx)
-
 
 
 def _store_typed(ctx: LoadContext, typed: dcgm_fast.Typed) -> LoadCounts:
@@ -436,13 +520,19 @@ def load_query_range(ctx: LoadContext) -> LoadCounts:
     """Store the Prometheus API response at ctx.path as `dcgm_query_range` does (the live pull's chunks)."""
     return _load_query_range(ctx)
 
+
 def _store(ctx: LoadContext) -> LoadCounts:
     con = ctx.con
     if ctx.options.host:
-        hosts = [r[0] for r in con.execute("SELECT DISTINCT host FROM stage_dcgm WHERE host IS NOT NULL LIMIT 3").fetchall()]
+        hosts = [
+            r[0] for r in con.execute("SELECT DISTINCT host FROM stage_dcgm WHERE host IS NOT NULL LIMIT 3").fetchall()
+        ]
         if len(hosts) > 1:
-            raise InputError(f"{ctx.path}: --host {ctx.options.host} would merge the series of several hosts "
-                             f"({', '.join(sorted(hosts))}...)", hint="drop --host: the file names its hosts")
+            raise InputError(
+                f"{ctx.path}: --host {ctx.options.host} would merge the series of several hosts "
+                f"({', '.join(sorted(hosts))}...)",
+                hint="drop --host: the file names its hosts",
+            )
         con.execute("UPDATE stage_dcgm SET host = ?", [ctx.options.host])
     else:
         named = host_from_name(ctx.path)
@@ -450,14 +540,19 @@ def _store(ctx: LoadContext) -> LoadCounts:
             con.execute("UPDATE stage_dcgm SET host = ? WHERE host IS NULL", [named])
         missing = con.execute("SELECT count(*) FROM stage_dcgm WHERE host IS NULL AND problem IS NULL").fetchall()[0][0]
         if missing:
-            raise InputError(f"{ctx.path}: {missing} values have no host (no Hostname or instance label)",
-                             hint="pass --host NAME, or name the file after its host (e.g. node01.prom)")
+            raise InputError(
+                f"{ctx.path}: {missing} values have no host (no Hostname or instance label)",
+                hint="pass --host NAME, or name the file after its host (e.g. node01.prom)",
+            )
     run_script(con, "ingest", "nvsmi_macros", {})
     run_script(con, "ingest", "dcgm_pivot", ctx.options.bounds())
     counts = store_staged(ctx, "UTC")
-    con.execute("INSERT INTO gpu_workload_labels (machine_id, gpu_index, gpu_instance_id, first_at, last_at, pod, namespace,"
-                " container, hpc_job, file_id) SELECT machine_id, gpu_index, gpu_instance_id, first_at, last_at, pod,"
-                " namespace, container, hpc_job, ? FROM stage_workload_labels WHERE gpu_index IS NOT NULL", [ctx.file_id])
+    con.execute(
+        "INSERT INTO gpu_workload_labels (machine_id, gpu_index, gpu_instance_id, first_at, last_at, pod, namespace,"
+        " container, hpc_job, file_id) SELECT machine_id, gpu_index, gpu_instance_id, first_at, last_at, pod,"
+        " namespace, container, hpc_job, ? FROM stage_workload_labels WHERE gpu_index IS NOT NULL",
+        [ctx.file_id],
+    )
     return counts
 
 
@@ -479,15 +574,23 @@ SAMPLE_KIND = "dcgm"
 
 FORMATS = [
     FileFormat(
-        name="dcgm_prom", source="dcgm",
+        name="dcgm_prom",
+        source="dcgm",
         description="dcgm-exporter Prometheus text scrape(s) (/metrics)",
-        file_names=(), sniff=_sniff_prom, load=bounded_memory(_load_prom), prepare=_read_ahead_prom,
+        file_names=(),
+        sniff=_sniff_prom,
+        load=bounded_memory(_load_prom),
+        prepare=_read_ahead_prom,
         sample_kind=SAMPLE_KIND,
     ),
     FileFormat(
-        name="dcgm_query_range", source="dcgm",
+        name="dcgm_query_range",
+        source="dcgm",
         description="Prometheus API query_range/query JSON export of DCGM metrics",
-        file_names=(), sniff=_sniff_query_range, load=_load_query_range,  # one JSON value, read whole: a memory limit would refuse a big one
-        prepare=_read_ahead_query_range, sample_kind=SAMPLE_KIND,
+        file_names=(),
+        sniff=_sniff_query_range,
+        load=_load_query_range,  # one JSON value, read whole: a memory limit would refuse a big one
+        prepare=_read_ahead_query_range,
+        sample_kind=SAMPLE_KIND,
     ),
 ]

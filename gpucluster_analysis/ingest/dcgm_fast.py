@@ -25,19 +25,52 @@ from gpucluster_analysis.bounds import DEFAULT_MAX_GPUS_PER_NODE, WINDOW_END, WI
 
 # Measures the fast way types (dcgm.METRICS' values), with the range nvsmi_check.sql accepts.
 RANGES: dict[str, tuple[float | None, float | None]] = {
-    "util": (0, 100), "mem_util": (0, 100), "mem_used": (0, None), "mem_free": (None, None),
-    "mem_reserved": (None, None), "mem_total": (0, None), "power": (0, None), "temp": (None, None),
-    "sm_clock": (0, None), "gr_engine": (0, 1),
-    "sm_active": (0, 1), "sm_occupancy": (0, 1), "tensor_active": (0, 1), "fp64_active": (0, 1),
-    "fp32_active": (0, 1), "fp16_active": (0, 1), "dram_active": (0, 1),
-    "pcie_tx_bytes": (0, None), "pcie_rx_bytes": (0, None), "nvlink_tx_bytes": (0, None), "nvlink_rx_bytes": (0, None),
+    "util": (0, 100),
+    "mem_util": (0, 100),
+    "mem_used": (0, None),
+    "mem_free": (None, None),
+    "mem_reserved": (None, None),
+    "mem_total": (0, None),
+    "power": (0, None),
+    "temp": (None, None),
+    "sm_clock": (0, None),
+    "gr_engine": (0, 1),
+    "sm_active": (0, 1),
+    "sm_occupancy": (0, 1),
+    "tensor_active": (0, 1),
+    "fp64_active": (0, 1),
+    "fp32_active": (0, 1),
+    "fp16_active": (0, 1),
+    "dram_active": (0, 1),
+    "pcie_tx_bytes": (0, None),
+    "pcie_rx_bytes": (0, None),
+    "nvlink_tx_bytes": (0, None),
+    "nvlink_rx_bytes": (0, None),
 }
-PROFILE = ("sm_active", "sm_occupancy", "tensor_active", "fp64_active", "fp32_active", "fp16_active", "dram_active",
-           "pcie_tx_bytes", "pcie_rx_bytes", "nvlink_tx_bytes", "nvlink_rx_bytes")
+PROFILE = (
+    "sm_active",
+    "sm_occupancy",
+    "tensor_active",
+    "fp64_active",
+    "fp32_active",
+    "fp16_active",
+    "dram_active",
+    "pcie_tx_bytes",
+    "pcie_rx_bytes",
+    "nvlink_tx_bytes",
+    "nvlink_rx_bytes",
+)
 # stage column -> measure, as gpu_sample_details and gpu_samples name them
-COLUMNS = {"util_pct": "util", "mem_util_pct": "mem_util", "mem_used_mib": "mem_used", "power_w": "power",
-           "temp_c": "temp", "sm_clock_mhz": "sm_clock", "gr_engine_active": "gr_engine",
-           **{m: m for m in PROFILE}}
+COLUMNS = {
+    "util_pct": "util",
+    "mem_util_pct": "mem_util",
+    "mem_used_mib": "mem_used",
+    "power_w": "power",
+    "temp_c": "temp",
+    "sm_clock_mhz": "sm_clock",
+    "gr_engine_active": "gr_engine",
+    **{m: m for m in PROFILE},
+}
 _NUMBER = r"^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$"
 # The fast way holds a whole file in memory (several times its size while polars reads it);
 # bigger files take the exact way, which streams them under DuckDB's memory limit.
@@ -57,8 +90,9 @@ class Typed:
     xid_events: pl.DataFrame
 
 
-def read(path: Path, metrics: dict[str, str], fallback: str | None,
-         max_gpus_per_node: int = DEFAULT_MAX_GPUS_PER_NODE) -> Typed | None:
+def read(
+    path: Path, metrics: dict[str, str], fallback: str | None, max_gpus_per_node: int = DEFAULT_MAX_GPUS_PER_NODE
+) -> Typed | None:
     """A clean answer's rows, one per GPU and time (columns: machine_id, sample_at, gpu_index,
     the measures, in_samples, has_details), its devices and Xid events; or None: the exact way.
 
@@ -99,15 +133,22 @@ def _typed(answer: pl.DataFrame, metrics: dict[str, str], fallback: str | None, 
             return pl.lit(None, dtype=pl.String)
         return pl.col("metric").struct.field(names[keys.index(key)].name)
 
-    measure = (pl.when(label("__name__").is_null()).then(pl.lit(fallback, dtype=pl.String))
-               .otherwise(label("__name__").str.to_lowercase().replace_strict(metrics, default=None,
-                                                                                return_dtype=pl.String)))
+    measure = (
+        pl.when(label("__name__").is_null())
+        .then(pl.lit(fallback, dtype=pl.String))
+        .otherwise(label("__name__").str.to_lowercase().replace_strict(metrics, default=None, return_dtype=pl.String))
+    )
     instance = label("instance").str.replace(r":[0-9]+$", "")
     labelled = series.with_row_index("series_no").select(
-        "series_no", "values", measure.alias("measure"),
+        "series_no",
+        "values",
+        measure.alias("measure"),
         pl.coalesce(label("kubernetes_node"), label("hostname"), instance).alias("host"),
-        label("gpu").alias("gpu_text"), label("gpu_i_id").alias("instance_text"),
-        label("uuid").alias("uuid"), label("pci_bus_id").alias("pci_text"), label("modelname").alias("model"),
+        label("gpu").alias("gpu_text"),
+        label("gpu_i_id").alias("instance_text"),
+        label("uuid").alias("uuid"),
+        label("pci_bus_id").alias("pci_text"),
+        label("modelname").alias("model"),
         *[label(k).alias(k) for k in _WORKLOAD],
         label("__name__").is_null().alias("unnamed"),
     )
@@ -120,15 +161,17 @@ def _typed(answer: pl.DataFrame, metrics: dict[str, str], fallback: str | None, 
     if points.get_column("values").list.len().ne(2).any():
         return None
     points = points.select(
-        "series_no", pl.lit(None, dtype=pl.Int64).alias("line"),  # JSON has no lines (dcgm_query_range.sql)
+        "series_no",
+        pl.lit(None, dtype=pl.Int64).alias("line"),  # JSON has no lines (dcgm_query_range.sql)
         pl.col("values").list.get(0).cast(pl.Float64, strict=False).alias("ts"),
         pl.col("values").list.get(1).alias("text"),
     )
     return _checked(kept, points, max_gpus_per_node)
 
 
-def _checked(kept: pl.DataFrame, points: pl.DataFrame, max_gpus_per_node: int, *,
-             numbers_checked: bool = False) -> Typed | None:
+def _checked(
+    kept: pl.DataFrame, points: pl.DataFrame, max_gpus_per_node: int, *, numbers_checked: bool = False
+) -> Typed | None:
     """The typed rows and Xid events of a clean answer or scrape file, or None.
 
     `kept`: one row per series of a metric gca reads (series_no, measure, host, gpu_text,
@@ -142,7 +185,9 @@ def _checked(kept: pl.DataFrame, points: pl.DataFrame, max_gpus_per_node: int, *
         return None  # clock reasons, or no DCGM series at all: the exact way
     pod = pl.coalesce(pl.col("exported_pod"), pl.col("pod"), pl.col("pod_name"))
     clean_series = kept.select(
-        pl.col("host").is_not_null() & (pl.col("host") != "") & (pl.col("host") == pl.col("host").str.strip_chars(" "))
+        pl.col("host").is_not_null()
+        & (pl.col("host") != "")
+        & (pl.col("host") == pl.col("host").str.strip_chars(" "))
         & pl.col("gpu_text").str.contains(r"^[0-9]{1,4}$").fill_null(False)
         & (pl.col("gpu_text").cast(pl.Int32, strict=False) < max_gpus_per_node).fill_null(False)
         & (pl.col("instance_text").is_null() | (pl.col("instance_text") == ""))
@@ -164,20 +209,32 @@ def _checked(kept: pl.DataFrame, points: pl.DataFrame, max_gpus_per_node: int, *
     devices = devices.sort("host", "gpu_text").with_row_index("device_no")
     # series in (measure, GPU) order: after one stable sort of the points, each measure's points
     # are one slice, in GPU and time order
-    series = kept.join(devices.select("host", "gpu_text", "device_no"), on=["host", "gpu_text"], how="left").select(
-        pl.col("series_no").cast(pl.Int64), "measure", "device_no", "host", "gpu_text").sort(
-        "measure", "device_no", "series_no", nulls_last=True).with_row_index("order")
+    series = (
+        kept.join(devices.select("host", "gpu_text", "device_no"), on=["host", "gpu_text"], how="left")
+        .select(pl.col("series_no").cast(pl.Int64), "measure", "device_no", "host", "gpu_text")
+        .sort("measure", "device_no", "series_no", nulls_last=True)
+        .with_row_index("order")
+    )
     if points.get_column("ts").null_count() or (points.get_column("ts") < 0).any():
         return None
-    if not numbers_checked and not points.select(
-            (pl.col("text").str.to_lowercase() == "nan").or_(pl.col("text").str.contains(_NUMBER)).all()).item():
+    if (
+        not numbers_checked
+        and not points.select(
+            (pl.col("text").str.to_lowercase() == "nan").or_(pl.col("text").str.contains(_NUMBER)).all()
+        ).item()
+    ):
         return None
-    points = points.select(
-        pl.col("series_no").cast(pl.Int64), "line",
-        pl.col("text").cast(pl.Float64, strict=False).alias("value"),  # "nan" (any case) -> NaN, checked above
-        # make_timestamp(round(ts * 10^6)): half away from zero, as DuckDB rounds (times are >= 0)
-        ((pl.col("ts") * 1_000_000 + 0.5).floor().cast(pl.Int64).cast(pl.Datetime("us"))).alias("sample_at"),
-    ).join(series.select("series_no", "order", "device_no"), on="series_no", how="left").sort("order", maintain_order=True)
+    points = (
+        points.select(
+            pl.col("series_no").cast(pl.Int64),
+            "line",
+            pl.col("text").cast(pl.Float64, strict=False).alias("value"),  # "nan" (any case) -> NaN, checked above
+            # make_timestamp(round(ts * 10^6)): half away from zero, as DuckDB rounds (times are >= 0)
+            ((pl.col("ts") * 1_000_000 + 0.5).floor().cast(pl.Int64).cast(pl.Datetime("us"))).alias("sample_at"),
+        )
+        .join(series.select("series_no", "order", "device_no"), on="series_no", how="left")
+        .sort("order", maintain_order=True)
+    )
     if not points.select(pl.col("sample_at").is_between(WINDOW_START, WINDOW_END, closed="left").all()).item():
         return None  # a sample outside the years gca reads: the exact way rejects it
     # each series' times strictly increasing (as Prometheus answers): no time twice
@@ -188,7 +245,8 @@ def _checked(kept: pl.DataFrame, points: pl.DataFrame, max_gpus_per_node: int, *
     order = points.get_column("order")
     slices = {}
     spans = series.group_by("measure", maintain_order=True).agg(
-        pl.col("order").min().alias("first"), pl.col("order").max().alias("last"))
+        pl.col("order").min().alias("first"), pl.col("order").max().alias("last")
+    )
     for measure, first, last in spans.iter_rows():
         start, end = order.search_sorted(first, side="left"), order.search_sorted(last, side="right")
         slices[measure] = points.slice(start, end - start)  # type: ignore[operator]
@@ -197,21 +255,33 @@ def _checked(kept: pl.DataFrame, points: pl.DataFrame, max_gpus_per_node: int, *
             continue
         low, high = RANGES[measure]
         values = part.get_column("value").fill_nan(None)
-        if part.get_column("value").is_infinite().any() or (values.null_count() < len(values) and (
-                (low is not None and values.min() < low) or (high is not None and values.max() > high))):  # type: ignore[operator]
+        if part.get_column("value").is_infinite().any() or (
+            values.null_count() < len(values)
+            and ((low is not None and values.min() < low) or (high is not None and values.max() > high))
+        ):  # type: ignore[operator]
             return None
     xid = slices.pop("xid", None)
     if not slices:
         return None
-    events = _EMPTY_EVENTS if xid is None else _xid_events(xid.join(series.select("order", "host", "gpu_text"), on="order"))
+    events = (
+        _EMPTY_EVENTS if xid is None else _xid_events(xid.join(series.select("order", "host", "gpu_text"), on="order"))
+    )
     if events is None:
         return None
     pivoted = _pivot(slices, devices)
     return None if pivoted is None else Typed(*pivoted, events)
 
 
-_EMPTY_EVENTS = pl.DataFrame(schema={"line": pl.Int64, "event_at": pl.Datetime("us"), "machine_id": pl.String,
-                                     "gpu_index": pl.Int16, "kind": pl.String, "detail": pl.String})
+_EMPTY_EVENTS = pl.DataFrame(
+    schema={
+        "line": pl.Int64,
+        "event_at": pl.Datetime("us"),
+        "machine_id": pl.String,
+        "gpu_index": pl.Int16,
+        "kind": pl.String,
+        "detail": pl.String,
+    }
+)
 
 
 def _xid_events(xid: pl.DataFrame) -> pl.DataFrame | None:
@@ -220,10 +290,18 @@ def _xid_events(xid: pl.DataFrame) -> pl.DataFrame | None:
     if not xid.select((code.is_nan() | (code == code.floor())).all()).item():
         return None  # a fractional Xid: the exact way's rounding decides its name
     previous = code.shift().over("order")  # the last finite value (a NaN changes nothing)
-    return xid.filter(code.is_finite()).filter((code != 0) & (previous.is_null() | (code != previous))).select(
-        pl.col("line").cast(pl.Int64), pl.col("sample_at").alias("event_at"), pl.col("host").alias("machine_id"),
-        pl.col("gpu_text").cast(pl.Int16).alias("gpu_index"), pl.lit("xid").alias("kind"),
-        (pl.lit("Xid ") + code.cast(pl.Int64).cast(pl.String)).alias("detail"))
+    return (
+        xid.filter(code.is_finite())
+        .filter((code != 0) & (previous.is_null() | (code != previous)))
+        .select(
+            pl.col("line").cast(pl.Int64),
+            pl.col("sample_at").alias("event_at"),
+            pl.col("host").alias("machine_id"),
+            pl.col("gpu_text").cast(pl.Int16).alias("gpu_index"),
+            pl.lit("xid").alias("kind"),
+            (pl.lit("Xid ") + code.cast(pl.Int64).cast(pl.String)).alias("detail"),
+        )
+    )
 
 
 def _pivot(slices: dict[str, pl.DataFrame], devices: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame] | None:
@@ -234,11 +312,13 @@ def _pivot(slices: dict[str, pl.DataFrame], devices: pl.DataFrame) -> tuple[pl.D
     present = sorted(slices)
     first = slices[present[0]].select(keys)
     if all(slices[m].height == first.height for m in present) and all(
-            slices[m].get_column(k).equals(first.get_column(k)) for m in present[1:] for k in keys):
+        slices[m].get_column(k).equals(first.get_column(k)) for m in present[1:] for k in keys
+    ):
         # every scrape has every measure of every GPU (the usual file): the slices line up
         wide = first.with_columns(
             *[slices[m].get_column("value").alias(m) for m in present],
-            *[pl.lit(True).alias(f"has_{m}") for m in present])
+            *[pl.lit(True).alias(f"has_{m}") for m in present],
+        )
     else:
         long = pl.concat([part.select(*keys, "value", pl.lit(m).alias("measure")) for m, part in slices.items()])
         wide = long.pivot(on="measure", index=keys, values="value", aggregate_function=None, sort_columns=True)
@@ -248,45 +328,65 @@ def _pivot(slices: dict[str, pl.DataFrame], devices: pl.DataFrame) -> tuple[pl.D
         if m not in present:
             wide = wide.with_columns(pl.lit(None, dtype=pl.Float64).alias(m), pl.lit(False).alias(f"has_{m}"))
     # DCGM's own total, else used + free + reserved (dcgm_pivot.sql); a NaN total stays missing
-    total = (pl.when(pl.col("has_mem_total")).then(pl.col("mem_total"))
-             .otherwise(pl.col("mem_used") + pl.col("mem_free") + pl.col("mem_reserved")))
+    total = (
+        pl.when(pl.col("has_mem_total"))
+        .then(pl.col("mem_total"))
+        .otherwise(pl.col("mem_used") + pl.col("mem_free") + pl.col("mem_reserved"))
+    )
     profile_text = pl.any_horizontal(*[pl.col(f"has_{m}") for m in PROFILE])
     has_profile = pl.any_horizontal(*[pl.col(m).is_not_null() for m in PROFILE])
     named = devices.select(
-        "device_no", pl.col("host").alias("machine_id"), pl.col("gpu_text").cast(pl.Int16).alias("gpu_index"),
+        "device_no",
+        pl.col("host").alias("machine_id"),
+        pl.col("gpu_text").cast(pl.Int16).alias("gpu_index"),
         _text(pl.col("uuid")).alias("uuid"),
-        pl.when(_missing(pl.col("pci_text"))).then(None)
-        .otherwise(pl.col("pci_text").str.strip_chars(" ").str.slice(-12).str.to_lowercase()).alias("pci_bus_id"),
-        _text(pl.col("model")).alias("model"))
-    typed = wide.with_columns(total.alias("mem_total_mib")).join(
-        named.select("device_no", "machine_id", "gpu_index"), on="device_no", how="left").select(
-        "machine_id", "sample_at", "gpu_index",
-        *[pl.col(m).alias(c) for c, m in COLUMNS.items()], "mem_total_mib",
-        # a scrape of profiling fields only has no utilization sample (nvsmi_check.sql's profile_only)
-        (pl.col("has_util") | ~profile_text).alias("in_samples"),
-        pl.any_horizontal(*[pl.col(c).is_not_null() for c in ("mem_util", "mem_used", "power", "temp", "sm_clock",
-                                                                  "gr_engine")], pl.col("mem_total_mib").is_not_null(),
-                          has_profile).alias("has_details"),
+        pl.when(_missing(pl.col("pci_text")))
+        .then(None)
+        .otherwise(pl.col("pci_text").str.strip_chars(" ").str.slice(-12).str.to_lowercase())
+        .alias("pci_bus_id"),
+        _text(pl.col("model")).alias("model"),
+    )
+    typed = (
+        wide.with_columns(total.alias("mem_total_mib"))
+        .join(named.select("device_no", "machine_id", "gpu_index"), on="device_no", how="left")
+        .select(
+            "machine_id",
+            "sample_at",
+            "gpu_index",
+            *[pl.col(m).alias(c) for c, m in COLUMNS.items()],
+            "mem_total_mib",
+            # a scrape of profiling fields only has no utilization sample (nvsmi_check.sql's profile_only)
+            (pl.col("has_util") | ~profile_text).alias("in_samples"),
+            pl.any_horizontal(
+                *[pl.col(c).is_not_null() for c in ("mem_util", "mem_used", "power", "temp", "sm_clock", "gr_engine")],
+                pl.col("mem_total_mib").is_not_null(),
+                has_profile,
+            ).alias("has_details"),
+        )
     )
     totals = typed.get_column("mem_total_mib").drop_nulls()
     if not totals.is_empty() and (totals.min() < 0 or not totals.is_finite().all()):  # type: ignore[operator]
         return None  # a total nvsmi_check.sql would reject
     # the devices of GPUs with a row, as nvsmi_store.sql keeps them
-    sampled = named.filter(pl.col("device_no").is_in(wide.get_column("device_no").unique().implode())
-                           & (pl.col("uuid").is_not_null() | pl.col("pci_bus_id").is_not_null()
-                              | pl.col("model").is_not_null())).drop("device_no")
+    sampled = named.filter(
+        pl.col("device_no").is_in(wide.get_column("device_no").unique().implode())
+        & (pl.col("uuid").is_not_null() | pl.col("pci_bus_id").is_not_null() | pl.col("model").is_not_null())
+    ).drop("device_no")
     return typed, sampled
 
 
 def _missing(value: pl.Expr) -> pl.Expr:
     trimmed = value.str.strip_chars(" ")
-    return value.is_null() | (trimmed == "") | trimmed.str.starts_with("[") | trimmed.str.to_lowercase().is_in(
-        list(_MISSING_WORDS))
+    return (
+        value.is_null()
+        | (trimmed == "")
+        | trimmed.str.starts_with("[")
+        | trimmed.str.to_lowercase().is_in(list(_MISSING_WORDS))
+    )
 
 
 def _text(value: pl.Expr) -> pl.Expr:
     return pl.when(_missing(value)).then(None).otherwise(value.str.strip_chars(" "))
-
 
 
 # dcgm-exporter scrape files (dcgm_prom): the lines dcgm.py's exact way reads, in their plain shape.
@@ -299,8 +399,11 @@ _VALUE = r"^[ \t]+(?:-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|(?i:nan))[ \t\r]*
 _CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
 
 
-def read_scrapes(path: Path, series_of: Callable[[str], dict[str, str | None] | None],
-                 max_gpus_per_node: int = DEFAULT_MAX_GPUS_PER_NODE) -> Typed | None:
+def read_scrapes(
+    path: Path,
+    series_of: Callable[[str], dict[str, str | None] | None],
+    max_gpus_per_node: int = DEFAULT_MAX_GPUS_PER_NODE,
+) -> Typed | None:
     """read()'s rows and events for a file of dcgm-exporter scrapes, or None: the exact way.
 
     Clean means, besides read()'s rules: uncompressed UTF-8 ending in a line end; every DCGM
@@ -322,16 +425,23 @@ def read_scrapes(path: Path, series_of: Callable[[str], dict[str, str | None] | 
         # stands before the `}` repeats (the series, HELP and TYPE lines): read as categories
         # of this file alone, it is never a string per line, and each distinct one is looked
         # at once.
-        lines = pl.read_csv(path, has_header=False, separator="}", quote_char=None,
-                            schema={"head": pl.Categorical(pl.Categories.random()), "value": pl.String},
-                            missing_columns="insert", raise_if_empty=False)
+        lines = pl.read_csv(
+            path,
+            has_header=False,
+            separator="}",
+            quote_char=None,
+            schema={"head": pl.Categorical(pl.Categories.random()), "value": pl.String},
+            missing_columns="insert",
+            raise_if_empty=False,
+        )
         return _scrapes(lines, series_of, max_gpus_per_node)
     except (pl.exceptions.PolarsError, ValueError, OSError):
         return None
 
 
-def _scrapes(lines: pl.DataFrame, series_of: Callable[[str], dict[str, str | None] | None],
-             max_gpus_per_node: int) -> Typed | None:
+def _scrapes(
+    lines: pl.DataFrame, series_of: Callable[[str], dict[str, str | None] | None], max_gpus_per_node: int
+) -> Typed | None:
     distinct = lines.get_column("head").unique().drop_nulls()
     heads = pl.DataFrame({"code": distinct.to_physical(), "head": distinct.cast(pl.String)})
     head = pl.col("head")
@@ -340,8 +450,9 @@ def _scrapes(lines: pl.DataFrame, series_of: Callable[[str], dict[str, str | Non
     is_dcgm = head.str.starts_with("DCGM") | head.str.starts_with("dcgm")
     sample_codes = heads.filter(is_dcgm).get_column("code")
     plain_codes = heads.filter(head.str.starts_with("# HELP ") | head.str.starts_with("# TYPE ")).get_column("code")
-    df = lines.select(pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("line"),
-                      pl.col("head").to_physical().alias("code"), "value")
+    df = lines.select(
+        pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("line"), pl.col("head").to_physical().alias("code"), "value"
+    )
     is_sample = df.select(pl.col("code").is_in(sample_codes.implode()).fill_null(False)).to_series()
     rest = df.filter(~is_sample)
     # the lines that are no plain sample: no control byte anywhere; among those that are no
@@ -349,16 +460,18 @@ def _scrapes(lines: pl.DataFrame, series_of: Callable[[str], dict[str, str | Non
     # no `# time:` the plain way cannot read
     if rest.select(pl.col("value").str.contains(_CONTROL).any()).item():
         return None
-    odd = rest.filter(~pl.col("code").is_in(plain_codes.implode()).fill_null(False)).join(
-        heads, on="code", how="left")
-    stripped = (head.fill_null("") + pl.when(pl.col("value").is_null()).then(pl.lit("")).otherwise(
-        pl.lit("}") + pl.col("value"))).str.strip_chars()
+    odd = rest.filter(~pl.col("code").is_in(plain_codes.implode()).fill_null(False)).join(heads, on="code", how="left")
+    stripped = (
+        head.fill_null("")
+        + pl.when(pl.col("value").is_null()).then(pl.lit("")).otherwise(pl.lit("}") + pl.col("value"))
+    ).str.strip_chars()
     odd = odd.select("line", stripped.alias("text"))
     text = pl.col("text")
     if odd.select((text.str.slice(0, 4).str.to_lowercase() == "dcgm").any() | text.str.starts_with("{").any()).item():
         return None
     times = odd.filter(text.str.contains(_TIME_COMMENT)).select(
-        "line", text.str.extract(_EPOCH_COMMENT, 1).cast(pl.Int64, strict=False).alias("epoch"))
+        "line", text.str.extract(_EPOCH_COMMENT, 1).cast(pl.Int64, strict=False).alias("epoch")
+    )
     if times.get_column("epoch").null_count():
         return None  # an ISO time or a time with a `}`: the exact way reads it or says why not
     samples = df.filter(is_sample)
@@ -376,7 +489,8 @@ def _scrapes(lines: pl.DataFrame, series_of: Callable[[str], dict[str, str | Non
     if not rows:
         return None
     kept = pl.DataFrame(rows, infer_schema_length=None).with_columns(
-        pl.lit(None, dtype=pl.String).alias("exported_pod"), pl.lit(None, dtype=pl.String).alias("pod_name"))
+        pl.lit(None, dtype=pl.String).alias("exported_pod"), pl.lit(None, dtype=pl.String).alias("pod_name")
+    )
     for column in ("host", "gpu_text", "instance_text", "uuid", "pci_text", "model", "pod", "hpc_job"):
         if column not in kept.columns:
             kept = kept.with_columns(pl.lit(None, dtype=pl.String).alias(column))
@@ -384,15 +498,22 @@ def _scrapes(lines: pl.DataFrame, series_of: Callable[[str], dict[str, str | Non
     samples = samples.select("line", pl.col("code").cast(pl.Int64).alias("series_no"), "value")
     stored = pl.col("series_no").is_in(kept.get_column("series_no").cast(pl.Int64).implode())
     # a stored series' value is a number; any other DCGM line only has the plain shape
-    shape = pl.when(stored).then(pl.col("value").str.contains(_VALUE)).otherwise(
-        pl.col("value").str.contains(r"^[ \t]+[^ \t\r\x00-\x1f\x7f]+[ \t\r]*$"))
+    shape = (
+        pl.when(stored)
+        .then(pl.col("value").str.contains(_VALUE))
+        .otherwise(pl.col("value").str.contains(r"^[ \t]+[^ \t\r\x00-\x1f\x7f]+[ \t\r]*$"))
+    )
     if not samples.select(shape.all()).item():
         return None
     # each sample under the last `# time:` line above it
-    above = (times.get_column("line").search_sorted(samples.get_column("line"), side="right").cast(pl.Int64) - 1)
+    above = times.get_column("line").search_sorted(samples.get_column("line"), side="right").cast(pl.Int64) - 1
     if times.is_empty() or (above < 0).any():
         return None  # a sample before any `# time:` line: the exact way times it or says why not
-    points = samples.with_columns(times.get_column("epoch").cast(pl.Float64).gather(above).alias("ts")).filter(
-        stored).select(
-        "series_no", pl.col("line").cast(pl.Int64), "ts", pl.col("value").str.strip_chars(" \t\r").alias("text"))
+    points = (
+        samples.with_columns(times.get_column("epoch").cast(pl.Float64).gather(above).alias("ts"))
+        .filter(stored)
+        .select(
+            "series_no", pl.col("line").cast(pl.Int64), "ts", pl.col("value").str.strip_chars(" \t\r").alias("text")
+        )
+    )
     return _checked(kept, points, max_gpus_per_node, numbers_checked=True)

@@ -72,16 +72,39 @@ DEFAULT_DELAY_MS = 1000.0  # dcgmi dmon's -d when the command line has none
 # stage_raw's columns (and the parts of the memory total) -> the dmon fields that fill them,
 # by short name as `dcgmi dmon -l` lists them; the first present wins.
 FIELDS: dict[str, tuple[str, ...]] = {
-    "gr_engine_text": ("GRACT",), "sm_active_text": ("SMACT",), "sm_occupancy_text": ("SMOCC",),
-    "tensor_active_text": ("TENSO",), "fp64_active_text": ("FP64A",), "fp32_active_text": ("FP32A",),
-    "fp16_active_text": ("FP16A",), "dram_active_text": ("DRAMA",), "pcie_tx_text": ("PCITX",), "pcie_rx_text": ("PCIRX",),
-    "nvlink_tx_text": ("NVLTX",), "nvlink_rx_text": ("NVLRX",),
-    "util_text": ("GPUTL",), "mem_util_text": ("MCUTL",), "power_text": ("POWER", "PWR"), "temp_text": ("TMPTR",),
-    "sm_clock_text": ("SMCLK",), "mem_used_text": ("FBUSD",), "fb_total_text": ("FBTTL",), "fb_free_text": ("FBFRE",),
-    "fb_reserved_text": ("FBRSV",), "uuid": ("UUID#",), "model": ("DVNAM",), "pci_text": ("PCBID",),
+    "gr_engine_text": ("GRACT",),
+    "sm_active_text": ("SMACT",),
+    "sm_occupancy_text": ("SMOCC",),
+    "tensor_active_text": ("TENSO",),
+    "fp64_active_text": ("FP64A",),
+    "fp32_active_text": ("FP32A",),
+    "fp16_active_text": ("FP16A",),
+    "dram_active_text": ("DRAMA",),
+    "pcie_tx_text": ("PCITX",),
+    "pcie_rx_text": ("PCIRX",),
+    "nvlink_tx_text": ("NVLTX",),
+    "nvlink_rx_text": ("NVLRX",),
+    "util_text": ("GPUTL",),
+    "mem_util_text": ("MCUTL",),
+    "power_text": ("POWER", "PWR"),
+    "temp_text": ("TMPTR",),
+    "sm_clock_text": ("SMCLK",),
+    "mem_used_text": ("FBUSD",),
+    "fb_total_text": ("FBTTL",),
+    "fb_free_text": ("FBFRE",),
+    "fb_reserved_text": ("FBRSV",),
+    "uuid": ("UUID#",),
+    "model": ("DVNAM",),
+    "pci_text": ("PCBID",),
 }
-_BLOCK_TYPES = {"block": pa.int32(), "n_fields": pa.int32(), "starts": pa.list_(pa.int32()), "fixed": pa.bool_(),
-                "legacy": pa.bool_(), **{f"p_{column}": pa.int32() for column in FIELDS}}
+_BLOCK_TYPES = {
+    "block": pa.int32(),
+    "n_fields": pa.int32(),
+    "starts": pa.list_(pa.int32()),
+    "fixed": pa.bool_(),
+    "legacy": pa.bool_(),
+    **{f"p_{column}": pa.int32() for column in FIELDS},
+}
 
 
 def command_delay_s(text: str) -> float | None:
@@ -108,8 +131,13 @@ def _layout(text: str, block: int) -> dict[str, Any]:
     starts = [m.start() + 1 for m in fields]
     names = [m.group(0).upper() for m in fields]
     return {
-        "block": block, "n_fields": len(fields), "starts": starts,
-        **{f"p_{column}": next((names.index(n) + 1 for n in wanted if n in names), None) for column, wanted in FIELDS.items()},
+        "block": block,
+        "n_fields": len(fields),
+        "starts": starts,
+        **{
+            f"p_{column}": next((names.index(n) + 1 for n in wanted if n in names), None)
+            for column, wanted in FIELDS.items()
+        },
         # DCGM 4.0 on pads the entity column to 11 or more and leaves a missing value blank in
         # place; 2.4-3.x (10) leave it out, closing up the row, so only a full row can be read
         "fixed": skip == 1 and bool(starts) and starts[0] >= 12,
@@ -123,8 +151,15 @@ def _load(ctx: LoadContext) -> LoadCounts:
     lines = Batches(ctx.con, "stage_lines", {"line": pa.int64(), "block": pa.int32(), "text": pa.string()})
     events = Batches(ctx.con, "stage_gpu_events", EVENT_COLUMNS)
     layouts: list[dict[str, Any]] = []
-    state: dict[str, Any] = {"block": None, "units_at": None, "cut_line": None, "delay": None, "command_line": 0,
-                             "rows": 0, "rows_at_command": 0}
+    state: dict[str, Any] = {
+        "block": None,
+        "units_at": None,
+        "cut_line": None,
+        "delay": None,
+        "command_line": 0,
+        "rows": 0,
+        "rows_at_command": 0,
+    }
 
     def line_by_line(number: int, text: str, cut: bool) -> None:
         """What a line that is not plainly a row is: header, unit line, command, message, reject."""
@@ -180,17 +215,25 @@ def _load(ctx: LoadContext) -> LoadCounts:
         if not len(positions):
             continue
         block_of = np.array([-2 if b is None else b for b in blocks], dtype=np.int32)[
-            np.searchsorted(np.array(changes), positions, side="right") - 1]
+            np.searchsorted(np.array(changes), positions, side="right") - 1
+        ]
         if (block_of == -2).any():
             _orphan(ctx, first + int(positions[int(np.argmax(block_of == -2))]))
-        batch = pa.table({"line": pa.array(positions + first, type=pa.int64()),  # noqa: F841 (read by DuckDB)
-                          "block": pa.array(block_of), "text": texts.take(pa.array(positions))})
+        batch = pa.table(
+            {
+                "line": pa.array(positions + first, type=pa.int64()),  # noqa: F841 (read by DuckDB)
+                "block": pa.array(block_of),
+                "text": texts.take(pa.array(positions)),
+            }
+        )
         ctx.con.execute("INSERT INTO stage_lines SELECT * FROM batch")
     lines.flush()
     events.flush()
     if not layouts and not events.count:
-        raise ParseError(f"{ctx.path}: no dcgmi dmon header (#Entity ...) and no data",
-                         hint="is this the right file? --format forces a format")
+        raise ParseError(
+            f"{ctx.path}: no dcgmi dmon header (#Entity ...) and no data",
+            hint="is this the right file? --format forces a format",
+        )
     blocks_table = pa.table({c: pa.array([r[c] for r in layouts], type=t) for c, t in _BLOCK_TYPES.items()})  # noqa: F841
     ctx.con.execute("CREATE OR REPLACE TEMP TABLE stage_blocks AS SELECT * FROM blocks_table")
     start = interval = None
@@ -200,30 +243,40 @@ def _load(ctx: LoadContext) -> LoadCounts:
             raise InputError(
                 f"{ctx.path}: dcgmi dmon prints no times",
                 hint="pass --time (when its first sample was taken) and --interval (seconds between samples: "
-                     "its -d / 1000, 1 by default)",
+                "its -d / 1000, 1 by default)",
             )
         interval = ctx.options.interval_s or state["delay"]
         if interval is None and _repeats(ctx):
-            raise InputError(f"{ctx.path}: the output has several samples per GPU and no times",
-                             hint="pass --interval (seconds between samples: dcgmi dmon's -d / 1000, 1 by default) with --time")
+            raise InputError(
+                f"{ctx.path}: the output has several samples per GPU and no times",
+                hint="pass --interval (seconds between samples: dcgmi dmon's -d / 1000, 1 by default) with --time",
+            )
     run_script(ctx.con, "ingest", "nvsmi_macros", {})
-    run_script(ctx.con, "ingest", "dcgmi_lines",
-               {"host": host, "start": start, "interval": interval, "cut_line": state["cut_line"], "cut_reason": CUT_LINE})
+    run_script(
+        ctx.con,
+        "ingest",
+        "dcgmi_lines",
+        {"host": host, "start": start, "interval": interval, "cut_line": state["cut_line"], "cut_reason": CUT_LINE},
+    )
     return store_staged(ctx, zone)
 
 
 def _orphan(ctx: LoadContext, number: int) -> None:
-    raise ParseError(f"{ctx.path}:{number}: rows without a dcgmi dmon header (#Entity ...): "
-                     "gca cannot tell which field is which", hint="keep the header dcgmi printed above the rows")
+    raise ParseError(
+        f"{ctx.path}:{number}: rows without a dcgmi dmon header (#Entity ...): gca cannot tell which field is which",
+        hint="keep the header dcgmi printed above the rows",
+    )
 
 
 def _repeats(ctx: LoadContext) -> bool:
     """Whether some entity has more than one row (then the samples need an interval)."""
-    return bool(ctx.con.execute(
-        "SELECT 1 FROM stage_lines WHERE block >= 0 AND regexp_matches(text, ?) "
-        "GROUP BY regexp_extract(text, '^(?:GPU \\d+ LINK|SW \\d+ LINK|CPU Core|\\S+)\\s+\\d+') HAVING count(*) > 1 LIMIT 1",
-        [ENTITY_ROW]
-    ).fetchall())
+    return bool(
+        ctx.con.execute(
+            "SELECT 1 FROM stage_lines WHERE block >= 0 AND regexp_matches(text, ?) "
+            "GROUP BY regexp_extract(text, '^(?:GPU \\d+ LINK|SW \\d+ LINK|CPU Core|\\S+)\\s+\\d+') HAVING count(*) > 1 LIMIT 1",
+            [ENTITY_ROW],
+        ).fetchall()
+    )
 
 
 def _sniff(head: str) -> bool:
@@ -234,9 +287,13 @@ def _sniff(head: str) -> bool:
 
 FORMATS = [
     FileFormat(
-        name="dcgmi_dmon", source="dcgm",
+        name="dcgmi_dmon",
+        source="dcgm",
         description="dcgmi dmon -e FIELDS text (profiling and device fields per GPU and MIG instance; --time/--interval for times)",
-        file_names=(), sniff=_sniff, load=bounded_memory(_load), default_zone=local_zone(),
+        file_names=(),
+        sniff=_sniff,
+        load=bounded_memory(_load),
+        default_zone=local_zone(),
         sample_kind=SAMPLE_KIND,
     ),
 ]

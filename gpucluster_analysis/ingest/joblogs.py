@@ -22,7 +22,6 @@ integer indices become gpu_bindings rows for attributing samples to the job.
 from __future__ import annotations
 
 import hashlib
-
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -37,9 +36,19 @@ from gpucluster_analysis.ingest.files import open_binary
 from gpucluster_analysis.logscan import HEAD_BYTES, TAIL_BYTES
 from gpucluster_analysis.speed import extract_speed_bytes
 
-_STREAMS = {"stdout": "stdout", "out": "stdout", "stderr": "stderr", "err": "stderr", "combined": "combined", "log": "combined", "output": "combined"}
+_STREAMS = {
+    "stdout": "stdout",
+    "out": "stdout",
+    "stderr": "stderr",
+    "err": "stderr",
+    "combined": "combined",
+    "log": "combined",
+    "output": "combined",
+}
 
-_SYNTH = re.compile(r"(?:^|/)logs/(?P<job_id>[^/]+)/attempt_(?P<attempt>\d+)/(?P<stream>stdout|stderr|combined)\.(?:log|txt)(?:\.gz)?$")
+_SYNTH = re.compile(
+    r"(?:^|/)logs/(?P<job_id>[^/]+)/attempt_(?P<attempt>\d+)/(?P<stream>stdout|stderr|combined)\.(?:log|txt)(?:\.gz)?$"
+)
 _SLURM = re.compile(r"(?:^|/)slurm-(?P<job_id>\d+(?:_\d+)?)\.(?P<stream>out|err)(?:\.gz)?$")
 
 # Suffixes that make an unmatched file in a walked directory look like a job log, so it
@@ -170,13 +179,30 @@ def _speed_columns(data: bytes, tail_from_line: int | None) -> dict[str, object]
     speed = extract_speed_bytes(data, tail_from_line=tail_from_line)
     if speed is None:
         return dict.fromkeys(SPEED_COLUMNS)
-    return {"speed_metric": speed.metric, "speed_unit": speed.unit, "speed_pattern": speed.pattern_id,
-            "speed_per_gpu": speed.per_gpu, "speed_median": speed.median, "speed_p25": speed.p25,
-            "speed_p75": speed.p75, "speed_samples": speed.samples_used, "speed_samples_seen": speed.samples_seen}
+    return {
+        "speed_metric": speed.metric,
+        "speed_unit": speed.unit,
+        "speed_pattern": speed.pattern_id,
+        "speed_per_gpu": speed.per_gpu,
+        "speed_median": speed.median,
+        "speed_p25": speed.p25,
+        "speed_p75": speed.p75,
+        "speed_samples": speed.samples_used,
+        "speed_samples_seen": speed.samples_seen,
+    }
 
 
-SPEED_COLUMNS = ("speed_metric", "speed_unit", "speed_pattern", "speed_per_gpu", "speed_median", "speed_p25",
-                 "speed_p75", "speed_samples", "speed_samples_seen")
+SPEED_COLUMNS = (
+    "speed_metric",
+    "speed_unit",
+    "speed_pattern",
+    "speed_per_gpu",
+    "speed_median",
+    "speed_p25",
+    "speed_p75",
+    "speed_samples",
+    "speed_samples_seen",
+)
 
 
 def parse(path: Path, options: IngestOptions) -> dict[str, list[dict[str, object]]]:
@@ -207,17 +233,30 @@ def _parse(path: Path, options: IngestOptions, digest: Any) -> dict[str, list[di
         data = head + b"\n" + tail
         result = classify_bytes(data, sigs, tail_from_line=head.count(b"\n") + 2)
     log = {
-        "job_id": place.job_id, "attempt_ref": place.attempt_ref, "stream": place.stream, "layout": place.layout,
-        "reason": result.reason, "category": result.category, "signature_id": result.signature_id,
+        "job_id": place.job_id,
+        "attempt_ref": place.attempt_ref,
+        "stream": place.stream,
+        "layout": place.layout,
+        "reason": result.reason,
+        "category": result.category,
+        "signature_id": result.signature_id,
         "priority": result.matched[0].priority if result.matched else None,
-        "line_number": result.line_number, "line": (result.line or "")[:1000] or None,
+        "line_number": result.line_number,
+        "line": (result.line or "")[:1000] or None,
         "other_signatures": [m.signature_id for m in result.matched[1:]],
-        "bytes_read": len(head) + len(tail or b""), "truncated": tail is not None,
+        "bytes_read": len(head) + len(tail or b""),
+        "truncated": tail is not None,
         **_speed_columns(data, None if tail is None else head.count(b"\n") + 2),
     }
     bindings = [
-        {"source": None, "job_id": place.job_id, "attempt_ref": place.attempt_ref, "machine_id": None,
-         "gpu_index": gpu, "origin": "cuda_visible_devices"}
+        {
+            "source": None,
+            "job_id": place.job_id,
+            "attempt_ref": place.attempt_ref,
+            "machine_id": None,
+            "gpu_index": gpu,
+            "origin": "cuda_visible_devices",
+        }
         for gpu in cuda_visible_indices(data, options.max_gpus_per_node)
     ]
     return {"job_logs": [log], "gpu_bindings": bindings}

@@ -68,9 +68,26 @@ if TYPE_CHECKING:  # multiprocessing is imported only where worker processes sta
 
 # Tables whose rows carry the file_id of the file they came from.
 _CONTRIBUTING_TABLES = (
-    "rejects", "jobs", "attempts", "allocations", "machines", "gpu_samples", "gpu_sample_details", "host_samples",
-    "attempt_hosts", "gpu_bindings", "gpu_devices", "gpu_events", "job_logs", "pending_reasons", "quotas",
-    "sacct_records", "sample_spans", "gpu_samples_duplicates", "gpu_sample_details_duplicates", "host_samples_duplicates",
+    "rejects",
+    "jobs",
+    "attempts",
+    "allocations",
+    "machines",
+    "gpu_samples",
+    "gpu_sample_details",
+    "host_samples",
+    "attempt_hosts",
+    "gpu_bindings",
+    "gpu_devices",
+    "gpu_events",
+    "job_logs",
+    "pending_reasons",
+    "quotas",
+    "sacct_records",
+    "sample_spans",
+    "gpu_samples_duplicates",
+    "gpu_sample_details_duplicates",
+    "host_samples_duplicates",
 )
 _TEMP_PREFIXES = ("stage_",)
 # Parse-only formats (job logs) are stored this many files per transaction.
@@ -166,9 +183,15 @@ def _nothing_to_ingest(folders: list[Path], found: int) -> NothingToIngestError:
     shown = ", ".join(str(p) for p in folders[:3]) + (f" and {len(folders) - 3:,} more" if len(folders) > 3 else "")
     one = len(folders) == 1
     if not found:
-        return NothingToIngestError(f"{shown}: nothing to ingest, {'an empty folder' if one else 'empty folders'}",
-                                    hint="check the path: is its disk mounted, are the files there yet?")
-    which = f"{'its' if one else 'their'} only file is not" if found == 1 else f"none of {'its' if one else 'their'} {found:,} files is"
+        return NothingToIngestError(
+            f"{shown}: nothing to ingest, {'an empty folder' if one else 'empty folders'}",
+            hint="check the path: is its disk mounted, are the files there yet?",
+        )
+    which = (
+        f"{'its' if one else 'their'} only file is not"
+        if found == 1
+        else f"none of {'its' if one else 'their'} {found:,} files is"
+    )
     return NothingToIngestError(
         f"{shown}: nothing to ingest, {which} one gca reads (listed as skipped)",
         hint="pass --format NAME if they are one; `gca ingest --help` lists the formats",
@@ -228,8 +251,8 @@ def ingest_paths(
                 done = None
                 if pool is not None:
                     # keep the workers busy with the next batches while this one is stored
-                    for ahead in batches[batches.index(k): batches.index(k) + 3]:
-                        pool.submit(ahead, plan[segments[ahead][0]:segments[ahead][1]])
+                    for ahead in batches[batches.index(k) : batches.index(k) + 3]:
+                        pool.submit(ahead, plan[segments[ahead][0] : segments[ahead][1]])
                     done = pool.results(k)
                     if done is None:  # the workers could not start or died: parse here from now on
                         pool.close()
@@ -240,7 +263,7 @@ def ingest_paths(
                 continue
             path, fmt = plan[i]
             reader.submit(i, path, fmt)
-            for ahead in segments[k + 1:k + 1 + READ_AHEAD_FILES]:  # read the next files while this one is stored
+            for ahead in segments[k + 1 : k + 1 + READ_AHEAD_FILES]:  # read the next files while this one is stored
                 if not ahead[2]:
                     reader.submit(ahead[0], *plan[ahead[0]])
             try:
@@ -399,16 +422,18 @@ class _ParsePool:
         context = multiprocessing.get_context("forkserver")
         # each worker gets a copy of the reading end as it starts; the writing end stays here
         reading, self._alive = context.Pipe(duplex=False)
-        self._pool = ProcessPoolExecutor(max_workers=_WORKERS, mp_context=context,
-                                         initializer=_init_worker, initargs=(options, reading))
+        self._pool = ProcessPoolExecutor(
+            max_workers=_WORKERS, mp_context=context, initializer=_init_worker, initargs=(options, reading)
+        )
         self._futures: dict[int, list] = {}  # type: ignore[type-arg]
 
     def submit(self, key: int, batch: list[tuple[Path, FileFormat]]) -> None:
         if key in self._futures:
             return
         items = [(str(path), fmt.name) for path, fmt in batch]
-        self._futures[key] = [self._pool.submit(_parse_chunk, items[c:c + _CHUNK_FILES])
-                              for c in range(0, len(items), _CHUNK_FILES)]
+        self._futures[key] = [
+            self._pool.submit(_parse_chunk, items[c : c + _CHUNK_FILES]) for c in range(0, len(items), _CHUNK_FILES)
+        ]
 
     def results(self, key: int) -> list[_Outcome] | None:
         """The batch's outcomes in order; None when the pool broke (a worker could not
@@ -484,12 +509,19 @@ def ingest_parsed(
         size, digest, rows, seconds = done
         before = previous.get(key, [])
         if any(d == digest for _, d in before) and not options.replace:
-            outcomes.append(FileReport(path, fmt.name, "unchanged",
-                                       message="ingested before with the same content; nothing to do (--replace reloads it)"))
+            outcomes.append(
+                FileReport(
+                    path,
+                    fmt.name,
+                    "unchanged",
+                    message="ingested before with the same content; nothing to do (--replace reloads it)",
+                )
+            )
             continue
         if before and not options.replace:
-            error = InputError(f"{path}: ingested before with different content",
-                               hint="pass --replace to replace what it contributed")
+            error = InputError(
+                f"{path}: ingested before with different content", hint="pass --replace to replace what it contributed"
+            )
             outcomes.append(FileReport(path, fmt.name, "failed", message=str(error), error=error))
             continue
         outcomes.append(_ParsedFile(path, fmt, key, size, digest, [fid for fid, _ in before], rows, seconds))
@@ -501,8 +533,10 @@ def ingest_parsed(
         except GcaError as e:  # nothing of the batch was stored: each of its files failed
             failure = e
     return [
-        o if isinstance(o, FileReport)
-        else FileReport(o.path, o.fmt.name, "failed", message=str(failure), error=failure) if failure
+        o
+        if isinstance(o, FileReport)
+        else FileReport(o.path, o.fmt.name, "failed", message=str(failure), error=failure)
+        if failure
         else FileReport(o.path, o.fmt.name, "replaced" if o.replaces else "loaded", rows=o.main_rows, seconds=o.seconds)
         for o in outcomes
     ]
@@ -585,9 +619,20 @@ def _store_parsed(con: duckdb.DuckDBPyConnection, parsed: list[_ParsedFile]) -> 
         now = datetime.now(UTC).replace(tzinfo=None)
         files, by_table = [], {}  # type: ignore[var-annotated]
         for file_id, p in enumerate(parsed, start=next_id):
-            files.append({"file_id": file_id, "path": p.key, "size_bytes": p.size, "content_hash": p.digest,
-                          "format": p.fmt.name, "time_zone": None, "rows_loaded": p.main_rows, "rejects": 0,
-                          "seconds": p.seconds, "ingested_at": now})
+            files.append(
+                {
+                    "file_id": file_id,
+                    "path": p.key,
+                    "size_bytes": p.size,
+                    "content_hash": p.digest,
+                    "format": p.fmt.name,
+                    "time_zone": None,
+                    "rows_loaded": p.main_rows,
+                    "rejects": 0,
+                    "seconds": p.seconds,
+                    "ingested_at": now,
+                }
+            )
             for table, table_rows in p.rows.items():
                 by_table.setdefault(table, []).extend({**r, "file_id": file_id} for r in table_rows)
         for table, table_rows in [("ingested_files", files), *by_table.items()]:
@@ -600,7 +645,9 @@ def _store_parsed(con: duckdb.DuckDBPyConnection, parsed: list[_ParsedFile]) -> 
         if isinstance(e, duckdb.InterruptException):  # gca was interrupted (db/connect.py, interrupt_queries)
             raise KeyboardInterrupt from e
         if isinstance(e, duckdb.Error):
-            raise StoreError(f"{parsed[0].path} and {len(parsed) - 1} more files: storing failed: {str(e).splitlines()[0]}") from e
+            raise StoreError(
+                f"{parsed[0].path} and {len(parsed) - 1} more files: storing failed: {str(e).splitlines()[0]}"
+            ) from e
         raise
 
 
@@ -623,8 +670,11 @@ def ingest_file(
     hashing: Future[str] | None = None
     if ahead is not None:
         digest = ahead.digest
-    elif (size >= _HASH_BESIDE_MIN_BYTES and not options.replace
-          and not con.execute("SELECT 1 FROM ingested_files WHERE path = ?", [resolved]).fetchall()):
+    elif (
+        size >= _HASH_BESIDE_MIN_BYTES
+        and not options.replace
+        and not con.execute("SELECT 1 FROM ingested_files WHERE path = ?", [resolved]).fetchall()
+    ):
         # A path never ingested: its bytes are hashed beside the load, on another core, not
         # before it. The same bytes under another name are found when the load is done, and
         # the file is then taken back as unchanged (a re-run of the same path hashes first).
@@ -632,10 +682,14 @@ def ingest_file(
         digest = ""
     else:
         digest = sha256_of(path, _byte_progress(listener, size))
-    previous = con.execute(
-        "SELECT file_id, path, content_hash FROM ingested_files WHERE content_hash = ? OR path = ? ORDER BY file_id",
-        [digest, resolved],
-    ).fetchall() if hashing is None else []
+    previous = (
+        con.execute(
+            "SELECT file_id, path, content_hash FROM ingested_files WHERE content_hash = ? OR path = ? ORDER BY file_id",
+            [digest, resolved],
+        ).fetchall()
+        if hashing is None
+        else []
+    )
     same_bytes = [row for row in previous if row[2] == digest]
     if same_bytes and not options.replace:
         return _unchanged(path, fmt, same_bytes[0][1])
@@ -651,15 +705,23 @@ def ingest_file(
             _forget_file(con, old_file_id)
         file_id = _register(con, path, size, digest, fmt, options)
         with _watch_progress(con, listener, poll=size >= _POLL_MIN_BYTES) as on_statement:
-            ctx = LoadContext(con=con, path=path, file_id=file_id, options=options, head=head, on_statement=on_statement,
-                              prepared=ahead.result if ahead is not None else None)
+            ctx = LoadContext(
+                con=con,
+                path=path,
+                file_id=file_id,
+                options=options,
+                head=head,
+                on_statement=on_statement,
+                prepared=ahead.result if ahead is not None else None,
+            )
             if ahead is not None and ahead.error is not None:
                 raise ahead.error
             counts = fmt.load(ctx)
         if hashing is not None:
             digest = hashing.result()
-            if earlier := con.execute("SELECT path FROM ingested_files WHERE content_hash = ? ORDER BY file_id LIMIT 1",
-                                      [digest]).fetchall():
+            if earlier := con.execute(
+                "SELECT path FROM ingested_files WHERE content_hash = ? ORDER BY file_id LIMIT 1", [digest]
+            ).fetchall():
                 raise _SameBytes(earlier[0][0])
             con.execute("UPDATE ingested_files SET content_hash = ? WHERE file_id = ?", [digest, file_id])
         seconds = time.perf_counter() - started
@@ -668,9 +730,13 @@ def ingest_file(
             " WHERE file_id = ?",
             [counts.rows, counts.rejects, seconds, counts.time_zone, file_id],
         )
-        samples = con.execute(
-            "SELECT line, reason FROM rejects WHERE file_id = ? ORDER BY line NULLS LAST LIMIT 3", [file_id]
-        ).fetchall() if counts.rejects else []
+        samples = (
+            con.execute(
+                "SELECT line, reason FROM rejects WHERE file_id = ? ORDER BY line NULLS LAST LIMIT 3", [file_id]
+            ).fetchall()
+            if counts.rejects
+            else []
+        )
         if counts.rejects and not counts.rows:
             raise _all_rejected(con, path, file_id, counts.rejects)
         if options.strict and counts.rejects:
@@ -695,17 +761,28 @@ def ingest_file(
         raise
     _drop_staging(con)
     return FileReport(
-        path, fmt.name, "replaced" if previous else "loaded",
-        rows=counts.rows, rejects=counts.rejects, seconds=time.perf_counter() - started,
-        superseded=counts.superseded, unchanged=counts.unchanged, file_id=file_id,
-        reject_samples=[(line, reason) for line, reason in samples], warnings=counts.warnings,
+        path,
+        fmt.name,
+        "replaced" if previous else "loaded",
+        rows=counts.rows,
+        rejects=counts.rejects,
+        seconds=time.perf_counter() - started,
+        superseded=counts.superseded,
+        unchanged=counts.unchanged,
+        file_id=file_id,
+        reject_samples=[(line, reason) for line, reason in samples],
+        warnings=counts.warnings,
     )
 
 
 def _unchanged(path: Path, fmt: FileFormat, other: str) -> FileReport:
     """A file with the bytes of one ingested before (`other`, its path): nothing to do."""
-    return FileReport(path, fmt.name, "unchanged",
-                      message=f"same content as {other}, ingested before; nothing to do (--replace reloads it)")
+    return FileReport(
+        path,
+        fmt.name,
+        "unchanged",
+        message=f"same content as {other}, ingested before; nothing to do (--replace reloads it)",
+    )
 
 
 class _SameBytes(Exception):
@@ -734,7 +811,9 @@ def _all_rejected(con: duckdb.DuckDBPyConnection, path: Path, file_id: int, reje
     """A file that stored nothing and rejected rows failed: its most common reason is the likely cause."""
     kind, count, line, example = con.execute(
         "SELECT reason_kind(reason, text) AS kind, count(*), min(line), arg_min(reason, line) FROM rejects"
-        " WHERE file_id = ? GROUP BY kind ORDER BY count(*) DESC, kind LIMIT 1", [file_id]).fetchall()[0]
+        " WHERE file_id = ? GROUP BY kind ORDER BY count(*) DESC, kind LIMIT 1",
+        [file_id],
+    ).fetchall()[0]
     where = f"{path}:{line}" if line else str(path)
     share = "all" if count == rejects else f"{count:,} of the {rejects:,}"
     return ParseError(
@@ -743,7 +822,9 @@ def _all_rejected(con: duckdb.DuckDBPyConnection, path: Path, file_id: int, reje
     )
 
 
-def _register(con: duckdb.DuckDBPyConnection, path: Path, size: int, digest: str, fmt: FileFormat, options: IngestOptions) -> int:
+def _register(
+    con: duckdb.DuckDBPyConnection, path: Path, size: int, digest: str, fmt: FileFormat, options: IngestOptions
+) -> int:
     zone = (options.zone or fmt.default_zone) if fmt.default_zone else None
     (file_id,) = con.execute(
         "INSERT INTO ingested_files SELECT coalesce(max(file_id), 0) + 1, ?, ?, ?, ?, ?, 0, 0, 0, ? FROM ingested_files"

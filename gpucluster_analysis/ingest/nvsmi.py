@@ -28,9 +28,9 @@ import functools
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -38,18 +38,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gpucluster_analysis.errors import InputError, ParseError
-from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest import nvsmi_fast
+from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines
 from gpucluster_analysis.ingest.telemetry import (  # noqa: F401 (host_from_name, parse_time_option: part of this module's API)
     CUT_LINE,
     EVENT_COLUMNS,
     RAW_COLUMNS,
-    TOOL_ERROR,
     SQL_TYPES,
+    TOOL_ERROR,
     Batches,
-    host_for,
     bounded_memory,
+    host_for,
     host_from_name,
     host_of,
     parse_time_option,
@@ -62,6 +62,7 @@ from gpucluster_analysis.ingest.telemetry import (  # noqa: F401 (host_from_name
 from gpucluster_analysis.sqlfiles import run_script
 from gpucluster_analysis.timezones import local_periods, local_zone
 
+
 def _plain_rows(texts: pa.Array, n_fields: int, *, dmon: bool) -> Any:
     """Which lines are plainly rows of a block of n_fields fields (numpy booleans): ASCII, a
     digit first and n_fields fields. Headers, commands, tool errors and blank lines never are."""
@@ -69,10 +70,10 @@ def _plain_rows(texts: pa.Array, n_fields: int, *, dmon: bool) -> Any:
         count = pc.add(pc.count_substring_regex(texts, r"\s+"), 1)
     else:
         count = pc.add(pc.count_substring(texts, ","), 1)
-    plain = pc.and_(pc.and_(pc.string_is_ascii(texts), pc.match_substring_regex(texts, "^[0-9]")),
-                    pc.equal(count, n_fields))
+    plain = pc.and_(
+        pc.and_(pc.string_is_ascii(texts), pc.match_substring_regex(texts, "^[0-9]")), pc.equal(count, n_fields)
+    )
     return plain.fill_null(False).to_numpy(zero_copy_only=False).copy()
-
 
 
 # --- nvsmi_csv and nvsmi_dmon: a block layout per header ---------------------------------
@@ -105,13 +106,31 @@ DMON_FIELDS: dict[str, tuple[str, ...]] = {
     "p_temp": ("gtemp", "temp"),
     "p_sm_clock": ("pclk",),
 }
-_POSITIONS = ("p_time", "p_date", "p_index", "p_uuid", "p_pci", "p_model", "p_util", "p_mem_util", "p_mem_used",
-              "p_mem_total", "p_power", "p_temp", "p_sm_clock", "p_throttle_mask")
+_POSITIONS = (
+    "p_time",
+    "p_date",
+    "p_index",
+    "p_uuid",
+    "p_pci",
+    "p_model",
+    "p_util",
+    "p_mem_util",
+    "p_mem_used",
+    "p_mem_total",
+    "p_power",
+    "p_temp",
+    "p_sm_clock",
+    "p_throttle_mask",
+)
 _MEASURES = ("p_util", "p_mem_util", "p_mem_used", "p_mem_total", "p_power", "p_temp", "p_sm_clock", "p_throttle_mask")
 # Individual reason fields: clocks_throttle_reasons.hw_slowdown (old) / clocks_event_reasons.* (new).
 _REASON_FIELD = re.compile(r"clocks_(?:throttle|event)_reasons\.(\w+)")
-_REASON_ALIASES = {"display_clocks_setting": "display_clock_setting", "sw_thermal": "sw_thermal_slowdown",
-                   "hw_thermal": "hw_thermal_slowdown", "hw_power_brake": "hw_power_brake_slowdown"}
+_REASON_ALIASES = {
+    "display_clocks_setting": "display_clock_setting",
+    "sw_thermal": "sw_thermal_slowdown",
+    "hw_thermal": "hw_thermal_slowdown",
+    "hw_power_brake": "hw_power_brake_slowdown",
+}
 
 # A query field name as nvidia-smi prints it: dotted identifiers in lower or mixed case
 # (`pci.baseClass`, `vgpu_driver_capability.heterogenous_multivGPU`); compared lower-cased.
@@ -132,7 +151,9 @@ def _csv_header_keys(text: str) -> list[str] | None:
     """
     fields = [f.strip() for f in text.split(",")]
     keys = [csv_key(f) for f in fields]
-    if not all(_CSV_KEY.fullmatch(k) and (f.lower() == k or _CSV_UNIT.search(f)) for f, k in zip(fields, keys, strict=True)):
+    if not all(
+        _CSV_KEY.fullmatch(k) and (f.lower() == k or _CSV_UNIT.search(f)) for f, k in zip(fields, keys, strict=True)
+    ):
         return None
     # nvidia-smi's measures are dotted (utilization.gpu, memory.used): that tells its header from
     # other lower-case CSV headers (Helios, Alibaba) that share plain names such as `name`
@@ -180,19 +201,27 @@ def query_command(text: str) -> QueryCommand | None:
     return QueryCommand([csv_key(f) for f in fields], "noheader" in formats, interval)
 
 
-def _layout(keys: list[str], fields: dict[str, tuple[str, ...]], block: int, *, command: bool = False) -> dict[str, Any]:
+def _layout(
+    keys: list[str], fields: dict[str, tuple[str, ...]], block: int, *, command: bool = False
+) -> dict[str, Any]:
     row: dict[str, Any] = {"block": block, "n_fields": len(keys), "lines": 0, "command": command}
     for column in _POSITIONS:
         row[column] = next((keys.index(k) + 1 for k in fields.get(column, ()) if k in keys), None)
-    reasons = [(i + 1, m.group(1)) for i, k in enumerate(keys)
-               if (m := _REASON_FIELD.fullmatch(k)) and m.group(1) not in ("active", "supported")]
+    reasons = [
+        (i + 1, m.group(1))
+        for i, k in enumerate(keys)
+        if (m := _REASON_FIELD.fullmatch(k)) and m.group(1) not in ("active", "supported")
+    ]
     row["reason_pos"] = [p for p, _ in reasons]
     row["reason_names"] = [_REASON_ALIASES.get(n, n) for _, n in reasons]
     return row
 
 
-_BLOCK_TYPES = {**{c: pa.int32() for c in ("block", "n_fields", *_POSITIONS)},
-                "reason_pos": pa.list_(pa.int32()), "reason_names": pa.list_(pa.string())}
+_BLOCK_TYPES = {
+    **{c: pa.int32() for c in ("block", "n_fields", *_POSITIONS)},
+    "reason_pos": pa.list_(pa.int32()),
+    "reason_names": pa.list_(pa.string()),
+}
 
 
 def _stage_blocks(ctx: LoadContext, layouts: list[dict[str, Any]]) -> None:
@@ -308,8 +337,10 @@ def _read_log(path: Path, options: Any, sink: Any, *, dmon: bool) -> _LogRead:
                 return
             names = [t.lower() for t in tokens]
             if "pid" in names:
-                raise ParseError(f"{path}:{number}: this is nvidia-smi pmon output (per process)",
-                                 hint="gca reads per-GPU dmon logs (nvidia-smi dmon), not pmon")
+                raise ParseError(
+                    f"{path}:{number}: this is nvidia-smi pmon output (per process)",
+                    hint="gca reads per-GPU dmon logs (nvidia-smi dmon), not pmon",
+                )
             if "gpu" in names:
                 if text != header_text:
                     header_text = text
@@ -369,8 +400,9 @@ def _read_log(path: Path, options: Any, sink: Any, *, dmon: bool) -> _LogRead:
                 numbers = np.arange(first + pos, first + pos + plain, dtype=np.int64)
                 run = texts.slice(pos, plain)
                 if nvsmi_fast.eligible(current, dmon=dmon):
-                    clean, other = nvsmi_fast.split_clean(run, numbers, current, host, local_periods(zone),
-                                                          options.max_gpus_per_node)
+                    clean, other = nvsmi_fast.split_clean(
+                        run, numbers, current, host, local_periods(zone), options.max_gpus_per_node
+                    )
                     if clean.height:
                         sink.fast(clean)
                     numbers, run = numbers[other], run.filter(pa.array(other))
@@ -388,7 +420,11 @@ def _read_log(path: Path, options: Any, sink: Any, *, dmon: bool) -> _LogRead:
         raise ParseError(
             f"{path}:{first_orphan}: data without {what}: gca cannot tell which field is which",
             hint="pass --columns with the field list"
-            + (" of the dmon header (e.g. gpu,pwr,gtemp,sm,mem)" if dmon else " given to --query-gpu (e.g. timestamp,index,utilization.gpu)"),
+            + (
+                " of the dmon header (e.g. gpu,pwr,gtemp,sm,mem)"
+                if dmon
+                else " given to --query-gpu (e.g. timestamp,index,utilization.gpu)"
+            ),
         )
     return _LogRead(host, layouts, cut_line, command_interval)
 
@@ -414,8 +450,10 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
     if not layouts:
         if events.count:
             return _store_lines(ctx, host, zone, None, dmon=dmon, pci_order=False, no_data=True)
-        raise ParseError(f"{ctx.path}: no {'dmon' if dmon else 'nvidia-smi --query-gpu'} header and no data",
-                         hint="is this the right file? --format forces a format")
+        raise ParseError(
+            f"{ctx.path}: no {'dmon' if dmon else 'nvidia-smi --query-gpu'} header and no data",
+            hint="is this the right file? --format forces a format",
+        )
     # a pasted command whose header line followed it: the header names the fields
     layouts = [r for r in layouts if r["lines"] or not r["command"]] or layouts
     _check_layouts(ctx, layouts, dmon=dmon)
@@ -425,8 +463,17 @@ def _load_lines(ctx: LoadContext, *, dmon: bool) -> LoadCounts:
     if timeless:
         start = _timeless_start(ctx, "dmon without -o DT" if dmon else "a --query-gpu log without timestamp")
     pci_order = all(r["p_index"] is None for r in layouts)
-    return _store_lines(ctx, host, zone, start, dmon=dmon, pci_order=pci_order, cut_line=cut_line,
-                        interval_s=ctx.options.interval_s or command_interval, lines_staged=lines.count)
+    return _store_lines(
+        ctx,
+        host,
+        zone,
+        start,
+        dmon=dmon,
+        pci_order=pci_order,
+        cut_line=cut_line,
+        interval_s=ctx.options.interval_s or command_interval,
+        lines_staged=lines.count,
+    )
 
 
 # A pasted shell prompt (`$ `, `user@host:~$ `, `(base) user@host:~$ `, `Singularity> `, `PS C:\> `)
@@ -450,17 +497,24 @@ def _check_layouts(ctx: LoadContext, layouts: list[dict[str, Any]], *, dmon: boo
                 hint="gca cannot tell the GPUs apart; query index (or uuid, pci.bus_id) too",
             )
         if not any(r[c] is not None for c in _MEASURES) and not r["reason_pos"]:
-            raise ParseError(f"{ctx.path}: the field list has no measure (utilization, memory, power, ...)",
-                             hint="gca stores GPU samples; this looks like an inventory listing")
+            raise ParseError(
+                f"{ctx.path}: the field list has no measure (utilization, memory, power, ...)",
+                hint="gca stores GPU samples; this looks like an inventory listing",
+            )
         if dmon and r["p_time"] is not None and r["p_date"] is None:
-            raise ParseError(f"{ctx.path}: dmon -o T prints times without a date",
-                             hint="log with -o DT (date and time), or without -o and pass --time and --interval")
+            raise ParseError(
+                f"{ctx.path}: dmon -o T prints times without a date",
+                hint="log with -o DT (date and time), or without -o and pass --time and --interval",
+            )
         if dmon and r["p_date"] is not None and r["p_time"] is None:
-            raise ParseError(f"{ctx.path}: dmon -o D prints dates without a time of day",
-                             hint="log with -o DT (date and time)")
+            raise ParseError(
+                f"{ctx.path}: dmon -o D prints dates without a time of day", hint="log with -o DT (date and time)"
+            )
     if len({r["p_time"] is None for r in layouts}) > 1:
-        raise ParseError(f"{ctx.path}: some blocks have times and others do not",
-                         hint="split the file where its header changes and ingest the parts")
+        raise ParseError(
+            f"{ctx.path}: some blocks have times and others do not",
+            hint="split the file where its header changes and ingest the parts",
+        )
 
 
 def _timeless_start(ctx: LoadContext, what: str) -> datetime:
@@ -473,9 +527,19 @@ def _timeless_start(ctx: LoadContext, what: str) -> datetime:
     return start
 
 
-def _store_lines(ctx: LoadContext, host: str, zone: str, start: datetime | None, *, dmon: bool, pci_order: bool,
-                 no_data: bool = False, cut_line: int | None = None, interval_s: float | None = None,
-                 lines_staged: int = 0) -> LoadCounts:
+def _store_lines(
+    ctx: LoadContext,
+    host: str,
+    zone: str,
+    start: datetime | None,
+    *,
+    dmon: bool,
+    pci_order: bool,
+    no_data: bool = False,
+    cut_line: int | None = None,
+    interval_s: float | None = None,
+    lines_staged: int = 0,
+) -> LoadCounts:
     if no_data or not lines_staged:  # no lines at all, or all of them typed by nvsmi_fast
         ctx.con.execute(f"CREATE OR REPLACE TEMP TABLE stage_raw AS SELECT * FROM ({_empty_raw()}) WHERE false")
     else:
@@ -483,14 +547,27 @@ def _store_lines(ctx: LoadContext, host: str, zone: str, start: datetime | None,
             repeated = ctx.con.execute(
                 "SELECT count(*) FROM stage_lines l JOIN stage_blocks b USING (block) "
                 "GROUP BY CASE WHEN ? THEN regexp_split_to_array(trim(text), '\\s+') ELSE string_split(text, ',') END"
-                "[coalesce(b.p_index, b.p_uuid, b.p_pci)] HAVING count(*) > 1 LIMIT 1", [dmon]
+                "[coalesce(b.p_index, b.p_uuid, b.p_pci)] HAVING count(*) > 1 LIMIT 1",
+                [dmon],
             ).fetchall()
             if repeated:
-                raise InputError(f"{ctx.path}: the log has several samples per GPU and no times",
-                                 hint="pass --interval (seconds between samples, e.g. dmon's -d) with --time")
-        run_script(ctx.con, "ingest", "nvsmi_lines",
-                   {"host": host, "whitespace": dmon, "start": start, "interval": interval_s,
-                    "cut_line": cut_line, "cut_reason": CUT_LINE})
+                raise InputError(
+                    f"{ctx.path}: the log has several samples per GPU and no times",
+                    hint="pass --interval (seconds between samples, e.g. dmon's -d) with --time",
+                )
+        run_script(
+            ctx.con,
+            "ingest",
+            "nvsmi_lines",
+            {
+                "host": host,
+                "whitespace": dmon,
+                "start": start,
+                "interval": interval_s,
+                "cut_line": cut_line,
+                "cut_reason": CUT_LINE,
+            },
+        )
     return store_staged(ctx, zone, pci_order=pci_order)
 
 
@@ -549,7 +626,11 @@ def _sniff_dmon(head: str) -> bool:
     if not lines or not lines[0].startswith("#"):
         return False
     names = [t.lower() for t in lines[0].lstrip("#").split()]
-    return "gpu" in names and "pid" not in names and any(n in names for n in ("sm", "pwr", "fb", "mclk", "pclk", "gtemp", "temp"))
+    return (
+        "gpu" in names
+        and "pid" not in names
+        and any(n in names for n in ("sm", "pwr", "fb", "mclk", "pclk", "gtemp", "temp"))
+    )
 
 
 # --- nvsmi_xml --------------------------------------------------------------------------
@@ -560,8 +641,12 @@ XML_PATHS: dict[str, tuple[str, ...]] = {
     "mem_util_text": ("utilization/memory_util",),
     "mem_used_text": ("fb_memory_usage/used",),
     "mem_total_text": ("fb_memory_usage/total",),
-    "power_text": ("gpu_power_readings/power_draw", "gpu_power_readings/instant_power_draw",
-                   "power_readings/power_draw", "gpu_power_readings/average_power_draw"),
+    "power_text": (
+        "gpu_power_readings/power_draw",
+        "gpu_power_readings/instant_power_draw",
+        "power_readings/power_draw",
+        "gpu_power_readings/average_power_draw",
+    ),
     "temp_text": ("temperature/gpu_temp",),
     "sm_clock_text": ("clocks/sm_clock",),
     "model": ("product_name",),
@@ -578,7 +663,7 @@ def _xml_documents(ctx: LoadContext) -> Iterator[tuple[int, str]]:
     for number, line, _ in read_lines(ctx.path):
         if "<nvidia_smi_log" in line and start is None:
             start = number
-            parts = [line[line.index("<nvidia_smi_log"):]]
+            parts = [line[line.index("<nvidia_smi_log") :]]
         elif start is not None:
             parts.append(line)
         if start is not None and "</nvidia_smi_log>" in line:
@@ -618,13 +703,19 @@ def _load_xml(ctx: LoadContext) -> LoadCounts:
     for line, text in _xml_documents(ctx):
         documents += 1
         if not text:
-            raw.add(line=line, text="<nvidia_smi_log>", machine_id=host, problem="snapshot cut off before </nvidia_smi_log>")
+            raw.add(
+                line=line, text="<nvidia_smi_log>", machine_id=host, problem="snapshot cut off before </nvidia_smi_log>"
+            )
             continue
         try:
             root = ET.fromstring(text)
         except ET.ParseError as e:
-            raw.add(line=line + e.position[0] - 1, text=text.splitlines()[e.position[0] - 1][:500] if text else "",
-                    machine_id=host, problem=f"unreadable XML snapshot: {e}")
+            raw.add(
+                line=line + e.position[0] - 1,
+                text=text.splitlines()[e.position[0] - 1][:500] if text else "",
+                machine_id=host,
+                problem=f"unreadable XML snapshot: {e}",
+            )
             continue
         stamp = root.findtext("timestamp")
         local_at = _ctime(stamp)
@@ -643,32 +734,54 @@ def _load_xml(ctx: LoadContext) -> LoadCounts:
                 reasons = gpu.find("clocks_throttle_reasons")
             throttle = None
             if reasons is not None and len(reasons):
-                active = [_REASON_ALIASES.get(m.group(1), m.group(1)) for child in reasons
-                          if (m := _REASON_TAG.fullmatch(child.tag)) and (child.text or "").strip() == "Active"]
-                known = [child for child in reasons if _REASON_TAG.fullmatch(child.tag)
-                         and (child.text or "").strip() in ("Active", "Not Active")]
+                active = [
+                    _REASON_ALIASES.get(m.group(1), m.group(1))
+                    for child in reasons
+                    if (m := _REASON_TAG.fullmatch(child.tag)) and (child.text or "").strip() == "Active"
+                ]
+                known = [
+                    child
+                    for child in reasons
+                    if _REASON_TAG.fullmatch(child.tag) and (child.text or "").strip() in ("Active", "Not Active")
+                ]
                 throttle = ",".join(active) if active else ("none" if known else None)
             gpu_line = gpu_lines[position] if len(gpu_lines) == len(gpus) else line
-            common = {"line": gpu_line, "text": f'<gpu id="{gpu.get("id", "")}">', "machine_id": host,
-                      "local_at": local_at, "utc_at": utc_at, "time_text": stamp,
-                      "index_text": str(position) if whole else None, "pci_text": gpu.get("id")}
+            common = {
+                "line": gpu_line,
+                "text": f'<gpu id="{gpu.get("id", "")}">',
+                "machine_id": host,
+                "local_at": local_at,
+                "utc_at": utc_at,
+                "time_text": stamp,
+                "index_text": str(position) if whole else None,
+                "pci_text": gpu.get("id"),
+            }
             raw.add(**common, **values, throttle_text=throttle)
             for mig in gpu.findall("mig_devices/mig_device"):
-                raw.add(**common, instance_text=mig.findtext("gpu_instance_id"), uuid=values["uuid"], model=values["model"],
-                        mem_used_text=_text(mig, ("fb_memory_usage/used",)),
-                        mem_total_text=_text(mig, ("fb_memory_usage/total",)))
+                raw.add(
+                    **common,
+                    instance_text=mig.findtext("gpu_instance_id"),
+                    uuid=values["uuid"],
+                    model=values["model"],
+                    mem_used_text=_text(mig, ("fb_memory_usage/used",)),
+                    mem_total_text=_text(mig, ("fb_memory_usage/total",)),
+                )
         if not gpus:
             message = " ".join(t.strip() for t in root.itertext() if t.strip())[:500] or "snapshot lists no GPU"
             events.add(line=line, event_at=None, machine_id=host, kind="tool_error", detail=message)
     raw.flush()
     events.flush()
     if not documents and ctx.head.lstrip().startswith(_QUERY_TEXT):
-        raise ParseError(f"{ctx.path}: nvidia-smi -q text: gca reads the same report as XML",
-                         hint="log it with nvidia-smi -q -x (or --query-gpu ... --format=csv)")
+        raise ParseError(
+            f"{ctx.path}: nvidia-smi -q text: gca reads the same report as XML",
+            hint="log it with nvidia-smi -q -x (or --query-gpu ... --format=csv)",
+        )
     if not documents:
         raise ParseError(f"{ctx.path}: no <nvidia_smi_log> document", hint="expected the output of nvidia-smi -q -x")
-    ctx.con.execute("UPDATE stage_raw SET problem = 'snapshot without a <timestamp>: pass --time' "
-                    "WHERE problem IS NULL AND local_at IS NULL AND utc_at IS NULL AND time_text IS NULL")
+    ctx.con.execute(
+        "UPDATE stage_raw SET problem = 'snapshot without a <timestamp>: pass --time' "
+        "WHERE problem IS NULL AND local_at IS NULL AND utc_at IS NULL AND time_text IS NULL"
+    )
     return store_staged(ctx, zone)
 
 
@@ -686,21 +799,35 @@ SAMPLE_KIND = "nvidia-smi"
 
 FORMATS = [
     FileFormat(
-        name="nvsmi_csv", source="nvidia-smi",
+        name="nvsmi_csv",
+        source="nvidia-smi",
         description="nvidia-smi --query-gpu CSV log (any fields, with or without header and units)",
-        file_names=(), sniff=_sniff_csv, load=bounded_memory(_load_csv), default_zone=local_zone(),
-        prepare=functools.partial(read_ahead, dmon=False), sample_kind=SAMPLE_KIND,
+        file_names=(),
+        sniff=_sniff_csv,
+        load=bounded_memory(_load_csv),
+        default_zone=local_zone(),
+        prepare=functools.partial(read_ahead, dmon=False),
+        sample_kind=SAMPLE_KIND,
     ),
     FileFormat(
-        name="nvsmi_dmon", source="nvidia-smi",
+        name="nvsmi_dmon",
+        source="nvidia-smi",
         description="nvidia-smi dmon log (any -s column set; -o DT for times)",
-        file_names=(), sniff=_sniff_dmon, load=bounded_memory(_load_dmon), default_zone=local_zone(),
-        prepare=functools.partial(read_ahead, dmon=True), sample_kind=SAMPLE_KIND,
+        file_names=(),
+        sniff=_sniff_dmon,
+        load=bounded_memory(_load_dmon),
+        default_zone=local_zone(),
+        prepare=functools.partial(read_ahead, dmon=True),
+        sample_kind=SAMPLE_KIND,
     ),
     FileFormat(
-        name="nvsmi_xml", source="nvidia-smi",
+        name="nvsmi_xml",
+        source="nvidia-smi",
         description="nvidia-smi -q -x XML snapshots (one or several concatenated)",
-        file_names=(), sniff=_sniff_xml, load=bounded_memory(_load_xml), default_zone=local_zone(),
+        file_names=(),
+        sniff=_sniff_xml,
+        load=bounded_memory(_load_xml),
+        default_zone=local_zone(),
         sample_kind=SAMPLE_KIND,
     ),
 ]

@@ -28,13 +28,28 @@ from gpucluster_analysis.bounds import WINDOW_END, WINDOW_START
 
 # stage_fast's columns: what nvsmi_store.sql stores of a clean row (all of it is valid).
 FAST_COLUMNS = {
-    "line": pl.Int64, "machine_id": pl.String, "sample_at": pl.Datetime("us"), "gpu_index": pl.Int16,
-    "uuid": pl.String, "pci_bus_id": pl.String, "model": pl.String,
-    "util_pct": pl.Float64, "mem_util_pct": pl.Float64, "mem_used_mib": pl.Float64, "mem_total_mib": pl.Float64,
-    "power_w": pl.Float64, "temp_c": pl.Float64, "sm_clock_mhz": pl.Float64,
+    "line": pl.Int64,
+    "machine_id": pl.String,
+    "sample_at": pl.Datetime("us"),
+    "gpu_index": pl.Int16,
+    "uuid": pl.String,
+    "pci_bus_id": pl.String,
+    "model": pl.String,
+    "util_pct": pl.Float64,
+    "mem_util_pct": pl.Float64,
+    "mem_used_mib": pl.Float64,
+    "mem_total_mib": pl.Float64,
+    "power_w": pl.Float64,
+    "temp_c": pl.Float64,
+    "sm_clock_mhz": pl.Float64,
 }
-_SQL_TYPES = {pl.Int64: "BIGINT", pl.String: "VARCHAR", pl.Datetime("us"): "TIMESTAMP", pl.Int16: "SMALLINT",
-              pl.Float64: "DOUBLE"}
+_SQL_TYPES = {
+    pl.Int64: "BIGINT",
+    pl.String: "VARCHAR",
+    pl.Datetime("us"): "TIMESTAMP",
+    pl.Int16: "SMALLINT",
+    pl.Float64: "DOUBLE",
+}
 # the same columns as a DuckDB table's, for the staging table of a log streamed chunk by chunk
 FAST_TABLE_COLUMNS = "(" + ", ".join(f"{name} {_SQL_TYPES[kind]}" for name, kind in FAST_COLUMNS.items()) + ")"
 
@@ -63,8 +78,13 @@ _LOST = r"\[GPU is lost\]|\[GPU requires reset\]"
 def eligible(layout: dict[str, Any], *, dmon: bool) -> bool:
     """Whether a block's rows may take the fast path: a CSV block with times and GPU indices
     and no clock-reason fields (those stay with the SQL path, which knows their forms)."""
-    return (not dmon and layout["p_time"] is not None and layout["p_index"] is not None
-            and layout["p_throttle_mask"] is None and not layout["reason_pos"])
+    return (
+        not dmon
+        and layout["p_time"] is not None
+        and layout["p_index"] is not None
+        and layout["p_throttle_mask"] is None
+        and not layout["reason_pos"]
+    )
 
 
 _MISSING = r"\[[^,]*\]|(?i:n/a|-|unknown|none|not supported|not available)|"
@@ -72,8 +92,12 @@ _MISSING = r"\[[^,]*\]|(?i:n/a|-|unknown|none|not supported|not available)|"
 
 def _missing(value: pl.Expr) -> pl.Expr:
     trimmed = value.str.strip_chars(" ")
-    return (value.is_null() | (trimmed == "") | trimmed.str.starts_with("[")
-            | trimmed.str.to_lowercase().is_in(_MISSING_WORDS))
+    return (
+        value.is_null()
+        | (trimmed == "")
+        | trimmed.str.starts_with("[")
+        | trimmed.str.to_lowercase().is_in(_MISSING_WORDS)
+    )
 
 
 def line_pattern(layout: dict[str, Any]) -> str:
@@ -108,8 +132,14 @@ def constant_offset(periods: list[tuple[datetime, int]], first: datetime, last: 
     return offset
 
 
-def split_clean(texts: pa.Array, lines: np.ndarray, layout: dict[str, Any], host: str,
-                periods: list[tuple[datetime, int]], max_gpus_per_node: int) -> tuple[pl.DataFrame, np.ndarray]:
+def split_clean(
+    texts: pa.Array,
+    lines: np.ndarray,
+    layout: dict[str, Any],
+    host: str,
+    periods: list[tuple[datetime, int]],
+    max_gpus_per_node: int,
+) -> tuple[pl.DataFrame, np.ndarray]:
     """(the typed stage_fast rows of the clean lines, a numpy mask of the other lines).
 
     `texts` are stripped data lines of the block with exactly its field count (the reader's
@@ -125,9 +155,12 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: dict[str, Any], host
         return pl.col("fields").struct.field(f"field_{layout[position] - 1}").str.strip_chars(" ")
 
     values: list[pl.Expr] = [
-        pl.col("line"), pl.lit(host, dtype=pl.String).alias("machine_id"),
-        field("p_time").str.replace_all("-", "/", literal=True)
-        .str.strptime(pl.Datetime("us"), "%Y/%m/%d %H:%M:%S%.f", strict=False).alias("local_at"),
+        pl.col("line"),
+        pl.lit(host, dtype=pl.String).alias("machine_id"),
+        field("p_time")
+        .str.replace_all("-", "/", literal=True)
+        .str.strptime(pl.Datetime("us"), "%Y/%m/%d %H:%M:%S%.f", strict=False)
+        .alias("local_at"),
         field("p_index").cast(pl.Int16).alias("gpu_index"),
     ]
     for position, column in _TEXTS.items():
@@ -138,8 +171,12 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: dict[str, Any], host
     if layout["p_pci"] is None:
         values.append(pl.lit(None, dtype=pl.String).alias("pci_bus_id"))
     else:  # gpu_pci(): lower case, last 12 characters
-        values.append(pl.when(_missing(field("p_pci"))).then(None)
-                      .otherwise(field("p_pci").str.slice(-12).str.to_lowercase()).alias("pci_bus_id"))
+        values.append(
+            pl.when(_missing(field("p_pci")))
+            .then(None)
+            .otherwise(field("p_pci").str.slice(-12).str.to_lowercase())
+            .alias("pci_bus_id")
+        )
     out_of_range = []
     for position, (column, units, upper) in _MEASURES.items():
         if layout[position] is None:
@@ -152,14 +189,19 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: dict[str, Any], host
         values.append(number.cast(pl.Float64, strict=False).alias(column))
         if upper is not None:
             out_of_range.append(pl.col(column) > upper)
-    typed = (frame.lazy().with_columns(pl.col("text").str.split_exact(",", n - 1).alias("fields"))
-             .select(values).collect())
+    typed = (
+        frame.lazy().with_columns(pl.col("text").str.split_exact(",", n - 1).alias("fields")).select(values).collect()
+    )
     # a time the pattern let through that strptime still refuses (30 February), a value out
     # of range, a time outside the years gca reads or an index at or past the bound of GPUs per
     # node (bounds.py, as nvsmi_check.sql holds them) goes the exact way, which rejects it with
     # its reason
-    good = (typed["local_at"].is_not_null() & (typed["local_at"] >= WINDOW_START) & (typed["local_at"] < WINDOW_END)
-            & (typed["gpu_index"] < max_gpus_per_node)).fill_null(False)
+    good = (
+        typed["local_at"].is_not_null()
+        & (typed["local_at"] >= WINDOW_START)
+        & (typed["local_at"] < WINDOW_END)
+        & (typed["gpu_index"] < max_gpus_per_node)
+    ).fill_null(False)
     if out_of_range:
         good = good & ~typed.select(pl.any_horizontal(out_of_range).fill_null(False)).to_series()
     mask = clean.to_numpy().copy()
@@ -168,8 +210,9 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: dict[str, Any], host
         typed = typed.filter(good)
     offset = constant_offset(periods, typed["local_at"].min(), typed["local_at"].max()) if typed.height else 0
     if offset is None:  # the clocks change in this batch: all of it the exact way
-        return typed.clear().drop("local_at").with_columns(sample_at=pl.lit(None, dtype=pl.Datetime("us"))).cast(FAST_COLUMNS), \
-            np.ones(len(mask), dtype=bool)
+        return typed.clear().drop("local_at").with_columns(sample_at=pl.lit(None, dtype=pl.Datetime("us"))).cast(
+            FAST_COLUMNS
+        ), np.ones(len(mask), dtype=bool)
     typed = typed.with_columns(sample_at=pl.col("local_at") - pl.duration(seconds=offset)).drop("local_at")
     return typed.select(list(FAST_COLUMNS)).cast(FAST_COLUMNS), ~mask
 

@@ -143,9 +143,17 @@ def _load_csv(ctx: LoadContext, script: str, table: str, fixed: list[tuple[str, 
     reset_reader_rejects(ctx.con)
     gpu_indexes = [int(name[1:]) for name in columns if re.fullmatch(r"g\d+", name)]
     run_script(
-        ctx.con, "ingest", script,
-        {"path": str(ctx.path), "file_id": ctx.file_id, "columns": columns, "header": has_header,
-         "gpu_indexes": gpu_indexes, **ctx.options.bounds()},
+        ctx.con,
+        "ingest",
+        script,
+        {
+            "path": str(ctx.path),
+            "file_id": ctx.file_id,
+            "columns": columns,
+            "header": has_header,
+            "gpu_indexes": gpu_indexes,
+            **ctx.options.bounds(),
+        },
         on_statement=ctx.on_statement,
     )
     collect_reader_rejects(ctx.con, ctx.file_id)
@@ -169,7 +177,9 @@ def _load_job_log(ctx: LoadContext) -> LoadCounts:
     install_zone(ctx.con, zone)
     try:
         run_script(
-            ctx.con, "ingest", "philly_job_log",
+            ctx.con,
+            "ingest",
+            "philly_job_log",
             {"path": str(ctx.path), "file_id": ctx.file_id, "zone": zone, **ctx.options.bounds()},
             on_statement=ctx.on_statement,
         )
@@ -178,7 +188,9 @@ def _load_job_log(ctx: LoadContext) -> LoadCounts:
 
         if not isinstance(e, duckdb.Error):
             raise
-        raise ParseError(_json_error_message(ctx, str(e)), hint="expected a Philly cluster_job_log (a JSON array of jobs)") from e
+        raise ParseError(
+            _json_error_message(ctx, str(e)), hint="expected a Philly cluster_job_log (a JSON array of jobs)"
+        ) from e
     place_json_rejects(ctx.con, ctx.file_id, ctx.path, "jobid")
     return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count_rejects(ctx))
 
@@ -195,7 +207,9 @@ def _json_error_message(ctx: LoadContext, error: str) -> str:
 
 
 def _load_gpu_util(ctx: LoadContext) -> LoadCounts:
-    return _load_csv(ctx, "philly_gpu_util", "gpu_samples", [("t", "VARCHAR"), ("machine_id", "VARCHAR")], "cluster_gpu_util")
+    return _load_csv(
+        ctx, "philly_gpu_util", "gpu_samples", [("t", "VARCHAR"), ("machine_id", "VARCHAR")], "cluster_gpu_util"
+    )
 
 
 def _load_cpu_util(ctx: LoadContext) -> LoadCounts:
@@ -217,28 +231,47 @@ def _load_machine_list(ctx: LoadContext) -> LoadCounts:
 # memory files fill different columns of host_samples, so neither one's rows duplicate the other's.
 FORMATS = [
     FileFormat(
-        name="philly_job_log", source="philly",
+        name="philly_job_log",
+        source="philly",
         description="Philly cluster_job_log: JSON array of jobs, attempts and GPU placements",
-        file_names=("cluster_job_log",), sniff=_sniff_job_log, load=_load_job_log, default_zone=PHILLY_ZONE,
+        file_names=("cluster_job_log",),
+        sniff=_sniff_job_log,
+        load=_load_job_log,
+        default_zone=PHILLY_ZONE,
     ),
     FileFormat(
-        name="philly_gpu_util", source="philly",
+        name="philly_gpu_util",
+        source="philly",
         description="Philly cluster_gpu_util: per-minute GPU utilization per machine",
-        file_names=("cluster_gpu_util",), sniff=_sniff_gpu_util, load=_load_gpu_util, sample_kind="philly-gpu",
+        file_names=("cluster_gpu_util",),
+        sniff=_sniff_gpu_util,
+        load=_load_gpu_util,
+        sample_kind="philly-gpu",
     ),
     FileFormat(
-        name="philly_cpu_util", source="philly",
+        name="philly_cpu_util",
+        source="philly",
         description="Philly cluster_cpu_util: per-minute host CPU utilization",
-        file_names=("cluster_cpu_util",), sniff=_sniff_cpu_util, load=_load_cpu_util, sample_kind="philly-cpu",
+        file_names=("cluster_cpu_util",),
+        sniff=_sniff_cpu_util,
+        load=_load_cpu_util,
+        sample_kind="philly-cpu",
     ),
     FileFormat(
-        name="philly_mem_util", source="philly",
+        name="philly_mem_util",
+        source="philly",
         description="Philly cluster_mem_util: per-minute host memory total/free (KiB)",
-        file_names=("cluster_mem_util",), sniff=_sniff_mem_util, load=_load_mem_util, sample_kind="philly-mem",
+        file_names=("cluster_mem_util",),
+        sniff=_sniff_mem_util,
+        load=_load_mem_util,
+        sample_kind="philly-mem",
     ),
     FileFormat(
-        name="philly_machine_list", source="philly",
+        name="philly_machine_list",
+        source="philly",
         description="Philly cluster_machine_list: machines, listed GPU count and GPU memory",
-        file_names=("cluster_machine_list",), sniff=_sniff_machine_list, load=_load_machine_list,
+        file_names=("cluster_machine_list",),
+        sniff=_sniff_machine_list,
+        load=_load_machine_list,
     ),
 ]

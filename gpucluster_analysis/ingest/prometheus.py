@@ -93,7 +93,7 @@ def parse_source(text: str, headers: list[str] | tuple[str, ...] = ()) -> Promet
         raise InputError(
             f"{shown}: {'a plain ' + scheme + ' URL' if plain else 'not a source gca reads'}",
             hint=f"to pull from Prometheus write prometheus+{scheme if plain else 'http'}://HOST:9090 "
-                 "(with --since and --until)",
+            "(with --since and --until)",
         )
     try:
         parts = urllib.parse.urlsplit(text)
@@ -103,8 +103,10 @@ def parse_source(text: str, headers: list[str] | tuple[str, ...] = ()) -> Promet
     if not parts.hostname:
         raise InputError(f"{shown}: no host", hint="write prometheus+http://HOST:9090")
     if parts.query or parts.fragment:
-        raise InputError(f"{shown}: the URL has a query or fragment",
-                         hint="give the server's base URL only; --match, --since, --until and --step make the query")
+        raise InputError(
+            f"{shown}: the URL has a query or fragment",
+            hint="give the server's base URL only; --match, --since, --until and --step make the query",
+        )
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     server = f"{scheme.removeprefix('prometheus+')}://{host}{f':{port}' if port else ''}{parts.path.rstrip('/')}"
     sent: list[tuple[str, str]] = []
@@ -112,8 +114,9 @@ def parse_source(text: str, headers: list[str] | tuple[str, ...] = ()) -> Promet
         name, colon, value = header.partition(":")
         if not colon or not _HEADER_NAME.fullmatch(name.strip()) or not value.strip():
             # never echo the header: it may hold a token
-            raise InputError(f"--header number {number}: not 'Name: value'",
-                             hint="write e.g. --header 'Authorization: Bearer TOKEN'")
+            raise InputError(
+                f"--header number {number}: not 'Name: value'", hint="write e.g. --header 'Authorization: Bearer TOKEN'"
+            )
         sent.append((name.strip(), value.strip()))
     if parts.username is not None:
         user = urllib.parse.unquote(parts.username)
@@ -144,8 +147,10 @@ def parse_instant(text: str, option: str) -> int:
             return round(float(value) * 1000)
         parsed = datetime.fromisoformat(value)
     except (ValueError, OverflowError) as e:
-        raise InputError(f"{option} {text!r}: not a time",
-                         hint="give ISO 8601 (2024-05-01, 2024-05-01T12:00:00Z, UTC unless an offset is written) or epoch seconds") from e
+        raise InputError(
+            f"{option} {text!r}: not a time",
+            hint="give ISO 8601 (2024-05-01, 2024-05-01T12:00:00Z, UTC unless an offset is written) or epoch seconds",
+        ) from e
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return round(parsed.timestamp() * 1000)
@@ -172,29 +177,47 @@ class PullPlan:
     match: str | None  # None: the DCGM metrics gca reads
 
 
-def plan_pulls(urls: list[str], *, since: str | None, until: str | None, step: str | None, match: str | None,
-               headers: list[str]) -> list[PullPlan]:
+def plan_pulls(
+    urls: list[str], *, since: str | None, until: str | None, step: str | None, match: str | None, headers: list[str]
+) -> list[PullPlan]:
     """The pulls from the URLs with the pull options; InputError for a bad URL or option, or an option without a URL."""
     if not urls:
-        given = [name for name, value in (("--since", since), ("--until", until), ("--step", step), ("--match", match),
-                                          ("--header", headers)) if value]
+        given = [
+            name
+            for name, value in (
+                ("--since", since),
+                ("--until", until),
+                ("--step", step),
+                ("--match", match),
+                ("--header", headers),
+            )
+            if value
+        ]
         if given:
-            raise InputError(f"{given[0]} is for pulls from Prometheus", hint="name a server: prometheus+http://HOST:9090")
+            raise InputError(
+                f"{given[0]} is for pulls from Prometheus", hint="name a server: prometheus+http://HOST:9090"
+            )
         return []
     sources = [parse_source(url, headers) for url in urls]
     if since is None:
-        raise InputError(f"{sources[0].server}: a pull from Prometheus needs --since",
-                         hint="e.g. --since 2024-05-01 --until 2024-05-08 (UTC)")
+        raise InputError(
+            f"{sources[0].server}: a pull from Prometheus needs --since",
+            hint="e.g. --since 2024-05-01 --until 2024-05-08 (UTC)",
+        )
     since_ms = parse_instant(since, "--since")
     until_ms = parse_instant(until, "--until") if until else None
     step_ms = parse_step(step or DEFAULT_STEP)
     if until_ms is not None and until_ms <= since_ms:
-        raise InputError(f"--until {until} is not after --since {since}", hint="give a range that moves forward in time")
+        raise InputError(
+            f"--until {until} is not after --since {since}", hint="give a range that moves forward in time"
+        )
     if match is not None:
         try:  # Python's syntax is close to Prometheus' (RE2); the server's answer tells the rest
             re.compile(match)
         except re.error as e:
-            raise InputError(f"--match {match!r}: not a regular expression ({e})", hint="e.g. --match 'DCGM_FI_.*'") from e
+            raise InputError(
+                f"--match {match!r}: not a regular expression ({e})", hint="e.g. --match 'DCGM_FI_.*'"
+            ) from e
     return [PullPlan(source, since_ms, until_ms, step_ms, match) for source in sources]
 
 
@@ -288,8 +311,11 @@ def pull(
     until_ms = min(until_ms, now_ms + 1)  # never mark the future as pulled
     first, last = -(-since_ms // step_ms), -(-until_ms // step_ms) - 1  # grid indices: t = k * step
     if last < first:
-        raise InputError(f"{source.server}: no sample time from --since {iso(since_ms)} to --until {iso(until_ms)}"
-                         f" at --step {_seconds(step_ms)}s", hint="give a --since before --until (and before now)")
+        raise InputError(
+            f"{source.server}: no sample time from --since {iso(since_ms)} to --until {iso(until_ms)}"
+            f" at --step {_seconds(step_ms)}s",
+            hint="give a --since before --until (and before now)",
+        )
     report = PullReport(source.server, query, step_ms)
     _refuse_other_queries(con, source, query, first * step_ms, (last + 1) * step_ms)
     todo = _uncovered(con, source, query, first, last, step_ms, report)
@@ -305,8 +331,17 @@ def pull(
         while k <= b:
             end = min(b, k + size - 1)
             try:
-                chunk = _pull_chunk(con, source, query, k * step_ms, end * step_ms, step_ms, timeout_s, max_answer_bytes,
-                                    options or IngestOptions())
+                chunk = _pull_chunk(
+                    con,
+                    source,
+                    query,
+                    k * step_ms,
+                    end * step_ms,
+                    step_ms,
+                    timeout_s,
+                    max_answer_bytes,
+                    options or IngestOptions(),
+                )
             except GcaError as e:
                 if isinstance(e, AnswerTooBig) and end > k:
                     size = (end - k + 1) // 2  # fewer sample times per request, until an answer fits
@@ -314,7 +349,8 @@ def pull(
                 if report.chunks:
                     e.hint = ((e.hint + "; ") if e.hint else "") + (
                         f"the {len(report.chunks)} chunks stored up to {iso(report.chunks[-1].end_ms)} are kept:"
-                        " run the same command again to resume")
+                        " run the same command again to resume"
+                    )
                 raise
             report.chunks.append(chunk)
             listener.chunk_stored(chunk, end - k + 1)
@@ -333,7 +369,9 @@ def pull(
     return report
 
 
-def _refuse_other_queries(con: duckdb.DuckDBPyConnection, source: PrometheusSource, query: str, lo: int, hi: int) -> None:
+def _refuse_other_queries(
+    con: duckdb.DuckDBPyConnection, source: PrometheusSource, query: str, lo: int, hi: int
+) -> None:
     other = con.execute(
         "SELECT query, min(epoch_ms(start_at)), max(epoch_ms(end_at)) FROM prometheus_chunks"
         " WHERE server = ? AND query <> ? AND epoch_ms(start_at) < ? AND epoch_ms(end_at) + step_s * 1000 > ?"
@@ -351,7 +389,12 @@ def _refuse_other_queries(con: duckdb.DuckDBPyConnection, source: PrometheusSour
 
 
 def _uncovered(
-    con: duckdb.DuckDBPyConnection, source: PrometheusSource, query: str, first: int, last: int, step_ms: int,
+    con: duckdb.DuckDBPyConnection,
+    source: PrometheusSource,
+    query: str,
+    first: int,
+    last: int,
+    step_ms: int,
     report: PullReport,
 ) -> list[tuple[int, int]]:
     """Runs [a, b] of grid indices in first..last that no stored chunk of this query covers; records the covered ranges."""
@@ -386,8 +429,15 @@ def _uncovered(
 
 
 def _pull_chunk(
-    con: duckdb.DuckDBPyConnection, source: PrometheusSource, query: str, start_ms: int, end_ms: int, step_ms: int,
-    timeout_s: float, max_answer_bytes: int, options: IngestOptions,
+    con: duckdb.DuckDBPyConnection,
+    source: PrometheusSource,
+    query: str,
+    start_ms: int,
+    end_ms: int,
+    step_ms: int,
+    timeout_s: float,
+    max_answer_bytes: int,
+    options: IngestOptions,
 ) -> Chunk:
     started = time.perf_counter()
     params = {"query": query, "start": _seconds(start_ms), "end": _seconds(end_ms), "step": _seconds(step_ms)}
@@ -412,15 +462,27 @@ def _pull_chunk(
                 ctx = LoadContext(con=con, path=body, file_id=int(file_id), options=options, head="")
                 counts = dcgm.load_query_range(ctx)
                 series, samples = con.execute(
-                    "SELECT count(*), coalesce(sum(len(points)), 0) FROM stage_dcgm_series").fetchall()[0]
+                    "SELECT count(*), coalesce(sum(len(points)), 0) FROM stage_dcgm_series"
+                ).fetchall()[0]
             seconds = time.perf_counter() - started
-            con.execute("UPDATE ingested_files SET rows_loaded = ?, rejects = ?, seconds = ? WHERE file_id = ?",
-                        [counts.rows, counts.rejects, seconds, file_id])
+            con.execute(
+                "UPDATE ingested_files SET rows_loaded = ?, rejects = ?, seconds = ? WHERE file_id = ?",
+                [counts.rows, counts.rejects, seconds, file_id],
+            )
             con.execute(
                 "INSERT INTO prometheus_chunks (server, query, start_at, end_at, step_s, series, samples, file_id, pulled_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [source.server, query, _naive_utc(start_ms), _naive_utc(end_ms), step_ms / 1000, series, samples, file_id,
-                 _naive_utc(int(time.time() * 1000))],
+                [
+                    source.server,
+                    query,
+                    _naive_utc(start_ms),
+                    _naive_utc(end_ms),
+                    step_ms / 1000,
+                    series,
+                    samples,
+                    file_id,
+                    _naive_utc(int(time.time() * 1000)),
+                ],
             )
             con.execute("COMMIT")
         except BaseException as e:
@@ -433,12 +495,23 @@ def _pull_chunk(
                 e.args = (e.message,)
             raise
         _drop_staging(con)
-    return Chunk(start_ms, end_ms, int(series), int(samples), counts.rows, counts.rejects,
-                 time.perf_counter() - started, size, int(file_id))
+    return Chunk(
+        start_ms,
+        end_ms,
+        int(series),
+        int(samples),
+        counts.rows,
+        counts.rejects,
+        time.perf_counter() - started,
+        size,
+        int(file_id),
+    )
 
 
 def _drop_staging(con: duckdb.DuckDBPyConnection) -> None:
-    for (name,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary AND table_name LIKE 'stage_%'").fetchall():
+    for (name,) in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE temporary AND table_name LIKE 'stage_%'"
+    ).fetchall():
         con.execute(f"DROP TABLE IF EXISTS {name}")
 
 
@@ -446,12 +519,20 @@ class AnswerTooBig(ServerError):
     """An answer grew past the most gca reads (`max_answer_bytes`); `pull` asks for fewer sample times."""
 
 
-def _fetch(source: PrometheusSource, url: str, shown: str, target: Path, timeout_s: float,
-           max_answer_bytes: int) -> tuple[int, str]:
+def _fetch(
+    source: PrometheusSource, url: str, shown: str, target: Path, timeout_s: float, max_answer_bytes: int
+) -> tuple[int, str]:
     """GET url into target (decompressed); (bytes, sha256). ServerError/InputError in one line naming `shown`:
     also when the whole request takes over `timeout_s`, or the answer grows past `max_answer_bytes`."""
-    request = urllib.request.Request(url, headers={"Accept": "application/json", "Accept-Encoding": "gzip",
-                                                   "User-Agent": f"gca/{__version__}", **dict(source.headers)})
+    request = urllib.request.Request(
+        url,
+        headers={
+            "Accept": "application/json",
+            "Accept-Encoding": "gzip",
+            "User-Agent": f"gca/{__version__}",
+            **dict(source.headers),
+        },
+    )
     deadline = _Deadline(timeout_s)
     opener = urllib.request.build_opener(_HTTPHandler(deadline.watch), _HTTPSHandler(deadline.watch))
     size = 0
@@ -465,7 +546,8 @@ def _fetch(source: PrometheusSource, url: str, shown: str, target: Path, timeout
                     if size > max_answer_bytes:
                         raise AnswerTooBig(
                             f"{shown}: the answer is over {_megabytes(max_answer_bytes)}, the most gca reads of one request",
-                            hint="pull fewer series at once: a narrower --match (e.g. one metric at a time)")
+                            hint="pull fewer series at once: a narrower --match (e.g. one metric at a time)",
+                        )
                     digest.update(block)
                     out.write(block)
         if deadline.expired:  # the socket shut at the deadline ends a read as if the answer were whole
@@ -489,10 +571,14 @@ def _megabytes(n: int) -> str:
 
 def _late(shown: str, timeout_s: float, received: int) -> ServerError:
     if not received:
-        return ServerError(f"{shown}: no answer after {timeout_s:g} s, the most a request may take",
-                           hint="check that the server is up and reachable; if it is only slow, try again later or pull a narrower --match")
-    return ServerError(f"{shown}: the answer still incomplete ({received:,} bytes) after {timeout_s:g} s, the most a request may take",
-                       hint="the server sends too slowly: try again later, or pull a narrower --match")
+        return ServerError(
+            f"{shown}: no answer after {timeout_s:g} s, the most a request may take",
+            hint="check that the server is up and reachable; if it is only slow, try again later or pull a narrower --match",
+        )
+    return ServerError(
+        f"{shown}: the answer still incomplete ({received:,} bytes) after {timeout_s:g} s, the most a request may take",
+        hint="the server sends too slowly: try again later, or pull a narrower --match",
+    )
 
 
 class _Deadline:
@@ -552,7 +638,9 @@ class _Watching:
         self._watch = watch
 
     def do_open(self, http_class: type, req: urllib.request.Request, **kwargs: object) -> http.client.HTTPResponse:
-        watched = _WatchedSecureConnection if issubclass(http_class, http.client.HTTPSConnection) else _WatchedConnection
+        watched = (
+            _WatchedSecureConnection if issubclass(http_class, http.client.HTTPSConnection) else _WatchedConnection
+        )
 
         def connection(*args: object, **options: object) -> http.client.HTTPConnection:
             made = watched(*args, **options)  # type: ignore[arg-type]
@@ -588,11 +676,17 @@ def _http_error(e: urllib.error.HTTPError, shown: str) -> GcaError:
     if e.code in (401, 403):
         return InputError(what, hint="the server wants credentials: pass --header 'Authorization: Bearer TOKEN'")
     if e.code == 404:
-        return InputError(what, hint="no Prometheus API at this URL: give the server's base URL (and its path prefix, if any)")
+        return InputError(
+            what, hint="no Prometheus API at this URL: give the server's base URL (and its path prefix, if any)"
+        )
     if e.code == 400:
-        return InputError(what, hint="check --match (a regular expression for metric names), --since, --until and --step")
+        return InputError(
+            what, hint="check --match (a regular expression for metric names), --since, --until and --step"
+        )
     if e.code == 422:
-        return ServerError(what, hint="the query was too big for the server: pull with a larger --step or a narrower --match")
+        return ServerError(
+            what, hint="the query was too big for the server: pull with a larger --step or a narrower --match"
+        )
     return ServerError(what, hint="the server failed: try again later, or ask its admins")
 
 
@@ -602,15 +696,21 @@ def _connection_error(reason: object, shown: str) -> GcaError:
     if isinstance(reason, socket.gaierror):
         return InputError(f"{shown}: unknown host", hint="check the host name in the URL")
     if isinstance(reason, ssl.SSLError):
-        return ServerError(f"{shown}: TLS failed: {reason}", hint="check prometheus+https:// and the server's certificate")
+        return ServerError(
+            f"{shown}: TLS failed: {reason}", hint="check prometheus+https:// and the server's certificate"
+        )
     text = str(reason).splitlines()[0] if str(reason) else type(reason).__name__
-    return ServerError(f"{shown}: the connection failed: {text}", hint="check that the server is up and reachable, then try again")
+    return ServerError(
+        f"{shown}: the connection failed: {text}", hint="check that the server is up and reachable, then try again"
+    )
 
 
 def _check_body(body: Path, size: int, shown: str) -> bool:
     """Whether a successful answer holds no series; errors for what is not a Prometheus matrix answer."""
-    not_prometheus = InputError(f"{shown}: the answer is not Prometheus API JSON",
-                                hint="check the URL: it should be the Prometheus server's base URL")
+    not_prometheus = InputError(
+        f"{shown}: the answer is not Prometheus API JSON",
+        hint="check the URL: it should be the Prometheus server's base URL",
+    )
     with body.open("rb") as f:
         head = f.read(_SMALL_BODY)
     if size > _SMALL_BODY:
@@ -625,8 +725,10 @@ def _check_body(body: Path, size: int, shown: str) -> bool:
     if not isinstance(answer, dict) or "status" not in answer:
         raise not_prometheus
     if answer["status"] != "success":
-        raise ServerError(f"{shown}: the query failed: {str(answer.get('error', answer['status']))[:300]}",
-                          hint="try again; if it persists, ask the server's admins")
+        raise ServerError(
+            f"{shown}: the query failed: {str(answer.get('error', answer['status']))[:300]}",
+            hint="try again; if it persists, ask the server's admins",
+        )
     data = answer.get("data")
     if not isinstance(data, dict) or data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
         raise not_prometheus

@@ -53,7 +53,18 @@ _WHOLE_LINE = "\x01"
 
 # `cluster`: HeliosArtifact's all_cluster_log.csv, the clusters' logs in one file, where job
 # ids repeat across clusters; its jobs are stored as <cluster>/<job_id>.
-_JOB_COLUMNS = ("job_id", "user", "vc", "gpu_num", "node_num", "state", "submit_time", "start_time", "end_time", "cluster")
+_JOB_COLUMNS = (
+    "job_id",
+    "user",
+    "vc",
+    "gpu_num",
+    "node_num",
+    "state",
+    "submit_time",
+    "start_time",
+    "end_time",
+    "cluster",
+)
 _JOB_REQUIRED = ("job_id", "state", "submit_time", "start_time", "end_time")
 _POD_COLUMNS = ("name", "num_gpu", "gpu_milli", "pod_phase", "creation_time", "scheduled_time", "deletion_time")
 _NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
@@ -105,7 +116,9 @@ def _layout(ctx: LoadContext, wanted: tuple[str, ...], required: tuple[str, ...]
         )
     repeated = sorted({n for n in names if names.count(n) > 1 and n in wanted})
     if repeated:
-        raise ParseError(f"{ctx.path}:1: the header names {repeated[0]!r} twice", hint="which one to read is ambiguous; drop one")
+        raise ParseError(
+            f"{ctx.path}:1: the header names {repeated[0]!r} twice", hint="which one to read is ambiguous; drop one"
+        )
     params: dict[str, object] = {f"pos_{n}": (names.index(n) + 1 if n in names else None) for n in wanted}
     # The header as DuckDB will return the line: without a byte-order mark or line end.
     params.update(header_text=lines[0].lstrip("\ufeff"), n_fields=len(names), delim=_WHOLE_LINE)
@@ -153,8 +166,10 @@ class _TextScan:
         carry = b""  # a chunk's last byte when it is \r: its \n may open the next chunk
         with open_binary(self.path) as f:
             if f.read(2) in (b"\xff\xfe", b"\xfe\xff"):
-                raise ParseError(f"{self.path}:1: UTF-16 text (as Windows tools save CSV)",
-                                 hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {self.path.name}")
+                raise ParseError(
+                    f"{self.path}:1: UTF-16 text (as Windows tools save CSV)",
+                    hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {self.path.name}",
+                )
             f.seek(0)
             while raw := f.read(SCAN_CHUNK_BYTES):
                 chunk = carry + raw
@@ -169,8 +184,10 @@ class _TextScan:
                         utf8 = False
                 if not utf8 and (c1 := _C1.search(chunk)):
                     # DuckDB's Latin-1 has no characters there; Windows-1252 puts quotes and the euro sign there
-                    raise ParseError(f"{self.path}:{self._line(chunk, c1.start())}: neither UTF-8 nor Latin-1 text",
-                                     hint=f"convert it to UTF-8 first, e.g. iconv -f CP1252 -t UTF-8 {self.path.name}")
+                    raise ParseError(
+                        f"{self.path}:{self._line(chunk, c1.start())}: neither UTF-8 nor Latin-1 text",
+                        hint=f"convert it to UTF-8 first, e.g. iconv -f CP1252 -t UTF-8 {self.path.name}",
+                    )
                 self.lines_before += chunk.count(b"\n")
             self._check(carry)
             if utf8:
@@ -184,8 +201,10 @@ class _TextScan:
         first, last = chunk.find(b"\n"), chunk.rfind(b"\n")
         if self.line_bytes + (first if first >= 0 else len(chunk)) > MAX_LINE_BYTES:
             limit = f"{MAX_LINE_BYTES >> 20} MB" if MAX_LINE_BYTES >= 1 << 20 else f"{MAX_LINE_BYTES} bytes"
-            raise ParseError(f"{self.path}:{self.lines_before + 1}: a line longer than {limit}",
-                             hint="this is no trace row; check the file (line ends lost?)")
+            raise ParseError(
+                f"{self.path}:{self.lines_before + 1}: a line longer than {limit}",
+                hint="this is no trace row; check the file (line ends lost?)",
+            )
         self.line_bytes = len(chunk) - last - 1 if last >= 0 else self.line_bytes + len(chunk)
 
     def _line(self, chunk: bytes, position: int) -> int:
@@ -196,21 +215,26 @@ class _TextScan:
             raise ParseError(
                 f"{self.path}:{self._line(chunk, control.start())}: a control character"
                 f" (0x{chunk[control.start()]:02x}): binary data, not a CSV text file",
-                hint="give gca the CSV as published (gzip-compressed is fine)")
+                hint="give gca the CSV as published (gzip-compressed is fine)",
+            )
         if (cr := _LONE_CR.search(chunk)) and cr.end() < len(chunk):
-            raise ParseError(f"{self.path}:{self._line(chunk, cr.start())}: a carriage return inside the line",
-                             hint=f"remove it, or normalize the line ends (e.g. dos2unix {self.path.name})")
+            raise ParseError(
+                f"{self.path}:{self._line(chunk, cr.start())}: a carriage return inside the line",
+                hint=f"remove it, or normalize the line ends (e.g. dos2unix {self.path.name})",
+            )
         if self.crlf is None and (first := chunk.find(b"\n")) >= 0:
-            self.crlf = chunk[first - 1: first] == b"\r"  # a \r ending the previous chunk was carried here
+            self.crlf = chunk[first - 1 : first] == b"\r"  # a \r ending the previous chunk was carried here
         position = None
         if self.crlf and (lf := _LF_WITHOUT_CR.search(chunk)):
             position = lf.start()
         elif self.crlf is False and (crlf := chunk.find(b"\r\n")) >= 0:
             position = crlf
         if position is not None:
-            raise ParseError(f"{self.path}:{self._line(chunk, position)}: the line ends change here"
-                             f" ({'LF after CRLF' if self.crlf else 'CRLF after LF'}), as when files are concatenated",
-                             hint=f"normalize them first, e.g. dos2unix {self.path.name}")
+            raise ParseError(
+                f"{self.path}:{self._line(chunk, position)}: the line ends change here"
+                f" ({'LF after CRLF' if self.crlf else 'CRLF after LF'}), as when files are concatenated",
+                hint=f"normalize them first, e.g. dos2unix {self.path.name}",
+            )
 
 
 def _encoding(path: Path) -> str:
@@ -249,8 +273,15 @@ def _load_jobs(ctx: LoadContext, source: str, what: str) -> LoadCounts:
         # Philly's wall-clock times are Redmond's, as in its own trace (ingest/philly.py)
         zone = PHILLY_ZONE
     install_zone(ctx.con, zone)
-    params.update(path=str(ctx.path), file_id=ctx.file_id, source=source, zone=zone, encoding=encoding,
-                  max_line_size=MAX_LINE_BYTES, **ctx.options.bounds())
+    params.update(
+        path=str(ctx.path),
+        file_id=ctx.file_id,
+        source=source,
+        zone=zone,
+        encoding=encoding,
+        max_line_size=MAX_LINE_BYTES,
+        **ctx.options.bounds(),
+    )
     run_script(ctx.con, "ingest", "trace_macros", {})
     run_script(ctx.con, "ingest", "helios_acme_jobs", params, on_statement=ctx.on_statement)
     return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"), time_zone=zone)
@@ -275,20 +306,31 @@ def _load_alibaba(ctx: LoadContext) -> LoadCounts:
     encoding = _encoding(ctx.path)
     params = _layout(ctx, _POD_COLUMNS, _POD_COLUMNS, "an Alibaba cluster-trace-gpu-v2023 pod list")
     epoch = parse_epoch(ctx.options.epoch) if ctx.options.epoch else ALIBABA_EPOCH
-    params.update(path=str(ctx.path), file_id=ctx.file_id, epoch=epoch, anchored=bool(ctx.options.epoch), encoding=encoding,
-                  max_line_size=MAX_LINE_BYTES, **ctx.options.bounds())
+    params.update(
+        path=str(ctx.path),
+        file_id=ctx.file_id,
+        epoch=epoch,
+        anchored=bool(ctx.options.epoch),
+        encoding=encoding,
+        max_line_size=MAX_LINE_BYTES,
+        **ctx.options.bounds(),
+    )
     run_script(ctx.con, "ingest", "trace_macros", {})
     run_script(ctx.con, "ingest", "alibaba_pods", params, on_statement=ctx.on_statement)
     # Recorded with the file: its times were read as UTC offsets from the epoch (--tz does not apply).
-    return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"),
-                      time_zone=f"UTC, relative seconds from {epoch:%Y-%m-%dT%H:%M:%S}Z")
+    return LoadCounts(
+        rows=_count(ctx, "jobs"),
+        rejects=_count(ctx, "rejects"),
+        time_zone=f"UTC, relative seconds from {epoch:%Y-%m-%dT%H:%M:%S}Z",
+    )
 
 
 def _load_alibaba_nodes(ctx: LoadContext) -> LoadCounts:
     encoding = _encoding(ctx.path)
     params = _layout(ctx, _NODE_COLUMNS, _NODE_REQUIRED, "an Alibaba cluster-trace-gpu-v2023 node list")
-    params.update(path=str(ctx.path), file_id=ctx.file_id, encoding=encoding, max_line_size=MAX_LINE_BYTES,
-                  **ctx.options.bounds())
+    params.update(
+        path=str(ctx.path), file_id=ctx.file_id, encoding=encoding, max_line_size=MAX_LINE_BYTES, **ctx.options.bounds()
+    )
     run_script(ctx.con, "ingest", "trace_macros", {})
     run_script(ctx.con, "ingest", "alibaba_nodes", params, on_statement=ctx.on_statement)
     return LoadCounts(rows=_count(ctx, "machines"), rejects=_count(ctx, "rejects"))
@@ -296,23 +338,37 @@ def _load_alibaba_nodes(ctx: LoadContext) -> LoadCounts:
 
 FORMATS = [
     FileFormat(
-        name="helios", source="helios",
+        name="helios",
+        source="helios",
         description="Helios (SenseTime) cluster_log.csv: Slurm jobs with VC, GPUs, nodes, state, times",
-        file_names=("cluster_log",), sniff=_sniff_helios, load=_load_helios, default_zone=CHINA_ZONE,
+        file_names=("cluster_log",),
+        sniff=_sniff_helios,
+        load=_load_helios,
+        default_zone=CHINA_ZONE,
     ),
     FileFormat(
-        name="acme", source="acme",
+        name="acme",
+        source="acme",
         description="Acme (Shanghai AI Lab) trace_seren/trace_kalos.csv: LLM cluster jobs, times with offsets",
-        file_names=("trace_seren", "trace_kalos"), sniff=_sniff_acme, load=_load_acme, default_zone=CHINA_ZONE,
+        file_names=("trace_seren", "trace_kalos"),
+        sniff=_sniff_acme,
+        load=_load_acme,
+        default_zone=CHINA_ZONE,
     ),
     FileFormat(
-        name="alibaba_gpu2023", source="alibaba",
+        name="alibaba_gpu2023",
+        source="alibaba",
         description="Alibaba cluster-trace-gpu-v2023 openb_pod_list: pods, fractional GPUs, relative times",
-        file_names=("openb_pod_list",), sniff=_sniff_alibaba, load=_load_alibaba,
+        file_names=("openb_pod_list",),
+        sniff=_sniff_alibaba,
+        load=_load_alibaba,
     ),
     FileFormat(
-        name="alibaba_node_list", source="alibaba",
+        name="alibaba_node_list",
+        source="alibaba",
         description="Alibaba cluster-trace-gpu-v2023 openb_node_list: nodes, their CPUs, memory, GPUs and GPU model",
-        file_names=("openb_node_list",), sniff=_sniff_alibaba_nodes, load=_load_alibaba_nodes,
+        file_names=("openb_node_list",),
+        sniff=_sniff_alibaba_nodes,
+        load=_load_alibaba_nodes,
     ),
 ]

@@ -21,8 +21,18 @@ from gpucluster_analysis.ingest import (
 from gpucluster_analysis.ingest.base import FileFormat, IngestOptions
 from gpucluster_analysis.ingest.files import looks_binary
 
-FORMATS: list[FileFormat] = [*philly.FORMATS, *joblogs.FORMATS, *public_traces.FORMATS, *nvsmi.FORMATS, *dcgm.FORMATS, *dcgmi.FORMATS, *slurm.FORMATS,
-                           *squeue.FORMATS, *slurm_nodes.FORMATS, *sacctmgr.FORMATS]
+FORMATS: list[FileFormat] = [
+    *philly.FORMATS,
+    *joblogs.FORMATS,
+    *public_traces.FORMATS,
+    *nvsmi.FORMATS,
+    *dcgm.FORMATS,
+    *dcgmi.FORMATS,
+    *slurm.FORMATS,
+    *squeue.FORMATS,
+    *slurm_nodes.FORMATS,
+    *sacctmgr.FORMATS,
+]
 
 
 def format_named(name: str) -> FileFormat:
@@ -64,7 +74,11 @@ def detect_format(path: Path, head: str) -> FileFormat | None:
         return None
     by_content = [fmt for fmt in FORMATS if fmt.sniff(head)]
     base = _base_name(path)
-    by_name = [fmt for fmt in FORMATS if any(base == n or base.startswith(n + "_") or base.startswith(n + ".") for n in fmt.file_names)]
+    by_name = [
+        fmt
+        for fmt in FORMATS
+        if any(base == n or base.startswith(n + "_") or base.startswith(n + ".") for n in fmt.file_names)
+    ]
     if len(by_content) == 1:
         return by_content[0]
     both = [fmt for fmt in by_content if fmt in by_name]

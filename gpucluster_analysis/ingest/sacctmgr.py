@@ -31,11 +31,19 @@ from gpucluster_analysis.sqlfiles import run_script
 SOURCE = "slurm"
 _TEXT_LIMIT = 500
 _MAX_TRES_PER_USER = ("maxtrespu", "maxtresperuser")
-_STAGE_SCHEMA = pa.schema([
-    ("line", pa.int64()), ("kind", pa.string()), ("vc", pa.string()), ("user_name", pa.string()),
-    ("qos", pa.string()), ("gpus", pa.float64()), ("tres", pa.string()), ("problem", pa.string()),
-    ("text", pa.string()),
-])
+_STAGE_SCHEMA = pa.schema(
+    [
+        ("line", pa.int64()),
+        ("kind", pa.string()),
+        ("vc", pa.string()),
+        ("user_name", pa.string()),
+        ("qos", pa.string()),
+        ("gpus", pa.float64()),
+        ("tres", pa.string()),
+        ("problem", pa.string()),
+        ("text", pa.string()),
+    ]
+)
 
 
 def gpu_limit(tres: str) -> int | None:
@@ -64,14 +72,17 @@ def _head_columns(head: str) -> list[str] | None:
 
 def _sniff_assoc(head: str) -> bool:
     names = _head_columns(head)
-    return bool(names) and "account" in names and "grptres" in names and "jobid" not in names \
-        and "name" not in names  # type: ignore[operator]
+    return bool(names) and "account" in names and "grptres" in names and "jobid" not in names and "name" not in names  # type: ignore[operator]
 
 
 def _sniff_qos(head: str) -> bool:
     names = _head_columns(head)
-    return bool(names) and names[0] == "name" and "account" not in names \
-        and any(n in names for n in (*_MAX_TRES_PER_USER, "grptres"))  # type: ignore[index, operator]
+    return (
+        bool(names)
+        and names[0] == "name"
+        and "account" not in names
+        and any(n in names for n in (*_MAX_TRES_PER_USER, "grptres"))
+    )  # type: ignore[index, operator]
 
 
 def _fields(text: str, width: int) -> list[str] | str:
@@ -118,8 +129,11 @@ def _qos_rows(number: int, fields: list[str], at: dict[str, int], text: str) -> 
 def _parse(path: Path, what: str) -> list[dict[str, object]]:
     """Staged rows of a sacctmgr file (`what`: assoc or qos), rejects among them."""
     needed = ("account", "grptres") if what == "assoc" else ("name",)
-    command = ("sacctmgr -P show assoc format=Account,User,GrpTRES" if what == "assoc"
-               else "sacctmgr -P show qos format=Name,MaxTRESPU,GrpTRES")
+    command = (
+        "sacctmgr -P show assoc format=Account,User,GrpTRES"
+        if what == "assoc"
+        else "sacctmgr -P show qos format=Name,MaxTRESPU,GrpTRES"
+    )
     at: dict[str, int] | None = None
     width = 0
     rows: list[dict[str, object]] = []
@@ -132,8 +146,10 @@ def _parse(path: Path, what: str) -> list[dict[str, object]]:
             if what == "qos" and names and not any(n in names for n in (*_MAX_TRES_PER_USER, "grptres")):
                 missing.append("MaxTRESPU or GrpTRES")
             if names is None or missing:
-                raise ParseError(f"{path}:{number}: not a sacctmgr header with {', '.join(missing or needed)}",
-                                 hint=f"write it with a header, e.g. {command} (without -n)")
+                raise ParseError(
+                    f"{path}:{number}: not a sacctmgr header with {', '.join(missing or needed)}",
+                    hint=f"write it with a header, e.g. {command} (without -n)",
+                )
             at = {n: i for i, n in reversed(list(enumerate(names)))}  # the first of a repeated name
             width = len(names)
             continue
@@ -152,23 +168,33 @@ def _loader(what: str):  # type: ignore[no-untyped-def]
         rows = _parse(ctx.path, what)
         staged = pa.Table.from_pylist(rows, schema=_STAGE_SCHEMA)  # noqa: F841 (read by DuckDB by name)
         ctx.con.execute("CREATE OR REPLACE TEMP TABLE stage_quotas AS SELECT * FROM staged")
-        run_script(ctx.con, "ingest", "slurm_quotas", {"file_id": ctx.file_id, "source": SOURCE},
-                   on_statement=ctx.on_statement)
-        counts = [ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchone()[0]
-                  for table in ("quotas", "rejects")]
+        run_script(
+            ctx.con, "ingest", "slurm_quotas", {"file_id": ctx.file_id, "source": SOURCE}, on_statement=ctx.on_statement
+        )
+        counts = [
+            ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchone()[0]
+            for table in ("quotas", "rejects")
+        ]
         return LoadCounts(rows=int(counts[0]), rejects=int(counts[1]))
+
     return load
 
 
 FORMATS = [
     FileFormat(
-        name="slurm_assoc", source=SOURCE,
+        name="slurm_assoc",
+        source=SOURCE,
         description="Slurm associations' GPU limits: sacctmgr -P show assoc format=Account,User,GrpTRES",
-        file_names=("sacctmgr_assoc", "assoc"), sniff=_sniff_assoc, load=_loader("assoc"),
+        file_names=("sacctmgr_assoc", "assoc"),
+        sniff=_sniff_assoc,
+        load=_loader("assoc"),
     ),
     FileFormat(
-        name="slurm_qos", source=SOURCE,
+        name="slurm_qos",
+        source=SOURCE,
         description="Slurm QOS GPU limits: sacctmgr -P show qos format=Name,MaxTRESPU,GrpTRES",
-        file_names=("sacctmgr_qos", "qos"), sniff=_sniff_qos, load=_loader("qos"),
+        file_names=("sacctmgr_qos", "qos"),
+        sniff=_sniff_qos,
+        load=_loader("qos"),
     ),
 ]

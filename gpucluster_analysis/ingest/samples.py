@@ -63,32 +63,42 @@ def compare_new(con: duckdb.DuckDBPyConnection, kinds: dict[str, list[str]]) -> 
             run_script(con, "ingest", "sample_spans", {"file_ids": ids, "kind": kind, "lo": ids[0], "hi": ids[-1]})
             overlaps = load_sql("ingest", "sample_overlaps")
             for file_id, holders, from_at, to_at in con.execute(
-                    overlaps, bind(overlaps, {"file_ids": ids, "kind": kind})).fetchall():
+                overlaps, bind(overlaps, {"file_ids": ids, "kind": kind})
+            ).fetchall():
                 duplicates = _set_aside(con, file_id, holders, from_at, to_at)
                 if duplicates.samples:
                     found[file_id] = duplicates
-                    con.execute("UPDATE ingested_files SET rows_loaded = greatest(rows_loaded - ?, 0) WHERE file_id = ?",
-                                [duplicates.samples, file_id])
+                    con.execute(
+                        "UPDATE ingested_files SET rows_loaded = greatest(rows_loaded - ?, 0) WHERE file_id = ?",
+                        [duplicates.samples, file_id],
+                    )
         con.execute("COMMIT")
     except BaseException as e:
         con.execute("ROLLBACK")
         _drop_staging(con)
         if isinstance(e, duckdb.Error):
-            raise StoreError(f"comparing the new telemetry with the samples stored failed: {str(e).splitlines()[0]}",
-                             hint="the files are stored; the next gca ingest compares them again") from e
+            raise StoreError(
+                f"comparing the new telemetry with the samples stored failed: {str(e).splitlines()[0]}",
+                hint="the files are stored; the next gca ingest compares them again",
+            ) from e
         raise
     _drop_staging(con)
     return found
 
 
-def _set_aside(con: duckdb.DuckDBPyConnection, file_id: int, holders: list[int], from_at: object,
-               to_at: object) -> Duplicates:
+def _set_aside(
+    con: duckdb.DuckDBPyConnection, file_id: int, holders: list[int], from_at: object, to_at: object
+) -> Duplicates:
     """Move the rows of `file_id` whose samples rows of `holders` (files before it, of its kind,
     whose spans overlap its own from `from_at` to `to_at`) stand for to `<table>_duplicates`, or,
     where the values differ and `file_id` comes first in the fixed order of files, the stored
     rows instead (sql/ingest/sample_duplicates.sql); how many samples and how many differed."""
-    run_script(con, "ingest", "sample_duplicates",
-               {"file_id": file_id, "holders": holders, "files": [*holders, file_id], "from_at": from_at, "to_at": to_at})
+    run_script(
+        con,
+        "ingest",
+        "sample_duplicates",
+        {"file_id": file_id, "holders": holders, "files": [*holders, file_id], "from_at": from_at, "to_at": to_at},
+    )
     tables, samples, differing = con.execute(
         "SELECT count(DISTINCT sample_table), count(*), count(*) FILTER (WHERE NOT same) FROM stage_sample_matches"
     ).fetchall()[0]
@@ -97,7 +107,8 @@ def _set_aside(con: duckdb.DuckDBPyConnection, file_id: int, holders: list[int],
         # it is a duplicate when one of them is (the other may bring a measure the stored one lacked)
         samples, differing = con.execute(
             "SELECT count(*), count(*) FILTER (WHERE differing) FROM (SELECT bool_or(NOT same) AS differing"
-            " FROM stage_sample_matches GROUP BY machine_id, gpu_index, instance, sample_at)").fetchall()[0]
+            " FROM stage_sample_matches GROUP BY machine_id, gpu_index, instance, sample_at)"
+        ).fetchall()[0]
     return Duplicates(int(samples), int(differing))
 
 
@@ -111,13 +122,16 @@ def hand_over(con: duckdb.DuckDBPyConnection, file_id: int, formats: list[str]) 
         "       UNION ALL SELECT file_id, sample_at FROM host_samples_duplicates) a"
         " JOIN ingested_files f ON f.file_id = a.file_id"
         " WHERE a.file_id <> ? AND list_contains(?, f.format)",
-        [file_id, formats]).fetchall()[0]
+        [file_id, formats],
+    ).fetchall()[0]
     if heirs:
-        run_script(con, "ingest", "sample_handover",
-                   {"file_id": file_id, "heirs": heirs, "from_at": from_at, "to_at": to_at})
+        run_script(
+            con, "ingest", "sample_handover", {"file_id": file_id, "heirs": heirs, "from_at": from_at, "to_at": to_at}
+        )
 
 
 def _drop_staging(con: duckdb.DuckDBPyConnection) -> None:
-    for (name,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary"
-                               " AND table_name LIKE 'stage\\_sample\\_%' ESCAPE '\\'").fetchall():
+    for (name,) in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE temporary AND table_name LIKE 'stage\\_sample\\_%' ESCAPE '\\'"
+    ).fetchall():
         con.execute(f"DROP TABLE IF EXISTS {name}")

@@ -52,8 +52,10 @@ BATCH_ROWS = 10_000
 SQL_MEMORY_BYTES = 1500 * 1000**2
 _TEXT_LIMIT = 500
 # What to export: the columns gca reads (README's nightly recipe).
-SACCT_FORMAT = ("JobID,JobName,User,Account,Partition,QOS,State,ExitCode,Submit,Eligible,Start,End,Timelimit,NNodes,"
-                "ReqTRES,AllocTRES,NodeList")
+SACCT_FORMAT = (
+    "JobID,JobName,User,Account,Partition,QOS,State,ExitCode,Submit,Eligible,Start,End,Timelimit,NNodes,"
+    "ReqTRES,AllocTRES,NodeList"
+)
 # Columns a dump loads without, leaving what the report needs unknown: (column, the
 # lower-case names that stand for it, what is unknown without them).
 _NEEDED_COLUMNS = (
@@ -284,8 +286,23 @@ _TOOL_MESSAGES = ("sacct: ", "slurm_load", "slurmdbd: ")
 _PROMPT = re.compile(r"^.{0,80}?[$#%>]\s*(?:sacct|scontrol)\b")
 _RULE = re.compile(r"^ *+-[\- ]*+$")
 # Free-text columns: a '|' inside one shifts the fields after it.
-_FREE_TEXT = frozenset({"jobname", "comment", "admincomment", "systemcomment", "workdir", "submitline",
-                        "constraints", "reason", "container", "extra", "stdout", "stderr", "stdin"})
+_FREE_TEXT = frozenset(
+    {
+        "jobname",
+        "comment",
+        "admincomment",
+        "systemcomment",
+        "workdir",
+        "submitline",
+        "constraints",
+        "reason",
+        "container",
+        "extra",
+        "stdout",
+        "stderr",
+        "stdin",
+    }
+)
 
 
 @dataclass
@@ -309,7 +326,7 @@ def _header_fields(line: str) -> tuple[list[str], str | None] | None:
     lead = re.match(r"^\s*[A-Za-z][A-Za-z0-9]*", line)
     if not lead:
         return None
-    rest = line[lead.end():]
+    rest = line[lead.end() :]
     if rest == "" or rest[0] == " ":
         delimiter = None
         fields = line.split()
@@ -343,17 +360,49 @@ def _off_columns(raw: bytes, spans: list[tuple[int, int]]) -> bool:
     spaces, so such a line was re-spaced (tabs, a proportional-font copy) and its slices lie."""
     if not spans:
         return False
-    gaps = [raw[:spans[0][0]], *(raw[end:start] for (_, end), (start, _) in zip(spans, spans[1:])), raw[spans[-1][1]:]]
+    gaps = [
+        raw[: spans[0][0]],
+        *(raw[end:start] for (_, end), (start, _) in zip(spans, spans[1:])),
+        raw[spans[-1][1] :],
+    ]
     return any(gap.strip() for gap in gaps)
 
 
 # NordicHPC/sonar's `sacct -aP --noheader` fields (src/slurmjobs.rs), JobName last: a dump
 # of exactly this layout is read without --columns.
 SONAR_COLUMNS = (
-    "JobID", "JobIDRaw", "User", "Account", "State", "Start", "End", "AveCPU", "AveDiskRead", "AveDiskWrite", "AveRSS",
-    "AveVMSize", "ElapsedRaw", "ExitCode", "Layout", "MaxRSS", "MaxVMSize", "MinCPU", "ReqCPUS", "ReqMem", "ReqNodes",
-    "Reservation", "Submit", "Suspended", "SystemCPU", "TimelimitRaw", "UserCPU", "NodeList", "Partition", "AllocTRES",
-    "Priority", "JobName",
+    "JobID",
+    "JobIDRaw",
+    "User",
+    "Account",
+    "State",
+    "Start",
+    "End",
+    "AveCPU",
+    "AveDiskRead",
+    "AveDiskWrite",
+    "AveRSS",
+    "AveVMSize",
+    "ElapsedRaw",
+    "ExitCode",
+    "Layout",
+    "MaxRSS",
+    "MaxVMSize",
+    "MinCPU",
+    "ReqCPUS",
+    "ReqMem",
+    "ReqNodes",
+    "Reservation",
+    "Submit",
+    "Suspended",
+    "SystemCPU",
+    "TimelimitRaw",
+    "UserCPU",
+    "NodeList",
+    "Partition",
+    "AllocTRES",
+    "Priority",
+    "JobName",
 )
 
 
@@ -385,27 +434,63 @@ def _clean_columns(spec: tuple[str, ...]) -> list[str]:
 # --- reading rows --------------------------------------------------------------------
 
 _STAGE_COLUMNS = [
-    ("line", pa.int64()), ("job_id", pa.string()), ("het_offset", pa.int32()), ("step", pa.string()),
-    ("problem", pa.string()), ("job_name", pa.string()), ("user_name", pa.string()), ("account", pa.string()),
-    ("partition", pa.string()), ("state", pa.string()), ("source_status", pa.string()), ("status", pa.string()),
-    ("cancelled_by", pa.string()), ("exit_code", pa.int32()), ("exit_signal", pa.int32()),
-    ("submit_t", pa.string()), ("eligible_t", pa.string()), ("start_t", pa.string()), ("end_t", pa.string()),
-    ("time_limit_s", pa.int64()), ("gpus", pa.int64()), ("req_gpus", pa.int64()), ("gpu_model", pa.string()),
+    ("line", pa.int64()),
+    ("job_id", pa.string()),
+    ("het_offset", pa.int32()),
+    ("step", pa.string()),
+    ("problem", pa.string()),
+    ("job_name", pa.string()),
+    ("user_name", pa.string()),
+    ("account", pa.string()),
+    ("partition", pa.string()),
+    ("state", pa.string()),
+    ("source_status", pa.string()),
+    ("status", pa.string()),
+    ("cancelled_by", pa.string()),
+    ("exit_code", pa.int32()),
+    ("exit_signal", pa.int32()),
+    ("submit_t", pa.string()),
+    ("eligible_t", pa.string()),
+    ("start_t", pa.string()),
+    ("end_t", pa.string()),
+    ("time_limit_s", pa.int64()),
+    ("gpus", pa.int64()),
+    ("req_gpus", pa.int64()),
+    ("gpu_model", pa.string()),
     ("nnodes", pa.int32()),
-    ("hosts", pa.int32()), ("start_unknown", pa.bool_()), ("cluster", pa.string()), ("qos", pa.string()),
-    ("dump", pa.int32()), ("text", pa.string()),
+    ("hosts", pa.int32()),
+    ("start_unknown", pa.bool_()),
+    ("cluster", pa.string()),
+    ("qos", pa.string()),
+    ("dump", pa.int32()),
+    ("text", pa.string()),
 ]
 _STAGE_SCHEMA = pa.schema(_STAGE_COLUMNS)
 # a step row as the SQL reads it (its run's outcome and the checks)
 _STEP_COLUMNS = [
-    ("line", pa.int64()), ("job_id", pa.string()), ("het_offset", pa.int32()), ("step", pa.string()),
-    ("problem", pa.string()), ("state", pa.string()), ("status", pa.string()), ("exit_code", pa.int32()),
-    ("cluster", pa.string()), ("text", pa.string()),
+    ("line", pa.int64()),
+    ("job_id", pa.string()),
+    ("het_offset", pa.int32()),
+    ("step", pa.string()),
+    ("problem", pa.string()),
+    ("state", pa.string()),
+    ("status", pa.string()),
+    ("exit_code", pa.int32()),
+    ("cluster", pa.string()),
+    ("text", pa.string()),
 ]
 _STEP_SCHEMA = pa.schema(_STEP_COLUMNS)
 # every row with a job id, in line order, as slurm_link reads it (with each line's md5, `digest`)
-_LINK_SCHEMA = pa.schema([("line", pa.int64()), ("job_id", pa.string()), ("cluster", pa.string()), ("dump", pa.int32()),
-                          ("het_offset", pa.int32()), ("is_alloc", pa.bool_())])
+_LINK_SCHEMA = pa.schema(
+    [
+        ("line", pa.int64()),
+        ("job_id", pa.string()),
+        ("cluster", pa.string()),
+        ("dump", pa.int32()),
+        ("het_offset", pa.int32()),
+        ("is_alloc", pa.bool_()),
+    ]
+)
 _UNREAD_SCHEMA = pa.schema([("line", pa.int64()), ("problem", pa.string()), ("text", pa.string())])
 _HOST_SCHEMA = pa.schema([("line", pa.int64()), ("machine_id", pa.string())])
 
@@ -453,9 +538,13 @@ class _Stager:
         cursor = self.con.cursor()
         try:
             # 32-bit string offsets: half the memory of polars' 64-bit ones
-            allocs, steps, keys = _kept(cursor, typed.allocs.to_arrow().cast(_STAGE_SCHEMA),
-                                        typed.steps.to_arrow().cast(_STEP_SCHEMA),
-                                        typed.keys.to_arrow().cast(_LINK_SCHEMA), typed.texts)
+            allocs, steps, keys = _kept(
+                cursor,
+                typed.allocs.to_arrow().cast(_STAGE_SCHEMA),
+                typed.steps.to_arrow().cast(_STEP_SCHEMA),
+                typed.keys.to_arrow().cast(_LINK_SCHEMA),
+                typed.texts,
+            )
         finally:
             cursor.close()
         hosts = typed.hosts.to_arrow().cast(_HOST_SCHEMA) if typed.hosts.height else None
@@ -490,9 +579,15 @@ class _Stager:
             self.unread.append(batch.filter(pc.invert(has_id)).select(_UNREAD_SCHEMA.names))
             keyed = batch.filter(has_id)
             keys = keyed.append_column("is_alloc", pc.is_null(keyed.column("step"))).select(_LINK_SCHEMA.names)
-            self.segment.append(_kept(self.side, batch.filter(is_alloc),
-                                      batch.filter(pc.and_(has_id, pc.invert(is_alloc))).select(_STEP_SCHEMA.names),
-                                      keys, keyed.column("text")))
+            self.segment.append(
+                _kept(
+                    self.side,
+                    batch.filter(is_alloc),
+                    batch.filter(pc.and_(has_id, pc.invert(is_alloc))).select(_STEP_SCHEMA.names),
+                    keys,
+                    keyed.column("text"),
+                )
+            )
             self.rows = {name: [] for name in self.rows}
         if self.hosts["line"]:
             self.host_tables.append(pa.Table.from_pydict(self.hosts, schema=_HOST_SCHEMA))
@@ -533,12 +628,19 @@ class _Stager:
         block_no = links.block_no.filter(is_alloc)
         # each allocation row with its block's digests: a job's only allocation row is its
         # record, whose digest the SQL then takes without a join
-        allocs = allocs.append_column("block_no", block_no).append_column("alone", links.alone.filter(is_alloc)) \
+        allocs = (
+            allocs.append_column("block_no", block_no)
+            .append_column("alone", links.alone.filter(is_alloc))
             .append_column("digests", links.blocks.column("digests").take(pc.subtract(block_no, 1)))
+        )
         steps = steps.append_column("alloc_line", links.alloc_line.filter(pc.invert(is_alloc)))
-        for name, table in (("stage_sacct_allocs", allocs), ("stage_sacct_steps", steps),
-                            ("stage_sacct_unread", unread), ("stage_sacct_blocks", links.blocks),
-                            ("stage_sacct_host", hosts)):
+        for name, table in (
+            ("stage_sacct_allocs", allocs),
+            ("stage_sacct_steps", steps),
+            ("stage_sacct_unread", unread),
+            ("stage_sacct_blocks", links.blocks),
+            ("stage_sacct_host", hosts),
+        ):
             self._register(name, table)
 
     def _register(self, name: str, table: pa.Table) -> None:
@@ -569,8 +671,9 @@ class _TypedRun:
     gpu_keyed: bool
 
 
-def _kept(cursor: duckdb.DuckDBPyConnection, allocs: pa.Table, steps: pa.Table, keys: pa.Table,
-          texts: pa.Array) -> tuple[pa.Table, pa.Table, pa.Table]:
+def _kept(
+    cursor: duckdb.DuckDBPyConnection, allocs: pa.Table, steps: pa.Table, keys: pa.Table, texts: pa.Array
+) -> tuple[pa.Table, pa.Table, pa.Table]:
     """Staged rows as the stager keeps them, typed either way: the allocation and step rows
     without the bytes under their null strings, the keys with each line's md5 (`texts`: the
     keys' lines)."""
@@ -584,8 +687,14 @@ def _line_digests(cursor: duckdb.DuckDBPyConnection, texts: pa.Array) -> pa.Chun
     lines = pa.table({"text": texts})  # noqa: F841 (read by DuckDB by name)
     # left() counts characters: a line of at most _TEXT_LIMIT bytes is whole, so the cut is
     # only taken on the longer ones (it was a third of the md5's time)
-    return cursor.sql(f"SELECT CASE WHEN strlen(text) <= {_TEXT_LIMIT} THEN md5(text)"
-                      f" ELSE md5(left(text, {_TEXT_LIMIT})) END FROM lines").to_arrow_table().column(0)
+    return (
+        cursor.sql(
+            f"SELECT CASE WHEN strlen(text) <= {_TEXT_LIMIT} THEN md5(text)"
+            f" ELSE md5(left(text, {_TEXT_LIMIT})) END FROM lines"
+        )
+        .to_arrow_table()
+        .column(0)
+    )
 
 
 def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
@@ -595,15 +704,17 @@ def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
 def _with_cluster(table: pa.Table) -> pa.Table:
     """job_id as <cluster>/<job id> where the row names its cluster."""
     cluster = table.column("cluster")
-    job_id = pc.if_else(pc.is_null(cluster), table.column("job_id"),
-                        pc.binary_join_element_wise(cluster, table.column("job_id"), "/"))
+    job_id = pc.if_else(
+        pc.is_null(cluster), table.column("job_id"), pc.binary_join_element_wise(cluster, table.column("job_id"), "/")
+    )
     return table.set_column(table.schema.get_field_index("job_id"), "job_id", job_id)
 
 
 def _compact(table: pa.Table) -> pa.Table:
     """The table with its string columns rid of the bytes under null slots (_without_null_bytes)."""
-    return pa.Table.from_arrays([_without_null_bytes(c) if c.type == pa.string() else c for c in table.columns],
-                                schema=table.schema)
+    return pa.Table.from_arrays(
+        [_without_null_bytes(c) if c.type == pa.string() else c for c in table.columns], schema=table.schema
+    )
 
 
 def _without_null_bytes(column: pa.ChunkedArray) -> pa.Array:
@@ -685,26 +796,38 @@ def _parse_fields(
             row["problem"] = "; ".join(problems)
         return row, []
     times: dict[str, str | None] = {}
-    for key, i, label in (("submit_t", cols.submit, "Submit"), ("eligible_t", cols.eligible, "Eligible"),
-                          ("start_t", cols.start, "Start"), ("end_t", cols.end, "End")):
+    for key, i, label in (
+        ("submit_t", cols.submit, "Submit"),
+        ("eligible_t", cols.eligible, "Eligible"),
+        ("start_t", cols.start, "Start"),
+        ("end_t", cols.end, "End"),
+    ):
         try:
             times[key] = parse_time(_value(fields, i), zone)
         except YearOutOfRange:
             problems.append(outside_years(f"{label} {_value(fields, i)}"))
         except ValueError:
-            problems.append(f"unreadable {label} {_value(fields, i)!r} (expected 2025-09-12T14:06:12;"
-                            " export with SLURM_TIME_FORMAT=standard)")
+            problems.append(
+                f"unreadable {label} {_value(fields, i)!r} (expected 2025-09-12T14:06:12;"
+                " export with SLURM_TIME_FORMAT=standard)"
+            )
     try:
         if cols.timelimit is not None:
             row["time_limit_s"] = parse_duration_s(_value(fields, cols.timelimit))
         elif cols.timelimit_raw is not None:
             row["time_limit_s"] = parse_limit_minutes(_value(fields, cols.timelimit_raw))
     except ValueError:
-        problems.append(f"unreadable Timelimit {_value(fields, cols.timelimit if cols.timelimit is not None else cols.timelimit_raw)!r}")
+        problems.append(
+            f"unreadable Timelimit {_value(fields, cols.timelimit if cols.timelimit is not None else cols.timelimit_raw)!r}"
+        )
     tres = None
     requested: dict[str, Tres] = {}
-    for i, label, reader in ((cols.alloc_tres, "AllocTRES", parse_tres), (cols.req_tres, "ReqTRES", parse_tres),
-                             (cols.alloc_gres, "AllocGRES", parse_gres), (cols.req_gres, "ReqGRES", parse_gres)):
+    for i, label, reader in (
+        (cols.alloc_tres, "AllocTRES", parse_tres),
+        (cols.req_tres, "ReqTRES", parse_tres),
+        (cols.alloc_gres, "AllocGRES", parse_gres),
+        (cols.req_gres, "ReqGRES", parse_gres),
+    ):
         if i is None:
             continue
         try:
@@ -738,8 +861,12 @@ def _parse_fields(
     never_started = times["start_t"] is not None and (
         STATUS_OF_STATE.get(state) == "pending"
         or (cols.nodelist is not None and nodelist.lower() in ("none assigned", "(null)", ""))
-        or (cols.nodelist is None and cols.alloc_tres is not None and not _value(fields, cols.alloc_tres)
-            and times["start_t"] == times["end_t"])
+        or (
+            cols.nodelist is None
+            and cols.alloc_tres is not None
+            and not _value(fields, cols.alloc_tres)
+            and times["start_t"] == times["end_t"]
+        )
     )
     if never_started:
         times["start_t"] = None
@@ -754,7 +881,9 @@ def _parse_fields(
         row["gpus"], row["gpu_model"], row["gpu_keyed"] = tres.gpus, tres.model, tres.keyed
     # What the job asked for (jobs.requested_gpus, kept for a job that never ran): ReqTRES,
     # else AllocTRES (old sacct: ReqGRES, else AllocGRES).
-    request = requested.get("ReqTRES") or requested.get("AllocTRES") or requested.get("ReqGRES") or requested.get("AllocGRES")
+    request = (
+        requested.get("ReqTRES") or requested.get("AllocTRES") or requested.get("ReqGRES") or requested.get("AllocGRES")
+    )
     if request is not None:
         row["req_gpus"] = request.gpus
     row["nnodes"] = int(nnodes_text) if nnodes_text else (tres.nodes if tres and tres.nodes else (len(hosts) or None))
@@ -787,8 +916,11 @@ class _Reader:
             )
         self.layout, self.cols = layout, _Columns(layout)
         self.headers += 1
-        self.missing += [column for column, spellings, _ in _NEEDED_COLUMNS
-                         if column not in self.missing and not names.intersection(spellings)]
+        self.missing += [
+            column
+            for column, spellings, _ in _NEEDED_COLUMNS
+            if column not in self.missing and not names.intersection(spellings)
+        ]
 
     def rows(self, prepare: Callable[[Any], Any]) -> Iterator[tuple[int, str, list[str] | int | str] | Any]:
         """(line number, text, fields) of each data line; a field count instead of fields when
@@ -803,7 +935,9 @@ class _Reader:
         # imported here: slurm_fast imports this module's parsers, and polars is slow to import
         from gpucluster_analysis.ingest import slurm_fast
 
-        def typed_run(texts: pa.Array, numbers: np.ndarray, layout: Layout, cols: _Columns, dump: int) -> tuple[Any, np.ndarray]:
+        def typed_run(
+            texts: pa.Array, numbers: np.ndarray, layout: Layout, cols: _Columns, dump: int
+        ) -> tuple[Any, np.ndarray]:
             typed, other = slurm_fast.split_clean(texts, numbers, layout, cols, dump)
             return (prepare(typed) if typed.height else None), other
 
@@ -819,8 +953,7 @@ class _Reader:
                 size, pos = len(lines), 0
                 mask, mask_for = None, None
                 while pos < size:
-                    fast = (self.layout is not None and self.pending_header is None
-                            and slurm_fast.eligible(self.layout))
+                    fast = self.layout is not None and self.pending_header is None and slurm_fast.eligible(self.layout)
                     if fast:
                         assert self.layout is not None and self.cols is not None
                         if mask_for != self.headers:  # every new layout comes with a new header count
@@ -830,8 +963,13 @@ class _Reader:
                         if run:
                             numbers = np.arange(first + pos, first + pos + run, dtype=np.int64)
                             texts = lines.slice(pos, run)
-                            pending.append((worker.submit(typed_run, texts, numbers, self.layout, self.cols, self.headers),
-                                            numbers, texts))
+                            pending.append(
+                                (
+                                    worker.submit(typed_run, texts, numbers, self.layout, self.cols, self.headers),
+                                    numbers,
+                                    texts,
+                                )
+                            )
                             yield from self._typed(pending, _RUNS_AHEAD - 1)
                             pos += run
                             continue
@@ -846,8 +984,9 @@ class _Reader:
                 hint="export with sacct --parsable2 (-P)",
             )
 
-    def _typed(self, pending: deque[tuple[Future[Any], np.ndarray, pa.Array]],
-               keep: int) -> Iterator[tuple[int, str, list[str] | int | str] | Any]:
+    def _typed(
+        self, pending: deque[tuple[Future[Any], np.ndarray, pa.Array]], keep: int
+    ) -> Iterator[tuple[int, str, list[str] | int | str] | Any]:
         """What the oldest runs of plain lines typed in the workers yield, till `keep` are left in
         flight: each run's prepared rows, then the rest of it."""
         while len(pending) > keep:
@@ -920,7 +1059,9 @@ class _Reader:
         names = _clean_columns(spec)
         fields = text.split("|")
         trailing = len(fields) == len(names) + 1 and fields[-1].strip() == ""
-        self.set_layout(Layout([n.lower() for n in names], "|", trailing=trailing, names=names, named_by=named_by), line_no)
+        self.set_layout(
+            Layout([n.lower() for n in names], "|", trailing=trailing, names=names, named_by=named_by), line_no
+        )
 
     def _split(self, text: str, line_no: int) -> list[str] | int | str:
         layout = self.layout
@@ -937,7 +1078,7 @@ class _Reader:
                 return len(fields)
             # One free-text column (JobName) held the delimiter: the fields around it are exact.
             k, extra = free[0], len(fields) - n
-            fields = fields[:k] + [layout.delimiter.join(fields[k:k + extra + 1])] + fields[k + extra + 1:]
+            fields = fields[:k] + [layout.delimiter.join(fields[k : k + extra + 1])] + fields[k + extra + 1 :]
         if len(fields) != n:
             return len(fields)
         return [f.strip() for f in fields]
@@ -967,7 +1108,9 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # never in Slurm's output; t
 _NUL = re.compile(r"\x00")
 
 
-def _text_lines(path: Path, latin1: set[int] | None = None, control: re.Pattern[str] | None = None) -> Iterator[tuple[int, str]]:
+def _text_lines(
+    path: Path, latin1: set[int] | None = None, control: re.Pattern[str] | None = None
+) -> Iterator[tuple[int, str]]:
     """(1-based line number, text) of each line, streaming: without a byte-order mark or line
     end; a line that is not UTF-8 is read as Latin-1 (a JobName typed on an old terminal),
     and its number added to `latin1`. A character `control` matches refuses the file (binary)."""
@@ -980,8 +1123,10 @@ def _decode_line(path: Path, number: int, raw: bytes, latin1: set[int] | None, c
     if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     if number == 1 and raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise ParseError(f"{path}:1: UTF-16 text (as Windows PowerShell saves command output)",
-                         hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {path.name}")
+        raise ParseError(
+            f"{path}:1: UTF-16 text (as Windows PowerShell saves command output)",
+            hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {path.name}",
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -990,8 +1135,9 @@ def _decode_line(path: Path, number: int, raw: bytes, latin1: set[int] | None, c
             latin1.add(number)
     text = text.rstrip("\r\n")
     if control.search(text):
-        raise ParseError(f"{path}:{number}: binary data, not Slurm's text output",
-                         hint="give gca the text sacct or scontrol printed")
+        raise ParseError(
+            f"{path}:{number}: binary data, not Slurm's text output", hint="give gca the text sacct or scontrol printed"
+        )
     return text
 
 
@@ -1009,8 +1155,9 @@ def _text_chunks(path: Path, latin1: set[int]) -> Iterator[tuple[int, pa.Array |
             ends = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == 10)  # found once: the count and the lines
             count = len(ends) + (not raw.endswith(b"\n"))
             lines: pa.Array | list[str] | None = None
-            if not (first and raw.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff"))) \
-                    and _no_control_bytes(raw, len(ends)):
+            if not (first and raw.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff"))) and _no_control_bytes(
+                raw, len(ends)
+            ):
                 lines = _plain_lines(raw, count, ends)
             if lines is None:
                 pieces = raw.split(b"\n")[:count]
@@ -1043,7 +1190,7 @@ def _plain_lines(raw: bytes, count: int, ends: np.ndarray) -> pa.Array | None:
                 return None
         offsets = np.empty(count + 1, dtype=np.int32)
         offsets[0] = 0
-        offsets[1:len(ends) + 1] = ends - np.arange(len(ends))
+        offsets[1 : len(ends) + 1] = ends - np.arange(len(ends))
         data = raw.replace(b"\n", b"")
         offsets[count] = len(data)  # a last line without its line end, if any
         return pa.StringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data))
@@ -1102,8 +1249,14 @@ def _stage_and_store(ctx: LoadContext, reader: _Reader, stager: _Stager, zone: s
             continue
         assert reader.layout is not None and reader.cols is not None
         if isinstance(fields, int):
-            stager.add({"line": line_no, "text": text[:_TEXT_LIMIT],
-                        "problem": f"{fields} fields where {reader.layout.named_by} {len(reader.layout.columns)}"}, [])
+            stager.add(
+                {
+                    "line": line_no,
+                    "text": text[:_TEXT_LIMIT],
+                    "problem": f"{fields} fields where {reader.layout.named_by} {len(reader.layout.columns)}",
+                },
+                [],
+            )
             continue
         row, hosts = _parse_fields(fields, reader.cols, line_no, text, zone)
         row["dump"] = reader.headers
@@ -1111,15 +1264,29 @@ def _stage_and_store(ctx: LoadContext, reader: _Reader, stager: _Stager, zone: s
         stager.add(row, hosts)
     if reader.layout is None:
         raise ParseError(f"{ctx.path}: no sacct header or data lines", hint="expected sacct output")
-    stager.finish(gpus_accounted, lambda: run_script(ctx.con, "ingest", "slurm_sacct_times", {"zone": zone},
-                                                     on_statement=ctx.on_statement))
-    run_script(ctx.con, "ingest", "slurm_sacct", {"file_id": ctx.file_id, "zone": zone, **ctx.options.bounds()},
-               on_statement=ctx.on_statement)
+    stager.finish(
+        gpus_accounted,
+        lambda: run_script(ctx.con, "ingest", "slurm_sacct_times", {"zone": zone}, on_statement=ctx.on_statement),
+    )
+    run_script(
+        ctx.con,
+        "ingest",
+        "slurm_sacct",
+        {"file_id": ctx.file_id, "zone": zone, **ctx.options.bounds()},
+        on_statement=ctx.on_statement,
+    )
     _reject_texts(ctx)
     superseded, unchanged = ctx.con.execute(
-        "SELECT coalesce(sum(superseded), 0), coalesce(sum(unchanged), 0) FROM stage_sacct_choice").fetchall()[0]
-    return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"), time_zone=zone,
-                      superseded=int(superseded), unchanged=int(unchanged), warnings=_missing_columns(ctx.path, reader.missing))
+        "SELECT coalesce(sum(superseded), 0), coalesce(sum(unchanged), 0) FROM stage_sacct_choice"
+    ).fetchall()[0]
+    return LoadCounts(
+        rows=_count(ctx, "jobs"),
+        rejects=_count(ctx, "rejects"),
+        time_zone=zone,
+        superseded=int(superseded),
+        unchanged=int(unchanged),
+        warnings=_missing_columns(ctx.path, reader.missing),
+    )
 
 
 def _missing_columns(path: Path, missing: list[str]) -> tuple[str, ...]:
@@ -1130,14 +1297,20 @@ def _missing_columns(path: Path, missing: list[str]) -> tuple[str, ...]:
     unknown = [what for column, _, what in _NEEDED_COLUMNS if column in missing]
     lost = unknown[0] if len(unknown) == 1 else ", ".join(unknown[:-1]) + " and " + unknown[-1]
     columns = ",".join(missing)
-    return (f"{path}: the sacct dump has no {', '.join(missing)} column{'s' if len(missing) > 1 else ''}, so {lost}"
-            f" {'is' if len(unknown) == 1 else 'are'} unknown; add {columns} to sacct --format (e.g. --format {SACCT_FORMAT})",)
+    return (
+        f"{path}: the sacct dump has no {', '.join(missing)} column{'s' if len(missing) > 1 else ''}, so {lost}"
+        f" {'is' if len(unknown) == 1 else 'are'} unknown; add {columns} to sacct --format (e.g. --format {SACCT_FORMAT})",
+    )
 
 
 def _reject_texts(ctx: LoadContext) -> None:
     """The text of the rejected rows slurm_fast typed (staged without it), read again from the file."""
-    lines = {r[0] for r in ctx.con.execute(
-        "SELECT line FROM rejects WHERE file_id = ? AND text IS NULL", [ctx.file_id]).fetchall()}
+    lines = {
+        r[0]
+        for r in ctx.con.execute(
+            "SELECT line FROM rejects WHERE file_id = ? AND text IS NULL", [ctx.file_id]
+        ).fetchall()
+    }
     if not lines:
         return
     found: dict[str, list] = {"line": [], "text": []}  # type: ignore[type-arg]
@@ -1150,8 +1323,10 @@ def _reject_texts(ctx: LoadContext) -> None:
             if number == last:  # the rest of the file holds none of them
                 break
     texts = pa.Table.from_pydict(found, schema=pa.schema([("line", pa.int64()), ("text", pa.string())]))  # noqa: F841
-    ctx.con.execute("UPDATE rejects SET text = t.text FROM texts t WHERE rejects.file_id = ? AND rejects.line = t.line",
-                    [ctx.file_id]).fetchall()
+    ctx.con.execute(
+        "UPDATE rejects SET text = t.text FROM texts t WHERE rejects.file_id = ? AND rejects.line = t.line",
+        [ctx.file_id],
+    ).fetchall()
 
 
 def _forget_sacct(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
@@ -1283,9 +1458,12 @@ def _load_scontrol(ctx: LoadContext) -> LoadCounts:
 def _insert_bindings(ctx: LoadContext, bindings: dict[str, list]) -> None:  # type: ignore[type-arg]
     if not bindings["job_id"]:
         return
-    batch = pa.Table.from_pydict(bindings, schema=pa.schema(  # noqa: F841 (read by DuckDB by name)
-        [("job_id", pa.string()), ("machine_id", pa.string()), ("gpu_index", pa.int16())]
-    ))
+    batch = pa.Table.from_pydict(
+        bindings,
+        schema=pa.schema(  # noqa: F841 (read by DuckDB by name)
+            [("job_id", pa.string()), ("machine_id", pa.string()), ("gpu_index", pa.int16())]
+        ),
+    )
     # The same job in several snapshots of one file binds the same GPUs once.
     ctx.con.execute(
         "INSERT INTO gpu_bindings (source, job_id, attempt_ref, machine_id, gpu_index, origin, file_id) "
@@ -1302,15 +1480,20 @@ def _insert_bindings(ctx: LoadContext, bindings: dict[str, list]) -> None:  # ty
 def _is_slurm_json(head: str) -> bool:
     """sacct --json / scontrol show job --json (Slurm 21.08+): recognized so it can be refused clearly."""
     text = head.lstrip()
-    return text.startswith("{") and '"meta"' in text and any(
-        mark in text for mark in ('"data_parser"', "openapi/", "Slurm OpenAPI", '"sacct"', '"scontrol"'))
+    return (
+        text.startswith("{")
+        and '"meta"' in text
+        and any(mark in text for mark in ('"data_parser"', "openapi/", "Slurm OpenAPI", '"sacct"', '"scontrol"'))
+    )
 
 
 def _sniff_sacct(head: str) -> bool:
     if _is_slurm_json(head):
         return True
     # sacct's own messages (2>&1) and a pasted prompt may come before the header
-    lines = [ln for ln in first_lines(head, 8) if ln.strip() and not ln.startswith(_TOOL_MESSAGES) and not _PROMPT.match(ln)]
+    lines = [
+        ln for ln in first_lines(head, 8) if ln.strip() and not ln.startswith(_TOOL_MESSAGES) and not _PROMPT.match(ln)
+    ]
     if not lines:
         return False
     header = _header_fields(lines[0])
@@ -1333,13 +1516,20 @@ def _sniff_scontrol(head: str) -> bool:
 
 FORMATS = [
     FileFormat(
-        name="slurm_sacct", source=SOURCE,
+        name="slurm_sacct",
+        source=SOURCE,
         description="Slurm sacct output (-P, -p, or fixed width without cut fields); --columns for -n dumps",
-        file_names=("sacct",), sniff=_sniff_sacct, load=bounded_memory(_load_sacct, SQL_MEMORY_BYTES), forget=_forget_sacct,
+        file_names=("sacct",),
+        sniff=_sniff_sacct,
+        load=bounded_memory(_load_sacct, SQL_MEMORY_BYTES),
+        forget=_forget_sacct,
     ),
     FileFormat(
-        name="slurm_scontrol", source=SOURCE,
+        name="slurm_scontrol",
+        source=SOURCE,
         description="Slurm `scontrol show job -d` text: GPU indices per job and node (GRES ... IDX)",
-        file_names=("scontrol",), sniff=_sniff_scontrol, load=_load_scontrol,
+        file_names=("scontrol",),
+        sniff=_sniff_scontrol,
+        load=_load_scontrol,
     ),
 ]

@@ -123,9 +123,9 @@ def _pipes_and_digit(texts: pa.Array) -> tuple[pa.Array, pa.Array]:
     offsets: a third of count_substring's time), else by Arrow's kernels."""
     if texts.type != pa.string() or texts.null_count or len(texts) == 0:
         return pc.count_substring(texts, "|"), pc.match_substring_regex(texts, "^[0-9]")
-    bounds = np.frombuffer(texts.buffers()[1], dtype=np.int32)[texts.offset:texts.offset + len(texts) + 1]
+    bounds = np.frombuffer(texts.buffers()[1], dtype=np.int32)[texts.offset : texts.offset + len(texts) + 1]
     data = texts.buffers()[2]
-    buf = np.frombuffer(data, dtype=np.uint8)[bounds[0]:bounds[-1]] if data is not None else np.zeros(0, np.uint8)
+    buf = np.frombuffer(data, dtype=np.uint8)[bounds[0] : bounds[-1]] if data is not None else np.zeros(0, np.uint8)
     starts, ends = bounds[:-1] - bounds[0], bounds[1:] - bounds[0]
     pipes = np.diff(np.searchsorted(np.flatnonzero(buf == ord("|")), np.append(starts, ends[-1])))
     first = buf[np.minimum(starts, len(buf) - 1)] if len(buf) else np.zeros(len(texts), np.uint8)
@@ -199,7 +199,9 @@ def _parsed_hosts(text: str) -> tuple[list[str], bool]:
 _TRES_SCHEMA = {"gpus": pl.Int64, "model": pl.String, "nodes": pl.Int64, "keyed": pl.Boolean, "ok": pl.Boolean}
 
 
-def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Columns, dump: int) -> tuple[FastRows, np.ndarray]:
+def split_clean(
+    texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Columns, dump: int
+) -> tuple[FastRows, np.ndarray]:
     """(the staged rows of the clean lines, a numpy mask of the other lines).
 
     `texts`: lines plain_rows() passed, `lines` their numbers, `dump` the reader's header count.
@@ -233,11 +235,16 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
     def time_of(i: int | None, name: str) -> list[pl.Expr]:
         t = value(i)
         is_time = t.str.contains(_TIME)
-        readable = (is_time & t.str.slice(0, 10).str.strptime(pl.Date, "%Y-%m-%d", strict=False).is_not_null()
-                    & t.str.slice(0, 4).cast(pl.Int32, strict=False).is_between(FIRST_YEAR, LAST_YEAR))
+        readable = (
+            is_time
+            & t.str.slice(0, 10).str.strptime(pl.Date, "%Y-%m-%d", strict=False).is_not_null()
+            & t.str.slice(0, 4).cast(pl.Int32, strict=False).is_between(FIRST_YEAR, LAST_YEAR)
+        )
         # a value neither a time nor missing makes the row unclean: it is never staged from here
-        return [pl.when(is_time).then(t.str.replace("T", " ", literal=True)).alias(name),
-                (readable | missing(t)).alias(f"{name}_ok")]
+        return [
+            pl.when(is_time).then(t.str.replace("T", " ", literal=True)).alias(name),
+            (readable | missing(t)).alias(f"{name}_ok"),
+        ]
 
     def tres_text(i: int | None, name: str) -> list[pl.Expr]:
         t = value(i)
@@ -249,39 +256,76 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
     job_id = value(cols.job_id).str.extract_groups(_JOB_ID.pattern)
     states = _lookup(frame.select(value(cols.state)).to_series(), _state_parts, _STATE_SCHEMA)
     exits = _lookup(frame.select(value(cols.exit)).to_series(), _exit_parts, _EXIT_SCHEMA)
-    head = frame.lazy().with_columns(
-        value(cols.state).alias("source_status"), value(cols.exit).alias("exit_text"),
-    ).join(states.lazy(), left_on="source_status", right_on="key", how="left", maintain_order="left") \
-        .join(exits.lazy(), left_on="exit_text", right_on="key", how="left", maintain_order="left").select(
-        pl.col("line"),
-        job_id.struct.field("job").alias("job_id"), job_id.struct.field("het").alias("het_text"),
-        job_id.struct.field("step").alias("step"),
-        pl.col("word"), pl.col("cancelled_by"), pl.col("source_status"), pl.col("exit_code"), pl.col("exit_signal"),
-        (~pl.col("edge") & pl.col("known").fill_null(False) & pl.col("exit_ok").fill_null(False)).alias("row_ok"),
-        pl.when(value(cols.cluster) == "").then(None).otherwise(value(cols.cluster)).alias("cluster"),
-    ).with_columns(
-        (pl.col("row_ok") & pl.col("job_id").is_not_null()
-         & (pl.col("het_text").str.len_chars() < 10).fill_null(True)).fill_null(False).alias("row_ok"),
-    ).collect(engine="in-memory")
+    head = (
+        frame.lazy()
+        .with_columns(
+            value(cols.state).alias("source_status"),
+            value(cols.exit).alias("exit_text"),
+        )
+        .join(states.lazy(), left_on="source_status", right_on="key", how="left", maintain_order="left")
+        .join(exits.lazy(), left_on="exit_text", right_on="key", how="left", maintain_order="left")
+        .select(
+            pl.col("line"),
+            job_id.struct.field("job").alias("job_id"),
+            job_id.struct.field("het").alias("het_text"),
+            job_id.struct.field("step").alias("step"),
+            pl.col("word"),
+            pl.col("cancelled_by"),
+            pl.col("source_status"),
+            pl.col("exit_code"),
+            pl.col("exit_signal"),
+            (~pl.col("edge") & pl.col("known").fill_null(False) & pl.col("exit_ok").fill_null(False)).alias("row_ok"),
+            pl.when(value(cols.cluster) == "").then(None).otherwise(value(cols.cluster)).alias("cluster"),
+        )
+        .with_columns(
+            (
+                pl.col("row_ok")
+                & pl.col("job_id").is_not_null()
+                & (pl.col("het_text").str.len_chars() < 10).fill_null(True)
+            )
+            .fill_null(False)
+            .alias("row_ok"),
+        )
+        .collect(engine="in-memory")
+    )
     is_step = head["step"].is_not_null().to_numpy()
     row_ok = head["row_ok"].to_numpy()
     # the frames are cut before they grow: a step row's few columns, an allocation row's fields
     step_rows = head.filter(pl.Series(is_step & row_ok))
     alloc_rows = pl.Series(~is_step & row_ok)
-    fields = (frame.select("fields").filter(alloc_rows) if whole
-              else pl.DataFrame({"fields": body.filter(alloc_rows).str.split_exact("|", n - 1)}))
-    typed = pl.concat([head.filter(alloc_rows), fields], how="horizontal").lazy().with_columns(
-        *time_of(cols.submit, "submit_t"), *time_of(cols.eligible, "eligible_t"),
-        *time_of(cols.start, "start_t"), *time_of(cols.end, "end_t"),
-        value(cols.timelimit if cols.timelimit is not None else cols.timelimit_raw).alias("limit_key"),
-        *tres_text(cols.alloc_tres, "alloc"), *tres_text(cols.req_tres, "req"),
-        value(cols.alloc_tres).alias("alloc_text"),
-        value(cols.nodelist).alias("nodelist"),
-        value(cols.nnodes).alias("nnodes_text"),
-        *[pl.when(value(i) == "").then(None).otherwise(value(i)).alias(name)
-          for i, name in ((cols.job_name, "job_name"), (cols.user, "user_name"), (cols.account, "account"),
-                          (cols.partition, "partition"), (cols.qos, "qos"))],
-    ).drop("fields").collect(engine="in-memory")
+    fields = (
+        frame.select("fields").filter(alloc_rows)
+        if whole
+        else pl.DataFrame({"fields": body.filter(alloc_rows).str.split_exact("|", n - 1)})
+    )
+    typed = (
+        pl.concat([head.filter(alloc_rows), fields], how="horizontal")
+        .lazy()
+        .with_columns(
+            *time_of(cols.submit, "submit_t"),
+            *time_of(cols.eligible, "eligible_t"),
+            *time_of(cols.start, "start_t"),
+            *time_of(cols.end, "end_t"),
+            value(cols.timelimit if cols.timelimit is not None else cols.timelimit_raw).alias("limit_key"),
+            *tres_text(cols.alloc_tres, "alloc"),
+            *tres_text(cols.req_tres, "req"),
+            value(cols.alloc_tres).alias("alloc_text"),
+            value(cols.nodelist).alias("nodelist"),
+            value(cols.nnodes).alias("nnodes_text"),
+            *[
+                pl.when(value(i) == "").then(None).otherwise(value(i)).alias(name)
+                for i, name in (
+                    (cols.job_name, "job_name"),
+                    (cols.user, "user_name"),
+                    (cols.account, "account"),
+                    (cols.partition, "partition"),
+                    (cols.qos, "qos"),
+                )
+            ],
+        )
+        .drop("fields")
+        .collect(engine="in-memory")
+    )
 
     # per distinct value, by slurm.py's own parsers
     if cols.timelimit is not None or cols.timelimit_raw is not None:
@@ -302,16 +346,26 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
         found = _lookup(typed["tres_key"], _parsed_tres, schema)
         typed = typed.join(found, left_on="tres_key", right_on="key", how="left", maintain_order="left")
         # the items cut out are read; the whole value must still be key=value items
-        typed = typed.with_columns((pl.col(f"{name}_ok") & pl.col(f"{name}_tres").str.contains(_TRES)).alias(f"{name}_ok"))
+        typed = typed.with_columns(
+            (pl.col(f"{name}_ok") & pl.col(f"{name}_tres").str.contains(_TRES)).alias(f"{name}_ok")
+        )
     if cols.nodelist is not None:
         hostlists = _lookup(typed["nodelist"], _parsed_hosts, {"host_list": pl.List(pl.String), "hosts_ok": pl.Boolean})
         typed = typed.join(hostlists, left_on="nodelist", right_on="key", how="left", maintain_order="left")
     else:
         typed = typed.with_columns(host_list=pl.lit([], dtype=pl.List(pl.String)), hosts_ok=pl.lit(True))
 
-    alloc_ok = (pl.col("submit_t_ok") & pl.col("eligible_t_ok") & pl.col("start_t_ok") & pl.col("end_t_ok")
-                & pl.col("limit_ok") & pl.col("hosts_ok") & pl.col("nnodes_text").str.contains(_NNODES)
-                & (~pl.col("alloc_present") | pl.col("alloc_ok")) & (~pl.col("req_present") | pl.col("req_ok")))
+    alloc_ok = (
+        pl.col("submit_t_ok")
+        & pl.col("eligible_t_ok")
+        & pl.col("start_t_ok")
+        & pl.col("end_t_ok")
+        & pl.col("limit_ok")
+        & pl.col("hosts_ok")
+        & pl.col("nnodes_text").str.contains(_NNODES)
+        & (~pl.col("alloc_present") | pl.col("alloc_ok"))
+        & (~pl.col("req_present") | pl.col("req_ok"))
+    )
     alloc_clean = typed.select(alloc_ok.fill_null(False)).to_series().to_numpy()
     typed = typed.filter(pl.Series(alloc_clean))
     clean = row_ok & is_step
@@ -322,8 +376,12 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
     req = pl.col("req_present")
     tres_gpus = pl.when(alloc).then(pl.col("alloc_gpus")).when(req).then(pl.col("req_gpus"))
     # AllocTRES untyped and ReqTRES naming the type: the model is ReqTRES'
-    tres_model = pl.when(alloc).then(pl.coalesce("alloc_model", pl.when(req).then(pl.col("req_model")))) \
-        .when(req).then(pl.col("req_model"))
+    tres_model = (
+        pl.when(alloc)
+        .then(pl.coalesce("alloc_model", pl.when(req).then(pl.col("req_model"))))
+        .when(req)
+        .then(pl.col("req_model"))
+    )
     tres_nodes = pl.when(alloc).then(pl.col("alloc_nodes")).when(req).then(pl.col("req_nodes"))
     tres_keyed = pl.when(alloc).then(pl.col("alloc_keyed")).when(req).then(pl.col("req_keyed"))
     n_hosts = pl.col("host_list").list.len().cast(pl.Int32)
@@ -334,9 +392,14 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
     elif cols.alloc_tres is not None:
         no_start = no_start | ((pl.col("alloc_text") == "") & (pl.col("start_t") == pl.col("end_t")).fill_null(False))
     start_t = pl.when(pl.col("start_t").is_not_null() & no_start).then(None).otherwise(pl.col("start_t"))
-    nnodes = pl.when(pl.col("nnodes_text") != "").then(pl.col("nnodes_text").cast(pl.Int64, strict=False)) \
-        .when(tres_nodes.fill_null(0) != 0).then(tres_nodes) \
-        .when(n_hosts > 0).then(n_hosts)
+    nnodes = (
+        pl.when(pl.col("nnodes_text") != "")
+        .then(pl.col("nnodes_text").cast(pl.Int64, strict=False))
+        .when(tres_nodes.fill_null(0) != 0)
+        .then(tres_nodes)
+        .when(n_hosts > 0)
+        .then(n_hosts)
+    )
     out = typed.with_columns(
         het_offset=pl.col("het_text").cast(pl.Int32),
         problem=pl.lit(None, dtype=pl.String),
@@ -354,22 +417,42 @@ def split_clean(texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Colum
         text=pl.lit(None, dtype=pl.String),  # read again from the file for the few rejected
     )
     steps = step_rows.select(
-        pl.col("line"), pl.col("job_id"), pl.col("het_text").cast(pl.Int32).alias("het_offset"), pl.col("step"),
-        pl.lit(None, dtype=pl.String).alias("problem"), pl.col("word").alias("state"),
-        _status(pl.lit(True)).alias("status"), pl.col("exit_code"), pl.col("cluster"),
-        pl.lit(None, dtype=pl.String).alias("text"))
+        pl.col("line"),
+        pl.col("job_id"),
+        pl.col("het_text").cast(pl.Int32).alias("het_offset"),
+        pl.col("step"),
+        pl.lit(None, dtype=pl.String).alias("problem"),
+        pl.col("word").alias("state"),
+        _status(pl.lit(True)).alias("status"),
+        pl.col("exit_code"),
+        pl.col("cluster"),
+        pl.lit(None, dtype=pl.String).alias("text"),
+    )
     keys = head.filter(pl.Series(clean)).select(
-        pl.col("line"), pl.col("job_id"), pl.col("cluster"), pl.lit(dump, dtype=pl.Int32).alias("dump"),
-        pl.col("het_text").cast(pl.Int32).alias("het_offset"), pl.col("step").is_null().alias("is_alloc"))
+        pl.col("line"),
+        pl.col("job_id"),
+        pl.col("cluster"),
+        pl.lit(dump, dtype=pl.Int32).alias("dump"),
+        pl.col("het_text").cast(pl.Int32).alias("het_offset"),
+        pl.col("step").is_null().alias("is_alloc"),
+    )
     hosts = out.select("line", pl.col("host_list").alias("machine_id")).explode("machine_id").drop_nulls("machine_id")
     allocs = out.select([pl.col(name).cast(kind) for name, kind in STAGE_SCHEMA.items()])
     gpu_keyed = bool(out["gpu_keyed"].fill_null(False).any())
-    return FastRows(allocs, steps.cast(STEP_SCHEMA), keys, texts if clean.all() else texts.filter(pa.array(clean)),
-                    hosts.cast({"line": pl.Int64, "machine_id": pl.String}), gpu_keyed), ~clean
+    return FastRows(
+        allocs,
+        steps.cast(STEP_SCHEMA),
+        keys,
+        texts if clean.all() else texts.filter(pa.array(clean)),
+        hosts.cast({"line": pl.Int64, "machine_id": pl.String}),
+        gpu_keyed,
+    ), ~clean
 
 
 def _status(started: pl.Expr) -> pl.Expr:
     """slurm.status_of of the State word."""
-    return (pl.when(pl.col("word").is_in(sorted(REQUEUE_STATES)))
-            .then(pl.when(started).then(pl.lit("preempted")).otherwise(pl.lit("pending")))
-            .otherwise(pl.col("word").replace_strict(STATUS_OF_STATE, default="unknown", return_dtype=pl.String)))
+    return (
+        pl.when(pl.col("word").is_in(sorted(REQUEUE_STATES)))
+        .then(pl.when(started).then(pl.lit("preempted")).otherwise(pl.lit("pending")))
+        .otherwise(pl.col("word").replace_strict(STATUS_OF_STATE, default="unknown", return_dtype=pl.String))
+    )

@@ -18,8 +18,16 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-BLOCK_SCHEMA = pa.schema([("block_no", pa.int64()), ("job_id", pa.string()), ("dump", pa.int32()),
-                          ("allocs", pa.int32()), ("digests", pa.large_string()), ("once", pa.bool_())])
+BLOCK_SCHEMA = pa.schema(
+    [
+        ("block_no", pa.int64()),
+        ("job_id", pa.string()),
+        ("dump", pa.int32()),
+        ("allocs", pa.int32()),
+        ("digests", pa.large_string()),
+        ("once", pa.bool_()),
+    ]
+)
 
 
 @dataclass
@@ -41,7 +49,9 @@ def link(keys: pa.Table) -> Links:
     prefix given), dump, het_offset, is_alloc and digest (md5 hex of the line as staged)."""
     n = keys.num_rows
     if n == 0:
-        return Links(pa.array([], pa.int64()), pa.array([], pa.int64()), pa.array([], pa.bool_()), BLOCK_SCHEMA.empty_table())
+        return Links(
+            pa.array([], pa.int64()), pa.array([], pa.int64()), pa.array([], pa.bool_()), BLOCK_SCHEMA.empty_table()
+        )
     frame = pl.from_arrow(keys.select(["job_id", "dump"]))
     assert isinstance(frame, pl.DataFrame)
     job, dump = pl.col("job_id"), pl.col("dump")
@@ -59,21 +69,43 @@ def link(keys: pa.Table) -> Links:
     het = keys.column("het_offset")
     if het.null_count < n:
         # blocks with het components: the allocation row above in the same component
-        rows = pl.DataFrame({"block_no": block_no, "het_offset": pl.from_arrow(het), "is_alloc": is_alloc,
-                             "line": lines, "alloc_line": pl.from_arrow(alloc_line)})
+        rows = pl.DataFrame(
+            {
+                "block_no": block_no,
+                "het_offset": pl.from_arrow(het),
+                "is_alloc": is_alloc,
+                "line": lines,
+                "alloc_line": pl.from_arrow(alloc_line),
+            }
+        )
         het_blocks = rows.filter(pl.col("het_offset").is_not_null())["block_no"].unique()
         by_component = pl.when(pl.col("is_alloc")).then(pl.col("line")).forward_fill().over(["block_no", "het_offset"])
-        alloc_line = rows.select(pl.when(pl.col("block_no").is_in(het_blocks.implode())).then(by_component)
-                                 .otherwise(pl.col("alloc_line")).cast(pl.Int64)).to_series().to_arrow()
+        alloc_line = (
+            rows.select(
+                pl.when(pl.col("block_no").is_in(het_blocks.implode()))
+                .then(by_component)
+                .otherwise(pl.col("alloc_line"))
+                .cast(pl.Int64)
+            )
+            .to_series()
+            .to_arrow()
+        )
 
     first = np.flatnonzero(starts)
     allocs = np.add.reduceat(is_alloc.astype(np.int32), first)
     block_jobs = keys.column("job_id").take(pa.array(first))
     once = _met_once(pl.Series(block_jobs.combine_chunks()))
-    blocks = pa.Table.from_arrays([
-        pa.array(np.arange(1, len(first) + 1, dtype=np.int64)), block_jobs,
-        keys.column("dump").take(pa.array(first)).cast(pa.int32()), pa.array(allocs.astype(np.int32)),
-        _block_digests(keys.column("digest"), first, n), pa.array(once)], schema=BLOCK_SCHEMA)
+    blocks = pa.Table.from_arrays(
+        [
+            pa.array(np.arange(1, len(first) + 1, dtype=np.int64)),
+            block_jobs,
+            keys.column("dump").take(pa.array(first)).cast(pa.int32()),
+            pa.array(allocs.astype(np.int32)),
+            _block_digests(keys.column("digest"), first, n),
+            pa.array(once),
+        ],
+        schema=BLOCK_SCHEMA,
+    )
     alone = (once & (allocs == 1))[block_no - 1]
     return Links(pa.array(block_no), alloc_line, pa.array(alone), blocks)
 
@@ -112,7 +144,7 @@ def _block_digests(digests: pa.ChunkedArray, starts: np.ndarray, n: int) -> pa.A
     block's are a slice of all of them, one after the other (no string built per block)."""
     whole = digests.combine_chunks().cast(pa.large_string())
     assert whole.null_count == 0
-    offsets = np.frombuffer(whole.buffers()[1], dtype=np.int64)[whole.offset:whole.offset + n + 1]
+    offsets = np.frombuffer(whole.buffers()[1], dtype=np.int64)[whole.offset : whole.offset + n + 1]
     # md5 hex: 32 characters each
     assert np.all(np.diff(offsets) == 32), "an md5 digest that is not 32 characters"
     ends = np.append(offsets[starts], offsets[n])

@@ -97,48 +97,69 @@ def _load(ctx: LoadContext) -> LoadCounts:
                 rejects.append((number, f"unreadable GRES {sinfo.group(2)!r}", text))
                 continue
             for host in hosts:
-                nodes.setdefault(host, {"line": number, "gpus": gpus, "model": model, "cpus": None, "memory_mib": None,
-                                        "text": text})
+                nodes.setdefault(
+                    host, {"line": number, "gpus": gpus, "model": model, "cpus": None, "memory_mib": None, "text": text}
+                )
             continue
         rejects.append((number, "neither a NodeName= record nor a `node|gres` line", text))
     finish()
     if not nodes and not rejects:
-        raise ParseError(f"{ctx.path}: no node in it", hint="expected `scontrol show node -o` or `sinfo -N -h -o '%N|%G'`")
+        raise ParseError(
+            f"{ctx.path}: no node in it", hint="expected `scontrol show node -o` or `sinfo -N -h -o '%N|%G'`"
+        )
     rows = sorted(nodes.items(), key=lambda kv: kv[1]["line"])  # type: ignore[arg-type, return-value]
-    node_rows = pa.table({  # noqa: F841 (read by DuckDB)
-        "line": pa.array([n["line"] for _, n in rows], type=pa.int64()),
-        "text": pa.array([str(n["text"])[:500] for _, n in rows], type=pa.string()),
-        "machine_id": [name for name, _ in rows],
-        # as written (a count past any integer type is still named in its reject)
-        "gpus_text": pa.array([str(n["gpus"]) for _, n in rows], type=pa.string()),
-        "cpus": pa.array([n["cpus"] for _, n in rows], type=pa.float64()),
-        "memory_mib": pa.array([n["memory_mib"] for _, n in rows], type=pa.float64()),
-        "gpu_model": pa.array([n["model"] for _, n in rows], type=pa.string()),
-    })
+    node_rows = pa.table(
+        {  # noqa: F841 (read by DuckDB)
+            "line": pa.array([n["line"] for _, n in rows], type=pa.int64()),
+            "text": pa.array([str(n["text"])[:500] for _, n in rows], type=pa.string()),
+            "machine_id": [name for name, _ in rows],
+            # as written (a count past any integer type is still named in its reject)
+            "gpus_text": pa.array([str(n["gpus"]) for _, n in rows], type=pa.string()),
+            "cpus": pa.array([n["cpus"] for _, n in rows], type=pa.float64()),
+            "memory_mib": pa.array([n["memory_mib"] for _, n in rows], type=pa.float64()),
+            "gpu_model": pa.array([n["model"] for _, n in rows], type=pa.string()),
+        }
+    )
     # a node listing more GPUs than any holds (bounds.py) is rejected, once per line (a sinfo
     # hostlist names several); a count past INTEGER is over it too
     bounds = ctx.options.bounds()
-    ctx.con.execute("CREATE OR REPLACE TEMP TABLE stage_nodes AS SELECT *, coalesce(TRY_CAST(gpus_text AS INTEGER)"
-                    " <= $max_gpus_per_node, false) AS sane FROM node_rows",
-                    {"max_gpus_per_node": bounds["max_gpus_per_node"]})
-    ctx.con.execute("INSERT INTO machines (machine_id, listed_gpus, gpu_memory_gb, cpus, memory_mib, gpu_model, source, file_id)"
-                    " SELECT machine_id, CAST(gpus_text AS INTEGER), NULL, cpus, memory_mib, gpu_model, 'slurm', ?"
-                    " FROM stage_nodes WHERE sane", [ctx.file_id])
-    ctx.con.execute("INSERT INTO rejects (file_id, line, reason, text)"
-                    " SELECT DISTINCT $file_id, line, gpus_text || ' GPUs on one node' || $gpu_bound, text FROM stage_nodes"
-                    " WHERE NOT sane ORDER BY line", {"file_id": ctx.file_id, "gpu_bound": bounds["gpu_bound"]})
+    ctx.con.execute(
+        "CREATE OR REPLACE TEMP TABLE stage_nodes AS SELECT *, coalesce(TRY_CAST(gpus_text AS INTEGER)"
+        " <= $max_gpus_per_node, false) AS sane FROM node_rows",
+        {"max_gpus_per_node": bounds["max_gpus_per_node"]},
+    )
+    ctx.con.execute(
+        "INSERT INTO machines (machine_id, listed_gpus, gpu_memory_gb, cpus, memory_mib, gpu_model, source, file_id)"
+        " SELECT machine_id, CAST(gpus_text AS INTEGER), NULL, cpus, memory_mib, gpu_model, 'slurm', ?"
+        " FROM stage_nodes WHERE sane",
+        [ctx.file_id],
+    )
+    ctx.con.execute(
+        "INSERT INTO rejects (file_id, line, reason, text)"
+        " SELECT DISTINCT $file_id, line, gpus_text || ' GPUs on one node' || $gpu_bound, text FROM stage_nodes"
+        " WHERE NOT sane ORDER BY line",
+        {"file_id": ctx.file_id, "gpu_bound": bounds["gpu_bound"]},
+    )
     stored = ctx.con.execute("SELECT count(*) FILTER (WHERE sane) FROM stage_nodes").fetchall()[0][0]
     ctx.con.execute("DROP TABLE stage_nodes")
     if rejects:
-        bad = pa.table({"line": [r[0] for r in rejects], "reason": [r[1] for r in rejects],  # noqa: F841
-                        "text": [r[2][:500] for r in rejects]})
-        ctx.con.execute("INSERT INTO rejects (file_id, line, reason, text) SELECT ?, line, reason, text FROM bad", [ctx.file_id])
+        bad = pa.table(
+            {
+                "line": [r[0] for r in rejects],
+                "reason": [r[1] for r in rejects],  # noqa: F841
+                "text": [r[2][:500] for r in rejects],
+            }
+        )
+        ctx.con.execute(
+            "INSERT INTO rejects (file_id, line, reason, text) SELECT ?, line, reason, text FROM bad", [ctx.file_id]
+        )
     rejected = ctx.con.execute("SELECT count(*) FROM rejects WHERE file_id = ?", [ctx.file_id]).fetchall()[0][0]
     return LoadCounts(rows=int(stored), rejects=int(rejected))
 
 
-def _add_scontrol(record: dict[str, str], line: int, nodes: dict[str, dict[str, object]],
-                  rejects: list[tuple[int, str, str]]) -> None:
+def _add_scontrol(
+    record: dict[str, str], line: int, nodes: dict[str, dict[str, object]], rejects: list[tuple[int, str, str]]
+) -> None:
     name = record.get("NodeName")
     text = " ".join(f"{k}={v}" for k, v in record.items())
     if not name:
@@ -156,8 +177,17 @@ def _add_scontrol(record: dict[str, str], line: int, nodes: dict[str, dict[str, 
         value = record.get(key, "")
         return float(value) if value.replace(".", "", 1).isdigit() else None
 
-    nodes.setdefault(name, {"line": line, "gpus": gpus, "model": model, "cpus": number("CPUTot"),
-                            "memory_mib": number("RealMemory"), "text": text})
+    nodes.setdefault(
+        name,
+        {
+            "line": line,
+            "gpus": gpus,
+            "model": model,
+            "cpus": number("CPUTot"),
+            "memory_mib": number("RealMemory"),
+            "text": text,
+        },
+    )
 
 
 def _sniff(head: str) -> bool:
@@ -167,14 +197,18 @@ def _sniff(head: str) -> bool:
     if lines[0].startswith("NodeName=") and ("Gres=" in head or "CfgTRES=" in head):
         return True
     # `node|gres`: every line of two fields, a GRES (`gpu:...`, `(null)`) in the second
-    return all((m := _SINFO.match(ln)) and (m.group(2) == "(null)" or ":" in m.group(2)) for ln in lines[:5]) \
-        and any("gpu:" in ln.lower() for ln in lines[:5])
+    return all((m := _SINFO.match(ln)) and (m.group(2) == "(null)" or ":" in m.group(2)) for ln in lines[:5]) and any(
+        "gpu:" in ln.lower() for ln in lines[:5]
+    )
 
 
 FORMATS = [
     FileFormat(
-        name="slurm_nodes", source="slurm",
+        name="slurm_nodes",
+        source="slurm",
         description="Slurm's machine list: scontrol show node -o, or sinfo -N -h -o '%N|%G'",
-        file_names=(), sniff=_sniff, load=_load,
+        file_names=(),
+        sniff=_sniff,
+        load=_load,
     ),
 ]

@@ -61,23 +61,40 @@ def _load(ctx: LoadContext) -> LoadCounts:
     cut = scan.line_bytes > 0
     zone = ctx.options.zone or local_zone()  # for timestamps without Z or an offset, as for sacct
     install_zone(ctx.con, zone)
-    params = {"path": str(ctx.path), "file_id": ctx.file_id, "zone": zone, "delim": _WHOLE_LINE,
-              "encoding": encoding, "max_line_size": MAX_LINE_BYTES, "cut": cut, **ctx.options.bounds()}
+    params = {
+        "path": str(ctx.path),
+        "file_id": ctx.file_id,
+        "zone": zone,
+        "delim": _WHOLE_LINE,
+        "encoding": encoding,
+        "max_line_size": MAX_LINE_BYTES,
+        "cut": cut,
+        **ctx.options.bounds(),
+    }
     run_script(ctx.con, "ingest", "slurm_squeue", params, on_statement=ctx.on_statement)
     (zone_read,) = ctx.con.execute(
         "SELECT count(*) > 0 FROM stage_squeue_stamp WHERE own_offset_s IS NULL AND problem IS NULL"
     ).fetchone()
     superseded, unchanged = ctx.con.execute(
-        "SELECT coalesce(sum(superseded), 0), coalesce(sum(unchanged), 0) FROM stage_squeue_choice").fetchall()[0]
+        "SELECT coalesce(sum(superseded), 0), coalesce(sum(unchanged), 0) FROM stage_squeue_choice"
+    ).fetchall()[0]
     # Recorded with the file only when some timestamp was read in it (`date -u ...Z` needs none).
-    return LoadCounts(rows=_count(ctx, "pending_reasons"), rejects=_count(ctx, "rejects"),
-                      time_zone=zone if zone_read else None, superseded=int(superseded), unchanged=int(unchanged))
+    return LoadCounts(
+        rows=_count(ctx, "pending_reasons"),
+        rejects=_count(ctx, "rejects"),
+        time_zone=zone if zone_read else None,
+        superseded=int(superseded),
+        unchanged=int(unchanged),
+    )
 
 
 FORMATS = [
     FileFormat(
-        name="slurm_squeue", source=SOURCE,
+        name="slurm_squeue",
+        source=SOURCE,
         description="Slurm pending reasons: `squeue -h -t PD -o '%i|%r'` snapshots, each under a `# <ISO time>` line",
-        file_names=("squeue", "squeue-pending"), sniff=_sniff, load=_load,
+        file_names=("squeue", "squeue-pending"),
+        sniff=_sniff,
+        load=_load,
     ),
 ]

@@ -32,20 +32,44 @@ BATCH_ROWS = 50_000
 
 # stage_raw's columns (see sql/ingest/nvsmi_check.sql): values as the tool printed them.
 RAW_COLUMNS = {
-    "line": pa.int64(), "text": pa.string(), "machine_id": pa.string(),
-    "local_at": pa.timestamp("us"), "utc_at": pa.timestamp("us"), "time_text": pa.string(),
-    "index_text": pa.string(), "instance_text": pa.string(), "uuid": pa.string(), "pci_text": pa.string(),
-    "model": pa.string(), "util_text": pa.string(), "mem_util_text": pa.string(), "mem_used_text": pa.string(),
-    "mem_total_text": pa.string(), "power_text": pa.string(), "temp_text": pa.string(),
-    "sm_clock_text": pa.string(), "gr_engine_text": pa.string(), "throttle_mask_text": pa.string(),
-    "throttle_text": pa.string(), "problem": pa.string(),
+    "line": pa.int64(),
+    "text": pa.string(),
+    "machine_id": pa.string(),
+    "local_at": pa.timestamp("us"),
+    "utc_at": pa.timestamp("us"),
+    "time_text": pa.string(),
+    "index_text": pa.string(),
+    "instance_text": pa.string(),
+    "uuid": pa.string(),
+    "pci_text": pa.string(),
+    "model": pa.string(),
+    "util_text": pa.string(),
+    "mem_util_text": pa.string(),
+    "mem_used_text": pa.string(),
+    "mem_total_text": pa.string(),
+    "power_text": pa.string(),
+    "temp_text": pa.string(),
+    "sm_clock_text": pa.string(),
+    "gr_engine_text": pa.string(),
+    "throttle_mask_text": pa.string(),
+    "throttle_text": pa.string(),
+    "problem": pa.string(),
 }
 EVENT_COLUMNS = {
-    "line": pa.int64(), "event_at": pa.timestamp("us"), "machine_id": pa.string(),
-    "gpu_index": pa.int16(), "kind": pa.string(), "detail": pa.string(),
+    "line": pa.int64(),
+    "event_at": pa.timestamp("us"),
+    "machine_id": pa.string(),
+    "gpu_index": pa.int16(),
+    "kind": pa.string(),
+    "detail": pa.string(),
 }
-SQL_TYPES = {pa.int64(): "BIGINT", pa.string(): "VARCHAR", pa.timestamp("us"): "TIMESTAMP", pa.int16(): "SMALLINT",
-              pa.int32(): "INTEGER"}
+SQL_TYPES = {
+    pa.int64(): "BIGINT",
+    pa.string(): "VARCHAR",
+    pa.timestamp("us"): "TIMESTAMP",
+    pa.int16(): "SMALLINT",
+    pa.int32(): "INTEGER",
+}
 
 # What nvidia-smi (and dmon) print instead of data. Only tested on lines that are not
 # well-formed data lines, so a `[Unknown Error]` value inside a row is never an event.
@@ -66,8 +90,11 @@ class Batches:
         self.con, self.table, self.columns = con, table, columns
         self.rows: dict[str, list[Any]] = {c: [] for c in columns}
         self.count = 0
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} ("
-                    + ", ".join(f"{c} {SQL_TYPES[t]}" for c, t in columns.items()) + ")")
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE {table} ("
+            + ", ".join(f"{c} {SQL_TYPES[t]}" for c, t in columns.items())
+            + ")"
+        )
 
     def add(self, **values: Any) -> None:
         for column, items in self.rows.items():
@@ -79,8 +106,13 @@ class Batches:
     def add_arrow(self, line: pa.Array, block: int, text: pa.Array) -> None:
         """Many stage_lines rows at once, as Arrow arrays (no Python object per row)."""
         self.flush()
-        batch = pa.table({"line": line, "block": pa.array(np.full(len(line), block, dtype=np.int32)),  # noqa: F841
-                          "text": text})
+        batch = pa.table(
+            {
+                "line": line,
+                "block": pa.array(np.full(len(line), block, dtype=np.int32)),  # noqa: F841
+                "text": text,
+            }
+        )
         self.con.execute(f"INSERT INTO {self.table} SELECT * FROM batch")
         self.count += len(line)
 
@@ -95,9 +127,36 @@ class Batches:
 _TOOL_NAMES = r"nvidia[-_]?smi|nvsmi|dmon|dcgmi|dcgm(?:[-_]exporter)?|gpus?|metrics|telemetry|query"
 # Not stripped from the front: many GPU nodes are named gpu-<...> (gpu-st-ml-1, AWS ParallelCluster).
 _LEADING_TOOL_NAMES = r"nvidia[-_]?smi|nvsmi|dmon|dcgmi|dcgm(?:[-_]exporter)?|metrics|telemetry|query"
-_GENERIC_NAMES = {"nvidia-smi", "nvidia_smi", "nvidiasmi", "nvsmi", "dmon", "dcgm", "dcgmi", "dcgm-exporter", "dcgm_exporter",
-                  "gpu", "gpus", "metrics", "telemetry", "query", "log", "logs", "output", "out", "data", "scrape",
-                  "snapshot", "smi", "nvidia", "stdout", "result", "results", "export", "query_range"}
+_GENERIC_NAMES = {
+    "nvidia-smi",
+    "nvidia_smi",
+    "nvidiasmi",
+    "nvsmi",
+    "dmon",
+    "dcgm",
+    "dcgmi",
+    "dcgm-exporter",
+    "dcgm_exporter",
+    "gpu",
+    "gpus",
+    "metrics",
+    "telemetry",
+    "query",
+    "log",
+    "logs",
+    "output",
+    "out",
+    "data",
+    "scrape",
+    "snapshot",
+    "smi",
+    "nvidia",
+    "stdout",
+    "result",
+    "results",
+    "export",
+    "query_range",
+}
 _STAMP = r"\d{4}-?\d{2}-?\d{2}(?:[T_-]?\d{2}:?\d{2}(?::?\d{2})?Z?)?|\d{10}"
 _HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -170,8 +229,18 @@ def start_time(ctx: LoadContext) -> datetime | None:
 # sorts spill to the store's temp directory (<store>.tmp), so a log of several node-days of
 # 1 s samples needs no more memory than one day (benchmarks/RESULTS.md, GPU telemetry).
 MEMORY_LIMIT_BYTES = 512 * 1000**2
-_UNITS = {"b": 1, "bytes": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
-          "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
+_UNITS = {
+    "b": 1,
+    "bytes": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "tb": 1000**4,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "tib": 1024**4,
+}
 
 
 def _limit_bytes(text: str) -> float | None:
@@ -187,8 +256,9 @@ def _default_memory_limit() -> str:
         return str(probe.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
 
 
-def bounded_memory(load: Callable[[LoadContext], LoadCounts],
-                   limit_bytes: int = MEMORY_LIMIT_BYTES) -> Callable[[LoadContext], LoadCounts]:
+def bounded_memory(
+    load: Callable[[LoadContext], LoadCounts], limit_bytes: int = MEMORY_LIMIT_BYTES
+) -> Callable[[LoadContext], LoadCounts]:
     """`load` with DuckDB's memory limit lowered to `limit_bytes` (never raised), then put back.
 
     The limit is a setting of the whole database, set through a second connection so that it
@@ -211,15 +281,27 @@ def bounded_memory(load: Callable[[LoadContext], LoadCounts],
         finally:
             if lowered:
                 # RESET gives back DuckDB's default exactly; its printed form would round it down
-                side.execute("RESET memory_limit" if before == _default_memory_limit() else f"SET memory_limit = '{before}'")
+                side.execute(
+                    "RESET memory_limit" if before == _default_memory_limit() else f"SET memory_limit = '{before}'"
+                )
             side.close()
 
     return run
 
 
-PROFILE_TEXT_COLUMNS = ("sm_active_text", "sm_occupancy_text", "tensor_active_text", "fp64_active_text",
-                        "fp32_active_text", "fp16_active_text", "dram_active_text", "pcie_tx_text", "pcie_rx_text",
-                        "nvlink_tx_text", "nvlink_rx_text")
+PROFILE_TEXT_COLUMNS = (
+    "sm_active_text",
+    "sm_occupancy_text",
+    "tensor_active_text",
+    "fp64_active_text",
+    "fp32_active_text",
+    "fp16_active_text",
+    "dram_active_text",
+    "pcie_tx_text",
+    "pcie_rx_text",
+    "nvlink_tx_text",
+    "nvlink_rx_text",
+)
 
 
 # stage_gpu's columns as nvsmi_check.sql makes them (fixed by its text), learned from its first
@@ -244,11 +326,17 @@ def store_staged(ctx: LoadContext, zone: str | None, *, pci_order: bool = False)
         for column in PROFILE_TEXT_COLUMNS:  # readers without DCGM's profiling fields leave them out
             ctx.con.execute(f"ALTER TABLE stage_raw ADD COLUMN IF NOT EXISTS {column} VARCHAR")
         run_script(ctx.con, "ingest", "nvsmi_macros", {})
-        run_script(ctx.con, "ingest", "nvsmi_check", {"zone": zone, "pci_order": pci_order, **ctx.options.bounds()},
-                   on_statement=ctx.on_statement)
+        run_script(
+            ctx.con,
+            "ingest",
+            "nvsmi_check",
+            {"zone": zone, "pci_order": pci_order, **ctx.options.bounds()},
+            on_statement=ctx.on_statement,
+        )
         _stage_gpu_columns = ", ".join(
-            f'"{name}" {kind}' for name, kind in ctx.con.execute("SELECT column_name, column_type FROM "
-                                                                 "(DESCRIBE stage_gpu)").fetchall())
+            f'"{name}" {kind}'
+            for name, kind in ctx.con.execute("SELECT column_name, column_type FROM (DESCRIBE stage_gpu)").fetchall()
+        )
     run_script(ctx.con, "ingest", "nvsmi_store", {"file_id": ctx.file_id}, on_statement=ctx.on_statement)
     stored, rejected = ctx.con.execute(
         "SELECT count(*) FILTER (WHERE problem IS NULL) + (SELECT count(*) FROM stage_fast),"
@@ -275,18 +363,24 @@ def read_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
             for number, raw in enumerate(f, start=1):
                 if number == 1:
                     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-                        raise ParseError(f"{path}:1: UTF-16 text (as Windows PowerShell saves command output)",
-                                         hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {path.name}")
+                        raise ParseError(
+                            f"{path}:1: UTF-16 text (as Windows PowerShell saves command output)",
+                            hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {path.name}",
+                        )
                     if raw.startswith(b"\xef\xbb\xbf"):
                         raw = raw[3:]
                 text = raw.decode("utf-8", errors="replace")
                 if _CONTROL.search(text):
-                    raise ParseError(f"{path}:{number}: binary data, not the text nvidia-smi or dcgm-exporter prints",
-                                     hint="give gca the tool's text output (a .gz is read as such)")
+                    raise ParseError(
+                        f"{path}:{number}: binary data, not the text nvidia-smi or dcgm-exporter prints",
+                        hint="give gca the tool's text output (a .gz is read as such)",
+                    )
                 yield number, text.strip(), not raw.endswith(b"\n")
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-        raise ParseError(f"{path}:{number + 1}: the compressed file is damaged or cut short ({e})",
-                         hint=f"copy it again, or keep what is readable: zcat {path.name} > {path.stem} and ingest that") from e
+        raise ParseError(
+            f"{path}:{number + 1}: the compressed file is damaged or cut short ({e})",
+            hint=f"copy it again, or keep what is readable: zcat {path.name} > {path.stem} and ingest that",
+        ) from e
 
 
 CHUNK_BYTES = 8 << 20
@@ -301,8 +395,10 @@ def read_chunks(path: Path) -> Iterator[tuple[int, pa.Array, bool]]:
             for raw in line_blocks(f, CHUNK_BYTES):
                 if number == 1:
                     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-                        raise ParseError(f"{path}:1: UTF-16 text (as Windows PowerShell saves command output)",
-                                         hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {path.name}")
+                        raise ParseError(
+                            f"{path}:1: UTF-16 text (as Windows PowerShell saves command output)",
+                            hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {path.name}",
+                        )
                     if raw.startswith(b"\xef\xbb\xbf"):
                         raw = raw[3:]
                 text = raw.decode("utf-8", errors="replace")
@@ -317,11 +413,15 @@ def read_chunks(path: Path) -> Iterator[tuple[int, pa.Array, bool]]:
                     yield number, pc.utf8_trim_whitespace(parts), cut
                 number += len(parts)
                 if binary:
-                    raise ParseError(f"{path}:{number}: binary data, not the text nvidia-smi or dcgm-exporter prints",
-                                     hint="give gca the tool's text output (a .gz is read as such)")
+                    raise ParseError(
+                        f"{path}:{number}: binary data, not the text nvidia-smi or dcgm-exporter prints",
+                        hint="give gca the tool's text output (a .gz is read as such)",
+                    )
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-        raise ParseError(f"{path}:{number}: the compressed file is damaged or cut short ({e})",
-                         hint=f"copy it again, or keep what is readable: zcat {path.name} > {path.stem} and ingest that") from e
+        raise ParseError(
+            f"{path}:{number}: the compressed file is damaged or cut short ({e})",
+            hint=f"copy it again, or keep what is readable: zcat {path.name} > {path.stem} and ingest that",
+        ) from e
 
 
 CUT_LINE = "the line has no line end: the log was cut off while being written"

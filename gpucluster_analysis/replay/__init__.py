@@ -43,14 +43,28 @@ from gpucluster_analysis.replay.timeline import (
     weighted_quantile,
 )
 
-__all__ = ["CAUSES", "LocalityRule", "Quotas", "Replay", "ReplayInputs", "load_quotas", "parse_locality", "read_inputs",
-           "replay_inputs", "replay_store"]
+__all__ = [
+    "CAUSES",
+    "LocalityRule",
+    "Quotas",
+    "Replay",
+    "ReplayInputs",
+    "load_quotas",
+    "parse_locality",
+    "read_inputs",
+    "replay_inputs",
+    "replay_store",
+]
 
 TIMELINE_MAX_BINS = 1500
 _BIN_WIDTHS_S = (60, 300, 600, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 86400, 28 * 86400)
 # Tables the replay's queries join; the report builds them too (the same named queries).
-_NEEDED = (("gpu_samples_by_machine", "gpu_samples_by_machine"), ("attempt_sizes", "attempt_sizes"),
-           ("job_keys", "job_keys"), ("attempt_attribution", "attempt_attribution"))
+_NEEDED = (
+    ("gpu_samples_by_machine", "gpu_samples_by_machine"),
+    ("attempt_sizes", "attempt_sizes"),
+    ("job_keys", "job_keys"),
+    ("attempt_attribution", "attempt_attribution"),
+)
 
 
 @dataclass
@@ -95,9 +109,13 @@ def replay_store(
 def read_inputs(con: duckdb.DuckDBPyConnection) -> ReplayInputs:
     """The store's rows the replay needs (DuckDB reads and joins them; temp tables only)."""
     _prepare(con)
-    return ReplayInputs(holdings=run_query(con, "replay_holdings"), machines=run_query(con, "replay_machines"),
-                        jobs=run_query(con, "replay_jobs"), pending=run_query(con, "replay_pending"),
-                        limits=run_query(con, "replay_quotas"))
+    return ReplayInputs(
+        holdings=run_query(con, "replay_holdings"),
+        machines=run_query(con, "replay_machines"),
+        jobs=run_query(con, "replay_jobs"),
+        pending=run_query(con, "replay_pending"),
+        limits=run_query(con, "replay_quotas"),
+    )
 
 
 def replay_inputs(
@@ -109,14 +127,28 @@ def replay_inputs(
 ) -> Replay:
     """The replay of what read_inputs read: numpy and polars only, no store (so it may run
     in a thread of its own while the store's connection does other work)."""
-    holdings, machines, jobs, pending, limits = (inputs.holdings, inputs.machines, inputs.jobs, inputs.pending,
-                                                 inputs.limits)
+    holdings, machines, jobs, pending, limits = (
+        inputs.holdings,
+        inputs.machines,
+        inputs.jobs,
+        inputs.pending,
+        inputs.limits,
+    )
     sources = sorted(set(jobs.get_column("source").to_list()))
     origins = {source: _origin(quotas, limits.filter(pl.col("source") == source)) for source in sources}
     parts = [
-        _replay_source(source, holdings.filter(pl.col("source") == source), machines.filter(pl.col("source") == source),
-                       jobs.filter(pl.col("source") == source), pending.filter(pl.col("source") == source),
-                       quotas, limits.filter(pl.col("source") == source), locality, log, _epoch_bounds(period))
+        _replay_source(
+            source,
+            holdings.filter(pl.col("source") == source),
+            machines.filter(pl.col("source") == source),
+            jobs.filter(pl.col("source") == source),
+            pending.filter(pl.col("source") == source),
+            quotas,
+            limits.filter(pl.col("source") == source),
+            locality,
+            log,
+            _epoch_bounds(period),
+        )
         for source in sources
     ]
     origin = "; ".join(dict.fromkeys(origins.values())) if origins else _origin(quotas, limits.head(0))
@@ -125,9 +157,13 @@ def replay_inputs(
     clusters = clusters.with_columns(pl.lit(unattributed).alias("machines_unattributed"))
     clusters = clusters.with_columns(
         pl.col("source").replace_strict(origins, default=origin, return_dtype=pl.Utf8).alias("quotas_origin")
-        if parts else pl.lit(origin).alias("quotas_origin"))
+        if parts
+        else pl.lit(origin).alias("quotas_origin")
+    )
     return Replay(
-        jobs=pl.concat([p[0] for p in parts], how="vertical_relaxed").sort("source", "job_id") if parts else _empty_jobs(),
+        jobs=pl.concat([p[0] for p in parts], how="vertical_relaxed").sort("source", "job_id")
+        if parts
+        else _empty_jobs(),
         clusters=clusters,
         quotas=pl.concat([p[2] for p in parts], how="vertical_relaxed") if parts else pl.DataFrame(),
         timeline=pl.concat([p[3] for p in parts], how="vertical_relaxed") if parts else pl.DataFrame(),
@@ -145,8 +181,10 @@ def _origin(quotas: Quotas | None, limits: pl.DataFrame) -> str:
     if accounts is not None:
         files = ", ".join(sorted(set(limits.filter(pl.col("kind") == "account").get_column("path").to_list())))
         return f"sacctmgr: the accounts' GrpTRES gres/gpu ({files})"
-    return (f"inferred: each VC's time-weighted {round(QUOTA_QUANTILE * 100)}th percentile of the GPUs it held,"
-            " at least its largest started job")
+    return (
+        f"inferred: each VC's time-weighted {round(QUOTA_QUANTILE * 100)}th percentile of the GPUs it held,"
+        " at least its largest started job"
+    )
 
 
 def _account_limits(limits: pl.DataFrame) -> dict[str, float | None] | None:
@@ -169,11 +207,20 @@ def _empty_clusters() -> pl.DataFrame:
 
 
 JOB_COLUMNS = {
-    "source": pl.Utf8, "job_id": pl.Utf8, "started": pl.Boolean, "gpus": pl.Float64, "wait_s": pl.Float64,
-    "wait_user_limit_s": pl.Float64, "wait_fair_share_s": pl.Float64, "wait_capacity_s": pl.Float64,
-    "wait_fragmentation_s": pl.Float64, "wait_other_s": pl.Float64, "wait_retry_s": pl.Float64,
+    "source": pl.Utf8,
+    "job_id": pl.Utf8,
+    "started": pl.Boolean,
+    "gpus": pl.Float64,
+    "wait_s": pl.Float64,
+    "wait_user_limit_s": pl.Float64,
+    "wait_fair_share_s": pl.Float64,
+    "wait_capacity_s": pl.Float64,
+    "wait_fragmentation_s": pl.Float64,
+    "wait_other_s": pl.Float64,
+    "wait_retry_s": pl.Float64,
     "source_has_user_caps": pl.Boolean,
-    **{f"saved_relaxed_after_{t}min_s": pl.Float64 for t in RELAX_AFTER_MIN}, "saved_borrowing_s": pl.Float64,
+    **{f"saved_relaxed_after_{t}min_s": pl.Float64 for t in RELAX_AFTER_MIN},
+    "saved_borrowing_s": pl.Float64,
 }
 
 
@@ -182,8 +229,15 @@ def _empty_jobs() -> pl.DataFrame:
 
 
 def _replay_source(
-    source: str, hold_df: pl.DataFrame, mach_df: pl.DataFrame, job_df: pl.DataFrame, pend_df: pl.DataFrame,
-    quotas: Quotas | None, limits: pl.DataFrame, rule: LocalityRule, log: Callable[[str], None],
+    source: str,
+    hold_df: pl.DataFrame,
+    mach_df: pl.DataFrame,
+    job_df: pl.DataFrame,
+    pend_df: pl.DataFrame,
+    quotas: Quotas | None,
+    limits: pl.DataFrame,
+    rule: LocalityRule,
+    log: Callable[[str], None],
     period: tuple[float | None, float | None] = (None, None),
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     vcs = sorted(pl.concat([hold_df.get_column("vc"), job_df.get_column("vc")]).drop_nulls().unique().to_list())
@@ -228,36 +282,52 @@ def _replay_source(
 
     by_cause = result["seconds"]
     frag_known = tl.placement_known
-    jobs_out = pl.DataFrame({
-        "source": job_df.get_column("source"),
-        "job_id": job_df.get_column("job_id"),
-        "started": job_df.get_column("started"),
-        "gpus": job_df.get_column("gpus").cast(pl.Float64),
-        "wait_s": pl.Series(np.where(has_wait, wait_until - wait_from, np.nan)).fill_nan(None),
-        "wait_user_limit_s": _col(by_cause[:, split.USER_LIMIT], splittable),
-        "wait_fair_share_s": _col(by_cause[:, split.FAIR_SHARE], splittable),
-        "wait_capacity_s": _col(by_cause[:, split.CAPACITY], splittable),
-        "wait_fragmentation_s": _col(by_cause[:, split.FRAGMENTATION], splittable & frag_known),
-        "wait_other_s": _col(by_cause[:, split.OTHER], splittable),
-        "wait_retry_s": job_df.get_column("wait_retry_s"),
-        "source_has_user_caps": np.full(job_df.height, caps.any),
-        **{f"saved_relaxed_after_{t}min_s": _col(result["relax"][:, i], splittable & (gpus > RELAX_ABOVE_GPUS) & frag_known)
-           for i, t in enumerate(RELAX_AFTER_MIN)},
-        "saved_borrowing_s": _col(result["borrow"], splittable & (idle_quota is not None)),
-    })
+    jobs_out = pl.DataFrame(
+        {
+            "source": job_df.get_column("source"),
+            "job_id": job_df.get_column("job_id"),
+            "started": job_df.get_column("started"),
+            "gpus": job_df.get_column("gpus").cast(pl.Float64),
+            "wait_s": pl.Series(np.where(has_wait, wait_until - wait_from, np.nan)).fill_nan(None),
+            "wait_user_limit_s": _col(by_cause[:, split.USER_LIMIT], splittable),
+            "wait_fair_share_s": _col(by_cause[:, split.FAIR_SHARE], splittable),
+            "wait_capacity_s": _col(by_cause[:, split.CAPACITY], splittable),
+            "wait_fragmentation_s": _col(by_cause[:, split.FRAGMENTATION], splittable & frag_known),
+            "wait_other_s": _col(by_cause[:, split.OTHER], splittable),
+            "wait_retry_s": job_df.get_column("wait_retry_s"),
+            "source_has_user_caps": np.full(job_df.height, caps.any),
+            **{
+                f"saved_relaxed_after_{t}min_s": _col(
+                    result["relax"][:, i], splittable & (gpus > RELAX_ABOVE_GPUS) & frag_known
+                )
+                for i, t in enumerate(RELAX_AFTER_MIN)
+            },
+            "saved_borrowing_s": _col(result["borrow"], splittable & (idle_quota is not None)),
+        }
+    )
     jobs_out = jobs_out.cast(JOB_COLUMNS)  # type: ignore[arg-type]
     in_period = tl.durations_within(*period)
     in_period[0] = 0.0  # as weights[0]
-    return jobs_out, _cluster_row(source, tl, in_period, rule, mach_df, hold_df), \
-        _quota_rows(source, vcs, quota, quota_origin, usage, weights, limits), _timeline(source, tl, period), pending
+    return (
+        jobs_out,
+        _cluster_row(source, tl, in_period, rule, mach_df, hold_df),
+        _quota_rows(source, vcs, quota, quota_origin, usage, weights, limits),
+        _timeline(source, tl, period),
+        pending,
+    )
 
 
 def _codes(names: pl.Series, code: dict[str, int]) -> np.ndarray:
     """Each name's code (int64), -1 for a name not in `code` or none (vectorized: a million rows)."""
     if not code:
         return np.full(len(names), -1, dtype=np.int64)
-    return (names.cast(pl.Utf8).replace_strict(code, default=-1, return_dtype=pl.Int64)
-            .fill_null(-1).to_numpy().astype(np.int64))
+    return (
+        names.cast(pl.Utf8)
+        .replace_strict(code, default=-1, return_dtype=pl.Int64)
+        .fill_null(-1)
+        .to_numpy()
+        .astype(np.int64)
+    )
 
 
 def _col(values: np.ndarray, mask: np.ndarray) -> pl.Series:
@@ -265,8 +335,14 @@ def _col(values: np.ndarray, mask: np.ndarray) -> pl.Series:
 
 
 def _quotas(
-    vcs: list[str], usage: dict[int, Steps], weights: np.ndarray, quotas: Quotas | None,
-    accounts: dict[str, float | None] | None, job_vc: np.ndarray, gpus: np.ndarray, job_df: pl.DataFrame,
+    vcs: list[str],
+    usage: dict[int, Steps],
+    weights: np.ndarray,
+    quotas: Quotas | None,
+    accounts: dict[str, float | None] | None,
+    job_vc: np.ndarray,
+    gpus: np.ndarray,
+    job_df: pl.DataFrame,
 ) -> tuple[dict[int, float | None], dict[int, str]]:
     """Each VC's quota and where it came from: the file, else sacctmgr's accounts, else inferred."""
     if quotas is not None:
@@ -286,8 +362,14 @@ def _quotas(
 
 
 def _split_classes(
-    tl: Timeline, jobs: WaitJobs, splittable: np.ndarray, usage: dict[int, Steps],
-    quota: dict[int, float | None], idle_quota: np.ndarray | None, rule: LocalityRule, caps: UserCaps,
+    tl: Timeline,
+    jobs: WaitJobs,
+    splittable: np.ndarray,
+    usage: dict[int, Steps],
+    quota: dict[int, float | None],
+    idle_quota: np.ndarray | None,
+    rule: LocalityRule,
+    caps: UserCaps,
 ) -> dict[str, np.ndarray]:
     n_jobs = len(jobs.gpus)
     seconds = np.zeros((n_jobs, len(CAUSES)))
@@ -307,8 +389,16 @@ def _split_classes(
         part = split.covered_intervals(tl.index(a), tl.index(b))
         q = quota.get(vc) if vc >= 0 else None
         user_over = caps.over(part, g, (int(caps.job_assoc[first]), int(caps.job_qos[first])))
-        state = split.class_state(tl, part, g, usage.get(vc) if q is not None else None, q,
-                                  idle_quota if q is not None else None, rule, user_over)
+        state = split.class_state(
+            tl,
+            part,
+            g,
+            usage.get(vc) if q is not None else None,
+            q,
+            idle_quota if q is not None else None,
+            rule,
+            user_over,
+        )
         seconds[members] = split.seconds_by_cause(state, a, b)
         if g > RELAX_ABOVE_GPUS and tl.placement_known:
             fragmented = state.cause == split.FRAGMENTATION
@@ -320,8 +410,16 @@ def _split_classes(
 
 
 def _pending(
-    source: str, pend_df: pl.DataFrame, job_df: pl.DataFrame, tl: Timeline, jobs: WaitJobs, splittable: np.ndarray,
-    usage: dict[int, Steps], quota: dict[int, float | None], rule: LocalityRule, caps: UserCaps,
+    source: str,
+    pend_df: pl.DataFrame,
+    job_df: pl.DataFrame,
+    tl: Timeline,
+    jobs: WaitJobs,
+    splittable: np.ndarray,
+    usage: dict[int, Steps],
+    quota: dict[int, float | None],
+    rule: LocalityRule,
+    caps: UserCaps,
 ) -> pl.DataFrame:
     """Per (scheduler's reason, replay's cause): snapshots and jobs."""
     schema = {"source": pl.Utf8, "reason": pl.Utf8, "replay_cause": pl.Utf8, "snapshots": pl.Int64, "jobs": pl.Int64}
@@ -350,21 +448,29 @@ def _pending(
             part = split.covered_intervals(at, at)
             q = quota.get(vc) if vc >= 0 else None
             user_over = caps.over(part, g, (int(key[2]), int(key[3])))
-            state = split.class_state(tl, part, g, usage.get(vc) if q is not None else None, q, None, rule,
-                                      user_over)
+            state = split.class_state(tl, part, g, usage.get(vc) if q is not None else None, q, None, rule, user_over)
             causes = split.cause_at(state, t[sel])
             label[sel] = np.array(CAUSES, dtype=object)[causes]
             if not tl.placement_known:
                 label[sel[causes == split.OTHER]] = "other (fragmentation unknown)"
-    out = pl.DataFrame({"source": source, "reason": rows.get_column("reason"), "replay_cause": label.astype(str),
-                        "job_id": rows.get_column("job_id")})
-    return (out.group_by("source", "reason", "replay_cause")
-            .agg(pl.len().cast(pl.Int64).alias("snapshots"), pl.col("job_id").n_unique().cast(pl.Int64).alias("jobs"))
-            .sort("reason", "replay_cause"))
+    out = pl.DataFrame(
+        {
+            "source": source,
+            "reason": rows.get_column("reason"),
+            "replay_cause": label.astype(str),
+            "job_id": rows.get_column("job_id"),
+        }
+    )
+    return (
+        out.group_by("source", "reason", "replay_cause")
+        .agg(pl.len().cast(pl.Int64).alias("snapshots"), pl.col("job_id").n_unique().cast(pl.Int64).alias("jobs"))
+        .sort("reason", "replay_cause")
+    )
 
 
-def _cluster_row(source: str, tl: Timeline, weights: np.ndarray, rule: LocalityRule, mach_df: pl.DataFrame,
-                 hold_df: pl.DataFrame) -> pl.DataFrame:
+def _cluster_row(
+    source: str, tl: Timeline, weights: np.ndarray, rule: LocalityRule, mach_df: pl.DataFrame, hold_df: pl.DataFrame
+) -> pl.DataFrame:
     span = float(weights.sum())
 
     def mean(values: np.ndarray) -> float | None:  # time-weighted over the trace
@@ -375,48 +481,88 @@ def _cluster_row(source: str, tl: Timeline, weights: np.ndarray, rule: LocalityR
     gpu_s = (known.get_column("end_s") - known.get_column("start_s")) * known.get_column("gpus")
     placed_s = float(gpu_s.filter(known.get_column("machine_id").is_not_null()).sum() or 0.0)
     total_s = float(gpu_s.sum() or 0.0)
-    return pl.DataFrame([{
-        "source": source,
-        "machines": tl.machines,
-        "capacity_gpus": tl.capacity,
-        "capacity_basis": tl.capacity_basis,
-        "largest_machine_gpus": tl.largest_machine if tl.placement_known else None,
-        "placement_known": tl.placement_known,
-        "placed_gpu_time_pct": placed_s / total_s * 100 if total_s > 0 else None,
-        "attempts_unknown_gpus": hold_df.filter(pl.col("gpus").is_null()).select("job_id", "attempt_no").unique().height,
-        "locality_rule": rule.describe(),
-        "mean_held_gpus": mean(tl.held),
-        "mean_load_pct": (mean(tl.held) or 0.0) / tl.capacity * 100 if tl.capacity > 0 and span > 0 else None,
-        "mean_free_gpus": mean(tl.free),
-        "mean_idle_machines": mean(tl.idle_machines) if tl.placement_known else None,
-        "time_with_idle_machine_pct": idle_any,
-        "listed_machines": int(mach_df.get_column("listed_gpus").is_not_null().sum()),
-    }])
+    return pl.DataFrame(
+        [
+            {
+                "source": source,
+                "machines": tl.machines,
+                "capacity_gpus": tl.capacity,
+                "capacity_basis": tl.capacity_basis,
+                "largest_machine_gpus": tl.largest_machine if tl.placement_known else None,
+                "placement_known": tl.placement_known,
+                "placed_gpu_time_pct": placed_s / total_s * 100 if total_s > 0 else None,
+                "attempts_unknown_gpus": hold_df.filter(pl.col("gpus").is_null())
+                .select("job_id", "attempt_no")
+                .unique()
+                .height,
+                "locality_rule": rule.describe(),
+                "mean_held_gpus": mean(tl.held),
+                "mean_load_pct": (mean(tl.held) or 0.0) / tl.capacity * 100 if tl.capacity > 0 and span > 0 else None,
+                "mean_free_gpus": mean(tl.free),
+                "mean_idle_machines": mean(tl.idle_machines) if tl.placement_known else None,
+                "time_with_idle_machine_pct": idle_any,
+                "listed_machines": int(mach_df.get_column("listed_gpus").is_not_null().sum()),
+            }
+        ]
+    )
 
 
-def _quota_rows(source: str, vcs: list[str], quota: dict[int, float | None], origin: dict[int, str],
-                usage: dict[int, Steps], weights: np.ndarray, limits: pl.DataFrame) -> pl.DataFrame:
+def _quota_rows(
+    source: str,
+    vcs: list[str],
+    quota: dict[int, float | None],
+    origin: dict[int, str],
+    usage: dict[int, Steps],
+    weights: np.ndarray,
+    limits: pl.DataFrame,
+) -> pl.DataFrame:
     """One row per VC (kind vc: its quota, held GPUs beside it), then one per per-user cap
     sacctmgr gave (kind user: a user in an account; qos_user: each user in a QOS)."""
     span = float(weights.sum())
-    rows = [{
-        "source": source,
-        "vc": vc,
-        "quota_gpus": quota[c],
-        "origin": origin[c],
-        "peak_held_gpus": float(usage[c].values.max()) if usage[c].values.size else 0.0,
-        # the dense product, summed as before (one VC's grid at a time: memory of one grid)
-        "mean_held_gpus": float((usage[c].dense() * weights).sum() / span) if span > 0 else None,
-        "p95_held_gpus": weighted_quantile(usage[c].values, usage[c].weights(weights), QUOTA_QUANTILE),
-        "kind": "vc", "user": None, "qos": None,
-    } for c, vc in enumerate(vcs)]
+    rows = [
+        {
+            "source": source,
+            "vc": vc,
+            "quota_gpus": quota[c],
+            "origin": origin[c],
+            "peak_held_gpus": float(usage[c].values.max()) if usage[c].values.size else 0.0,
+            # the dense product, summed as before (one VC's grid at a time: memory of one grid)
+            "mean_held_gpus": float((usage[c].dense() * weights).sum() / span) if span > 0 else None,
+            "p95_held_gpus": weighted_quantile(usage[c].values, usage[c].weights(weights), QUOTA_QUANTILE),
+            "kind": "vc",
+            "user": None,
+            "qos": None,
+        }
+        for c, vc in enumerate(vcs)
+    ]
     caps = limits.filter(pl.col("kind").is_in(["user", "qos_user"]) & pl.col("gpus").is_not_null())
-    rows += [{"source": source, "vc": x["vc"], "quota_gpus": x["gpus"], "origin": "sacctmgr", "peak_held_gpus": None,
-              "mean_held_gpus": None, "p95_held_gpus": None, "kind": x["kind"], "user": x["user_name"], "qos": x["qos"]}
-             for x in caps.iter_rows(named=True)]
-    schema = {"source": pl.Utf8, "vc": pl.Utf8, "quota_gpus": pl.Float64, "origin": pl.Utf8,
-              "peak_held_gpus": pl.Float64, "mean_held_gpus": pl.Float64, "p95_held_gpus": pl.Float64,
-              "kind": pl.Utf8, "user": pl.Utf8, "qos": pl.Utf8}
+    rows += [
+        {
+            "source": source,
+            "vc": x["vc"],
+            "quota_gpus": x["gpus"],
+            "origin": "sacctmgr",
+            "peak_held_gpus": None,
+            "mean_held_gpus": None,
+            "p95_held_gpus": None,
+            "kind": x["kind"],
+            "user": x["user_name"],
+            "qos": x["qos"],
+        }
+        for x in caps.iter_rows(named=True)
+    ]
+    schema = {
+        "source": pl.Utf8,
+        "vc": pl.Utf8,
+        "quota_gpus": pl.Float64,
+        "origin": pl.Utf8,
+        "peak_held_gpus": pl.Float64,
+        "mean_held_gpus": pl.Float64,
+        "p95_held_gpus": pl.Float64,
+        "kind": pl.Utf8,
+        "user": pl.Utf8,
+        "qos": pl.Utf8,
+    }
     return pl.DataFrame(rows, schema=schema)
 
 
@@ -430,8 +576,15 @@ def _timeline(source: str, tl: Timeline, period: tuple[float | None, float | Non
     first = first if period[0] is None else max(first, period[0])
     last = last if period[1] is None else min(last, period[1])
     span = last - first
-    schema = {"source": pl.Utf8, "bin_start": pl.Datetime("us"), "bin_s": pl.Int64, "free_gpus": pl.Float64,
-              "held_gpus": pl.Float64, "idle_machines": pl.Float64, "capacity_gpus": pl.Float64}
+    schema = {
+        "source": pl.Utf8,
+        "bin_start": pl.Datetime("us"),
+        "bin_s": pl.Int64,
+        "free_gpus": pl.Float64,
+        "held_gpus": pl.Float64,
+        "idle_machines": pl.Float64,
+        "capacity_gpus": pl.Float64,
+    }
     if span <= 0:
         return pl.DataFrame(schema=schema)
     width = next((w for w in _BIN_WIDTHS_S if span / w <= TIMELINE_MAX_BINS), _BIN_WIDTHS_S[-1])
@@ -445,12 +598,15 @@ def _timeline(source: str, tl: Timeline, period: tuple[float | None, float | Non
         return np.diff(total)[keep] / lengths[keep]
 
     starts = edges[:-1][keep]
-    return pl.DataFrame({
-        "source": [source] * int(keep.sum()),
-        "bin_start": [datetime.fromtimestamp(float(s), UTC).replace(tzinfo=None) for s in starts],
-        "bin_s": np.full(int(keep.sum()), width, dtype=np.int64),
-        "free_gpus": means(tl.free),
-        "held_gpus": means(tl.held),
-        "idle_machines": means(tl.idle_machines) if tl.placement_known else np.full(int(keep.sum()), np.nan),
-        "capacity_gpus": np.full(int(keep.sum()), tl.capacity),
-    }, schema=schema).with_columns(pl.col("idle_machines").fill_nan(None))
+    return pl.DataFrame(
+        {
+            "source": [source] * int(keep.sum()),
+            "bin_start": [datetime.fromtimestamp(float(s), UTC).replace(tzinfo=None) for s in starts],
+            "bin_s": np.full(int(keep.sum()), width, dtype=np.int64),
+            "free_gpus": means(tl.free),
+            "held_gpus": means(tl.held),
+            "idle_machines": means(tl.idle_machines) if tl.placement_known else np.full(int(keep.sum()), np.nan),
+            "capacity_gpus": np.full(int(keep.sum()), tl.capacity),
+        },
+        schema=schema,
+    ).with_columns(pl.col("idle_machines").fill_nan(None))

@@ -51,8 +51,9 @@ class UserCaps:
         if group not in self._held:
             rows = self.members[group]
             at, inverse = np.unique(np.concatenate([self.start_i[rows], self.end_i[rows]]), return_inverse=True)
-            change = np.bincount(inverse, weights=np.concatenate([self.gpus[rows], -self.gpus[rows]]),
-                                 minlength=len(at))
+            change = np.bincount(
+                inverse, weights=np.concatenate([self.gpus[rows], -self.gpus[rows]]), minlength=len(at)
+            )
             self._held[group] = at, np.round(np.cumsum(change), 6)
         return self._held[group]
 
@@ -74,8 +75,15 @@ class UserCaps:
 
 def no_caps(n_jobs: int) -> UserCaps:
     empty = np.zeros(0)
-    return UserCaps(empty, empty.astype(np.int64), empty.astype(np.int64), empty, [],
-                    np.full(n_jobs, -1, dtype=np.int64), np.full(n_jobs, -1, dtype=np.int64))
+    return UserCaps(
+        empty,
+        empty.astype(np.int64),
+        empty.astype(np.int64),
+        empty,
+        [],
+        np.full(n_jobs, -1, dtype=np.int64),
+        np.full(n_jobs, -1, dtype=np.int64),
+    )
 
 
 def build_user_caps(T: np.ndarray, limits: pl.DataFrame, holdings: pl.DataFrame, jobs: pl.DataFrame) -> UserCaps:
@@ -94,12 +102,20 @@ def build_user_caps(T: np.ndarray, limits: pl.DataFrame, holdings: pl.DataFrame,
     holding_groups: list[np.ndarray] = []
     for kind, holder in ((_ASSOC, "vc"), (_QOS, "qos")):
         key = [holder, "user_name"] if kind == _ASSOC else [holder]
-        limit = limits.filter(pl.col("kind") == kind).select(
-            *(pl.col(k).cast(pl.String).fill_null(_NULL) for k in key), pl.col("gpus").cast(pl.Float64).alias("cap")
-        ).unique(key, keep="last", maintain_order=True)  # a key listed twice: its last limit
+        limit = (
+            limits.filter(pl.col("kind") == kind)
+            .select(
+                *(pl.col(k).cast(pl.String).fill_null(_NULL) for k in key), pl.col("gpus").cast(pl.Float64).alias("cap")
+            )
+            .unique(key, keep="last", maintain_order=True)
+        )  # a key listed twice: its last limit
         capped = jobs.with_row_index("row").join(limit, on=key, how="inner").filter(pl.col("user_name") != _NULL)
-        groups = capped.group_by(holder, "user_name").agg(pl.col("row").min().alias("first"), pl.col("cap").first()) \
-            .sort("first").with_row_index("group", offset=sum(len(c) for c in caps))
+        groups = (
+            capped.group_by(holder, "user_name")
+            .agg(pl.col("row").min().alias("first"), pl.col("cap").first())
+            .sort("first")
+            .with_row_index("group", offset=sum(len(c) for c in caps))
+        )
         caps.append(groups.get_column("cap").to_numpy())
         job_groups.append(_group_per_row(jobs, groups, holder))
         holding_groups.append(_group_per_row(holdings_keys, groups, holder))
@@ -116,14 +132,17 @@ def build_user_caps(T: np.ndarray, limits: pl.DataFrame, holdings: pl.DataFrame,
         start_i=np.searchsorted(T, holdings.get_column("start_s").to_numpy().astype(float)),
         end_i=np.searchsorted(T, holdings.get_column("end_s").to_numpy().astype(float)),
         gpus=holdings.get_column("gpus").to_numpy().astype(float),
-        members=members, job_assoc=job_assoc, job_qos=job_qos,
+        members=members,
+        job_assoc=job_assoc,
+        job_qos=job_qos,
     )
 
 
 def _group_per_row(rows: pl.DataFrame, groups: pl.DataFrame, holder: str) -> np.ndarray:
     """Each row's group (by its holder and user), -1 where it has none."""
-    found = rows.join(groups.select(holder, "user_name", "group"), on=[holder, "user_name"], how="left",
-                      maintain_order="left")
+    found = rows.join(
+        groups.select(holder, "user_name", "group"), on=[holder, "user_name"], how="left", maintain_order="left"
+    )
     return found.get_column("group").cast(pl.Int64).fill_null(-1).to_numpy()
 
 

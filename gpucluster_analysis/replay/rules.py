@@ -51,8 +51,10 @@ def parse_locality(text: str) -> LocalityRule:
         return LocalityRule("relaxed")
     if value.isdigit() and int(value) >= 1:
         return LocalityRule("at_most", int(value))
-    raise InputError(f"--locality {text!r} is not a locality rule",
-                     hint="use default, relaxed, or a number N of machines a job may span at most")
+    raise InputError(
+        f"--locality {text!r} is not a locality rule",
+        hint="use default, relaxed, or a number N of machines a job may span at most",
+    )
 
 
 @dataclass(frozen=True)

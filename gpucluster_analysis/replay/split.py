@@ -78,8 +78,14 @@ class ClassState:
 
 
 def class_state(
-    tl: Timeline, part: np.ndarray, gpus: float, usage: Steps | None, quota: float | None,
-    idle_quota: np.ndarray | None, rule: LocalityRule, user_over: np.ndarray | None = None,
+    tl: Timeline,
+    part: np.ndarray,
+    gpus: float,
+    usage: Steps | None,
+    quota: float | None,
+    idle_quota: np.ndarray | None,
+    rule: LocalityRule,
+    user_over: np.ndarray | None = None,
 ) -> ClassState:
     """Causes on the grid intervals `part` (sorted) for jobs of `gpus` GPUs in a VC using `usage`
     of `quota`; `idle_quota`: all VCs' quota left idle (this VC's own is taken out here);

@@ -104,8 +104,13 @@ def grid_index(T: np.ndarray, holdings: Holdings) -> tuple[np.ndarray, np.ndarra
     return np.searchsorted(T, holdings.start), np.searchsorted(T, holdings.end)
 
 
-def build_timeline(T: np.ndarray, holdings: Holdings, capacities: np.ndarray, listed_total: float | None,
-                   grid: tuple[np.ndarray, np.ndarray] | None = None) -> Timeline:
+def build_timeline(
+    T: np.ndarray,
+    holdings: Holdings,
+    capacities: np.ndarray,
+    listed_total: float | None,
+    grid: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Timeline:
     """The cluster's state on the grid T from its holdings and machine capacities.
 
     `capacities[m]`: GPUs of machine m. Without machines (placement unknown everywhere),
@@ -120,10 +125,21 @@ def build_timeline(T: np.ndarray, holdings: Holdings, capacities: np.ndarray, li
 
     if capacities.size and placed.any():
         caps = capacities.astype(float)
-        free, idle, at_least = _machine_sweep(n, start_i[placed], end_i[placed], holdings.machine[placed],
-                                              holdings.gpus[placed], caps)
-        return Timeline(T, float(caps.sum()), "machines", len(caps), int(caps.max()), True, held,
-                        np.maximum(free - unplaced_held, 0.0), idle, at_least)
+        free, idle, at_least = _machine_sweep(
+            n, start_i[placed], end_i[placed], holdings.machine[placed], holdings.gpus[placed], caps
+        )
+        return Timeline(
+            T,
+            float(caps.sum()),
+            "machines",
+            len(caps),
+            int(caps.max()),
+            True,
+            held,
+            np.maximum(free - unplaced_held, 0.0),
+            idle,
+            at_least,
+        )
     if capacities.size:
         total, basis = float(capacities.sum()), "machines"
     elif listed_total:
@@ -224,8 +240,9 @@ def vc_usage(T: np.ndarray, holdings: Holdings, vc: int, grid: tuple[np.ndarray,
     at = at[at < n]
     # rows changing at the grid's end (index n) are no part of any interval, as in _step
     s_in, e_in = start_i < n, end_i < n
-    delta = (np.bincount(np.searchsorted(at, start_i[s_in]), weights=gpus[s_in], minlength=len(at))
-             - np.bincount(np.searchsorted(at, end_i[e_in]), weights=gpus[e_in], minlength=len(at)))
+    delta = np.bincount(np.searchsorted(at, start_i[s_in]), weights=gpus[s_in], minlength=len(at)) - np.bincount(
+        np.searchsorted(at, end_i[e_in]), weights=gpus[e_in], minlength=len(at)
+    )
     return Steps(at.astype(np.int64), np.round(np.cumsum(delta), 6), n)
 
 

@@ -68,25 +68,45 @@ def mann_whitney(
     from scipy import stats  # deferred: scipy is slow to import
 
     xa, xb = _clean(a), _clean(b)
-    base = dict(comparison=comparison, groups=f"{label_a} vs {label_b}", n=f"{xa.size}/{xb.size}",
-                means=_fmt_means(xa, xb))
+    base = dict(
+        comparison=comparison, groups=f"{label_a} vs {label_b}", n=f"{xa.size}/{xb.size}", means=_fmt_means(xa, xb)
+    )
     if xa.size < min_n or xb.size < min_n:
-        return TestResult(**base, test="", statistic=None, p_value=None, effect_measure="", effect_size=None,
-                          note=f"too few jobs to test (n={xa.size}/{xb.size}; need at least {min_n} in each group)")
+        return TestResult(
+            **base,
+            test="",
+            statistic=None,
+            p_value=None,
+            effect_measure="",
+            effect_size=None,
+            note=f"too few jobs to test (n={xa.size}/{xb.size}; need at least {min_n} in each group)",
+        )
     if np.ptp(np.concatenate([xa, xb])) == 0:
-        return TestResult(**base, test="", statistic=None, p_value=None, effect_measure="", effect_size=None,
-                          note="all values are equal; nothing to test")
+        return TestResult(
+            **base,
+            test="",
+            statistic=None,
+            p_value=None,
+            effect_measure="",
+            effect_size=None,
+            note="all values are equal; nothing to test",
+        )
     res = stats.mannwhitneyu(xa, xb, alternative="two-sided")
     u = float(res.statistic)
     p = float(res.pvalue)
     r = 2.0 * u / (xa.size * xb.size) - 1.0
-    return TestResult(**base, test="Mann-Whitney U", statistic=u, p_value=p, effect_measure="rank-biserial r",
-                      effect_size=r, note="significant" if p < ALPHA else "not significant")
+    return TestResult(
+        **base,
+        test="Mann-Whitney U",
+        statistic=u,
+        p_value=p,
+        effect_measure="rank-biserial r",
+        effect_size=r,
+        note="significant" if p < ALPHA else "not significant",
+    )
 
 
-def kruskal_wallis(
-    comparison: str, groups: dict[str, Sequence[float | None]], min_n: int = MIN_GROUP
-) -> TestResult:
+def kruskal_wallis(comparison: str, groups: dict[str, Sequence[float | None]], min_n: int = MIN_GROUP) -> TestResult:
     """Kruskal-Wallis H across the groups that have at least `min_n` values, with eta-squared(H).
 
     eta^2_H = (H - k + 1) / (n - k) (Tomczak & Tomczak 2014), floored at 0.
@@ -97,20 +117,45 @@ def kruskal_wallis(
     kept = {k: v for k, v in kept.items() if v.size >= min_n}
     labels = list(kept)
     arrays = [kept[k] for k in labels]
-    base = dict(comparison=comparison, groups=" vs ".join(labels) or "-",
-                n="/".join(str(a.size) for a in arrays) or "0", means=_fmt_means(*arrays))
+    base = dict(
+        comparison=comparison,
+        groups=" vs ".join(labels) or "-",
+        n="/".join(str(a.size) for a in arrays) or "0",
+        means=_fmt_means(*arrays),
+    )
     if len(arrays) < 2:
-        return TestResult(**base, test="", statistic=None, p_value=None, effect_measure="", effect_size=None,
-                          note=f"too few groups with at least {min_n} jobs to test")
+        return TestResult(
+            **base,
+            test="",
+            statistic=None,
+            p_value=None,
+            effect_measure="",
+            effect_size=None,
+            note=f"too few groups with at least {min_n} jobs to test",
+        )
     if np.ptp(np.concatenate(arrays)) == 0:
-        return TestResult(**base, test="", statistic=None, p_value=None, effect_measure="", effect_size=None,
-                          note="all values are equal; nothing to test")
+        return TestResult(
+            **base,
+            test="",
+            statistic=None,
+            p_value=None,
+            effect_measure="",
+            effect_size=None,
+            note="all values are equal; nothing to test",
+        )
     res = stats.kruskal(*arrays)
     h, p = float(res.statistic), float(res.pvalue)
     n, k = sum(a.size for a in arrays), len(arrays)
     eta = max((h - k + 1) / (n - k), 0.0) if n > k else None
-    return TestResult(**base, test="Kruskal-Wallis H", statistic=h, p_value=p, effect_measure="eta-squared(H)",
-                      effect_size=eta, note="significant" if p < ALPHA else "not significant")
+    return TestResult(
+        **base,
+        test="Kruskal-Wallis H",
+        statistic=h,
+        p_value=p,
+        effect_measure="eta-squared(H)",
+        effect_size=eta,
+        note="significant" if p < ALPHA else "not significant",
+    )
 
 
 def locality_tests(per_job: pl.DataFrame, min_n: int = MIN_GROUP) -> list[TestResult]:
@@ -121,36 +166,61 @@ def locality_tests(per_job: pl.DataFrame, min_n: int = MIN_GROUP) -> list[TestRe
     3. Kruskal-Wallis across the number of servers spanned;
     4. jobs that shared a server with another job vs jobs alone on their servers.
     """
+
     def values(df: pl.DataFrame) -> list[float | None]:
         return df.get_column("mean_gpu_util_pct").to_list()
 
     placed = per_job.filter(pl.col("placement").is_not_null())
     results = [
-        mann_whitney("placement, all sizes", values(placed.filter(pl.col("placement") == "spread")),
-                     values(placed.filter(pl.col("placement") == "packed")), "spread", "packed", min_n)
+        mann_whitney(
+            "placement, all sizes",
+            values(placed.filter(pl.col("placement") == "spread")),
+            values(placed.filter(pl.col("placement") == "packed")),
+            "spread",
+            "packed",
+            min_n,
+        )
     ]
     for gpus in sorted(set(placed.get_column("num_gpus").drop_nulls().to_list())):
         same = placed.filter(pl.col("num_gpus") == gpus)
         spread, packed = same.filter(pl.col("placement") == "spread"), same.filter(pl.col("placement") == "packed")
         if spread.height and packed.height:
-            results.append(mann_whitney(f"placement, {gpus}-GPU jobs", values(spread), values(packed),
-                                        "spread", "packed", min_n))
+            results.append(
+                mann_whitney(f"placement, {gpus}-GPU jobs", values(spread), values(packed), "spread", "packed", min_n)
+            )
     by_servers = {
         f"{s} server{'s' if s != 1 else ''}": values(placed.filter(pl.col("num_servers") == s))
         for s in sorted(set(placed.get_column("num_servers").drop_nulls().to_list()))
     }
     results.append(kruskal_wallis("servers spanned, all sizes", by_servers, min_n))
     known = per_job.filter(pl.col("shares_server").is_not_null())
-    results.append(mann_whitney("server sharing, all sizes", values(known.filter(pl.col("shares_server"))),
-                                values(known.filter(~pl.col("shares_server"))), "shared", "alone", min_n))
+    results.append(
+        mann_whitney(
+            "server sharing, all sizes",
+            values(known.filter(pl.col("shares_server"))),
+            values(known.filter(~pl.col("shares_server"))),
+            "shared",
+            "alone",
+            min_n,
+        )
+    )
     return results
 
 
 def tests_frame(results: list[TestResult]) -> pl.DataFrame:
     """The test results as a table (one row per test) for CSV and HTML."""
-    schema = {"comparison": pl.String, "groups": pl.String, "n": pl.String, "means": pl.String, "test": pl.String,
-              "statistic": pl.Float64, "p_value": pl.Float64, "effect_measure": pl.String,
-              "effect_size": pl.Float64, "note": pl.String}
+    schema = {
+        "comparison": pl.String,
+        "groups": pl.String,
+        "n": pl.String,
+        "means": pl.String,
+        "test": pl.String,
+        "statistic": pl.Float64,
+        "p_value": pl.Float64,
+        "effect_measure": pl.String,
+        "effect_size": pl.Float64,
+        "note": pl.String,
+    }
     rows = [{k: v for k, v in asdict(r).items()} for r in results]
     return pl.DataFrame(rows, schema=schema)
 
@@ -182,7 +252,9 @@ def hist_mean(hist: pl.DataFrame, sum_col: str, count_col: str = "samples") -> f
     return float(hist.get_column(sum_col).sum()) / n if n else None
 
 
-def share_below(hist: pl.DataFrame, threshold: float, bin_col: str = "util_bin", count_col: str = "samples") -> float | None:
+def share_below(
+    hist: pl.DataFrame, threshold: float, bin_col: str = "util_bin", count_col: str = "samples"
+) -> float | None:
     """Share (0..1) of histogram mass in bins entirely below `threshold`."""
     if hist.is_empty():
         return None

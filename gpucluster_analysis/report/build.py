@@ -11,10 +11,9 @@ a killed one leaves the previous report as it was.
 
 from __future__ import annotations
 
-import re
-
 import html
 import importlib
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -54,28 +53,77 @@ from gpucluster_analysis.speed import variability
 
 # The report's named queries; each result is written as <name>.csv.
 REPORT_QUERIES = (
-    "overview_totals", "sources_compared", "jobs_by_status", "jobs_by_size",
-    "queue_delay_summary_by_size", "queue_delay_cdf_by_size", "queue_delay_by_vc", "queue_delay_cdf_by_vc",
-    "queue_delay_by_servers", "retry_gap_by_order", "queue_basis",
-    "wait_causes_by_size", "wait_causes_by_vc", "wait_abandoned", "wait_what_ifs", "wait_unsplit",
-    "gpu_util_by_gpus_servers", "gpu_util_cdf_by_placement", "gpu_util_by_status", "gpu_util_cdf_by_status",
-    "gpu_util_by_colocation", "host_util_cdf_by_activity",
-    "gpu_activity_summary", "gpu_activity_grid", "gpu_activity_busy_idle", "gpu_activity_by_placement",
+    "overview_totals",
+    "sources_compared",
+    "jobs_by_status",
+    "jobs_by_size",
+    "queue_delay_summary_by_size",
+    "queue_delay_cdf_by_size",
+    "queue_delay_by_vc",
+    "queue_delay_cdf_by_vc",
+    "queue_delay_by_servers",
+    "retry_gap_by_order",
+    "queue_basis",
+    "wait_causes_by_size",
+    "wait_causes_by_vc",
+    "wait_abandoned",
+    "wait_what_ifs",
+    "wait_unsplit",
+    "gpu_util_by_gpus_servers",
+    "gpu_util_cdf_by_placement",
+    "gpu_util_by_status",
+    "gpu_util_cdf_by_status",
+    "gpu_util_by_colocation",
+    "host_util_cdf_by_activity",
+    "gpu_activity_summary",
+    "gpu_activity_grid",
+    "gpu_activity_busy_idle",
+    "gpu_activity_by_placement",
     "job_activity_by_attributes",
-    "failures_by_status", "job_attempts_by_status", "gpu_time_by_status_size", "run_time_cdf_by_status",
-    "gpu_time_by_run_time_status", "failure_summary", "failure_trials_by_status", "failure_categories",
-    "failure_reasons", "failure_by_size", "failure_rtf_cdf", "failure_repetition", "failure_repeaters",
+    "failures_by_status",
+    "job_attempts_by_status",
+    "gpu_time_by_status_size",
+    "run_time_cdf_by_status",
+    "gpu_time_by_run_time_status",
+    "failure_summary",
+    "failure_trials_by_status",
+    "failure_categories",
+    "failure_reasons",
+    "failure_by_size",
+    "failure_rtf_cdf",
+    "failure_repetition",
+    "failure_repeaters",
     "failure_log_matching",
-    "gpu_sample_interval", "gpu_time_coverage", "job_sample_coverage", "rejects_by_file", "reject_examples",
-    "machine_capacity_mismatch", "jobs_missing_times", "gpu_time_by_attribution",
+    "gpu_sample_interval",
+    "gpu_time_coverage",
+    "job_sample_coverage",
+    "rejects_by_file",
+    "reject_examples",
+    "machine_capacity_mismatch",
+    "jobs_missing_times",
+    "gpu_time_by_attribution",
 )
 # Queries that read none of the replay's tables (replay_job_waits, wait_cause_totals, and
 # job_facts, which joins it): they run while the replay computes, beside it.
 BESIDE_REPLAY_QUERIES = (
-    "gpu_sample_interval", "retry_gap_by_order", "gpu_util_cdf_by_placement", "gpu_util_cdf_by_status",
-    "host_util_cdf_by_activity", "failure_trials_by_status", "failure_categories", "failure_reasons",
-    "failure_by_size", "failure_rtf_cdf", "failure_repetition", "failure_repeaters", "failure_log_matching",
-    "gpu_time_coverage", "rejects_by_file", "reject_examples", "machine_capacity_mismatch", "jobs_missing_times",
+    "gpu_sample_interval",
+    "retry_gap_by_order",
+    "gpu_util_cdf_by_placement",
+    "gpu_util_cdf_by_status",
+    "host_util_cdf_by_activity",
+    "failure_trials_by_status",
+    "failure_categories",
+    "failure_reasons",
+    "failure_by_size",
+    "failure_rtf_cdf",
+    "failure_repetition",
+    "failure_repeaters",
+    "failure_log_matching",
+    "gpu_time_coverage",
+    "rejects_by_file",
+    "reject_examples",
+    "machine_capacity_mismatch",
+    "jobs_missing_times",
     "gpu_time_by_attribution",
 )
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
@@ -126,9 +174,20 @@ def build_report(
         return _build(db, out, directory, log, quotas, locality, selection, baseline, dataset, engine, master, raw_csv)
 
 
-def _build(db: Path, out: Path, directory: ReportDirectory, log: Callable[[str], None], quotas: Quotas | None,
-           locality: LocalityRule, selection: Selection, baseline: Selection | None, dataset: Path | None,
-           engine: str, master: str | None, raw_csv: bool) -> Written:
+def _build(
+    db: Path,
+    out: Path,
+    directory: ReportDirectory,
+    log: Callable[[str], None],
+    quotas: Quotas | None,
+    locality: LocalityRule,
+    selection: Selection,
+    baseline: Selection | None,
+    dataset: Path | None,
+    engine: str,
+    master: str | None,
+    raw_csv: bool,
+) -> Written:
     started = time.perf_counter()
     # scipy.stats (half a second to import) is first needed after the replay: imported in a
     # thread while DuckDB builds the first tables, off the way (the import lock makes a use
@@ -148,8 +207,9 @@ def _build(db: Path, out: Path, directory: ReportDirectory, log: Callable[[str],
     if before is not None:
         results["comparison"] = comparison.compare(before, now)
     name = (db if dataset is None else dataset).name
-    content = sections.compose(results, now.tests, name, selection.describe(),
-                               None if baseline is None else baseline.describe())
+    content = sections.compose(
+        results, now.tests, name, selection.describe(), None if baseline is None else baseline.describe()
+    )
     with _step(log, "writing HTML and CSV"):
         page = render_html(content, title=f"GPU cluster report: {name}")
         tables = _write_outputs(directory, now.jobs, results, page, raw_csv=raw_csv)
@@ -187,13 +247,15 @@ def _check_engine(engine: str, dataset: Path | None, master: str | None) -> None
 
     spark.require()
     if dataset is None:
-        raise ReportError("--engine spark reads a Parquet dataset",
-                          hint="pass --from DIR (gca export --db STORE --to DIR writes one)")
+        raise ReportError(
+            "--engine spark reads a Parquet dataset", hint="pass --from DIR (gca export --db STORE --to DIR writes one)"
+        )
 
 
 @contextmanager
-def _heavy_engine(engine: str, dataset: Path | None, master: str | None,
-                  log: Callable[[str], None]) -> Iterator[Engine | None]:
+def _heavy_engine(
+    engine: str, dataset: Path | None, master: str | None, log: Callable[[str], None]
+) -> Iterator[Engine | None]:
     """The engine of the heavy queries (None: DuckDB runs them all), for as long as the report runs."""
     if engine == "duckdb" or dataset is None:
         yield None
@@ -205,9 +267,14 @@ def _heavy_engine(engine: str, dataset: Path | None, master: str | None,
         yield session
 
 
-def _compute(con: duckdb.DuckDBPyConnection, log: Callable[[str], None], quotas: Quotas | None,
-             locality: LocalityRule, selection: Selection,
-             heavy: Engine | None) -> comparison.Period:
+def _compute(
+    con: duckdb.DuckDBPyConnection,
+    log: Callable[[str], None],
+    quotas: Quotas | None,
+    locality: LocalityRule,
+    selection: Selection,
+    heavy: Engine | None,
+) -> comparison.Period:
     """Everything the report shows of one selection: jobs.csv, the query results, the tests."""
     timed = _timed_tables(log)
     # what ingest kept of the heaviest queries' results, where still current (report/kept.py)
@@ -216,17 +283,28 @@ def _compute(con: duckdb.DuckDBPyConnection, log: Callable[[str], None], quotas:
         log(f"kept from ingest, not computed again: {', '.join(sorted(kept))}")
     early: dict[str, pl.DataFrame] = {}
     with _step(log, "preparing: attempt windows, GPU-sample attribution, queueing replay, job tables"):
-        replay = prepare(con, on_table=timed, quotas=quotas, locality=locality, selection=selection, heavy=heavy,
-                         kept=kept, beside_replay=lambda: early.update(
-                             _run_queries(con, log, heavy, kept, BESIDE_REPLAY_QUERIES)))
+        replay = prepare(
+            con,
+            on_table=timed,
+            quotas=quotas,
+            locality=locality,
+            selection=selection,
+            heavy=heavy,
+            kept=kept,
+            beside_replay=lambda: early.update(_run_queries(con, log, heavy, kept, BESIDE_REPLAY_QUERIES)),
+        )
         prepare_report(con, on_table=timed)
     with _step(log, "jobs table"):
         jobs = format_for_csv(jobs_table(con, prepared=True))
         sizes = con.sql("SELECT source, job_id, size_bucket, size_order FROM job_keys").pl()
     with _step(log, f"{len(REPORT_QUERIES)} report queries"):
         results = _run_queries(con, log, heavy, kept, REPORT_QUERIES, early)
-        results.update(quotas=replay.quotas, wait_clusters=replay.clusters, wait_timeline=replay.timeline,
-                       pending_reasons_vs_replay=replay.pending)
+        results.update(
+            quotas=replay.quotas,
+            wait_clusters=replay.clusters,
+            wait_timeline=replay.timeline,
+            pending_reasons_vs_replay=replay.pending,
+        )
         results.update(_speed_results(con, heavy))
         per_job = run_query(con, "job_gpu_util_by_attributes")
     results = {name: whole_counts(df) for name, df in results.items()}
@@ -237,8 +315,10 @@ def _compute(con: duckdb.DuckDBPyConnection, log: Callable[[str], None], quotas:
 
 # Columns that count things (GPUs, servers, jobs): floats only because a source can have
 # fractions (Alibaba's shared GPUs) or because SQL summed them.
-_COUNT_COLUMN = re.compile(r"^(?:num_)?(?:gpus|servers|nodes|machines|jobs|attempts|samples|files|families|trials|retries)$"
-                           r"|_(?:gpus|servers|jobs|attempts|samples|count)$|^(?:gpu|size)_?(?:count|gpus)?$")
+_COUNT_COLUMN = re.compile(
+    r"^(?:num_)?(?:gpus|servers|nodes|machines|jobs|attempts|samples|files|families|trials|retries)$"
+    r"|_(?:gpus|servers|jobs|attempts|samples|count)$|^(?:gpu|size)_?(?:count|gpus)?$"
+)
 
 
 def whole_counts(df: pl.DataFrame) -> pl.DataFrame:
@@ -273,26 +353,40 @@ def _step(log: Callable[[str], None], what: str) -> Iterator[None]:
 def _check_store(con: duckdb.DuckDBPyConnection, db: Path) -> None:
     hint = f"run `gca ingest PATH... --db {db}` first"
     # information_schema lists views too: a dataset's tables are views over its Parquet files
-    tables = {r[0] for r in con.sql("SELECT table_name FROM information_schema.tables"
-                                     " WHERE table_catalog = current_database() AND table_schema = 'main'").fetchall()}
+    tables = {
+        r[0]
+        for r in con.sql(
+            "SELECT table_name FROM information_schema.tables"
+            " WHERE table_catalog = current_database() AND table_schema = 'main'"
+        ).fetchall()
+    }
     if "jobs" not in tables:
         raise StoreError(f"{db}: not a gca store (it has no jobs table)", hint=hint)
     if not con.sql("SELECT count(*) FROM jobs").fetchall()[0][0]:
         raise StoreError(f"{db}: the store holds no jobs, so there is nothing to report", hint=hint)
 
 
-def _run_queries(con: duckdb.DuckDBPyConnection, log: Callable[[str], None],
-                 heavy: Engine | None = None, kept: frozenset[str] = frozenset(),
-                 names: tuple[str, ...] = REPORT_QUERIES,
-                 done: dict[str, pl.DataFrame] | None = None) -> dict[str, pl.DataFrame]:
+def _run_queries(
+    con: duckdb.DuckDBPyConnection,
+    log: Callable[[str], None],
+    heavy: Engine | None = None,
+    kept: frozenset[str] = frozenset(),
+    names: tuple[str, ...] = REPORT_QUERIES,
+    done: dict[str, pl.DataFrame] | None = None,
+) -> dict[str, pl.DataFrame]:
     """The named queries `names` (gpu_sample_interval first: the others take its interval), in
     that order; those in `done` are taken from it, not run again."""
     done = done or {}
     interval = done["gpu_sample_interval"] if "gpu_sample_interval" in done else run_query(con, "gpu_sample_interval")
     interval_s = interval.get_column("interval_s")[0] if interval.height else None
-    params = {"top_vcs": queueing.TOP_VCS, "sample_interval_s": interval_s, "top_repeaters": failures.TOP_REPEATERS,
-              "busy_util_pct": activity.BUSY_UTIL_PCT, "idle_sm_pct": activity.IDLE_SM_PCT,
-              "top_jobs": activity.TOP_BUSY_IDLE}
+    params = {
+        "top_vcs": queueing.TOP_VCS,
+        "sample_interval_s": interval_s,
+        "top_repeaters": failures.TOP_REPEATERS,
+        "busy_util_pct": activity.BUSY_UTIL_PCT,
+        "idle_sm_pct": activity.IDLE_SM_PCT,
+        "top_jobs": activity.TOP_BUSY_IDLE,
+    }
     results = {"gpu_sample_interval": interval}
     for name in names:
         if name in done:
@@ -314,24 +408,48 @@ def _speed_results(con: duckdb.DuckDBPyConnection, heavy: Engine | None = None) 
     placed = run_query(con, "attempt_machines")
     ratios = variability.attempt_ratios(attempts, placed)
     machines = variability.relative_speed(ratios, ["machine_id"])
-    by_gpu = ratios.join(placed.filter(pl.col("gpu_index").is_not_null()),
-                         on=["source", "job_id", "attempt_no", "machine_id"])
+    by_gpu = ratios.join(
+        placed.filter(pl.col("gpu_index").is_not_null()), on=["source", "job_id", "attempt_no", "machine_id"]
+    )
     gpus = variability.relative_speed(by_gpu, ["machine_id", "gpu_index"])
     loc = variability.locality_cost(attempts)
     health = run_named(con, "machine_telemetry_health", heavy)
     flagged = health.join(machines.select("machine_id", "flag"), on="machine_id", how="inner")
-    telemetry = (flagged.group_by("flag").agg(
-        pl.len().alias("machines"), pl.col("detail_samples").sum(), pl.col("throttled_pct").mean(),
-        pl.col("mean_sm_clock_mhz").mean(), pl.col("mean_temp_c").mean()).sort("flag")
-        if not flagged.is_empty() else flagged)
-    summary = pl.DataFrame([{
-        "attempts": attempts.height, "jobs": attempts.select("source", "job_id").n_unique() if attempts.height else 0,
-        "families": attempts.get_column("family").n_unique() if attempts.height else 0,
-        "machines": machines.height, "slow_machines": machines.filter(pl.col("flag") == "slow").height,
-        "locality_families": loc.families, "locality_median_ratio": loc.median_ratio, "locality_p_value": loc.p_value,
-    }], schema_overrides={"locality_median_ratio": pl.Float64, "locality_p_value": pl.Float64})
-    return {"speed_summary": summary, "machine_speed": machines.select(list(variability.MACHINE_COLUMNS)),
-            "gpu_speed": gpus, "speed_locality": loc.per_family, "slow_machine_telemetry": telemetry}
+    telemetry = (
+        flagged.group_by("flag")
+        .agg(
+            pl.len().alias("machines"),
+            pl.col("detail_samples").sum(),
+            pl.col("throttled_pct").mean(),
+            pl.col("mean_sm_clock_mhz").mean(),
+            pl.col("mean_temp_c").mean(),
+        )
+        .sort("flag")
+        if not flagged.is_empty()
+        else flagged
+    )
+    summary = pl.DataFrame(
+        [
+            {
+                "attempts": attempts.height,
+                "jobs": attempts.select("source", "job_id").n_unique() if attempts.height else 0,
+                "families": attempts.get_column("family").n_unique() if attempts.height else 0,
+                "machines": machines.height,
+                "slow_machines": machines.filter(pl.col("flag") == "slow").height,
+                "locality_families": loc.families,
+                "locality_median_ratio": loc.median_ratio,
+                "locality_p_value": loc.p_value,
+            }
+        ],
+        schema_overrides={"locality_median_ratio": pl.Float64, "locality_p_value": pl.Float64},
+    )
+    return {
+        "speed_summary": summary,
+        "machine_speed": machines.select(list(variability.MACHINE_COLUMNS)),
+        "gpu_speed": gpus,
+        "speed_locality": loc.per_family,
+        "slow_machine_telemetry": telemetry,
+    }
 
 
 # ---------------------------------------------------------------- files
@@ -392,8 +510,9 @@ def _spreadsheet_text(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(rewritten) if rewritten else df
 
 
-def _write_outputs(directory: ReportDirectory, jobs: pl.DataFrame, results: dict[str, pl.DataFrame],
-                   page: str, raw_csv: bool = False) -> list[Path]:
+def _write_outputs(
+    directory: ReportDirectory, jobs: pl.DataFrame, results: dict[str, pl.DataFrame], page: str, raw_csv: bool = False
+) -> list[Path]:
     """jobs.csv, a CSV per result and index.html, put in place of the previous report whole
     (report/directory.py); the CSVs' paths."""
     tables = ["jobs.csv", *(f"{name}.csv" for name in results)]
@@ -459,9 +578,15 @@ def render_html(content: list[Section], title: str) -> str:
         body.append(f'<section id="{_html(s.id)}"><h2>{_html(s.title)}</h2>')
         for block in s.blocks:
             if isinstance(block, Figure):
-                div = pio.to_html(block.figure, include_plotlyjs=False, full_html=False, div_id=block.div_id,
-                                  config=PLOTLY_CONFIG, default_width="100%",
-                                  default_height=f"{block.figure.layout.height or 420}px")
+                div = pio.to_html(
+                    block.figure,
+                    include_plotlyjs=False,
+                    full_html=False,
+                    div_id=block.div_id,
+                    config=PLOTLY_CONFIG,
+                    default_width="100%",
+                    default_height=f"{block.figure.layout.height or 420}px",
+                )
                 body.append(
                     f'<div class="figure" id="{_html(block.div_id)}-block"><div class="plot">{div}</div>'
                     f'<p class="finding">{_html(block.finding)}</p>'
@@ -471,8 +596,10 @@ def render_html(content: list[Section], title: str) -> str:
             elif isinstance(block, Table):
                 body.append(_table_html(block))
             elif isinstance(block, Findings):
-                items = "".join(f'<li><a href="#{_html(sid)}">{_html(title)}</a>: {_html(text)}</li>'
-                                for sid, title, text in block.items)
+                items = "".join(
+                    f'<li><a href="#{_html(sid)}">{_html(title)}</a>: {_html(text)}</li>'
+                    for sid, title, text in block.items
+                )
                 body.append(f'<ul class="key-findings">{items}</ul>')
             elif isinstance(block, Paragraph) and block.kind == "h3":
                 slug = block.text.lower().replace(" ", "-")
@@ -482,7 +609,7 @@ def render_html(content: list[Section], title: str) -> str:
         body.append("</section>")
     # The bundle goes in as is; it holds no "</script" (checked by the tests).
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{_html(title)}</title>\n<style>{CSS}</style>\n"
         f'<script type="text/javascript">{get_plotlyjs()}</script>\n</head>\n<body>\n'
         f"<header><h1>{_html(title)}</h1><p>Generated {generated} by gca {_html(__version__)}."
@@ -500,8 +627,11 @@ def _table_html(t: Table) -> str:
     if df.height == 1 and df.width > TRANSPOSE_OVER_COLUMNS:
         return _record_html(t)
     shown = df.head(t.max_rows)
-    more = (f" Showing the first {t.max_rows} of {df.height:,} rows; all are in {t.name}.csv."
-            if df.height > t.max_rows else "")
+    more = (
+        f" Showing the first {t.max_rows} of {df.height:,} rows; all are in {t.name}.csv."
+        if df.height > t.max_rows
+        else ""
+    )
     # a column name may break after its underscores: a wide table of long names still fits its card
     head = "".join(f"<th>{_html(c).replace('_', '_<wbr>')}</th>" for c in df.columns)
     rows = []
@@ -514,22 +644,29 @@ def _table_html(t: Table) -> str:
     if not rows:
         rows.append(f'<tr><td class="text" colspan="{max(len(df.columns), 1)}">(no rows)</td></tr>')
     caption = _html(t.caption + more)
-    return (f'<div class="table-block"><p class="caption">{caption}'
-            f' <a href="{_html(t.name)}.csv">{_html(t.name)}.csv</a></p>'
-            f'<div class="table-wrap"><table id="table-{_html(t.name)}">'
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div></div>")
+    return (
+        f'<div class="table-block"><p class="caption">{caption}'
+        f' <a href="{_html(t.name)}.csv">{_html(t.name)}.csv</a></p>'
+        f'<div class="table-wrap"><table id="table-{_html(t.name)}">'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div></div>"
+    )
 
 
 def _record_html(t: Table) -> str:
     rows = []
     for col, value in t.frame.row(0, named=True).items():
         text, is_text = _cell(col, value)
-        rows.append(f'<tr><th scope="row">{_html(col)}</th>'
-                    + (f'<td class="text">{_html(text)}</td>' if is_text else f"<td>{_html(text)}</td>") + "</tr>")
-    return (f'<div class="table-block"><p class="caption">{_html(t.caption)}'
-            f' <a href="{_html(t.name)}.csv">{_html(t.name)}.csv</a></p>'
-            f'<div class="table-wrap"><table id="table-{_html(t.name)}" class="record">'
-            f"<tbody>{''.join(rows)}</tbody></table></div></div>")
+        rows.append(
+            f'<tr><th scope="row">{_html(col)}</th>'
+            + (f'<td class="text">{_html(text)}</td>' if is_text else f"<td>{_html(text)}</td>")
+            + "</tr>"
+        )
+    return (
+        f'<div class="table-block"><p class="caption">{_html(t.caption)}'
+        f' <a href="{_html(t.name)}.csv">{_html(t.name)}.csv</a></p>'
+        f'<div class="table-wrap"><table id="table-{_html(t.name)}" class="record">'
+        f"<tbody>{''.join(rows)}</tbody></table></div></div>"
+    )
 
 
 def _cell(col: str, value: object) -> tuple[str, bool]:

@@ -61,7 +61,9 @@ class ReportDirectory:
             self._sweep()
         except OSError as e:
             self._unlock()
-            raise ReportError(f"{self.shown}: cannot write the report: {e.strerror or e}", hint=_CANNOT_WRITE_HINT) from e
+            raise ReportError(
+                f"{self.shown}: cannot write the report: {e.strerror or e}", hint=_CANNOT_WRITE_HINT
+            ) from e
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
@@ -75,14 +77,17 @@ class ReportDirectory:
         try:
             new.mkdir(parents=True)
             names = write(new)
-            (new / MARKER).write_text(json.dumps({"written_by": f"gca {__version__}", "files": names}, indent=1) + "\n",
-                                      encoding="utf-8")
+            (new / MARKER).write_text(
+                json.dumps({"written_by": f"gca {__version__}", "files": names}, indent=1) + "\n", encoding="utf-8"
+            )
             if whole:
                 self._swap(new)
             else:
                 self._move_in(new, names)
         except OSError as e:
-            raise ReportError(f"{self.shown}: cannot write the report: {e.strerror or e}", hint=_CANNOT_WRITE_HINT) from e
+            raise ReportError(
+                f"{self.shown}: cannot write the report: {e.strerror or e}", hint=_CANNOT_WRITE_HINT
+            ) from e
         finally:
             shutil.rmtree(new, ignore_errors=True)
 
@@ -101,7 +106,9 @@ class ReportDirectory:
                 self.lock_path = self.out / _LOCK
                 fd = self._open_locked(self.lock_path)
         except OSError as e:
-            raise ReportError(f"{self.shown}: cannot write the report: {e.strerror or e}", hint=_CANNOT_WRITE_HINT) from e
+            raise ReportError(
+                f"{self.shown}: cannot write the report: {e.strerror or e}", hint=_CANNOT_WRITE_HINT
+            ) from e
         os.ftruncate(fd, 0)
         os.write(fd, f"process {os.getpid()} on {socket.gethostname()}\n".encode())
         self._lock_fd = fd
@@ -166,8 +173,10 @@ class ReportDirectory:
             return False
         listed = set(self._listed())
         with os.scandir(self.out) as entries:
-            return all(e.name.startswith(_OWN_PREFIX) or (e.name in listed and e.is_file(follow_symlinks=False))
-                       for e in entries)
+            return all(
+                e.name.startswith(_OWN_PREFIX) or (e.name in listed and e.is_file(follow_symlinks=False))
+                for e in entries
+            )
 
     def _listed(self) -> list[str]:
         """The files the previous report wrote here, as its marker lists them."""

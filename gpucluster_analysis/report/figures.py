@@ -21,10 +21,18 @@ from gpucluster_analysis.printable import printable
 
 HEIGHT = 420
 STATUS_COLORS = {
-    "passed": "#2ca02c", "failed": "#d62728", "killed": "#ff7f0e", "timeout": "#9467bd",
-    "node_fail": "#8c564b", "preempted": "#e377c2", "running": "#17becf", "pending": "#bcbd22",
+    "passed": "#2ca02c",
+    "failed": "#d62728",
+    "killed": "#ff7f0e",
+    "timeout": "#9467bd",
+    "node_fail": "#8c564b",
+    "preempted": "#e377c2",
+    "running": "#17becf",
+    "pending": "#bcbd22",
     "unknown": "#7f7f7f",
 }
+
+
 def status_rank(status: object) -> tuple[int, str]:
     """Sort key: statuses in STATUS_COLORS order (passed first), unknown ones after, by name."""
     order = list(STATUS_COLORS)
@@ -77,14 +85,37 @@ def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, height: int 
 
 # Log-axis ticks for durations in seconds: a fine set for narrow ranges, a coarse one for wide.
 FINE_TICKS = (
-    (1, "1 s"), (2, "2 s"), (5, "5 s"), (10, "10 s"), (30, "30 s"), (60, "1 min"), (120, "2 min"),
-    (300, "5 min"), (600, "10 min"), (1800, "30 min"), (3600, "1 h"), (2 * 3600, "2 h"), (6 * 3600, "6 h"),
-    (12 * 3600, "12 h"), (86400, "1 day"), (2 * 86400, "2 days"), (7 * 86400, "1 week"),
-    (30 * 86400, "30 days"), (365 * 86400, "1 year"),
+    (1, "1 s"),
+    (2, "2 s"),
+    (5, "5 s"),
+    (10, "10 s"),
+    (30, "30 s"),
+    (60, "1 min"),
+    (120, "2 min"),
+    (300, "5 min"),
+    (600, "10 min"),
+    (1800, "30 min"),
+    (3600, "1 h"),
+    (2 * 3600, "2 h"),
+    (6 * 3600, "6 h"),
+    (12 * 3600, "12 h"),
+    (86400, "1 day"),
+    (2 * 86400, "2 days"),
+    (7 * 86400, "1 week"),
+    (30 * 86400, "30 days"),
+    (365 * 86400, "1 year"),
 )
 COARSE_TICKS = (
-    (1, "1 s"), (10, "10 s"), (60, "1 min"), (600, "10 min"), (3600, "1 h"), (6 * 3600, "6 h"),
-    (86400, "1 day"), (7 * 86400, "1 week"), (30 * 86400, "30 days"), (365 * 86400, "1 year"),
+    (1, "1 s"),
+    (10, "10 s"),
+    (60, "1 min"),
+    (600, "10 min"),
+    (3600, "1 h"),
+    (6 * 3600, "6 h"),
+    (86400, "1 day"),
+    (7 * 86400, "1 week"),
+    (30 * 86400, "30 days"),
+    (365 * 86400, "1 year"),
 )
 
 
@@ -105,8 +136,12 @@ def duration_axis(fig: go.Figure, axis: str, values: Sequence[float | None]) -> 
             break
     pad = 0.04 * max(math.log10(last) - math.log10(first), 1.0)
     update = fig.update_xaxes if axis == "x" else fig.update_yaxes
-    update(type="log", tickvals=[v for v, _ in shown], ticktext=[t for _, t in shown],
-           range=[math.log10(first) - pad, math.log10(last) + pad])
+    update(
+        type="log",
+        tickvals=[v for v, _ in shown],
+        ticktext=[t for _, t in shown],
+        range=[math.log10(first) - pad, math.log10(last) + pad],
+    )
     return fig
 
 
@@ -115,12 +150,20 @@ def share_bars(df: pl.DataFrame, category: str, title: str, category_title: str)
     df = _plain_text(df)
     cats = [str(c) for c in df.get_column(category).to_list()]
     fig = go.Figure()
-    fig.add_bar(x=cats, y=df.get_column("jobs_pct").to_list(), name="% of jobs",
-                customdata=df.get_column("jobs").to_list(),
-                hovertemplate="%{x}: %{y:.1f}% of jobs (%{customdata:,} jobs)<extra></extra>")
-    fig.add_bar(x=cats, y=df.get_column("gpu_time_pct").to_list(), name="% of GPU time",
-                customdata=df.get_column("gpu_hours").to_list(),
-                hovertemplate="%{x}: %{y:.1f}% of GPU time (%{customdata:,.0f} GPU-hours)<extra></extra>")
+    fig.add_bar(
+        x=cats,
+        y=df.get_column("jobs_pct").to_list(),
+        name="% of jobs",
+        customdata=df.get_column("jobs").to_list(),
+        hovertemplate="%{x}: %{y:.1f}% of jobs (%{customdata:,} jobs)<extra></extra>",
+    )
+    fig.add_bar(
+        x=cats,
+        y=df.get_column("gpu_time_pct").to_list(),
+        name="% of GPU time",
+        customdata=df.get_column("gpu_hours").to_list(),
+        hovertemplate="%{x}: %{y:.1f}% of GPU time (%{customdata:,.0f} GPU-hours)<extra></extra>",
+    )
     fig.update_layout(barmode="group")
     fig.update_xaxes(type="category")
     return _layout(fig, title, category_title, "share (%)")
@@ -155,7 +198,11 @@ def cdf_lines(
         xs = part.get_column(x).to_list()
         shown = [max(v, x_floor) for v in xs] if log_x else xs
         fig.add_scatter(
-            x=shown, y=part.get_column("cum_share").to_list(), customdata=xs, mode="lines", name=str(g),
+            x=shown,
+            y=part.get_column("cum_share").to_list(),
+            customdata=xs,
+            mode="lines",
+            name=str(g),
             line=dict(shape="hv", width=2, color=(colors or {}).get(str(g))),
             hovertemplate=f"{g}: " + "%{y:.1%} at or below %{customdata:,.0f} s<extra></extra>",
         )
@@ -190,7 +237,10 @@ def hist_cdf(
         ys = [0.0] + part.get_column("cum_share").to_list()
         n = int(part.get_column("samples").sum())
         fig.add_scatter(
-            x=xs, y=ys, mode="lines", name=f"{g} (n={n:,})",
+            x=xs,
+            y=ys,
+            mode="lines",
+            name=f"{g} (n={n:,})",
             line=dict(width=2, color=(colors or {}).get(str(g))),
             hovertemplate=f"{g}: " + "%{y:.1%} of samples below %{x}%<extra></extra>",
         )
@@ -231,8 +281,11 @@ def grouped_bars(
         if count:
             hover += " (n=%{customdata:,})"
         fig.add_bar(
-            x=[str(v) for v in part.get_column(x).to_list()], y=part.get_column(y).to_list(), name=name,
-            customdata=custom, hovertemplate=hover + "<extra></extra>",
+            x=[str(v) for v in part.get_column(x).to_list()],
+            y=part.get_column(y).to_list(),
+            name=name,
+            customdata=custom,
+            hovertemplate=hover + "<extra></extra>",
             marker_color=(colors or {}).get(name),
         )
     fig.update_layout(barmode=barmode, showlegend=color is not None)
@@ -255,9 +308,13 @@ def quantile_bars(
     n = df.get_column(count).to_list()
     for col, label in columns:
         secs = df.get_column(col).to_list()
-        fig.add_bar(x=cats, y=[None if v is None else max(v, 1.0) for v in secs], name=label,
-                    customdata=list(zip(secs, n, strict=True)),
-                    hovertemplate=f"%{{x}} {label}: %{{customdata[0]:,.0f}} s (n=%{{customdata[1]:,}})<extra></extra>")
+        fig.add_bar(
+            x=cats,
+            y=[None if v is None else max(v, 1.0) for v in secs],
+            name=label,
+            customdata=list(zip(secs, n, strict=True)),
+            hovertemplate=f"%{{x}} {label}: %{{customdata[0]:,.0f}} s (n=%{{customdata[1]:,}})<extra></extra>",
+        )
     fig.update_layout(barmode="group")
     fig.update_xaxes(type="category")
     duration_axis(fig, "y", [max(v, 1.0) for c, _ in columns for v in df.get_column(c).to_list() if v is not None])
@@ -280,12 +337,22 @@ def util_heatmap(df: pl.DataFrame, title: str) -> go.Figure:
         z.append(z_row)
         text.append(t_row)
         custom.append(c_row)
-    fig = go.Figure(go.Heatmap(
-        x=[str(s) for s in servers], y=[str(g) for g in gpus], z=z, text=text, texttemplate="%{text}",
-        customdata=custom, zmin=0, zmax=100, colorscale="Viridis", colorbar=dict(title="util %"),
-        hovertemplate="%{y} GPUs on %{x} servers: %{z:.1f}% mean utilization"
-                      "<br>%{customdata[0]:,} jobs, %{customdata[1]:,} samples<extra></extra>",
-    ))
+    fig = go.Figure(
+        go.Heatmap(
+            x=[str(s) for s in servers],
+            y=[str(g) for g in gpus],
+            z=z,
+            text=text,
+            texttemplate="%{text}",
+            customdata=custom,
+            zmin=0,
+            zmax=100,
+            colorscale="Viridis",
+            colorbar=dict(title="util %"),
+            hovertemplate="%{y} GPUs on %{x} servers: %{z:.1f}% mean utilization"
+            "<br>%{customdata[0]:,} jobs, %{customdata[1]:,} samples<extra></extra>",
+        )
+    )
     fig.update_xaxes(type="category")
     fig.update_yaxes(type="category")
     return _layout(fig, title, "servers spanned", "GPUs per job", height=max(HEIGHT, 60 + 40 * len(gpus)))
@@ -296,15 +363,20 @@ def stacked_status_bars(
 ) -> go.Figure:
     """Bars of `y` by `x`, stacked by final status (queries job_attempts_by_status, gpu_time_by_status_size)."""
     statuses = sorted((str(s) for s in dict.fromkeys(df.get_column("status").to_list())), key=status_rank)
-    return stacked_bars(df, x, y, "status", title, x_title, y_title, x_order=x_order, stack_order=statuses,
-                        colors=STATUS_COLORS)
+    return stacked_bars(
+        df, x, y, "status", title, x_title, y_title, x_order=x_order, stack_order=statuses, colors=STATUS_COLORS
+    )
 
 
 # Failure categories of docs/domain.md, plus the report's 'no cause in the log' (a failed attempt
 # whose log shows no failure: reason none) and 'no log' (a failed attempt without a log).
 CATEGORY_COLORS = {
-    "infrastructure": "#8c564b", "framework": "#ff7f0e", "user": "#1f77b4", "unknown": "#7f7f7f",
-    "no cause in the log": "#a5a5a5", "no log": "#c7c7c7",
+    "infrastructure": "#8c564b",
+    "framework": "#ff7f0e",
+    "user": "#1f77b4",
+    "unknown": "#7f7f7f",
+    "no cause in the log": "#a5a5a5",
+    "no log": "#c7c7c7",
 }
 
 
@@ -365,15 +437,26 @@ def stacked_bars(
     for key in keys:
         part = df.filter(pl.col(stack) == key)
         values = {str(r[x]): r[y] for r in part.iter_rows(named=True)}
-        fig.add_bar(x=xs, y=[values.get(v) for v in xs], name=key, marker_color=(colors or {}).get(key),
-                    hovertemplate=f"{key}, %{{x}}: %{{y:,.1f}}<extra></extra>")
+        fig.add_bar(
+            x=xs,
+            y=[values.get(v) for v in xs],
+            name=key,
+            marker_color=(colors or {}).get(key),
+            hovertemplate=f"{key}, %{{x}}: %{{y:,.1f}}<extra></extra>",
+        )
     fig.update_layout(barmode="stack")
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=xs)
     return _layout(fig, title, x_title, y_title)
 
 
 # Causes of waiting (gpucluster_analysis.replay), in their first-match order.
-CAUSE_COLORS = {"user_limit": "#8c564b", "fair_share": "#9467bd", "capacity": "#d62728", "fragmentation": "#ff7f0e", "other": "#7f7f7f"}
+CAUSE_COLORS = {
+    "user_limit": "#8c564b",
+    "fair_share": "#9467bd",
+    "capacity": "#d62728",
+    "fragmentation": "#ff7f0e",
+    "other": "#7f7f7f",
+}
 
 
 def time_lines(
@@ -397,8 +480,15 @@ def time_lines(
             if all(v is None for v in values):
                 continue
             name = label if g is None or len(groups) == 1 else f"{label} ({g})"
-            fig.add_scatter(x=part.get_column(x).to_list(), y=values, mode="lines", name=name, yaxis=axis,
-                            line=dict(shape="hv", width=1.5), hovertemplate=f"{name}: %{{y:,.1f}} at %{{x}}<extra></extra>")
+            fig.add_scatter(
+                x=part.get_column(x).to_list(),
+                y=values,
+                mode="lines",
+                name=name,
+                yaxis=axis,
+                line=dict(shape="hv", width=1.5),
+                hovertemplate=f"{name}: %{{y:,.1f}} at %{{x}}<extra></extra>",
+            )
     fig.update_layout(yaxis2=dict(title=y_titles[1], overlaying="y", side="right", rangemode="tozero"))
     fig.update_yaxes(rangemode="tozero", selector=dict(overlaying=None))
     return _layout(fig, title, "time (UTC)", y_titles[0])
@@ -410,11 +500,18 @@ def bin_heatmap(df: pl.DataFrame, x: str, y: str, z: str, title: str, x_title: s
     cell = {(r[x], r[y]): r[z] for r in df.iter_rows(named=True)}
     values = [[cell.get((bx, by)) for bx in bins] for by in bins]
     labels = [f"{b}-{b + 10}" for b in bins]
-    fig = go.Figure(go.Heatmap(
-        x=labels, y=labels, z=values, text=[["" if v is None else f"{v:,}" for v in row] for row in values],
-        texttemplate="%{text}", colorscale="Blues", colorbar=dict(title=z),
-        hovertemplate=f"{x_title} %{{x}}, {y_title} %{{y}}: %{{z:,}} {z}<extra></extra>",
-    ))
+    fig = go.Figure(
+        go.Heatmap(
+            x=labels,
+            y=labels,
+            z=values,
+            text=[["" if v is None else f"{v:,}" for v in row] for row in values],
+            texttemplate="%{text}",
+            colorscale="Blues",
+            colorbar=dict(title=z),
+            hovertemplate=f"{x_title} %{{x}}, {y_title} %{{y}}: %{{z:,}} {z}<extra></extra>",
+        )
+    )
     fig.update_xaxes(type="category")
     fig.update_yaxes(type="category")
     return _layout(fig, title, x_title, y_title, height=520)
@@ -432,11 +529,17 @@ def interval_points(
         part = df.filter(pl.col(color) == key)
         ys = part.get_column(y).to_list()
         fig.add_scatter(
-            x=[str(v) for v in part.get_column(x).to_list()], y=ys, mode="markers", name=str(key),
+            x=[str(v) for v in part.get_column(x).to_list()],
+            y=ys,
+            mode="markers",
+            name=str(key),
             marker=dict(color=colors.get(str(key))),
-            error_y=dict(type="data", symmetric=False,
-                         array=[h - v for h, v in zip(part.get_column(high).to_list(), ys, strict=True)],
-                         arrayminus=[v - lo for lo, v in zip(part.get_column(low).to_list(), ys, strict=True)]),
+            error_y=dict(
+                type="data",
+                symmetric=False,
+                array=[h - v for h, v in zip(part.get_column(high).to_list(), ys, strict=True)],
+                arrayminus=[v - lo for lo, v in zip(part.get_column(low).to_list(), ys, strict=True)],
+            ),
             hovertemplate=f"%{{x}}: %{{y:.3f}} ({key})<extra></extra>",
         )
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888")

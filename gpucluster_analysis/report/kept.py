@@ -48,8 +48,9 @@ def inputs_digest(con: duckdb.DuckDBPyConnection) -> str:
         "SELECT (SELECT coalesce(md5(string_agg(concat_ws(' ', file_id, path, size_bytes, content_hash, format,"
         "                                                 coalesce(time_zone, '-'), rows_loaded, rejects, ingested_at),"
         "                                       chr(10) ORDER BY file_id)), '')"
-        f"         FROM \"{database}\".main.ingested_files),"
-        f"       (SELECT max(version) FROM \"{database}\".main.schema_version)").fetchall()[0]
+        f'         FROM "{database}".main.ingested_files),'
+        f'       (SELECT max(version) FROM "{database}".main.schema_version)'
+    ).fetchall()[0]
     digest = hashlib.sha256(f"schema {version}\nfiles {files}\n".encode())
     for group in ("queries", "session"):
         for name in list_sql(group):
@@ -62,12 +63,20 @@ def usable(con: duckdb.DuckDBPyConnection, selection: Selection, digest: str | N
     """The kept results a report of `selection` may read instead of running their query.
     `digest`: inputs_digest(con), where the caller has it already."""
     database = _database(con)
-    tables = {r[0] for r in con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND schema_name = 'main'", [database]).fetchall()}
+    tables = {
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND schema_name = 'main'", [database]
+        ).fetchall()
+    }
     if "kept_results" not in tables:
         return frozenset()
-    current = {r[0] for r in con.execute(f'SELECT query FROM "{database}".main.kept_results WHERE inputs = ?',
-                                         [digest or inputs_digest(con)]).fetchall()}
+    current = {
+        r[0]
+        for r in con.execute(
+            f'SELECT query FROM "{database}".main.kept_results WHERE inputs = ?', [digest or inputs_digest(con)]
+        ).fetchall()
+    }
     names = frozenset(q for q in KEPT if q in current and f"kept_{q}" in tables)
     return names if selection.everything else names & EVERY_SELECTION
 
@@ -87,8 +96,9 @@ def keep(con: duckdb.DuckDBPyConnection, log: Callable[[str], None] = lambda _ms
     if usable(con, EVERY_JOB, digest) == frozenset(KEPT):
         return None
     started = time.perf_counter()
-    samples, jobs = con.execute("SELECT (SELECT count(*) FROM gpu_samples) + (SELECT count(*) FROM host_samples),"
-                                " (SELECT count(*) FROM jobs)").fetchall()[0]
+    samples, jobs = con.execute(
+        "SELECT (SELECT count(*) FROM gpu_samples) + (SELECT count(*) FROM host_samples), (SELECT count(*) FROM jobs)"
+    ).fetchall()[0]
     stale = con.execute("SELECT count(*) FROM kept_results").fetchall()[0][0]
     worth = samples >= KEEP_MIN_SAMPLES and jobs > 0
     if not worth and not stale:
@@ -126,8 +136,9 @@ def _compute(con: duckdb.DuckDBPyConnection, digest: str, log: Callable[[str], N
     selected.reset(con)
     create_temp_tables(con, [(name, name) for name in BEFORE_SELECTION_TABLES], on_table)
     selected.apply(con, EVERY_JOB)
-    create_temp_tables(con, [("attributed_util", "attributed_util"), ("job_machine_windows", "job_machine_windows")],
-                       on_table)
+    create_temp_tables(
+        con, [("attributed_util", "attributed_util"), ("job_machine_windows", "job_machine_windows")], on_table
+    )
     for query in KEPT:
         started = time.perf_counter()
         if query in seconds or query == "attributed_util":  # a temp table already

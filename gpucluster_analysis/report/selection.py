@@ -76,19 +76,25 @@ def parse_instant(text: str, option: str) -> datetime:
             return datetime.fromisoformat(value)
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace(" ", "T", 1))
     except ValueError as e:
-        raise InputError(f"{option} {text!r}: not a date or time",
-                         hint="give ISO 8601: 2024-05-01, 2024-05-01T08:00 (UTC) or 2024-05-01T08:00+02:00") from e
+        raise InputError(
+            f"{option} {text!r}: not a date or time",
+            hint="give ISO 8601: 2024-05-01, 2024-05-01T08:00 (UTC) or 2024-05-01T08:00+02:00",
+        ) from e
     return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo else parsed
 
 
-def parse_period(since: str | None, until: str | None, *, baseline: bool = False) -> tuple[datetime | None, datetime | None]:
+def parse_period(
+    since: str | None, until: str | None, *, baseline: bool = False
+) -> tuple[datetime | None, datetime | None]:
     """--since/--until (or --baseline-since/--baseline-until) as naive UTC; since must come first."""
     prefix = "--baseline-" if baseline else "--"
     start = parse_instant(since, f"{prefix}since") if since else None
     end = parse_instant(until, f"{prefix}until") if until else None
     if start and end and start >= end:
-        raise InputError(f"{prefix}since {since} is not before {prefix}until {until}",
-                         hint=f"the {'baseline ' if baseline else ''}period is [since, until)")
+        raise InputError(
+            f"{prefix}since {since} is not before {prefix}until {until}",
+            hint=f"the {'baseline ' if baseline else ''}period is [since, until)",
+        )
     return start, end
 
 
@@ -102,28 +108,41 @@ def apply(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
 
 def _apply(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
     for table in PERIOD_TABLES:
-        period = " WHERE sample_at >= $since AND sample_at < $until" if not selection.everything and (
-            selection.since or selection.until) else ""
+        period = (
+            " WHERE sample_at >= $since AND sample_at < $until"
+            if not selection.everything and (selection.since or selection.until)
+            else ""
+        )
         sql = f"CREATE OR REPLACE TEMP VIEW period_{table} AS SELECT * FROM {_stored(con, table)}{period}"
         # views take no parameters: the bounds are written in as literals (validated datetimes)
         sql = sql.replace("$since", _literal(selection.since or datetime(1, 1, 1))).replace(
-            "$until", _literal(selection.until or datetime(9999, 12, 31)))
+            "$until", _literal(selection.until or datetime(9999, 12, 31))
+        )
         con.execute(sql)
     if selection.everything:
         return int(con.execute("SELECT count(*) FROM jobs").fetchall()[0][0])
     query = load_sql("queries", "selected_jobs")
-    params = {"since": selection.since, "until": selection.until, "vcs": list(selection.vcs),
-              "users": list(selection.users), "sources": list(selection.sources)}
+    params = {
+        "since": selection.since,
+        "until": selection.until,
+        "vcs": list(selection.vcs),
+        "users": list(selection.users),
+        "sources": list(selection.sources),
+    }
     con.execute(f"CREATE OR REPLACE TEMP TABLE selected_jobs AS {query}", bind(query, params))
     selected = int(con.execute("SELECT count(*) FROM selected_jobs").fetchall()[0][0])
     for table in JOB_TEMP_TABLES:
         _delete_unselected(con, table)
     for table in JOB_TABLES:
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT t.* FROM {_stored(con, table)} t "
-                    "SEMI JOIN selected_jobs s ON s.source = t.source AND s.job_id = t.job_id")
+        con.execute(
+            f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT t.* FROM {_stored(con, table)} t "
+            "SEMI JOIN selected_jobs s ON s.source = t.source AND s.job_id = t.job_id"
+        )
     # job logs name their job by id alone (log_attempts matches them to a source)
-    con.execute(f"CREATE OR REPLACE TEMP VIEW job_logs AS SELECT t.* FROM {_stored(con, 'job_logs')} t "
-                "SEMI JOIN selected_jobs s ON s.job_id = t.job_id")
+    con.execute(
+        f"CREATE OR REPLACE TEMP VIEW job_logs AS SELECT t.* FROM {_stored(con, 'job_logs')} t "
+        "SEMI JOIN selected_jobs s ON s.job_id = t.job_id"
+    )
     return selected
 
 
@@ -135,8 +154,10 @@ def narrow(con: duckdb.DuckDBPyConnection, selection: Selection, table: str) -> 
 
 
 def _delete_unselected(con: duckdb.DuckDBPyConnection, table: str) -> None:
-    con.execute(f"DELETE FROM {table} t WHERE NOT EXISTS "
-                "(SELECT 1 FROM selected_jobs s WHERE s.source = t.source AND s.job_id = t.job_id)")
+    con.execute(
+        f"DELETE FROM {table} t WHERE NOT EXISTS "
+        "(SELECT 1 FROM selected_jobs s WHERE s.source = t.source AND s.job_id = t.job_id)"
+    )
 
 
 def reset(con: duckdb.DuckDBPyConnection) -> None:

@@ -33,8 +33,9 @@ NOT_A_REASON = ("no log", "no cause in the log")
 SIGNIFICANT_DIGITS = 12
 
 
-def headline(results: dict[str, pl.DataFrame], store_name: str, html: Path | None = None,
-             selection: str = "all jobs") -> dict[str, Any]:
+def headline(
+    results: dict[str, pl.DataFrame], store_name: str, html: Path | None = None, selection: str = "all jobs"
+) -> dict[str, Any]:
     """The headline numbers of one report, from build_report's query results (see docs/summary.md)."""
     o = _first(results.get("overview_totals"))
     return {
@@ -97,18 +98,28 @@ def _queueing(delays: pl.DataFrame | None, causes: pl.DataFrame | None) -> dict[
 def _failures(reasons: pl.DataFrame | None, categories: pl.DataFrame | None) -> dict[str, Any]:
     """Failed attempts, the GPU time they lost, and the root causes that lost the most."""
     rows = rows_of(reasons)
-    causes = sorted((x for x in rows if x["reason"] not in NOT_A_REASON),
-                    key=lambda x: (-(x["gpu_hours_lost"] or 0), -x["trials"], str(x["reason"])))
+    causes = sorted(
+        (x for x in rows if x["reason"] not in NOT_A_REASON),
+        key=lambda x: (-(x["gpu_hours_lost"] or 0), -x["trials"], str(x["reason"])),
+    )
     return {
         "failed_attempts": sum(int(x["trials"]) for x in rows),
         "attempts_without_log": sum(int(x["trials"]) for x in rows if x["reason"] == "no log"),
         "gpu_hours_lost": _num(sum(float(x["gpu_hours_lost"] or 0) for x in rows)),
-        "top_reasons": [{
-            "reason": x["reason"], "category": x["category"], "attempts": _int(x["trials"]), "jobs": _int(x["jobs"]),
-            "gpu_hours_lost": _num(x["gpu_hours_lost"]), "gpu_time_lost_pct": _num(x["gpu_time_lost_pct"]),
-        } for x in causes[:TOP_REASONS]],
-        "gpu_time_lost_pct_by_category": {str(x["category"]): _num(x["gpu_time_lost_pct"])
-                                          for x in rows_of(categories)},
+        "top_reasons": [
+            {
+                "reason": x["reason"],
+                "category": x["category"],
+                "attempts": _int(x["trials"]),
+                "jobs": _int(x["jobs"]),
+                "gpu_hours_lost": _num(x["gpu_hours_lost"]),
+                "gpu_time_lost_pct": _num(x["gpu_time_lost_pct"]),
+            }
+            for x in causes[:TOP_REASONS]
+        ],
+        "gpu_time_lost_pct_by_category": {
+            str(x["category"]): _num(x["gpu_time_lost_pct"]) for x in rows_of(categories)
+        },
     }
 
 
@@ -121,10 +132,16 @@ def _speed(summary: pl.DataFrame | None, machines: pl.DataFrame | None) -> dict[
     return {
         "attempts_with_speed": _int(s.get("attempts")) or 0,
         "machines_judged": judged,
-        "slow_machines": [{
-            "machine_id": x["machine_id"], "relative_speed": _num(x["relative_speed"]), "ci_low": _num(x["ci_low"]),
-            "ci_high": _num(x["ci_high"]), "jobs": _int(x["jobs"]),
-        } for x in rows_of(slow)],
+        "slow_machines": [
+            {
+                "machine_id": x["machine_id"],
+                "relative_speed": _num(x["relative_speed"]),
+                "ci_low": _num(x["ci_low"]),
+                "ci_high": _num(x["ci_high"]),
+                "jobs": _int(x["jobs"]),
+            }
+            for x in rows_of(slow)
+        ],
     }
 
 
@@ -135,8 +152,10 @@ def comparison(table: pl.DataFrame, baseline: str) -> dict[str, Any]:
     """The Comparison's rows (comparison.csv) for --json: the baseline in words and one object
     per headline number (section, metric, baseline, current, change, change_pct, test, n,
     p_value, significant)."""
-    return {"baseline": baseline, "rows": [
-        {k: (_num(v) if isinstance(v, float) else v) for k, v in row.items()} for row in rows_of(table)]}
+    return {
+        "baseline": baseline,
+        "rows": [{k: (_num(v) if isinstance(v, float) else v) for k, v in row.items()} for row in rows_of(table)],
+    }
 
 
 def text_rows(h: dict[str, Any]) -> list[tuple[str, str]]:
@@ -157,48 +176,78 @@ def text_rows(h: dict[str, Any]) -> list[tuple[str, str]]:
                 change = "" if x["change"] is None else f" ({x['change']:+,.4g})"
                 test = "" if x["p_value"] is None else f", p {x['p_value']:.3g}{' *' if x['significant'] else ''}"
                 add("Comparison", f"{x['metric']}: {_g(x['baseline'])} -> {_g(x['current'])}{change}{test}")
-    add("Overview", f"{fmt_int(o['jobs'])} jobs ({fmt_int(o['users'])} users, {fmt_int(o['vcs'])} VCs),",
-        f" {fmt_int(o['gpu_hours'])} GPU-hours, {_day(o['first_at'])} to {_day(o['last_at'])}")
+    add(
+        "Overview",
+        f"{fmt_int(o['jobs'])} jobs ({fmt_int(o['users'])} users, {fmt_int(o['vcs'])} VCs),",
+        f" {fmt_int(o['gpu_hours'])} GPU-hours, {_day(o['first_at'])} to {_day(o['last_at'])}",
+    )
     add("Overview", f"{fmt_int(o['machines'])} machines, {fmt_int(o['gpus'])} GPUs; by status: {statuses}")
     if u["mean_gpu_util_pct"] is None:
         add("Utilization", "no GPU utilization samples belong to any job")
     else:
-        add("Utilization", f"mean GPU utilization {fmt_pct(u['mean_gpu_util_pct'])}",
-            f" ({fmt_int(u['samples'])} samples of {fmt_int(u['jobs_with_samples'])} jobs)")
-    add("Queueing", f"median delay {fmt_dur(q['median_s'])}, p90 {fmt_dur(q['p90_s'])}",
-        f" ({fmt_int(q['jobs_with_delay'])} jobs with a delay)")
+        add(
+            "Utilization",
+            f"mean GPU utilization {fmt_pct(u['mean_gpu_util_pct'])}",
+            f" ({fmt_int(u['samples'])} samples of {fmt_int(u['jobs_with_samples'])} jobs)",
+        )
+    add(
+        "Queueing",
+        f"median delay {fmt_dur(q['median_s'])}, p90 {fmt_dur(q['p90_s'])}",
+        f" ({fmt_int(q['jobs_with_delay'])} jobs with a delay)",
+    )
     if q["main_cause"] is None:
         add("Queueing", "waiting not split into causes")
     else:
         # user limit only where it held someone (stores without per-user caps have it at 0)
-        rest = ", ".join(f"{c.replace('_', ' ')} {fmt_pct(v)}" for c, v in q["cause_pct"].items()
-                         if c != q["main_cause"] and v is not None and (c != "user_limit" or v > 0))
-        add("Queueing", f"main cause {q['main_cause'].replace('_', ' ')} ({fmt_pct(q['main_cause_pct'])} of",
-            f" {fmt_int(q['wait_gpu_hours'])} waiting GPU-hours; {rest})")
+        rest = ", ".join(
+            f"{c.replace('_', ' ')} {fmt_pct(v)}"
+            for c, v in q["cause_pct"].items()
+            if c != q["main_cause"] and v is not None and (c != "user_limit" or v > 0)
+        )
+        add(
+            "Queueing",
+            f"main cause {q['main_cause'].replace('_', ' ')} ({fmt_pct(q['main_cause_pct'])} of",
+            f" {fmt_int(q['wait_gpu_hours'])} waiting GPU-hours; {rest})",
+        )
     if not f["failed_attempts"]:
         add("Failures", "no failed attempts")
     else:
         no_log = f" ({fmt_int(f['attempts_without_log'])} without a log)" if f["attempts_without_log"] else ""
-        add("Failures", f"{fmt_int(f['failed_attempts'])} failed attempts lost {fmt_int(f['gpu_hours_lost'])} GPU-hours",
-            no_log)
+        add(
+            "Failures",
+            f"{fmt_int(f['failed_attempts'])} failed attempts lost {fmt_int(f['gpu_hours_lost'])} GPU-hours",
+            no_log,
+        )
         for x in f["top_reasons"]:
-            add("Failures", f"{x['reason']} ({x['category']}): {fmt_int(x['gpu_hours_lost'])} GPU-hours",
-                f" ({fmt_pct(x['gpu_time_lost_pct'])}), {fmt_int(x['attempts'])} attempts")
+            add(
+                "Failures",
+                f"{x['reason']} ({x['category']}): {fmt_int(x['gpu_hours_lost'])} GPU-hours",
+                f" ({fmt_pct(x['gpu_time_lost_pct'])}), {fmt_int(x['attempts'])} attempts",
+            )
     if not s["attempts_with_speed"]:
         add("Speed", "no job log printed a training speed")
     else:
         slow = s["slow_machines"]
         names = ", ".join(f"{x['machine_id']} {x['relative_speed']:.2f}x" for x in slow[:TEXT_SLOW_MACHINES])
         more = f" and {len(slow) - TEXT_SLOW_MACHINES} more" if len(slow) > TEXT_SLOW_MACHINES else ""
-        add("Speed", f"{fmt_int(s['attempts_with_speed'])} attempts printed a speed;",
+        add(
+            "Speed",
+            f"{fmt_int(s['attempts_with_speed'])} attempts printed a speed;",
             f" {len(slow)} of {fmt_int(s['machines_judged'])} machines judged are slow",
-            f": {names}{more}" if slow else "")
+            f": {names}{more}" if slow else "",
+        )
     return rows
 
 
 # Comparison rows the terminal always shows (others only when significant).
-COMPARED = ("jobs", "GPU-hours", "mean GPU utilization, %", "median queueing delay, s", "p90 queueing delay, s",
-            "failed attempts, % of attempts")
+COMPARED = (
+    "jobs",
+    "GPU-hours",
+    "mean GPU utilization, %",
+    "median queueing delay, s",
+    "p90 queueing delay, s",
+    "failed attempts, % of attempts",
+)
 
 
 def _g(x: object) -> str:

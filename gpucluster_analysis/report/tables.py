@@ -31,15 +31,29 @@ EVERY_JOB = Selection()
 # Before the replay: what it reads (gpu_samples_by_machine and machine_capacity_snapshot give
 # it its machines) over every job; a selection (report/selection.py) then narrows them.
 # gpu_samples_by_machine first: attempt_attribution reads it instead of the samples.
-REPLAY_TABLES = ("gpu_samples_by_machine", "attempt_sizes", "attempt_attribution", "job_keys",
-                 "machine_capacity_snapshot")
+REPLAY_TABLES = (
+    "gpu_samples_by_machine",
+    "attempt_sizes",
+    "attempt_attribution",
+    "job_keys",
+    "machine_capacity_snapshot",
+)
 # While the replay computes (numpy, in a thread of its own: the machine's other core), over
 # every job too, as the replay's tables: what it does not read.
 BESIDE_REPLAY_TABLES = ("attempt_windows",)
 # Then, still beside the replay, over the selected jobs (and the period's samples).
 # attributed_util is the only query that joins gpu_samples row by row (one pass).
-SELECTED_TABLES = ("attributed_util", "job_gpu_util", "attributed_activity", "period_sample_totals", "log_attempts",
-                   "attempt_failures", "attempt_speeds", "job_machine_windows", "job_colocation")
+SELECTED_TABLES = (
+    "attributed_util",
+    "job_gpu_util",
+    "attributed_activity",
+    "period_sample_totals",
+    "log_attempts",
+    "attempt_failures",
+    "attempt_speeds",
+    "job_machine_windows",
+    "job_colocation",
+)
 # Every temp table made over every job before the selection (kept.py builds them the same way).
 BEFORE_SELECTION_TABLES = REPLAY_TABLES + BESIDE_REPLAY_TABLES
 PREPARED_TABLES = BEFORE_SELECTION_TABLES + SELECTED_TABLES
@@ -54,18 +68,43 @@ REPORT_TABLES = (
 )
 
 JOBS_COLUMNS = [
-    "job_id", "source", "user", "vc", "status", "submit_time", "first_start_time", "end_time",
-    "attempts", "num_gpus", "num_servers", "queue_delay_s", "run_time_s", "gpu_time_s",
-    "mean_gpu_util_pct", "util_samples", "failure_reason", "failure_category",
+    "job_id",
+    "source",
+    "user",
+    "vc",
+    "status",
+    "submit_time",
+    "first_start_time",
+    "end_time",
+    "attempts",
+    "num_gpus",
+    "num_servers",
+    "queue_delay_s",
+    "run_time_s",
+    "gpu_time_s",
+    "mean_gpu_util_pct",
+    "util_samples",
+    "failure_reason",
+    "failure_category",
     # Beyond domain.md's contract (docs/jobs-csv.md): what the queueing delay was measured
     # from, and how the job's samples were found.
-    "eligible_time", "queue_basis", "attribution",
+    "eligible_time",
+    "queue_basis",
+    "attribution",
     # Why the job waited (the replay, docs/jobs-csv.md): its first wait split by cause, and its retry waits.
-    "wait_user_limit_s", "wait_fair_share_s", "wait_capacity_s", "wait_fragmentation_s", "wait_other_s", "wait_retry_s",
+    "wait_user_limit_s",
+    "wait_fair_share_s",
+    "wait_capacity_s",
+    "wait_fragmentation_s",
+    "wait_other_s",
+    "wait_retry_s",
     # How much of its GPUs really worked (DCGM profiling), beside mean_gpu_util_pct.
-    "mean_sm_active_pct", "mean_tensor_active_pct",
+    "mean_sm_active_pct",
+    "mean_tensor_active_pct",
     # The training speed its logs print (its last attempt that printed one; docs/jobs-csv.md).
-    "speed_metric", "speed_median", "speed_unit",
+    "speed_metric",
+    "speed_median",
+    "speed_unit",
 ]
 
 
@@ -85,7 +124,9 @@ class Engine(Protocol):
         """The named query's result, as run_query would give it."""
 
 
-def run_named(con: duckdb.DuckDBPyConnection, name: str, engine: Engine | None = None, **params: object) -> pl.DataFrame:
+def run_named(
+    con: duckdb.DuckDBPyConnection, name: str, engine: Engine | None = None, **params: object
+) -> pl.DataFrame:
     """run_query, or the other `engine` when it runs that query."""
     if engine is not None and name in engine.queries:
         return engine.frame(con, name)
@@ -135,14 +176,21 @@ def prepare(
     if on_table is not None:
         on_table("replay (why jobs wait, beside the tables above)", time.perf_counter() - started)
     if not found and not selection.everything:
-        raise ReportError(f"no job in the selection ({selection.describe()})",
-                          hint="widen --since/--until or check the --vc/--user/--source names (jobs.csv of an "
-                               "unfiltered report lists them)")
+        raise ReportError(
+            f"no job in the selection ({selection.describe()})",
+            hint="widen --since/--until or check the --vc/--user/--source names (jobs.csv of an "
+            "unfiltered report lists them)",
+        )
     return replay
 
 
-def _create(con: duckdb.DuckDBPyConnection, names: tuple[str, ...], on_table: Callable[[str, float], None] | None,
-            heavy: Engine | None, kept: frozenset[str] = frozenset()) -> None:
+def _create(
+    con: duckdb.DuckDBPyConnection,
+    names: tuple[str, ...],
+    on_table: Callable[[str, float], None] | None,
+    heavy: Engine | None,
+    kept: frozenset[str] = frozenset(),
+) -> None:
     for name in names:
         if name in kept:
             started = time.perf_counter()

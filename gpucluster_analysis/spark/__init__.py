@@ -11,7 +11,9 @@ import shutil
 
 from gpucluster_analysis.errors import InputError
 
-INSTALL_HINT = 'install it with: pip install "gpucluster-analysis[spark]" (and a Java 17+ runtime, e.g. openjdk-17-jre-headless)'
+INSTALL_HINT = (
+    'install it with: pip install "gpucluster-analysis[spark]" (and a Java 17+ runtime, e.g. openjdk-17-jre-headless)'
+)
 
 
 def require() -> None:
@@ -23,9 +25,13 @@ def require() -> None:
         except ImportError:
             missing.append(module)
     if missing:
-        raise InputError(f"--engine spark needs {' and '.join(missing)}, which {'is' if len(missing) == 1 else 'are'}"
-                         " not installed", hint=INSTALL_HINT)
+        raise InputError(
+            f"--engine spark needs {' and '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} not installed",
+            hint=INSTALL_HINT,
+        )
     java_home = os.environ.get("JAVA_HOME")
     if not (java_home and os.path.exists(os.path.join(java_home, "bin", "java"))) and not shutil.which("java"):
-        raise InputError("--engine spark needs a Java runtime (17 or newer): no java on PATH and no JAVA_HOME",
-                         hint="install one, e.g. apt-get install openjdk-17-jre-headless, or set JAVA_HOME")
+        raise InputError(
+            "--engine spark needs a Java runtime (17 or newer): no java on PATH and no JAVA_HOME",
+            hint="install one, e.g. apt-get install openjdk-17-jre-headless, or set JAVA_HOME",
+        )

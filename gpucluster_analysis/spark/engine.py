@@ -36,14 +36,16 @@ from gpucluster_analysis.sqlfiles import load_sql
 
 # Every named query that scans a sample table, but gpu_sample_interval: that one reads only
 # the telemetry's first day (a probe, not a scan), and stays in DuckDB.
-HEAVY_QUERIES = frozenset({
-    "gpu_samples_by_machine",  # per machine: sampled GPUs, counts, span (capacity, attribution, coverage)
-    "attributed_util",  # every GPU sample matched to its job's attempts, per job and per cohort
-    "attributed_activity",  # the same for DCGM's profiling samples
-    "period_sample_totals",  # the period's sample counts (overview_totals)
-    "host_util_cdf_by_activity",  # every host sample, by whether a job held the machine
-    "machine_telemetry_health",  # every detail sample, per machine
-})
+HEAVY_QUERIES = frozenset(
+    {
+        "gpu_samples_by_machine",  # per machine: sampled GPUs, counts, span (capacity, attribution, coverage)
+        "attributed_util",  # every GPU sample matched to its job's attempts, per job and per cohort
+        "attributed_activity",  # the same for DCGM's profiling samples
+        "period_sample_totals",  # the period's sample counts (overview_totals)
+        "host_util_cdf_by_activity",  # every host sample, by whether a job held the machine
+        "machine_telemetry_health",  # every detail sample, per machine
+    }
+)
 
 
 class SparkEngine:
@@ -52,8 +54,14 @@ class SparkEngine:
     name = "Spark"
     queries = HEAVY_QUERIES
 
-    def __init__(self, root: Path, shards: list[layout.Shard], master: str | None = None,
-                 log: Callable[[str], None] = lambda _msg: None, session: Any = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        shards: list[layout.Shard],
+        master: str | None = None,
+        log: Callable[[str], None] = lambda _msg: None,
+        session: Any = None,
+    ) -> None:
         self.root = Path(root).resolve()
         self.shards = shards
         self.master = master
@@ -99,20 +107,30 @@ class SparkEngine:
         bases = layout.file_bases(self.shards)
         shards = self.spark.createDataFrame(sorted(bases.items()), "shard STRING, file_base INT")
         held = {table for shard in self.shards for table in shard.tables}
-        read = {name.removeprefix("period_") for query in HEAVY_QUERIES for name in tables_read(load_sql("queries", query))}
+        read = {
+            name.removeprefix("period_") for query in HEAVY_QUERIES for name in tables_read(load_sql("queries", query))
+        }
         for table, columns in layout.canonical_tables().items():
             if table not in read:
                 continue  # listing a table's files costs a Spark job: only what the heavy queries read
             if table not in held:
                 # no shard has a row of it: empty, with the canonical columns
-                self.spark.createDataFrame([], ", ".join(f"{c.name} {_spark_type(c.type)}" for c in columns)
-                                           ).createOrReplaceTempView(table)
+                self.spark.createDataFrame(
+                    [], ", ".join(f"{c.name} {_spark_type(c.type)}" for c in columns)
+                ).createOrReplaceTempView(table)
                 continue
-            raw = (self.spark.read.option("basePath", str(self.root / table))
-                   .parquet(str(self.root / table)).where(F.col("shard").isin(list(bases))))
+            raw = (
+                self.spark.read.option("basePath", str(self.root / table))
+                .parquet(str(self.root / table))
+                .where(F.col("shard").isin(list(bases)))
+            )
             joined = raw.join(F.broadcast(shards), "shard")
-            view = joined.select(*[(F.col("file_id") + F.col("file_base")).alias("file_id") if c.name == "file_id"
-                                   else F.col(c.name) for c in columns])
+            view = joined.select(
+                *[
+                    (F.col("file_id") + F.col("file_base")).alias("file_id") if c.name == "file_id" else F.col(c.name)
+                    for c in columns
+                ]
+            )
             view.createOrReplaceTempView(table)
         self._dataset_tables = read & set(layout.canonical_tables())
 
@@ -149,33 +167,47 @@ class SparkEngine:
         names, types = shape.columns, [str(t) for t in shape.types]
         result = self._run(con, query, sql)
         if result.num_columns != len(names):
-            raise QueryError(f"query {query} gave {result.num_columns} columns in Spark, {len(names)} in DuckDB",
-                             hint="report it: the translation (spark/translate.py) lost or added a column")
+            raise QueryError(
+                f"query {query} gave {result.num_columns} columns in Spark, {len(names)} in DuckDB",
+                hint="report it: the translation (spark/translate.py) lost or added a column",
+            )
         con.register("spark_result", result.rename_columns([f"c{i}" for i in range(len(names))]))
         try:
-            yield "SELECT " + ", ".join(f'CAST(c{i} AS {t}) AS "{n}"'
-                                        for i, (n, t) in enumerate(zip(names, types, strict=True))) + " FROM spark_result"
+            yield (
+                "SELECT "
+                + ", ".join(f'CAST(c{i} AS {t}) AS "{n}"' for i, (n, t) in enumerate(zip(names, types, strict=True)))
+                + " FROM spark_result"
+            )
         finally:
             con.unregister("spark_result")
 
     def _run(self, con: duckdb.DuckDBPyConnection, query: str, sql: str) -> pa.Table:
         from pyspark.errors import PySparkException
 
-        temp = {r[0] for r in con.sql("SELECT table_name FROM duckdb_tables() WHERE temporary"
-                                      " UNION ALL SELECT view_name FROM duckdb_views() WHERE temporary").fetchall()}
+        temp = {
+            r[0]
+            for r in con.sql(
+                "SELECT table_name FROM duckdb_tables() WHERE temporary"
+                " UNION ALL SELECT view_name FROM duckdb_views() WHERE temporary"
+            ).fetchall()
+        }
         for name in sorted(tables_read(sql)):
             if name in self._dataset_tables or name.removeprefix("period_") in self._dataset_tables:
                 continue  # Spark's own: the dataset's samples, or their period
             if name not in temp:
-                raise QueryError(f"query {query}: Spark has no table {name}",
-                                 hint="report it: DuckDB must build it before the query runs in Spark")
+                raise QueryError(
+                    f"query {query}: Spark has no table {name}",
+                    hint="report it: DuckDB must build it before the query runs in Spark",
+                )
             self.spark.createDataFrame(con.sql(f"SELECT * FROM {name}").to_arrow_table()).createOrReplaceTempView(name)
         try:
             return self.spark.sql(named_query(query)).toArrow()
         except PySparkException as e:
             first_line = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise QueryError(f"query {query} failed in Spark: {first_line}",
-                             hint="check the dataset and the Spark master; if it persists, report it") from e
+            raise QueryError(
+                f"query {query} failed in Spark: {first_line}",
+                hint="check the dataset and the Spark master; if it persists, report it",
+            ) from e
 
 
 def _text(at: datetime) -> str:

@@ -56,7 +56,17 @@ from gpucluster_analysis.speed.extract import (
 from gpucluster_analysis.speed.patterns import METRICS, SpeedPattern, load_patterns
 
 __all__ = [
-    "METRICS", "SLOW_START_FRACTION", "WARMUP_FRACTION", "SpeedPattern", "SpeedSample", "SpeedSummary",
-    "default_patterns", "extract_speed", "extract_speed_bytes", "load_patterns", "read_speed", "summarize",
+    "METRICS",
+    "SLOW_START_FRACTION",
+    "WARMUP_FRACTION",
+    "SpeedPattern",
+    "SpeedSample",
+    "SpeedSummary",
+    "default_patterns",
+    "extract_speed",
+    "extract_speed_bytes",
+    "load_patterns",
+    "read_speed",
+    "summarize",
     "warmup_count",
 ]

@@ -24,8 +24,17 @@ from gpucluster_analysis.speed.patterns import SpeedPattern, load_patterns
 from gpucluster_analysis.textmatch import PIECE_CHARS
 
 __all__ = [
-    "SLOW_START_FRACTION", "WARMUP_FRACTION", "SpeedSample", "SpeedSummary", "default_patterns",
-    "extract_speed", "extract_speed_bytes", "line_values", "read_speed", "summarize", "warmup_count",
+    "SLOW_START_FRACTION",
+    "WARMUP_FRACTION",
+    "SpeedSample",
+    "SpeedSummary",
+    "default_patterns",
+    "extract_speed",
+    "extract_speed_bytes",
+    "line_values",
+    "read_speed",
+    "summarize",
+    "warmup_count",
 ]
 
 WARMUP_FRACTION = 0.10  # the first ceil(10%) of the samples (at least one, when there are 3 or more)
@@ -68,7 +77,7 @@ class SpeedSummary:
     @property
     def steady(self) -> tuple[SpeedSample, ...]:
         """The samples the statistics are over."""
-        return self.samples[self.warmup_dropped:]
+        return self.samples[self.warmup_dropped :]
 
 
 @lru_cache(maxsize=1)
@@ -197,7 +206,9 @@ def warmup_count(values: list[float]) -> int:
     return k + j
 
 
-def summarize(pattern: SpeedPattern, samples: list[SpeedSample], candidates: tuple[tuple[str, str, int], ...] = ()) -> SpeedSummary:
+def summarize(
+    pattern: SpeedPattern, samples: list[SpeedSample], candidates: tuple[tuple[str, str, int], ...] = ()
+) -> SpeedSummary:
     """Statistics of one pattern's samples (at least one) over the run without warm-up.
     A run average (HF Trainer's final train_samples_per_second) already spans the whole
     run: nothing is dropped from it."""
@@ -211,15 +222,28 @@ def summarize(pattern: SpeedPattern, samples: list[SpeedSample], candidates: tup
         p25 = p75 = kept[0]
     mad = statistics.median(abs(v - median) for v in kept)
     return SpeedSummary(
-        metric=pattern.metric, unit=pattern.canonical_unit, pattern_id=pattern.id, framework=pattern.framework,
-        per_gpu=pattern.per_gpu, kind=pattern.kind, median=median, p25=p25, p75=p75, iqr=p75 - p25, mad=mad,
-        samples_seen=len(samples), samples_used=len(kept), warmup_dropped=dropped, samples=tuple(samples),
+        metric=pattern.metric,
+        unit=pattern.canonical_unit,
+        pattern_id=pattern.id,
+        framework=pattern.framework,
+        per_gpu=pattern.per_gpu,
+        kind=pattern.kind,
+        median=median,
+        p25=p25,
+        p75=p75,
+        iqr=p75 - p25,
+        mad=mad,
+        samples_seen=len(samples),
+        samples_used=len(kept),
+        warmup_dropped=dropped,
+        samples=tuple(samples),
         candidates=candidates,
     )
 
 
-def extract_speed_bytes(data: bytes, patterns: tuple[SpeedPattern, ...] | None = None, *,
-                        tail_from_line: int | None = None) -> SpeedSummary | None:
+def extract_speed_bytes(
+    data: bytes, patterns: tuple[SpeedPattern, ...] | None = None, *, tail_from_line: int | None = None
+) -> SpeedSummary | None:
     """`extract_speed` for undecoded bytes: only the lines holding a prefilter literal are
     decoded (UTF-8, errors replaced)."""
     patterns = default_patterns() if patterns is None else tuple(patterns)
@@ -252,8 +276,9 @@ def extract_speed_bytes(data: bytes, patterns: tuple[SpeedPattern, ...] | None =
     return summarize(patterns[win], steps[win], candidates)
 
 
-def extract_speed(text: str, patterns: tuple[SpeedPattern, ...] | None = None, *,
-                  tail_from_line: int | None = None) -> SpeedSummary | None:
+def extract_speed(
+    text: str, patterns: tuple[SpeedPattern, ...] | None = None, *, tail_from_line: int | None = None
+) -> SpeedSummary | None:
     """The training speed a log's text prints, or None when it prints none.
 
     `tail_from_line`: when `text` is a head and a tail joined at a cut, the first line of

@@ -111,9 +111,14 @@ def parse_patterns(text: str, source: str) -> list[SpeedPattern]:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise RulesError(f"{source}: not valid TOML: {e}", "fix the syntax; regexes go in '...' literal strings") from None
+        raise RulesError(
+            f"{source}: not valid TOML: {e}", "fix the syntax; regexes go in '...' literal strings"
+        ) from None
     if set(data) - {"pattern"}:
-        raise RulesError(f"{source}: unknown top-level key(s) {sorted(set(data) - {'pattern'})}", "only [[pattern]] tables are allowed")
+        raise RulesError(
+            f"{source}: unknown top-level key(s) {sorted(set(data) - {'pattern'})}",
+            "only [[pattern]] tables are allowed",
+        )
     tables = data.get("pattern", [])
     if not isinstance(tables, list):
         raise RulesError(f"{source}: 'pattern' must be an array of tables", "write each one as [[pattern]]")
@@ -135,7 +140,9 @@ def _pattern(table: object, n: int, source: str) -> SpeedPattern:
     where = f"{source}: pattern {pid!r}" if isinstance(pid, str) else f"{source}: pattern #{n}"
     unknown = set(table) - _KEYS - _OPTIONAL
     if unknown:
-        raise RulesError(f"{where}: unknown key(s) {sorted(unknown)}", f"allowed keys: {', '.join(sorted(_KEYS | _OPTIONAL))}")
+        raise RulesError(
+            f"{where}: unknown key(s) {sorted(unknown)}", f"allowed keys: {', '.join(sorted(_KEYS | _OPTIONAL))}"
+        )
     missing = _KEYS - set(table)
     if missing:
         raise RulesError(f"{where}: missing key(s) {sorted(missing)}")
@@ -155,8 +162,10 @@ def _pattern(table: object, n: int, source: str) -> SpeedPattern:
         raise RulesError(f"{where}: priority must be an integer")
     band = METRICS[table["metric"]][1]
     if priority // 100 != band:
-        raise RulesError(f"{where}: priority {priority} is outside the {table['metric']} band {band}00-{band}99",
-                         "the hundreds digit says the metric: 5 tflops, 4 mfu, 3 tokens, 2 samples, 1 iterations")
+        raise RulesError(
+            f"{where}: priority {priority} is outside the {table['metric']} band {band}00-{band}99",
+            "the hundreds digit says the metric: 5 tflops, 4 mfu, 3 tokens, 2 samples, 1 iterations",
+        )
     unless = table.get("unless", "")
     if not isinstance(unless, str):
         raise RulesError(f"{where}: unless must be a string (a regex)")
@@ -169,11 +178,15 @@ def _pattern(table: object, n: int, source: str) -> SpeedPattern:
     convert, by_unit = table.get("convert"), table.get("convert_by_unit")
     if "unit" in groups:
         if convert is not None or not isinstance(by_unit, dict) or not by_unit:
-            raise RulesError(f"{where}: a regex with a unit group takes convert_by_unit (printed unit -> conversion), not convert")
+            raise RulesError(
+                f"{where}: a regex with a unit group takes convert_by_unit (printed unit -> conversion), not convert"
+            )
         if any(v not in CONVERSIONS for v in by_unit.values()):
             raise RulesError(f"{where}: convert_by_unit values must be one of {', '.join(CONVERSIONS)}")
     elif convert not in CONVERSIONS or by_unit is not None:
-        raise RulesError(f"{where}: convert must be one of {', '.join(CONVERSIONS)}", "convert_by_unit needs a (?P<unit>...) group")
+        raise RulesError(
+            f"{where}: convert must be one of {', '.join(CONVERSIONS)}", "convert_by_unit needs a (?P<unit>...) group"
+        )
     prefilter = table["prefilter"]
     if not isinstance(prefilter, list) or not prefilter or not all(isinstance(x, str) and x for x in prefilter):
         raise RulesError(f"{where}: prefilter must be a non-empty list of non-empty strings")
@@ -187,11 +200,22 @@ def _pattern(table: object, n: int, source: str) -> SpeedPattern:
     if not examples:
         raise RulesError(f"{where}: needs at least one [[pattern.example]]")
     pattern = SpeedPattern(
-        id=table["id"], framework=table["framework"], metric=table["metric"], unit=table["unit"],
-        per_gpu=table["per_gpu"], kind=table["kind"], priority=priority, regex_text=table["regex"],
-        prefilter=tuple(prefilter), convert=convert,
+        id=table["id"],
+        framework=table["framework"],
+        metric=table["metric"],
+        unit=table["unit"],
+        per_gpu=table["per_gpu"],
+        kind=table["kind"],
+        priority=priority,
+        regex_text=table["regex"],
+        prefilter=tuple(prefilter),
+        convert=convert,
         convert_by_unit=tuple(sorted(by_unit.items())) if by_unit else (),
-        description=description, examples=examples, counter_examples=counters, unless_text=unless, source=source,
+        description=description,
+        examples=examples,
+        counter_examples=counters,
+        unless_text=unless,
+        source=source,
     )
     _check_examples(pattern, where)
     return pattern
@@ -226,13 +250,19 @@ def _check_examples(pattern: SpeedPattern, where: str) -> None:
 
     for i, ex in enumerate(pattern.examples, 1):
         if not any(lit in ex.line.lower() for lit in pattern.prefilter):
-            raise RulesError(f"{where}: example {i} holds none of the prefilter literals {list(pattern.prefilter)}",
-                             "every line the regex can match must contain one of them")
+            raise RulesError(
+                f"{where}: example {i} holds none of the prefilter literals {list(pattern.prefilter)}",
+                "every line the regex can match must contain one of them",
+            )
         got = line_values(pattern, ex.line)
         if len(got) != 1 or not math.isclose(got[0], ex.value, rel_tol=1e-6):  # type: ignore[arg-type]  # values written to 7-8 digits
-            raise RulesError(f"{where}: example {i} gives {got}, expected [{ex.value}]: {ex.line[:80]!r}",
-                             "fix the regex, the conversion or the expected value")
+            raise RulesError(
+                f"{where}: example {i} gives {got}, expected [{ex.value}]: {ex.line[:80]!r}",
+                "fix the regex, the conversion or the expected value",
+            )
     for i, ex in enumerate(pattern.counter_examples, 1):
         got = line_values(pattern, ex.line)
         if got:
-            raise RulesError(f"{where}: counter-example {i} gives {got}: {ex.line[:80]!r}", "fix the regex or the counter-example")
+            raise RulesError(
+                f"{where}: counter-example {i} gives {got}: {ex.line[:80]!r}", "fix the regex or the counter-example"
+            )

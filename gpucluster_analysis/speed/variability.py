@@ -38,8 +38,14 @@ CONFIDENCE = 0.95
 CLASS_BOUNDS = ((0.97, "A"), (0.90, "B"))  # at least this relative speed -> class; else "C"
 
 MACHINE_COLUMNS = {
-    "machine_id": pl.Utf8, "jobs": pl.Int64, "families": pl.Int64, "attempts": pl.Int64,
-    "relative_speed": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "flag": pl.Utf8,
+    "machine_id": pl.Utf8,
+    "jobs": pl.Int64,
+    "families": pl.Int64,
+    "attempts": pl.Int64,
+    "relative_speed": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "flag": pl.Utf8,
     "speed_class": pl.Utf8,
 }
 
@@ -79,8 +85,14 @@ def _median_without(sorted_values: np.ndarray, removed: np.ndarray) -> float | N
     return (at_rank(rest // 2 - 1) + at_rank(rest // 2)) / 2
 
 
-def _medians_without(values: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
-                     removed: np.ndarray, removed_starts: np.ndarray, removed_sizes: np.ndarray) -> np.ndarray:
+def _medians_without(
+    values: np.ndarray,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    removed: np.ndarray,
+    removed_starts: np.ndarray,
+    removed_sizes: np.ndarray,
+) -> np.ndarray:
     """_median_without for many groups at once (NaN where fewer than MIN_REFERENCE remain).
 
     Group g takes its values from values[starts[g]:starts[g] + sizes[g]] (sorted) and removes
@@ -124,35 +136,57 @@ def attempt_ratios(attempts: pl.DataFrame, attempt_machines: pl.DataFrame) -> pl
     keys = ["source", "job_id", "attempt_no"]
     out_columns = [*keys, "family", "machine_id", "ratio"]
     speeds = attempts.filter(pl.col("speed_gpu").is_not_null() & (pl.col("speed_gpu") > 0)).select(
-        *keys, "family", "speed_gpu")
+        *keys, "family", "speed_gpu"
+    )
     placed = attempt_machines.select(*keys, "machine_id").unique().join(speeds, on=keys)
     if placed.is_empty():
-        return pl.DataFrame(schema={**{k: pl.Utf8 for k in ("source", "job_id")}, "attempt_no": pl.Int64,
-                                    "family": pl.Utf8, "machine_id": pl.Utf8, "ratio": pl.Float64})
+        return pl.DataFrame(
+            schema={
+                **{k: pl.Utf8 for k in ("source", "job_id")},
+                "attempt_no": pl.Int64,
+                "family": pl.Utf8,
+                "machine_id": pl.Utf8,
+                "ratio": pl.Float64,
+            }
+        )
     # per family: its speeds sorted once, and each attempt's position among them
     ranked = speeds.sort("family", "speed_gpu", *keys).with_columns(
-        pl.int_range(pl.len()).over("family").alias("position"))
-    families = ranked.group_by("family", maintain_order=True).agg(pl.len().alias("size")).with_columns(
-        (pl.col("size").cum_sum() - pl.col("size")).alias("start"))
+        pl.int_range(pl.len()).over("family").alias("position")
+    )
+    families = (
+        ranked.group_by("family", maintain_order=True)
+        .agg(pl.len().alias("size"))
+        .with_columns((pl.col("size").cum_sum() - pl.col("size")).alias("start"))
+    )
     values = ranked.get_column("speed_gpu").to_numpy()
     placed = placed.join(ranked.select(*keys, "position"), on=keys).sort("source", "family", "machine_id", "position")
     group_id = pl.struct("source", "family", "machine_id").rank("dense").cast(pl.Int64) - 1
     placed = placed.with_columns(group_id.alias("group"))
     removed = placed.select("group", "position").unique().sort("group", "position")
-    groups = (placed.group_by("group").agg(pl.col("family").first()).sort("group")
-              .join(families, on="family", how="left")
-              .join(removed.group_by("group").agg(pl.len().alias("removed_size")), on="group", how="left")
-              .sort("group").with_columns(
-                  (pl.col("removed_size").cum_sum() - pl.col("removed_size")).alias("removed_start")))
+    groups = (
+        placed.group_by("group")
+        .agg(pl.col("family").first())
+        .sort("group")
+        .join(families, on="family", how="left")
+        .join(removed.group_by("group").agg(pl.len().alias("removed_size")), on="group", how="left")
+        .sort("group")
+        .with_columns((pl.col("removed_size").cum_sum() - pl.col("removed_size")).alias("removed_start"))
+    )
     reference = _medians_without(
-        values, groups.get_column("start").to_numpy(), groups.get_column("size").to_numpy(),
-        removed.get_column("position").to_numpy(), groups.get_column("removed_start").to_numpy(),
-        groups.get_column("removed_size").to_numpy())
-    return (placed.join(groups.select("group", pl.Series("reference", reference)), on="group")
-            .filter(pl.col("reference").is_not_nan() & (pl.col("reference") > 0))
-            .sort("group", "position")
-            .select(*keys, "family", "machine_id", (pl.col("speed_gpu") / pl.col("reference")).alias("ratio"))
-            .select(out_columns))
+        values,
+        groups.get_column("start").to_numpy(),
+        groups.get_column("size").to_numpy(),
+        removed.get_column("position").to_numpy(),
+        groups.get_column("removed_start").to_numpy(),
+        groups.get_column("removed_size").to_numpy(),
+    )
+    return (
+        placed.join(groups.select("group", pl.Series("reference", reference)), on="group")
+        .filter(pl.col("reference").is_not_nan() & (pl.col("reference") > 0))
+        .sort("group", "position")
+        .select(*keys, "family", "machine_id", (pl.col("speed_gpu") / pl.col("reference")).alias("ratio"))
+        .select(out_columns)
+    )
 
 
 def _binomial_ranks(n: np.ndarray, confidence: float = CONFIDENCE) -> np.ndarray:
@@ -165,20 +199,30 @@ def _binomial_ranks(n: np.ndarray, confidence: float = CONFIDENCE) -> np.ndarray
 def relative_speed(ratios: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """Per `by` group (machine_id, or machine_id and gpu_index): jobs, families, attempts,
     relative_speed (median ratio), its interval, flag and speed class."""
-    schema = {**{b: (pl.Int64 if b == "gpu_index" else pl.Utf8) for b in by},
-              **{k: v for k, v in MACHINE_COLUMNS.items() if k != "machine_id"}}
+    schema = {
+        **{b: (pl.Int64 if b == "gpu_index" else pl.Utf8) for b in by},
+        **{k: v for k, v in MACHINE_COLUMNS.items() if k != "machine_id"},
+    }
     if ratios.is_empty():
         return pl.DataFrame(schema=schema)
     grouped = ratios.group_by(by).agg(
-        pl.struct("source", "job_id").n_unique().alias("jobs"), pl.col("family").n_unique().alias("families"),
-        pl.len().alias("attempts"), pl.col("ratio").sort().alias("sorted"))
+        pl.struct("source", "job_id").n_unique().alias("jobs"),
+        pl.col("family").n_unique().alias("families"),
+        pl.len().alias("attempts"),
+        pl.col("ratio").sort().alias("sorted"),
+    )
     n = grouped.get_column("attempts").to_numpy()
     k = _binomial_ranks(n)
     low_at, high_at = np.where(k < 1, 0, k - 1), np.where(k < 1, n - 1, n - k)
     judged = grouped.with_columns(pl.Series("low_at", low_at), pl.Series("high_at", high_at)).with_columns(
         # np.median's: the middle value, or the mean of the two middle ones
-        ((pl.col("sorted").list.get((pl.col("attempts") - 1) // 2) + pl.col("sorted").list.get(pl.col("attempts") // 2))
-         / 2).alias("relative_speed"),
+        (
+            (
+                pl.col("sorted").list.get((pl.col("attempts") - 1) // 2)
+                + pl.col("sorted").list.get(pl.col("attempts") // 2)
+            )
+            / 2
+        ).alias("relative_speed"),
         pl.col("sorted").list.get(pl.col("low_at")).alias("ci_low"),
         pl.col("sorted").list.get(pl.col("high_at")).alias("ci_high"),
     )
@@ -187,8 +231,12 @@ def relative_speed(ratios: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     for bound, name in CLASS_BOUNDS[1:]:
         classes = classes.when(pl.col("relative_speed") >= bound).then(pl.lit(name))
     judged = judged.with_columns(
-        pl.when(enough & (pl.col("ci_high") < SLOW_BELOW)).then(pl.lit("slow"))
-        .when(enough & (pl.col("ci_low") > 1 / SLOW_BELOW)).then(pl.lit("fast")).otherwise(pl.lit("ok")).alias("flag"),
+        pl.when(enough & (pl.col("ci_high") < SLOW_BELOW))
+        .then(pl.lit("slow"))
+        .when(enough & (pl.col("ci_low") > 1 / SLOW_BELOW))
+        .then(pl.lit("fast"))
+        .otherwise(pl.lit("ok"))
+        .alias("flag"),
         pl.when(enough).then(classes.otherwise(pl.lit("C"))).alias("speed_class"),
     )
     return judged.select(list(schema)).cast(schema).sort("relative_speed", *by)
@@ -207,19 +255,41 @@ def locality_cost(attempts: pl.DataFrame) -> LocalityCost:
     """What spreading costs in speed per GPU, family by family."""
     from scipy import stats  # deferred: slow to import
 
-    usable = attempts.filter(pl.col("speed_gpu").is_not_null() & (pl.col("speed_gpu") > 0)
-                             & pl.col("placement").is_not_null())
-    per = (usable.group_by("family", "placement").agg(pl.len().alias("n"), pl.col("speed_gpu").median().alias("median"))
-           .pivot(on="placement", index="family", values=["n", "median"]) if not usable.is_empty() else pl.DataFrame())
+    usable = attempts.filter(
+        pl.col("speed_gpu").is_not_null() & (pl.col("speed_gpu") > 0) & pl.col("placement").is_not_null()
+    )
+    per = (
+        usable.group_by("family", "placement")
+        .agg(pl.len().alias("n"), pl.col("speed_gpu").median().alias("median"))
+        .pivot(on="placement", index="family", values=["n", "median"])
+        if not usable.is_empty()
+        else pl.DataFrame()
+    )
     needed = {"n_packed", "n_spread", "median_packed", "median_spread"}
     if per.is_empty() or not needed <= set(per.columns):
-        empty = pl.DataFrame(schema={"family": pl.Utf8, "packed": pl.Int64, "spread": pl.Int64,
-                                     "packed_median": pl.Float64, "spread_median": pl.Float64, "ratio": pl.Float64})
+        empty = pl.DataFrame(
+            schema={
+                "family": pl.Utf8,
+                "packed": pl.Int64,
+                "spread": pl.Int64,
+                "packed_median": pl.Float64,
+                "spread_median": pl.Float64,
+                "ratio": pl.Float64,
+            }
+        )
         return LocalityCost(0, None, None, None, empty)
-    both = (per.filter(pl.col("n_packed").is_not_null() & pl.col("n_spread").is_not_null())
-            .select("family", pl.col("n_packed").cast(pl.Int64).alias("packed"), pl.col("n_spread").cast(pl.Int64).alias("spread"),
-                    pl.col("median_packed").alias("packed_median"), pl.col("median_spread").alias("spread_median"))
-            .with_columns((pl.col("spread_median") / pl.col("packed_median")).alias("ratio")).sort("family"))
+    both = (
+        per.filter(pl.col("n_packed").is_not_null() & pl.col("n_spread").is_not_null())
+        .select(
+            "family",
+            pl.col("n_packed").cast(pl.Int64).alias("packed"),
+            pl.col("n_spread").cast(pl.Int64).alias("spread"),
+            pl.col("median_packed").alias("packed_median"),
+            pl.col("median_spread").alias("spread_median"),
+        )
+        .with_columns((pl.col("spread_median") / pl.col("packed_median")).alias("ratio"))
+        .sort("family")
+    )
     if both.is_empty():
         return LocalityCost(0, None, None, None, both)
     logs = np.log(both.get_column("ratio").to_numpy())

@@ -40,9 +40,18 @@ def _pick(rng: np.random.Generator, options: list[str] | tuple[str, ...]) -> str
 
 _SCRIPTS = ("train.py", "main.py", "run_pretraining.py", "train_imagenet.py", "trainer.py", "lm_train.py")
 _FRAMEWORK_FRAMES = (
-    ('/usr/local/lib/python3.10/dist-packages/torch/nn/modules/module.py", line 1518, in _wrapped_call_impl', "return self._call_impl(*args, **kwargs)"),
-    ('/usr/local/lib/python3.10/dist-packages/torch/nn/modules/module.py", line 1527, in _call_impl', "return forward_call(*args, **kwargs)"),
-    ('/usr/local/lib/python3.10/dist-packages/torch/nn/parallel/distributed.py", line 1519, in forward', "else self._run_ddp_forward(*inputs, **kwargs)"),
+    (
+        '/usr/local/lib/python3.10/dist-packages/torch/nn/modules/module.py", line 1518, in _wrapped_call_impl',
+        "return self._call_impl(*args, **kwargs)",
+    ),
+    (
+        '/usr/local/lib/python3.10/dist-packages/torch/nn/modules/module.py", line 1527, in _call_impl',
+        "return forward_call(*args, **kwargs)",
+    ),
+    (
+        '/usr/local/lib/python3.10/dist-packages/torch/nn/parallel/distributed.py", line 1519, in forward',
+        "else self._run_ddp_forward(*inputs, **kwargs)",
+    ),
 )
 
 
@@ -117,7 +126,15 @@ def _cuda_oom(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
     out = "\n".join(_preamble(ctx, rng)) + "\n" + _training(ctx, rng)
     gpu = int(rng.integers(0, 8))
     if rng.random() < 0.25:
-        err = _traceback(rng, [('/usr/local/lib/python3.6/dist-packages/tensorflow/python/client/session.py", line 1350, in _do_call', "raise type(e)(node_def, op, message)")])
+        err = _traceback(
+            rng,
+            [
+                (
+                    '/usr/local/lib/python3.6/dist-packages/tensorflow/python/client/session.py", line 1350, in _do_call',
+                    "raise type(e)(node_def, op, message)",
+                )
+            ],
+        )
         err.append(
             f"tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape"
             f"[{int(rng.choice([32, 64, 128]))},{int(rng.choice([256, 512, 1024]))},56,56] and type float on "
@@ -126,7 +143,12 @@ def _cuda_oom(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
         err.append("\t [[{{node conv2d_41/Conv2D}}]]")
         return out, "\n".join(err) + "\n"
     frames = list(_FRAMEWORK_FRAMES[: int(rng.integers(1, 4))])
-    frames.append(('/usr/local/lib/python3.10/dist-packages/torch/nn/functional.py", line 2573, in layer_norm', "return torch.layer_norm(input, normalized_shape, weight, bias, eps, torch.backends.cudnn.enabled)"))
+    frames.append(
+        (
+            '/usr/local/lib/python3.10/dist-packages/torch/nn/functional.py", line 2573, in layer_norm',
+            "return torch.layer_norm(input, normalized_shape, weight, bias, eps, torch.backends.cudnn.enabled)",
+        )
+    )
     tb = _traceback(rng, frames)
     total = float(rng.choice([11.17, 15.78, 23.65, 31.74]))
     tb.append(
@@ -159,14 +181,28 @@ def _host_oom(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
         out += "Exit code: 137\nContainer killed on request. Exit code is 137\n"
     else:
         rank = int(rng.integers(0, max(1, ctx.gpus)))
-        err = [f"WARNING:torch.distributed.elastic.multiprocessing.api:Sending process {pid + 1} closing signal SIGTERM"]
+        err = [
+            f"WARNING:torch.distributed.elastic.multiprocessing.api:Sending process {pid + 1} closing signal SIGTERM"
+        ]
         err += _torchrun_summary(ctx, rng, -9, rank, traceback="Signal 9 (SIGKILL) received by PID {pid}")
     return out, "\n".join(err) + "\n"
 
 
 def _import_error(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
     out = "\n".join(_preamble(ctx, rng)) + "\n"
-    module = _pick(rng, ("apex", "horovod.torch", "timm", "sentencepiece", "fairseq", "pycocotools", "cv2", "transformers.models.llama"))
+    module = _pick(
+        rng,
+        (
+            "apex",
+            "horovod.torch",
+            "timm",
+            "sentencepiece",
+            "fairseq",
+            "pycocotools",
+            "cv2",
+            "transformers.models.llama",
+        ),
+    )
     script = _pick(rng, _SCRIPTS)
     err = [
         "Traceback (most recent call last):",
@@ -175,7 +211,10 @@ def _import_error(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
         f"ModuleNotFoundError: No module named '{module.split('.')[0]}'",
     ]
     if rng.random() < 0.3:
-        err[-2:] = [f"    from {module} import amp", f"ImportError: cannot import name 'amp' from '{module}' (/usr/local/lib/python3.10/dist-packages/{module}/__init__.py)"]
+        err[-2:] = [
+            f"    from {module} import amp",
+            f"ImportError: cannot import name 'amp' from '{module}' (/usr/local/lib/python3.10/dist-packages/{module}/__init__.py)",
+        ]
     if ctx.gpus > 1:
         err = [ln for r in range(min(ctx.gpus, 3)) for ln in _ranked(err, r)]
     return out, "\n".join(err) + "\n"
@@ -183,15 +222,35 @@ def _import_error(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
 
 def _key_error(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
     out = "\n".join(_preamble(ctx, rng)) + "\n" + f"=> loading checkpoint '/hdfs/{ctx.user}/ckpt/model_best.pth.tar'\n"
-    key = _pick(rng, ("model_state_dict", "optimizer", "epoch", "module.encoder.layer.11.output.dense.weight", "best_acc1", "vocab.pt"))
-    err = _traceback(rng, [('/job/src/utils/checkpoint.py", line 48, in load_checkpoint', f"model.load_state_dict(state['{key}'])")])
+    key = _pick(
+        rng,
+        (
+            "model_state_dict",
+            "optimizer",
+            "epoch",
+            "module.encoder.layer.11.output.dense.weight",
+            "best_acc1",
+            "vocab.pt",
+        ),
+    )
+    err = _traceback(
+        rng, [('/job/src/utils/checkpoint.py", line 48, in load_checkpoint', f"model.load_state_dict(state['{key}'])")]
+    )
     err.append(f"KeyError: '{key}'")
     if rng.random() < 0.6:
         err += [
             "",
             "During handling of the above exception, another exception occurred:",
             "",
-            *_traceback(rng, [('/job/src/utils/checkpoint.py", line 55, in load_checkpoint', 'raise RuntimeError(f"failed to restore from {path}")')]),
+            *_traceback(
+                rng,
+                [
+                    (
+                        '/job/src/utils/checkpoint.py", line 55, in load_checkpoint',
+                        'raise RuntimeError(f"failed to restore from {path}")',
+                    )
+                ],
+            ),
             f"RuntimeError: failed to restore from /hdfs/{ctx.user}/ckpt/model_best.pth.tar",
         ]
     return out, "\n".join(err) + "\n"
@@ -199,12 +258,15 @@ def _key_error(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
 
 def _file_not_found(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
     out = "\n".join(_preamble(ctx, rng)) + "\n" + _training(ctx, rng)
-    path = _pick(rng, (
-        f"/hdfs/{ctx.user}/data/imagenet/val_map.txt",
-        f"/hdfs/{ctx.user}/data/wmt16/train.de-en.bin",
-        "/philly/data/coco/annotations/instances_val2017.json",
-        f"/hdfs/{ctx.user}/features/fbank_{int(rng.integers(1, 99))}.ark",
-    ))
+    path = _pick(
+        rng,
+        (
+            f"/hdfs/{ctx.user}/data/imagenet/val_map.txt",
+            f"/hdfs/{ctx.user}/data/wmt16/train.de-en.bin",
+            "/philly/data/coco/annotations/instances_val2017.json",
+            f"/hdfs/{ctx.user}/features/fbank_{int(rng.integers(1, 99))}.ark",
+        ),
+    )
     err = _traceback(rng, [('/job/src/data/dataset.py", line 77, in __init__', "with open(self.index_file) as f:")])
     err.append(f"FileNotFoundError: [Errno 2] No such file or directory: '{path}'")
     if rng.random() < 0.4:
@@ -212,7 +274,15 @@ def _file_not_found(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str
             "",
             "The above exception was the direct cause of the following exception:",
             "",
-            *_traceback(rng, [('/job/src/data/loader.py", line 31, in build_loader', 'raise ValueError(f"cannot build dataset {name}") from e')]),
+            *_traceback(
+                rng,
+                [
+                    (
+                        '/job/src/data/loader.py", line 31, in build_loader',
+                        'raise ValueError(f"cannot build dataset {name}") from e',
+                    )
+                ],
+            ),
             "ValueError: cannot build dataset validation",
         ]
     return out, "\n".join(err) + "\n"
@@ -224,22 +294,47 @@ def _nan_loss(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
         lines.append(training.removesuffix("\n"))
     step = int(rng.integers(1000, 90000))
     for i in range(int(rng.integers(3, 7))):
-        lines.append(f"| epoch {int(rng.integers(1, 40)):03d} | step {step + 100 * i} | loss {float(rng.uniform(2, 9)):.3f} | lr {float(rng.uniform(1e-5, 1e-3)):.2e}")
-    lines.append(f"| epoch {int(rng.integers(1, 40)):03d} | step {step + 900} | loss nan | lr {float(rng.uniform(1e-5, 1e-3)):.2e}")
+        lines.append(
+            f"| epoch {int(rng.integers(1, 40)):03d} | step {step + 100 * i} | loss {float(rng.uniform(2, 9)):.3f} | lr {float(rng.uniform(1e-5, 1e-3)):.2e}"
+        )
+    lines.append(
+        f"| epoch {int(rng.integers(1, 40)):03d} | step {step + 900} | loss nan | lr {float(rng.uniform(1e-5, 1e-3)):.2e}"
+    )
     variant = int(rng.integers(0, 4))
     if variant == 3:
         # No traceback at all: the training loop notices and exits on its own.
         lines.append(f"ERROR: loss became NaN at step {step + 900} (grad norm inf); exiting with status 1")
         return "\n".join(lines) + "\n", f"[rank0]: loss is nan at step {step + 900}, aborting\n"
     if variant == 0:
-        err = _traceback(rng, [('/usr/local/lib/python3.10/dist-packages/fairseq/optim/dynamic_loss_scaler.py", line 61, in check_overflow', "raise FloatingPointError(")])
-        err.append("FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding. Try lowering the learning rate, using gradient clipping or increasing the batch size.")
+        err = _traceback(
+            rng,
+            [
+                (
+                    '/usr/local/lib/python3.10/dist-packages/fairseq/optim/dynamic_loss_scaler.py", line 61, in check_overflow',
+                    "raise FloatingPointError(",
+                )
+            ],
+        )
+        err.append(
+            "FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding. Try lowering the learning rate, using gradient clipping or increasing the batch size."
+        )
     elif variant == 1:
-        err = _traceback(rng, [('/usr/local/lib/python3.10/dist-packages/torch/autograd/__init__.py", line 251, in backward', "Variable._execution_engine.run_backward(")])
+        err = _traceback(
+            rng,
+            [
+                (
+                    '/usr/local/lib/python3.10/dist-packages/torch/autograd/__init__.py", line 251, in backward',
+                    "Variable._execution_engine.run_backward(",
+                )
+            ],
+        )
         err.append("RuntimeError: Function 'LogSoftmaxBackward0' returned nan values in its 0th output.")
     else:
         lines.append(f"WARNING: non-finite loss at step {step + 900}, gradients are inf/nan; stopping")
-        err = _traceback(rng, [('/job/src/trainer.py", line 211, in train_step', 'raise ValueError("Loss is NaN; the model diverged")')])
+        err = _traceback(
+            rng,
+            [('/job/src/trainer.py", line 211, in train_step', 'raise ValueError("Loss is NaN; the model diverged")')],
+        )
         err.append("ValueError: Loss is NaN; the model diverged")
     return "\n".join(lines) + "\n", "\n".join(err) + "\n"
 
@@ -260,8 +355,12 @@ def _nccl_error(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
             f"[rank{ranks[0]}]: RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1275, "
             "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.1"
         )
-        err.append(f"[rank{ranks[0]}]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.")
-    err.append(f"[rank{ranks[-1]}]:[E ProcessGroupNCCL.cpp:1182] [Rank {ranks[-1]}] NCCL watchdog thread terminated with exception: NCCL communicator was aborted")
+        err.append(
+            f"[rank{ranks[0]}]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error."
+        )
+    err.append(
+        f"[rank{ranks[-1]}]:[E ProcessGroupNCCL.cpp:1182] [Rank {ranks[-1]}] NCCL watchdog thread terminated with exception: NCCL communicator was aborted"
+    )
     err.append("terminate called after throwing an instance of 'c10::DistBackendError'")
     err += _torchrun_summary(ctx, rng, -6, ranks[0])
     return out, "\n".join(err) + "\n"
@@ -276,18 +375,27 @@ def _gpu_hw(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
     if variant == 0:
         kernel = f"{stamp} NVRM: Xid (PCI:0000:{bus}:00): 79, pid={pid}, GPU has fallen off the bus."
     elif variant == 1:
-        kernel = (f"{stamp} NVRM: Xid (PCI:0000:{bus}:00): 48, pid={pid}, An uncorrectable double bit error (DBE) has been "
-                  "detected on GPU in the framebuffer at partition 0, subpartition 0.")
+        kernel = (
+            f"{stamp} NVRM: Xid (PCI:0000:{bus}:00): 48, pid={pid}, An uncorrectable double bit error (DBE) has been "
+            "detected on GPU in the framebuffer at partition 0, subpartition 0."
+        )
     else:
         kernel = f"{stamp} NVRM: Xid (PCI:0000:{bus}:00): 74, pid={pid}, NVLink: fatal error detected on link 2(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)"
     err = [kernel]
     tb = _traceback(rng, [('/job/src/trainer.py", line 140, in train_step', "loss.backward()")])
-    tb.append(_pick(rng, (
-        "RuntimeError: CUDA error: unspecified launch failure",
-        "RuntimeError: CUDA error: an illegal memory access was encountered",
-        "RuntimeError: CUDA error: uncorrectable ECC error encountered",
-    )))
-    tb.append("CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.")
+    tb.append(
+        _pick(
+            rng,
+            (
+                "RuntimeError: CUDA error: unspecified launch failure",
+                "RuntimeError: CUDA error: an illegal memory access was encountered",
+                "RuntimeError: CUDA error: uncorrectable ECC error encountered",
+            ),
+        )
+    )
+    tb.append(
+        "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect."
+    )
     if ctx.gpus > 1:
         rank = int(rng.integers(0, ctx.gpus))
         err += _ranked(tb, rank)
@@ -333,7 +441,9 @@ def _mpi_failure(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
             "therefore will terminate the job.",
             rule,
         ]
-    err.append(f"mpirun detected that one or more processes exited with non-zero status, thus causing the job to be terminated. The first process to do so was:\n\n  Process name: [[{int(rng.integers(10000, 65000))},1],{rank}]\n  Exit code:    1")
+    err.append(
+        f"mpirun detected that one or more processes exited with non-zero status, thus causing the job to be terminated. The first process to do so was:\n\n  Process name: [[{int(rng.integers(10000, 65000))},1],{rank}]\n  Exit code:    1"
+    )
     return out, "\n".join(err) + "\n"
 
 

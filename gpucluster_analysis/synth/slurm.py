@@ -71,8 +71,23 @@ from gpucluster_analysis.synth.waits import StateLog, cause_columns, retry_wait
 
 SLURM_FILES = ("sacct.txt", "truth.json", "quotas.toml", "sacctmgr_assoc.txt")
 SLURM_DIRS = ("logs", "scontrol", "gpu", "dcgm")
-SACCT_COLUMNS = ("JobID", "JobName", "User", "Account", "Partition", "State", "ExitCode", "Submit", "Eligible",
-                 "Start", "End", "Elapsed", "Timelimit", "AllocTRES", "NodeList")
+SACCT_COLUMNS = (
+    "JobID",
+    "JobName",
+    "User",
+    "Account",
+    "Partition",
+    "State",
+    "ExitCode",
+    "Submit",
+    "Eligible",
+    "Start",
+    "End",
+    "Elapsed",
+    "Timelimit",
+    "AllocTRES",
+    "NodeList",
+)
 FIRST_JOB_ID = 4_812_000
 PARTITION = "gpu"
 GPU_TYPE = "v100"
@@ -152,20 +167,25 @@ class SlurmResult:
     dcgm_rows: int = 0
 
     def __str__(self) -> str:
-        return (f"{self.out}: {self.jobs:,} Slurm jobs, {self.allocation_rows:,} allocation rows in sacct.txt, {self.logs:,} job logs, "
-                f"{self.gpu_rows:,} nvidia-smi rows, {self.dcgm_rows:,} DCGM samples, truth.json")
+        return (
+            f"{self.out}: {self.jobs:,} Slurm jobs, {self.allocation_rows:,} allocation rows in sacct.txt, {self.logs:,} job logs, "
+            f"{self.gpu_rows:,} nvidia-smi rows, {self.dcgm_rows:,} DCGM samples, truth.json"
+        )
 
 
 def prepare_slurm_output(out: Path) -> None:
     """Create `out`, or clear a previous gca synth output (either view) in it; refuse anything else."""
-    prepare_output(out, frozenset(OUTPUT_FILES) | frozenset(OUTPUT_DIRS) | frozenset(SLURM_FILES) | frozenset(SLURM_DIRS))
+    prepare_output(
+        out, frozenset(OUTPUT_FILES) | frozenset(OUTPUT_DIRS) | frozenset(SLURM_FILES) | frozenset(SLURM_DIRS)
+    )
 
 
 # --- identities ------------------------------------------------------------------------
 
 
-def _slurm_jobs(cluster: Cluster, specs: list[JobSpec], outcomes: list[JobOutcome], blackout: clock.Blackout,
-                seed: int) -> list[SlurmJob]:
+def _slurm_jobs(
+    cluster: Cluster, specs: list[JobSpec], outcomes: list[JobOutcome], blackout: clock.Blackout, seed: int
+) -> list[SlurmJob]:
     arrays = np.random.default_rng([seed, _ARRAYS])
     held = np.random.default_rng([seed, _ELIGIBLE])
     array_of: dict[int, tuple[int, int]] = {}  # job index -> (leader index, task)
@@ -173,7 +193,7 @@ def _slurm_jobs(cluster: Cluster, specs: list[JobSpec], outcomes: list[JobOutcom
         if spec.index in array_of or arrays.random() >= ARRAY_LEADER_PROB:
             continue
         members = [spec.index]
-        for other in specs[spec.index + 1:]:
+        for other in specs[spec.index + 1 :]:
             if other.submit - spec.submit > ARRAY_WINDOW_S or len(members) == ARRAY_MAX_TASKS:
                 break
             if other.user == spec.user and other.gpus == spec.gpus and other.index not in array_of:
@@ -204,11 +224,21 @@ def _slurm_jobs(cluster: Cluster, specs: list[JobSpec], outcomes: list[JobOutcom
             cancel_at = blackout.defer(base + spec.kill_delay)
             assert cancel_at == outcome.killed_at, (spec.job_id, cancel_at, outcome.killed_at)
         longest = max((a.end - a.start for a in runs), default=0)
-        jobs.append(SlurmJob(
-            spec=spec, outcome=outcome, job_id=job_id, name=name, eligible=eligible,
-            user=cluster.user_names[spec.user], account=cluster.vc_names[spec.vc], uid=FIRST_UID + spec.user, time_limit_s=2 * 86_400 if longest < 86_400 else 7 * 86_400,
-            runs=runs, cancel_at=cancel_at,
-        ))
+        jobs.append(
+            SlurmJob(
+                spec=spec,
+                outcome=outcome,
+                job_id=job_id,
+                name=name,
+                eligible=eligible,
+                user=cluster.user_names[spec.user],
+                account=cluster.vc_names[spec.vc],
+                uid=FIRST_UID + spec.user,
+                time_limit_s=2 * 86_400 if longest < 86_400 else 7 * 86_400,
+                runs=runs,
+                cancel_at=cancel_at,
+            )
+        )
     return jobs
 
 
@@ -237,20 +267,52 @@ def _run_state(job: SlurmJob, run: RealAttempt, last: bool) -> tuple[str, str, s
 
 def _tres(gpus: int, nodes: int, *, billing: bool = True) -> str:
     cpus = CPUS_PER_GPU * gpus
-    parts = ([f"billing={cpus}"] if billing else []) + [f"cpu={cpus}", f"gres/gpu:{GPU_TYPE}={gpus}", f"gres/gpu={gpus}",
-                                                       f"mem={MEM_GB_PER_GPU * gpus}G", f"node={nodes}"]
+    parts = ([f"billing={cpus}"] if billing else []) + [
+        f"cpu={cpus}",
+        f"gres/gpu:{GPU_TYPE}={gpus}",
+        f"gres/gpu={gpus}",
+        f"mem={MEM_GB_PER_GPU * gpus}G",
+        f"node={nodes}",
+    ]
     return ",".join(parts)
 
 
-def _sacct_row(job: SlurmJob, job_id: str, name: str, state: str, code: str, eligible: int | None,
-               start: int | None, end: int | None, tres: str, nodes: str, zone_name: str, *, step: bool) -> str:
+def _sacct_row(
+    job: SlurmJob,
+    job_id: str,
+    name: str,
+    state: str,
+    code: str,
+    eligible: int | None,
+    start: int | None,
+    end: int | None,
+    tres: str,
+    nodes: str,
+    zone_name: str,
+    *,
+    step: bool,
+) -> str:
     """One sacct -P line; steps leave User, Partition and Timelimit empty, as sacct prints them."""
     elapsed = slurm_duration((end or 0) - start) if start is not None else "00:00:00"
-    return "|".join((
-        job_id, name, "" if step else job.user, job.account, "" if step else PARTITION, state, code,
-        _local(job.spec.submit, zone_name), _local(eligible, zone_name), _local(start, zone_name),
-        _local(end, zone_name), elapsed, "" if step else slurm_duration(job.time_limit_s), tres, nodes,
-    ))
+    return "|".join(
+        (
+            job_id,
+            name,
+            "" if step else job.user,
+            job.account,
+            "" if step else PARTITION,
+            state,
+            code,
+            _local(job.spec.submit, zone_name),
+            _local(eligible, zone_name),
+            _local(start, zone_name),
+            _local(end, zone_name),
+            elapsed,
+            "" if step else slurm_duration(job.time_limit_s),
+            tres,
+            nodes,
+        )
+    )
 
 
 def sacct_lines(jobs: list[SlurmJob], zone_name: str) -> list[str]:
@@ -258,8 +320,20 @@ def sacct_lines(jobs: list[SlurmJob], zone_name: str) -> list[str]:
     for job in sorted(jobs, key=_sort_key):
         spec = job.spec
 
-        def row(job_id: str, name: str, state: str, code: str, eligible: int | None, start: int | None,
-                end: int | None, tres: str, nodes: str, *, step: bool, job: SlurmJob = job) -> str:
+        def row(
+            job_id: str,
+            name: str,
+            state: str,
+            code: str,
+            eligible: int | None,
+            start: int | None,
+            end: int | None,
+            tres: str,
+            nodes: str,
+            *,
+            step: bool,
+            job: SlurmJob = job,
+        ) -> str:
             return _sacct_row(job, job_id, name, state, code, eligible, start, end, tres, nodes, zone_name, step=step)
 
         for k, run in enumerate(job.runs):
@@ -269,23 +343,84 @@ def sacct_lines(jobs: list[SlurmJob], zone_name: str) -> list[str]:
             nodes = compress_hostlist(hosts)
             eligible = job.eligible if k == 0 else job.runs[k - 1].end
             n = len(hosts)
-            lines.append(row(job.job_id, job.name, state, code, eligible, run.start, run.end, _tres(spec.gpus, n), nodes, step=False))
+            lines.append(
+                row(
+                    job.job_id,
+                    job.name,
+                    state,
+                    code,
+                    eligible,
+                    run.start,
+                    run.end,
+                    _tres(spec.gpus, n),
+                    nodes,
+                    step=False,
+                )
+            )
             first_host = host_name(hosts[0])
             extern_state = "NODE_FAIL" if run.outcome == "launch_fail" else "COMPLETED"
             if run.outcome != "launch_fail":
-                lines.append(row(f"{job.job_id}.batch", "batch", step_state, step_code, eligible, run.start, run.end,
-                                 _tres(len(run.alloc[0][1]), 1, billing=False), first_host, step=True))
-            lines.append(row(f"{job.job_id}.extern", "extern", extern_state, "0:0", eligible, run.start, run.end,
-                             _tres(spec.gpus, n), nodes, step=True))
+                lines.append(
+                    row(
+                        f"{job.job_id}.batch",
+                        "batch",
+                        step_state,
+                        step_code,
+                        eligible,
+                        run.start,
+                        run.end,
+                        _tres(len(run.alloc[0][1]), 1, billing=False),
+                        first_host,
+                        step=True,
+                    )
+                )
+            lines.append(
+                row(
+                    f"{job.job_id}.extern",
+                    "extern",
+                    extern_state,
+                    "0:0",
+                    eligible,
+                    run.start,
+                    run.end,
+                    _tres(spec.gpus, n),
+                    nodes,
+                    step=True,
+                )
+            )
             if run.outcome != "launch_fail":
                 step_start = min(run.start + 2, run.end)
-                lines.append(row(f"{job.job_id}.0", "python", step_state, step_code, eligible, step_start, run.end,
-                                 _tres(spec.gpus, n, billing=False), nodes, step=True))
+                lines.append(
+                    row(
+                        f"{job.job_id}.0",
+                        "python",
+                        step_state,
+                        step_code,
+                        eligible,
+                        step_start,
+                        run.end,
+                        _tres(spec.gpus, n, billing=False),
+                        nodes,
+                        step=True,
+                    )
+                )
         if job.cancel_at is not None:
             # Cancelled while pending: Slurm stamps Start = End and assigns no node.
             eligible = job.runs[-1].end if job.runs else job.eligible
-            lines.append(row(job.job_id, job.name, f"CANCELLED by {job.uid}", "0:0", eligible, job.cancel_at,
-                             job.cancel_at, "", "None assigned", step=False))
+            lines.append(
+                row(
+                    job.job_id,
+                    job.name,
+                    f"CANCELLED by {job.uid}",
+                    "0:0",
+                    eligible,
+                    job.cancel_at,
+                    job.cancel_at,
+                    "",
+                    "None assigned",
+                    step=False,
+                )
+            )
     return lines
 
 
@@ -306,8 +441,10 @@ def plan_speeds(jobs: list[SlurmJob], machines: int, seed: int) -> tuple[dict[in
     each job's log prints, by job index: the last run's, when it completed, was cancelled, or
     failed once training ran. A family is a user's jobs of one name and size."""
     slow = draw_slow_machines(machines, np.random.default_rng([seed, SLOW_MACHINES_STREAM]))
-    families = draw_families({(j.spec.user, _JOB_NAMES.index(j.name), j.spec.gpus) for j in jobs},
-                             np.random.default_rng([seed, _SPEED_FAMILIES]))
+    families = draw_families(
+        {(j.spec.user, _JOB_NAMES.index(j.name), j.spec.gpus) for j in jobs},
+        np.random.default_rng([seed, _SPEED_FAMILIES]),
+    )
     rng = np.random.default_rng([seed, _SPEEDS])
     speeds = {}
     for job in jobs:
@@ -328,8 +465,13 @@ def write_sacctmgr_assoc(path: Path, cluster: Cluster) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def write_job_logs(out: Path, jobs: list[SlurmJob], rng: np.random.Generator, zone_name: str,
-                   speeds: dict[int, AttemptSpeed] | None = None) -> int:
+def write_job_logs(
+    out: Path,
+    jobs: list[SlurmJob],
+    rng: np.random.Generator,
+    zone_name: str,
+    speeds: dict[int, AttemptSpeed] | None = None,
+) -> int:
     """slurm-<jobid>.out for the last run of every job that ran; returns how many. `speeds`: the
     training speed the run prints, by job index (none where missing)."""
     speeds = speeds or {}
@@ -352,16 +494,26 @@ def write_job_logs(out: Path, jobs: list[SlurmJob], rng: np.random.Generator, zo
         if speed is not None and run.outcome != "fail":
             text += render_speed(speed, rng)
         if run.outcome == "fail" and run.reason is not None:
-            ctx = LogContext(job_id=job.job_id, attempt=len(job.runs) - 1, gpus=job.spec.gpus,
-                             hosts=tuple(host_name(m) for m, _ in run.alloc), user=job.user,
-                             elapsed_s=run.end - run.start, speed=speed)
+            ctx = LogContext(
+                job_id=job.job_id,
+                attempt=len(job.runs) - 1,
+                gpus=job.spec.gpus,
+                hosts=tuple(host_name(m) for m, _ in run.alloc),
+                user=job.user,
+                elapsed_s=run.end - run.start,
+                speed=speed,
+            )
             stdout, stderr = render(run.reason, ctx, rng)
             text += stdout + stderr
             if run.reason == "host_oom":
-                text += (f"slurmstepd: error: Detected 1 oom-kill event(s) in StepId={job.job_id}.batch. "
-                         "Some of your processes may have been killed by the cgroup out-of-memory handler.\n")
+                text += (
+                    f"slurmstepd: error: Detected 1 oom-kill event(s) in StepId={job.job_id}.batch. "
+                    "Some of your processes may have been killed by the cgroup out-of-memory handler.\n"
+                )
         elif run.outcome == "killed":
-            text += f"epoch {int(rng.integers(1, 40))} step {int(rng.integers(100, 9000))} loss {rng.uniform(0.2, 3):.4f}\n"
+            text += (
+                f"epoch {int(rng.integers(1, 40))} step {int(rng.integers(100, 9000))} loss {rng.uniform(0.2, 3):.4f}\n"
+            )
             text += f"slurmstepd: error: *** JOB {raw_id} ON {host} CANCELLED AT {stamp} ***\n"
         else:
             text += f"epoch {int(rng.integers(1, 90))} done, val_acc {rng.uniform(0.5, 0.95):.4f}\nTraining finished.\n"
@@ -407,8 +559,10 @@ def scontrol_text(job: SlurmJob, run: RealAttempt, at: int, zone_name: str) -> s
         "   Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*",
     ]
     for m, gpus in run.alloc:
-        lines.append(f"     Nodes={host_name(m)} CPU_IDs=0-{CPUS_PER_GPU * len(gpus) - 1} Mem={MEM_GB_PER_GPU * 1024 * len(gpus)} "
-                     f"GRES=gpu:{GPU_TYPE}:{len(gpus)}(IDX:{_index_ranges(gpus)})")
+        lines.append(
+            f"     Nodes={host_name(m)} CPU_IDs=0-{CPUS_PER_GPU * len(gpus) - 1} Mem={MEM_GB_PER_GPU * 1024 * len(gpus)} "
+            f"GRES=gpu:{GPU_TYPE}:{len(gpus)}(IDX:{_index_ranges(gpus)})"
+        )
     lines += [
         f"   MinCPUsNode={cpus // len(hosts)} MinMemoryNode={MEM_GB_PER_GPU * spec.gpus // len(hosts)}G MinTmpDiskNode=0",
         "   Features=(null) DelayBoot=00:00:00",
@@ -418,14 +572,17 @@ def scontrol_text(job: SlurmJob, run: RealAttempt, at: int, zone_name: str) -> s
         f"   StdErr=/home/{user}/slurm-{job.job_id}.out",
         "   StdIn=/dev/null",
         f"   StdOut=/home/{user}/slurm-{job.job_id}.out",
-        f"   TresPerNode=gres:gpu:{spec.gpus // len(hosts)}" if spec.gpus % len(hosts) == 0 else f"   TresPerJob=gres:gpu:{spec.gpus}",
+        f"   TresPerNode=gres:gpu:{spec.gpus // len(hosts)}"
+        if spec.gpus % len(hosts) == 0
+        else f"   TresPerJob=gres:gpu:{spec.gpus}",
         "",
     ]
     return "\n".join(lines) + "\n"
 
 
-def write_scontrol(out: Path, jobs: list[SlurmJob], rng: np.random.Generator, zone_name: str,
-                   blackout: clock.Blackout) -> set[str]:
+def write_scontrol(
+    out: Path, jobs: list[SlurmJob], rng: np.random.Generator, zone_name: str, blackout: clock.Blackout
+) -> set[str]:
     """Snapshots of some single-run jobs (a snapshot shows only the run going on); their ids."""
     folder = out / "scontrol"
     folder.mkdir(parents=True, exist_ok=True)
@@ -460,16 +617,29 @@ def _evidence(job: SlurmJob, k: int, scontrol: set[str], logged: bool) -> str:
     return "node_level"
 
 
-def slurm_truth(jobs: list[SlurmJob], util_sum: np.ndarray, util_count: np.ndarray, scontrol: set[str], states: StateLog,
-                dcgm: DcgmResult, speeds: dict[int, AttemptSpeed] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def slurm_truth(
+    jobs: list[SlurmJob],
+    util_sum: np.ndarray,
+    util_count: np.ndarray,
+    scontrol: set[str],
+    states: StateLog,
+    dcgm: DcgmResult,
+    speeds: dict[int, AttemptSpeed] | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     speeds = speeds or {}
     iso = clock.iso_utc
     job_rows: list[dict[str, Any]] = []
     attempt_rows: list[dict[str, Any]] = []
     # The first wait as sacct records it: [Eligible, first Start), or [Eligible, the cancel) for a job
     # cancelled before any run. Every run (a launch failure too) has its Start, so none falls inside.
-    spans = [(job.eligible, job.runs[0].start) if job.runs else
-             (job.eligible, job.cancel_at) if job.cancel_at is not None else None for job in jobs]
+    spans = [
+        (job.eligible, job.runs[0].start)
+        if job.runs
+        else (job.eligible, job.cancel_at)
+        if job.cancel_at is not None
+        else None
+        for job in jobs
+    ]
     causes = cause_columns(states, [job.spec for job in jobs], spans, [job.runs for job in jobs])
     for job, waited in zip(jobs, causes, strict=True):
         spec, runs = job.spec, job.runs
@@ -482,57 +652,71 @@ def slurm_truth(jobs: list[SlurmJob], util_sum: np.ndarray, util_count: np.ndarr
         count = int(util_count[spec.index])
         sm_count = int(dcgm.count[spec.index])
         logged = bool(runs) and runs[-1].outcome != "launch_fail" and job.cancel_at is None
-        job_rows.append({
-            "job_id": job.job_id,
-            "source": "slurm",
-            "user": job.user,
-            "vc": job.account,
-            "status": job.outcome.status,
-            "submit_time": iso(spec.submit),
-            "first_start_time": iso(first_start),
-            "end_time": iso(end),
-            # each run; the row of a cancellation while pending was never placed
-            "attempts": len(runs),
-            "num_gpus": spec.gpus if runs else None,
-            "num_servers": len(runs[0].alloc) if runs else None,
-            "queue_delay_s": first_start - job.eligible if first_start is not None else None,
-            "run_time_s": end - first_start if first_start is not None and end is not None else None,
-            "gpu_time_s": sum((r.end - r.start) * spec.gpus for r in runs) if runs else None,
-            "mean_gpu_util_pct": float(util_sum[spec.index]) / count if count else None,
-            "util_samples": count,
-            "failure_reason": reason,
-            "failure_category": REASON_CATEGORY[reason] if reason else None,
-            "eligible_time": iso(job.eligible),
-            "queue_basis": "eligible",
-            **waited,
-            "wait_retry_s": retry_wait([(r.start, r.end) for r in runs]) if runs else None,
-            # DCGM profiling, by mean_gpu_util_pct's rule: x 100 the mean of the SM_ACTIVE
-            # (PIPE_TENSOR_ACTIVE) values written; sums are exact thousandths
-            "mean_sm_active_pct": int(dcgm.sm_sum[spec.index]) / (10 * sm_count) if sm_count else None,
-            "mean_tensor_active_pct": int(dcgm.tensor_sum[spec.index]) / (10 * sm_count) if sm_count else None,
-            "sm_samples": sm_count,
-            # the training speed slurm-<jobid>.out prints (its last run's), as gca must read it
-            **speed_columns(speeds.get(spec.index)),
-        })
-        for k, run in enumerate(runs):
-            attempt_rows.append({
+        job_rows.append(
+            {
                 "job_id": job.job_id,
-                "source_index": k,
-                "start_time": iso(run.start),
-                "end_time": iso(run.end),
-                "allocation": [{"machine": host_name(m), "gpus": list(g)} for m, g in run.alloc],
-                "outcome": run.outcome,
-                "failure_reason": run.reason if run.outcome in ("fail", "launch_fail") else None,
-                "gpu_evidence": _evidence(job, k, scontrol, logged and k == len(runs) - 1),
-                "log": f"logs/slurm-{job.job_id}.out" if logged and k == len(runs) - 1 else None,
-                "speed": speed.truth() if k == len(runs) - 1 and (speed := speeds.get(spec.index)) else None,
-            })
+                "source": "slurm",
+                "user": job.user,
+                "vc": job.account,
+                "status": job.outcome.status,
+                "submit_time": iso(spec.submit),
+                "first_start_time": iso(first_start),
+                "end_time": iso(end),
+                # each run; the row of a cancellation while pending was never placed
+                "attempts": len(runs),
+                "num_gpus": spec.gpus if runs else None,
+                "num_servers": len(runs[0].alloc) if runs else None,
+                "queue_delay_s": first_start - job.eligible if first_start is not None else None,
+                "run_time_s": end - first_start if first_start is not None and end is not None else None,
+                "gpu_time_s": sum((r.end - r.start) * spec.gpus for r in runs) if runs else None,
+                "mean_gpu_util_pct": float(util_sum[spec.index]) / count if count else None,
+                "util_samples": count,
+                "failure_reason": reason,
+                "failure_category": REASON_CATEGORY[reason] if reason else None,
+                "eligible_time": iso(job.eligible),
+                "queue_basis": "eligible",
+                **waited,
+                "wait_retry_s": retry_wait([(r.start, r.end) for r in runs]) if runs else None,
+                # DCGM profiling, by mean_gpu_util_pct's rule: x 100 the mean of the SM_ACTIVE
+                # (PIPE_TENSOR_ACTIVE) values written; sums are exact thousandths
+                "mean_sm_active_pct": int(dcgm.sm_sum[spec.index]) / (10 * sm_count) if sm_count else None,
+                "mean_tensor_active_pct": int(dcgm.tensor_sum[spec.index]) / (10 * sm_count) if sm_count else None,
+                "sm_samples": sm_count,
+                # the training speed slurm-<jobid>.out prints (its last run's), as gca must read it
+                **speed_columns(speeds.get(spec.index)),
+            }
+        )
+        for k, run in enumerate(runs):
+            attempt_rows.append(
+                {
+                    "job_id": job.job_id,
+                    "source_index": k,
+                    "start_time": iso(run.start),
+                    "end_time": iso(run.end),
+                    "allocation": [{"machine": host_name(m), "gpus": list(g)} for m, g in run.alloc],
+                    "outcome": run.outcome,
+                    "failure_reason": run.reason if run.outcome in ("fail", "launch_fail") else None,
+                    "gpu_evidence": _evidence(job, k, scontrol, logged and k == len(runs) - 1),
+                    "log": f"logs/slurm-{job.job_id}.out" if logged and k == len(runs) - 1 else None,
+                    "speed": speed.truth() if k == len(runs) - 1 and (speed := speeds.get(spec.index)) else None,
+                }
+            )
         if job.cancel_at is not None:
-            attempt_rows.append({
-                "job_id": job.job_id, "source_index": len(runs), "start_time": None, "end_time": None,
-                "allocation": [], "outcome": "cancelled_pending", "failure_reason": None,
-                "gpu_evidence": None, "log": None, "speed": None, "cancelled_at": iso(job.cancel_at),
-            })
+            attempt_rows.append(
+                {
+                    "job_id": job.job_id,
+                    "source_index": len(runs),
+                    "start_time": None,
+                    "end_time": None,
+                    "allocation": [],
+                    "outcome": "cancelled_pending",
+                    "failure_reason": None,
+                    "gpu_evidence": None,
+                    "log": None,
+                    "speed": None,
+                    "cancelled_at": iso(job.cancel_at),
+                }
+            )
     return job_rows, attempt_rows
 
 
@@ -565,9 +749,14 @@ def _levels(jobs: list[SlurmJob], seed: int) -> Runs:
                     gpu_global.append(m * GPUS_PER_MACHINE + g)
     start.append(0), end.append(0), owner_job.append(0), level.append(0.0), noise.append(0.0), memory.append(0.0)
     return Runs(
-        start=np.array(start, dtype=np.int64), end=np.array(end, dtype=np.int64), job=np.array(owner_job, dtype=np.int64),
-        level=np.array(level), noise=np.array(noise), memory_mib=np.array(memory),
-        gpu_owner=np.array(gpu_owner, dtype=np.int64), gpu_global=np.array(gpu_global, dtype=np.int64),
+        start=np.array(start, dtype=np.int64),
+        end=np.array(end, dtype=np.int64),
+        job=np.array(owner_job, dtype=np.int64),
+        level=np.array(level),
+        noise=np.array(noise),
+        memory_mib=np.array(memory),
+        gpu_owner=np.array(gpu_owner, dtype=np.int64),
+        gpu_global=np.array(gpu_global, dtype=np.int64),
     )
 
 
@@ -589,7 +778,9 @@ def generate_slurm_trace(
     if isinstance(interval_s, bool) or not isinstance(interval_s, int) or not 1 <= interval_s <= 3600:
         raise InputError(f"--interval must be a whole number of seconds between 1 and 3600, not {interval_s!r}")
     if isinstance(dcgm_interval_s, bool) or not isinstance(dcgm_interval_s, int) or not 1 <= dcgm_interval_s <= 3600:
-        raise InputError(f"--dcgm-interval must be a whole number of seconds between 1 and 3600, not {dcgm_interval_s!r}")
+        raise InputError(
+            f"--dcgm-interval must be a whole number of seconds between 1 and 3600, not {dcgm_interval_s!r}"
+        )
     out = Path(out)
     prepare_slurm_output(out)
     sim = simulate_window(jobs, machines, days, seed, start, emit)
@@ -604,21 +795,51 @@ def generate_slurm_trace(
     slow, speeds = plan_speeds(slurm_jobs, machines, seed)
     n_logs = write_job_logs(out, slurm_jobs, rng(_SLURM_LOGS), zone_name, speeds)
     shown = write_scontrol(out, slurm_jobs, rng(_SCONTROL), zone_name, blackout)
-    emit(f"wrote sacct.txt ({len(lines) - 1:,} rows), {n_logs:,} job logs, {len(shown):,} scontrol snapshots; writing nvidia-smi logs")
+    emit(
+        f"wrote sacct.txt ({len(lines) - 1:,} rows), {n_logs:,} job logs, {len(shown):,} scontrol snapshots; writing nvidia-smi logs"
+    )
 
     runs = _levels(slurm_jobs, seed)
     telemetry = write_gpu_logs(
-        out, hosts=[host_name(m) for m in range(machines)], t0=t0, span=span, interval_s=interval_s, runs=runs,
-        n_jobs=jobs, seed=seed, stream=_GPU_LOGS, blackout=blackout, zone_name=zone_name, log=emit,
+        out,
+        hosts=[host_name(m) for m in range(machines)],
+        t0=t0,
+        span=span,
+        interval_s=interval_s,
+        runs=runs,
+        n_jobs=jobs,
+        seed=seed,
+        stream=_GPU_LOGS,
+        blackout=blackout,
+        zone_name=zone_name,
+        log=emit,
     )
     dcgm = write_dcgm_logs(
-        out, hosts=[host_name(m) for m in range(machines)], t0=t0, span=span, interval_s=dcgm_interval_s, runs=runs,
-        n_jobs=jobs, seed=seed, stream=_DCGM_LOGS, jobs_stream=_DCGM_JOBS, log=emit,
+        out,
+        hosts=[host_name(m) for m in range(machines)],
+        t0=t0,
+        span=span,
+        interval_s=dcgm_interval_s,
+        runs=runs,
+        n_jobs=jobs,
+        seed=seed,
+        stream=_DCGM_LOGS,
+        jobs_stream=_DCGM_JOBS,
+        log=emit,
     )
-    job_rows, attempt_rows = slurm_truth(slurm_jobs, telemetry.util_sum, telemetry.util_count, shown, sim.states, dcgm, speeds)
+    job_rows, attempt_rows = slurm_truth(
+        slurm_jobs, telemetry.util_sum, telemetry.util_count, shown, sim.states, dcgm, speeds
+    )
     generator = {
-        "name": GENERATOR_NAME, "version": SYNTH_VERSION, "format": "slurm", "seed": seed, "jobs": jobs,
-        "machines": machines, "days": days, "interval_s": interval_s, "dcgm_interval_s": dcgm_interval_s,
+        "name": GENERATOR_NAME,
+        "version": SYNTH_VERSION,
+        "format": "slurm",
+        "seed": seed,
+        "jobs": jobs,
+        "machines": machines,
+        "days": days,
+        "interval_s": interval_s,
+        "dcgm_interval_s": dcgm_interval_s,
         "start_local": start.strftime("%Y-%m-%d %H:%M:%S"),
         "vcs": [{"vc": n, "quota_gpus": q} for n, q in zip(cluster.vc_names, cluster.vc_quota, strict=True)],
         "telemetry": {"gpu_rows": telemetry.rows, "dcgm_rows": dcgm.rows},
@@ -627,5 +848,6 @@ def generate_slurm_trace(
         "truth_times": "sacct and nvidia-smi times are never in a repeated hour's second occurrence, so naive text read as the first occurrence is exact",
     }
     write_truth(out / "truth.json", generator, zone_name, job_rows, attempt_rows)
-    return SlurmResult(out=out, jobs=jobs, allocation_rows=n_allocations, gpu_rows=telemetry.rows, logs=n_logs,
-                       dcgm_rows=dcgm.rows)
+    return SlurmResult(
+        out=out, jobs=jobs, allocation_rows=n_allocations, gpu_rows=telemetry.rows, logs=n_logs, dcgm_rows=dcgm.rows
+    )

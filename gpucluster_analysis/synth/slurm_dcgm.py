@@ -113,8 +113,13 @@ def write_dcgm_logs(
     tensor_sum = np.zeros(n_jobs, dtype=np.int64)
     count = np.zeros(n_jobs, dtype=np.int64)
     # Everything of a sample line but its value and time, per (field, machine, GPU).
-    prefix = [[[f'{name}{{gpu="{i}",UUID="{gpu_uuid(seed, h, i)}",Hostname="{h}"}} ' for i in range(GPUS_PER_MACHINE)]
-               for h in hosts] for name, _ in FIELDS]
+    prefix = [
+        [
+            [f'{name}{{gpu="{i}",UUID="{gpu_uuid(seed, h, i)}",Hostname="{h}"}} ' for i in range(GPUS_PER_MACHINE)]
+            for h in hosts
+        ]
+        for name, _ in FIELDS
+    ]
     headers = [f"# HELP {name} {text}\n# TYPE {name} gauge\n" for name, text in FIELDS]
     files = [open(folder / f"{h}.prom", "w", encoding="ascii", newline="\n") for h in hosts]  # noqa: SIM115
     rows = 0
@@ -128,8 +133,12 @@ def write_dcgm_logs(
             working = gr_k * sm_ratio[job] * (1.0 + 0.04 * rng.standard_normal(shape))
             idling = 1000.0 * (stall_level[job] + 0.01 * rng.standard_normal(shape))
             sm_k = np.clip(np.rint(np.where(stalled[job], idling, working)), 0, gr_k).astype(np.int64)
-            tensor_k = np.clip(np.rint(sm_k * tensor_share[job] * (1.0 + 0.05 * rng.standard_normal(shape))), 0, sm_k).astype(np.int64)
-            dram_k = np.clip(np.rint(sm_k * dram_ratio[job] * (1.0 + 0.05 * rng.standard_normal(shape))), 0, 1000).astype(np.int64)
+            tensor_k = np.clip(
+                np.rint(sm_k * tensor_share[job] * (1.0 + 0.05 * rng.standard_normal(shape))), 0, sm_k
+            ).astype(np.int64)
+            dram_k = np.clip(
+                np.rint(sm_k * dram_ratio[job] * (1.0 + 0.05 * rng.standard_normal(shape))), 0, 1000
+            ).astype(np.int64)
             missing = rng.random(shape) < NAN_RATE
             millis = rng.integers(0, 1000, size=(length, machines))
 
@@ -145,10 +154,10 @@ def write_dcgm_logs(
                 g0 = m * GPUS_PER_MACHINE
                 for k in range(length):
                     stamp = f" {(t0 + (c0 + k) * interval_s) * 1000 + int(millis[k, m])}\n"
-                    gone = missing[k, g0:g0 + GPUS_PER_MACHINE]
+                    gone = missing[k, g0 : g0 + GPUS_PER_MACHINE]
                     for field, header in enumerate(headers):
                         lines.append(header)
-                        row = values[field][k, g0:g0 + GPUS_PER_MACHINE]
+                        row = values[field][k, g0 : g0 + GPUS_PER_MACHINE]
                         for i in range(GPUS_PER_MACHINE):
                             text = "NaN" if gone[i] else _VALUE_TEXT[row[i]]
                             lines.append(prefix[field][m][i] + text + stamp)

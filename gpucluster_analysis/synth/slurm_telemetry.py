@@ -41,10 +41,20 @@ UTIL_NA_RATE = 0.003
 POWER_NA_RATE = 0.005
 MEMORY_TOTAL_MIB = 32768
 # Bus ids of the eight GPUs of a DGX-1-like server, in index order.
-PCI_BUS_IDS = ("00000000:06:00.0", "00000000:07:00.0", "00000000:0A:00.0", "00000000:0B:00.0",
-               "00000000:85:00.0", "00000000:86:00.0", "00000000:89:00.0", "00000000:8A:00.0")
-HEADER = ("timestamp, index, uuid, pci.bus_id, utilization.gpu [%], memory.used [MiB], memory.total [MiB], "
-          "power.draw [W], temperature.gpu\n")
+PCI_BUS_IDS = (
+    "00000000:06:00.0",
+    "00000000:07:00.0",
+    "00000000:0A:00.0",
+    "00000000:0B:00.0",
+    "00000000:85:00.0",
+    "00000000:86:00.0",
+    "00000000:89:00.0",
+    "00000000:8A:00.0",
+)
+HEADER = (
+    "timestamp, index, uuid, pci.bus_id, utilization.gpu [%], memory.used [MiB], memory.total [MiB], "
+    "power.draw [W], temperature.gpu\n"
+)
 
 
 @dataclass(frozen=True)
@@ -93,6 +103,7 @@ def sample_owners(runs: Runs, pair_first: np.ndarray, pair_end: np.ndarray, c0: 
 class SampleGrid:
     """The sample instants of a trace (sample k at t0 + k * interval) and, per (run, GPU) pair
     of `runs`, the first sample it holds and the one after its last."""
+
     n_samples: int
     pair_first: np.ndarray
     pair_end: np.ndarray
@@ -109,6 +120,7 @@ def sample_grid(runs: Runs, t0: int, span: int, interval_s: int) -> SampleGrid:
 class SampleChunk:
     """Samples [c0, c0 + length) (a day at most: CHUNK_SECONDS), who holds each GPU there,
     and the chunk's own random stream (so a chunk's draws do not depend on the others)."""
+
     index: int
     c0: int
     length: int
@@ -117,15 +129,17 @@ class SampleChunk:
     own: np.ndarray  # (length, gpus): the run holding it, 0 where none does (mask with busy)
 
 
-def sample_chunks(runs: Runs, grid: SampleGrid, *, gpus: int, interval_s: int, seed: int,
-                  stream: int) -> Iterator[SampleChunk]:
+def sample_chunks(
+    runs: Runs, grid: SampleGrid, *, gpus: int, interval_s: int, seed: int, stream: int
+) -> Iterator[SampleChunk]:
     per_chunk = max(1, CHUNK_SECONDS // interval_s)
     for index, c0 in enumerate(range(0, grid.n_samples, per_chunk)):
         c1 = min(grid.n_samples, c0 + per_chunk)
         owner = sample_owners(runs, grid.pair_first, grid.pair_end, c0, c1, gpus)
         busy = owner >= 0
-        yield SampleChunk(index, c0, c1 - c0, np.random.default_rng([seed, stream, index]), busy,
-                          np.where(busy, owner, 0))
+        yield SampleChunk(
+            index, c0, c1 - c0, np.random.default_rng([seed, stream, index]), busy, np.where(busy, owner, 0)
+        )
 
 
 def write_gpu_logs(

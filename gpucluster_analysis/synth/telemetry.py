@@ -115,7 +115,9 @@ class TelemetryResult:
     mem_rows: int
 
 
-def _spans(rng: np.random.Generator, units: int, prob: float, minutes: int, median: float) -> list[tuple[int, int, int]]:
+def _spans(
+    rng: np.random.Generator, units: int, prob: float, minutes: int, median: float
+) -> list[tuple[int, int, int]]:
     """(unit, first minute, end minute) of one outage per unit drawn with `prob`."""
     hit = np.flatnonzero(rng.random(units) < prob)
     length = np.maximum(1, rng.lognormal(np.log(median), 0.8, size=hit.size)).astype(np.int64)
@@ -244,19 +246,28 @@ def write_telemetry(
             value_part[:, :, :-1] = cells
             value_part[:, :, -1] = ord(",")  # every value, the last included, ends in a comma
             del cells, code
-            gpu_file.write(
-                _join_rows([time_col, COMMA, machine_col, COMMA, value_part.reshape(n, -1), NEWLINE], n)
-            )
+            gpu_file.write(_join_rows([time_col, COMMA, machine_col, COMMA, value_part.reshape(n, -1), NEWLINE], n))
             del value_part
 
             cpu_file.write(
-                _join_rows([time_col, COMMA, machine_col, COMMA, CPU_TABLE[cpu_code[row_minute, row_machine]], NEWLINE], n)
+                _join_rows(
+                    [time_col, COMMA, machine_col, COMMA, CPU_TABLE[cpu_code[row_minute, row_machine]], NEWLINE], n
+                )
             )
             thirds = free_thirds[row_minute, row_machine]
             mem_file.write(
                 _join_rows(
-                    [time_col, COMMA, machine_col, COMMA, total_text[row_machine], COMMA,
-                     _uint_text(thirds // 3, 10), THIRDS_TABLE[thirds % 3], NEWLINE],
+                    [
+                        time_col,
+                        COMMA,
+                        machine_col,
+                        COMMA,
+                        total_text[row_machine],
+                        COMMA,
+                        _uint_text(thirds // 3, 10),
+                        THIRDS_TABLE[thirds % 3],
+                        NEWLINE,
+                    ],
                     n,
                 )
             )
@@ -264,4 +275,6 @@ def write_telemetry(
                 rows[key] += n
             log(f"telemetry: day {chunk + 1}/{n_chunks} written")
 
-    return TelemetryResult(util_sum=util_sum, util_count=util_count, gpu_rows=rows["gpu"], cpu_rows=rows["cpu"], mem_rows=rows["mem"])
+    return TelemetryResult(
+        util_sum=util_sum, util_count=util_count, gpu_rows=rows["gpu"], cpu_rows=rows["cpu"], mem_rows=rows["mem"]
+    )

@@ -45,8 +45,15 @@ from gpucluster_analysis.synth.writers import job_log_records, write_failure_log
 SYNTH_VERSION = 2
 GENERATOR_NAME = "gca synth"
 
-OUTPUT_FILES = ("cluster_machine_list", "cluster_job_log", "cluster_gpu_util", "cluster_cpu_util", "cluster_mem_util", "truth.json",
-                "quotas.toml")
+OUTPUT_FILES = (
+    "cluster_machine_list",
+    "cluster_job_log",
+    "cluster_gpu_util",
+    "cluster_cpu_util",
+    "cluster_mem_util",
+    "truth.json",
+    "quotas.toml",
+)
 OUTPUT_DIRS = ("logs",)
 
 # Random streams, one per stage (the telemetry takes [seed, TELEMETRY, day]).
@@ -105,7 +112,11 @@ def prepare_output(out: Path, ours: frozenset[str] = frozenset(OUTPUT_FILES) | f
         if entries:
             foreign = [e for e in entries if e not in ours]
             if foreign or not _is_previous_output(out):
-                what = f"it holds {foreign[0]!r}" if foreign else "it is not a previous gca synth output (no truth.json from gca synth)"
+                what = (
+                    f"it holds {foreign[0]!r}"
+                    if foreign
+                    else "it is not a previous gca synth output (no truth.json from gca synth)"
+                )
                 raise InputError(
                     f"{out}: directory is not empty and {what}",
                     hint="pass --out a new or empty directory, or one that gca synth wrote before",
@@ -185,8 +196,9 @@ class Simulation:
         return np.random.default_rng([self.seed, stream])
 
 
-def simulate_window(jobs: int, machines: int, days: float, seed: int, start: datetime,
-                    emit: Callable[[str], None]) -> Simulation:
+def simulate_window(
+    jobs: int, machines: int, days: float, seed: int, start: datetime, emit: Callable[[str], None]
+) -> Simulation:
     """Draw the cluster and the jobs and run the scheduler; the same arguments give the same jobs."""
     zone_name = clock.ZONE_NAME
     t0 = clock.local_to_utc(start, zone_name)
@@ -202,15 +214,19 @@ def simulate_window(jobs: int, machines: int, days: float, seed: int, start: dat
     hours = clock.repeated_hours(t0, t0 + span + 60 * 86_400, zone_name)
     blackout = clock.Blackout(tuple((h.second, h.end) for h in hours))
     cluster = draw_cluster(rng(_CLUSTER), machines, jobs)
-    specs = draw_jobs(rng(_JOBS), cluster, jobs, t0, span, [h for h in hours if h.first >= t0 and h.second <= t0 + span], blackout)
+    specs = draw_jobs(
+        rng(_JOBS), cluster, jobs, t0, span, [h for h in hours if h.first >= t0 and h.second <= t0 + span], blackout
+    )
     states = StateLog()
     outcomes: list[JobOutcome] = simulate(cluster, specs, rng(_SCHEDULER), blackout, emit, states)
     return Simulation(seed, zone_name, t0, span, blackout, cluster, specs, outcomes, states)
 
 
-SPEED_RULE = ("an attempt prints its family's base speed x the smallest factor among the machines it ran on"
-              " (1.0 unless slow_machines lists it) x noise; a family is one user's jobs of one size (Philly),"
-              " or of one name and size (Slurm)")
+SPEED_RULE = (
+    "an attempt prints its family's base speed x the smallest factor among the machines it ran on"
+    " (1.0 unless slow_machines lists it) x noise; a family is one user's jobs of one size (Philly),"
+    " or of one name and size (Slurm)"
+)
 
 
 def slow_machines_truth(slow: dict[int, float], name: Callable[[int], str]) -> list[dict[str, object]]:
@@ -218,7 +234,9 @@ def slow_machines_truth(slow: dict[int, float], name: Callable[[int], str]) -> l
     return [{"machine": name(m), "factor": f} for m, f in sorted(slow.items())]
 
 
-def _plan_speeds(sim: Simulation, records: list[list[RecordedAttempt]]) -> tuple[dict[int, float], dict[tuple[int, int], AttemptSpeed]]:
+def _plan_speeds(
+    sim: Simulation, records: list[list[RecordedAttempt]]
+) -> tuple[dict[int, float], dict[tuple[int, int], AttemptSpeed]]:
     """The slow machines, and the speed each failed attempt that trained prints, by (job index,
     position in its attempts list). A family here is a user's jobs of one size (Philly has no job names)."""
     slow = draw_slow_machines(sim.cluster.machines, sim.rng(SLOW_MACHINES_STREAM))
@@ -230,8 +248,9 @@ def _plan_speeds(sim: Simulation, records: list[list[RecordedAttempt]]) -> tuple
             a = r.real
             if a.outcome == "fail" and a.reason in TRAINED_REASONS:
                 factor = slowest_factor([m for m, _ in a.alloc], slow)
-                speeds[(spec.index, r.source_index)] = plan_attempt(families[(spec.user, spec.gpus)], factor, a.end - a.start,
-                                                                    False, rng)
+                speeds[(spec.index, r.source_index)] = plan_attempt(
+                    families[(spec.user, spec.gpus)], factor, a.end - a.start, False, rng
+                )
     return slow, speeds
 
 
@@ -279,14 +298,29 @@ def generate_trace(
     emit(f"wrote logs of {n_logs:,} failed attempts; writing telemetry")
 
     telemetry = write_telemetry(
-        out, machines=machines, t0=t0, span=span, occupancy=_occupancy(specs, records), n_jobs=jobs,
-        seed=seed, stream=_TELEMETRY, mem_total_kib=mem_total, log=emit, zone_name=zone_name,
+        out,
+        machines=machines,
+        t0=t0,
+        span=span,
+        occupancy=_occupancy(specs, records),
+        n_jobs=jobs,
+        seed=seed,
+        stream=_TELEMETRY,
+        mem_total_kib=mem_total,
+        log=emit,
+        zone_name=zone_name,
     )
-    job_rows, attempt_rows = job_truth(cluster, specs, outcomes, records, telemetry.util_sum, telemetry.util_count, sim.states,
-                                       speeds)
+    job_rows, attempt_rows = job_truth(
+        cluster, specs, outcomes, records, telemetry.util_sum, telemetry.util_count, sim.states, speeds
+    )
     generator = {
-        "name": GENERATOR_NAME, "version": SYNTH_VERSION, "seed": seed, "jobs": jobs, "machines": machines,
-        "days": days, "start_local": start.strftime("%Y-%m-%d %H:%M:%S"),
+        "name": GENERATOR_NAME,
+        "version": SYNTH_VERSION,
+        "seed": seed,
+        "jobs": jobs,
+        "machines": machines,
+        "days": days,
+        "start_local": start.strftime("%Y-%m-%d %H:%M:%S"),
         "vcs": [{"vc": n, "quota_gpus": q} for n, q in zip(cluster.vc_names, cluster.vc_quota, strict=True)],
         "telemetry": {"gpu_rows": telemetry.gpu_rows, "cpu_rows": telemetry.cpu_rows, "mem_rows": telemetry.mem_rows},
         "slow_machines": slow_machines_truth(slow, lambda m: f"m{m}"),

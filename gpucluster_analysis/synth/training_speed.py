@@ -32,8 +32,14 @@ FORMATS = ("tqdm", "hf_trainer", "megatron", "deepspeed", "keras", "nanogpt")
 FORMAT_WEIGHTS = (0.30, 0.20, 0.12, 0.13, 0.12, 0.13)
 # A family's base speed in iterations per second, log-uniform in this range per format. Keras
 # prints whole ms per step (kept under 1 s so it never rounds to whole seconds).
-RATE_RANGE = {"tqdm": (0.4, 12.0), "hf_trainer": (0.5, 8.0), "megatron": (0.1, 2.0), "deepspeed": (0.3, 5.0),
-              "keras": (2.0, 10.0), "nanogpt": (0.8, 10.0)}
+RATE_RANGE = {
+    "tqdm": (0.4, 12.0),
+    "hf_trainer": (0.5, 8.0),
+    "megatron": (0.1, 2.0),
+    "deepspeed": (0.3, 5.0),
+    "keras": (2.0, 10.0),
+    "nanogpt": (0.8, 10.0),
+}
 BATCH_SIZES = (8, 16, 32, 64, 128, 256)  # samples per step (DeepSpeed, HF Trainer)
 
 SLOW_MACHINE_FRACTION = 0.1  # of the machines, at least one on clusters of 3 or more
@@ -45,7 +51,9 @@ MAX_SAMPLES = 6  # 3 samples, plus one an hour of the run, up to this
 
 # Failure reasons that strike once training runs: their logs print the speed before the error.
 # Import errors, missing checkpoint keys and launch failures stop before the first step.
-TRAINED_REASONS = frozenset({"cuda_oom", "host_oom", "file_not_found", "nan_loss", "nccl_error", "gpu_hw", "mpi_failure"})
+TRAINED_REASONS = frozenset(
+    {"cuda_oom", "host_oom", "file_not_found", "nan_loss", "nccl_error", "gpu_hw", "mpi_failure"}
+)
 
 _CANONICAL = {"iterations_per_s": "it/s", "samples_per_s": "samples/s"}
 
@@ -72,8 +80,15 @@ class AttemptSpeed:
     median: float  # gca's median: over `printed` after the warm-up, or the run average
 
     def truth(self) -> dict[str, object]:
-        return {"format": self.format, "factor": self.factor, "base": self.base, "metric": self.metric,
-                "median": self.median, "unit": self.unit, "samples": len(self.printed)}
+        return {
+            "format": self.format,
+            "factor": self.factor,
+            "base": self.base,
+            "metric": self.metric,
+            "median": self.median,
+            "unit": self.unit,
+            "samples": len(self.printed),
+        }
 
 
 def draw_slow_machines(machines: int, rng: np.random.Generator) -> dict[int, float]:
@@ -134,7 +149,9 @@ def steady_median(values: list[float]) -> float:
     return statistics.median(values[k:])
 
 
-def plan_attempt(family: Family, factor: float, elapsed_s: int, completed: bool, rng: np.random.Generator) -> AttemptSpeed:
+def plan_attempt(
+    family: Family, factor: float, elapsed_s: int, completed: bool, rng: np.random.Generator
+) -> AttemptSpeed:
     """The speed values one attempt of `family` prints when it ran `elapsed_s` seconds at `factor`."""
     n = min(MAX_SAMPLES, 3 + max(0, elapsed_s) // 3600)
     steady = family.rate * factor * math.exp(ATTEMPT_NOISE * float(rng.standard_normal()))
@@ -156,8 +173,17 @@ def plan_attempt(family: Family, factor: float, elapsed_s: int, completed: bool,
     if fmt == "hf_trainer" and completed:
         # the Trainer's average over the whole run, warm-up included
         average = f"{steady * family.batch * float(rng.uniform(0.95, 0.99)):.3f}"
-        return AttemptSpeed(fmt, factor, family.rate * family.batch, tuple(printed), average, completed, "samples_per_s",
-                            _CANONICAL["samples_per_s"], float(average))
+        return AttemptSpeed(
+            fmt,
+            factor,
+            family.rate * family.batch,
+            tuple(printed),
+            average,
+            completed,
+            "samples_per_s",
+            _CANONICAL["samples_per_s"],
+            float(average),
+        )
     metric = "samples_per_s" if fmt == "deepspeed" else "iterations_per_s"
     base = family.rate * family.batch if fmt == "deepspeed" else family.rate
     median = steady_median([_canonical(fmt, text) for text in printed])
@@ -174,7 +200,9 @@ def _clock(seconds: float) -> str:
 
 def _bar(desc: str, done: int, total: int, elapsed: float, remaining: float, rate: str, post: str = "") -> str:
     pct = 100 * done // total
-    return f"{desc}{pct:3d}%|{'█' * (pct // 10):10s}| {done}/{total} [{_clock(elapsed)}<{_clock(remaining)}, {rate}{post}]"
+    return (
+        f"{desc}{pct:3d}%|{'█' * (pct // 10):10s}| {done}/{total} [{_clock(elapsed)}<{_clock(remaining)}, {rate}{post}]"
+    )
 
 
 def _rate_of(text: str) -> float:
@@ -191,8 +219,18 @@ def _tqdm_lines(speed: AttemptSpeed, rng: np.random.Generator) -> list[str]:
         done = total if speed.completed or e < len(speed.printed) - 1 else int(total * rng.uniform(0.2, 0.95))
         half = done // 2
         post = f", loss={float(rng.uniform(0.2, 4.0)):.3f}"
-        states = [_bar(f"Epoch {e}: ", half, total, half / rate, (total - half) / rate, _tqdm_rate(rate * float(rng.uniform(0.9, 1.1))), post),
-                  _bar(f"Epoch {e}: ", done, total, done / rate, (total - done) / rate, text, post)]
+        states = [
+            _bar(
+                f"Epoch {e}: ",
+                half,
+                total,
+                half / rate,
+                (total - half) / rate,
+                _tqdm_rate(rate * float(rng.uniform(0.9, 1.1))),
+                post,
+            ),
+            _bar(f"Epoch {e}: ", done, total, done / rate, (total - done) / rate, text, post),
+        ]
         lines.append("\r".join(states))
     return lines
 
@@ -213,8 +251,10 @@ def _hf_lines(speed: AttemptSpeed, rng: np.random.Generator, glue_last: bool) ->
             line += f"{{'loss': {float(rng.uniform(0.3, 3.0)):.4f}, 'learning_rate': {5e-05 * (1 - done / total):.4e}, 'epoch': {3 * done / total:.2f}}}"
         lines.append(line)
     if speed.run_average is not None:
-        lines.append(f"{{'train_runtime': {elapsed:.4f}, 'train_samples_per_second': {speed.run_average}, "
-                     f"'train_steps_per_second': {total / elapsed:.3f}, 'train_loss': {float(rng.uniform(0.3, 2.0)):.4f}, 'epoch': 3.0}}")
+        lines.append(
+            f"{{'train_runtime': {elapsed:.4f}, 'train_samples_per_second': {speed.run_average}, "
+            f"'train_steps_per_second': {total / elapsed:.3f}, 'train_loss': {float(rng.uniform(0.3, 2.0)):.4f}, 'epoch': 3.0}}"
+        )
     return lines
 
 
@@ -222,10 +262,12 @@ def _megatron_lines(speed: AttemptSpeed, rng: np.random.Generator) -> list[str]:
     interval = int(rng.choice([10, 50, 100]))
     total = int(rng.choice([100_000, 250_000, 500_000]))
     batch = int(rng.choice([256, 512, 1024]))
-    return [f" iteration {interval * k:8d}/{total:8d} | consumed samples: {interval * k * batch:12d} | elapsed time per"
-            f" iteration (ms): {text} | learning rate: {float(rng.uniform(1e-5, 3e-4)):.3E} | global batch size: {batch:5d} |"
-            f" lm loss: {float(rng.uniform(2.0, 9.0)):.6E} | loss scale: 1.0 |"
-            for k, text in enumerate(speed.printed, 1)]
+    return [
+        f" iteration {interval * k:8d}/{total:8d} | consumed samples: {interval * k * batch:12d} | elapsed time per"
+        f" iteration (ms): {text} | learning rate: {float(rng.uniform(1e-5, 3e-4)):.3E} | global batch size: {batch:5d} |"
+        f" lm loss: {float(rng.uniform(2.0, 9.0)):.6E} | loss scale: 1.0 |"
+        for k, text in enumerate(speed.printed, 1)
+    ]
 
 
 def _deepspeed_lines(speed: AttemptSpeed, rng: np.random.Generator) -> list[str]:
@@ -234,9 +276,11 @@ def _deepspeed_lines(speed: AttemptSpeed, rng: np.random.Generator) -> list[str]
     values: list[float] = []
     for k, text in enumerate(speed.printed, 1):
         values.append(float(text))
-        lines.append(f"[INFO] [timer.py:215:stop] epoch=0/micro_step={interval * k}/global_step={interval * k}, "
-                     f"RunningAvgSamplesPerSec={sum(values) / len(values):.4f}, CurrSamplesPerSec={text}, "
-                     f"MemAllocated={float(rng.uniform(2, 60)):.2f}GB")
+        lines.append(
+            f"[INFO] [timer.py:215:stop] epoch=0/micro_step={interval * k}/global_step={interval * k}, "
+            f"RunningAvgSamplesPerSec={sum(values) / len(values):.4f}, CurrSamplesPerSec={text}, "
+            f"MemAllocated={float(rng.uniform(2, 60)):.2f}GB"
+        )
     return lines
 
 
@@ -247,14 +291,19 @@ def _keras_lines(speed: AttemptSpeed, rng: np.random.Generator) -> list[str]:
     for e, text in enumerate(speed.printed, 1):
         lines.append(f"Epoch {e}/{epochs}")
         seconds = steps / _canonical("keras", text)
-        lines.append(f"{steps}/{steps} [==============================] - {round(seconds)}s {text}/step"
-                     f" - loss: {float(rng.uniform(0.1, 2.5)):.4f} - accuracy: {float(rng.uniform(0.3, 0.95)):.4f}")
+        lines.append(
+            f"{steps}/{steps} [==============================] - {round(seconds)}s {text}/step"
+            f" - loss: {float(rng.uniform(0.1, 2.5)):.4f} - accuracy: {float(rng.uniform(0.3, 0.95)):.4f}"
+        )
     return lines
 
 
 def _nanogpt_lines(speed: AttemptSpeed, rng: np.random.Generator) -> list[str]:
     interval = int(rng.choice([1, 10, 100]))
-    return [f"iter {interval * k}: loss {float(rng.uniform(2.5, 4.5)):.4f}, time {text}ms" for k, text in enumerate(speed.printed)]
+    return [
+        f"iter {interval * k}: loss {float(rng.uniform(2.5, 4.5)):.4f}, time {text}ms"
+        for k, text in enumerate(speed.printed)
+    ]
 
 
 def render(speed: AttemptSpeed, rng: np.random.Generator, glue_last: bool = False) -> str:

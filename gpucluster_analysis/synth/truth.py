@@ -42,9 +42,24 @@ from gpucluster_analysis.synth.training_speed import AttemptSpeed
 from gpucluster_analysis.synth.waits import CAUSE_COLUMNS, StateLog, cause_columns, retry_wait
 
 JOBS_COLUMNS = (
-    "job_id", "source", "user", "vc", "status", "submit_time", "first_start_time", "end_time",
-    "attempts", "num_gpus", "num_servers", "queue_delay_s", "run_time_s", "gpu_time_s",
-    "mean_gpu_util_pct", "util_samples", "failure_reason", "failure_category",
+    "job_id",
+    "source",
+    "user",
+    "vc",
+    "status",
+    "submit_time",
+    "first_start_time",
+    "end_time",
+    "attempts",
+    "num_gpus",
+    "num_servers",
+    "queue_delay_s",
+    "run_time_s",
+    "gpu_time_s",
+    "mean_gpu_util_pct",
+    "util_samples",
+    "failure_reason",
+    "failure_category",
 )
 # After the jobs.csv columns: why the job waited (seconds per cause of its first wait) and its retry waits.
 WAIT_COLUMNS = (*CAUSE_COLUMNS, "wait_retry_s")
@@ -76,8 +91,12 @@ def job_truth(
     speeds = speeds or {}
     jobs: list[dict[str, Any]] = []
     attempts: list[dict[str, Any]] = []
-    causes = cause_columns(states, specs, [_first_wait(s, o, r) for s, o, r in zip(specs, outcomes, records, strict=True)],
-                           [o.attempts for o in outcomes])
+    causes = cause_columns(
+        states,
+        specs,
+        [_first_wait(s, o, r) for s, o, r in zip(specs, outcomes, records, strict=True)],
+        [o.attempts for o in outcomes],
+    )
     for spec, outcome, recs, waited in zip(specs, outcomes, records, causes, strict=True):
         ordered = chronological(recs)
         starts = [r.start for r in recs if r.start is not None]
@@ -90,51 +109,57 @@ def job_truth(
         last_failure = failed[-1].real.reason if outcome.status == "failed" and failed else None
         count = int(util_count[spec.index])
         printed = [speeds[(spec.index, r.source_index)] for r in ordered if (spec.index, r.source_index) in speeds]
-        jobs.append({
-            "job_id": spec.job_id,
-            "source": "philly",
-            "user": cluster.user_names[spec.user],
-            "vc": cluster.vc_names[spec.vc],
-            "status": outcome.status,
-            "submit_time": iso_utc(spec.submit),
-            "first_start_time": iso_utc(first_start),
-            "end_time": iso_utc(end),
-            "attempts": len(recs),
-            "num_gpus": sized.gpus if sized else None,
-            "num_servers": len(sized.alloc) if sized else None,
-            "queue_delay_s": first_start - spec.submit if first_start is not None else None,
-            "run_time_s": end - first_start if end is not None and first_start is not None else None,
-            "gpu_time_s": sum((r.end - r.start) * r.gpus for r in timed) if timed else None,  # type: ignore[operator]
-            "mean_gpu_util_pct": float(util_sum[spec.index]) / count if count else None,
-            "util_samples": count,
-            "failure_reason": last_failure,
-            "failure_category": REASON_CATEGORY[last_failure] if last_failure else None,
-            **waited,
-            "wait_retry_s": retry_wait([(r.start, r.end) for r in ordered if r.start is not None]) if starts else None,
-            **speed_columns(printed[-1] if printed else None),
-        })
+        jobs.append(
+            {
+                "job_id": spec.job_id,
+                "source": "philly",
+                "user": cluster.user_names[spec.user],
+                "vc": cluster.vc_names[spec.vc],
+                "status": outcome.status,
+                "submit_time": iso_utc(spec.submit),
+                "first_start_time": iso_utc(first_start),
+                "end_time": iso_utc(end),
+                "attempts": len(recs),
+                "num_gpus": sized.gpus if sized else None,
+                "num_servers": len(sized.alloc) if sized else None,
+                "queue_delay_s": first_start - spec.submit if first_start is not None else None,
+                "run_time_s": end - first_start if end is not None and first_start is not None else None,
+                "gpu_time_s": sum((r.end - r.start) * r.gpus for r in timed) if timed else None,  # type: ignore[operator]
+                "mean_gpu_util_pct": float(util_sum[spec.index]) / count if count else None,
+                "util_samples": count,
+                "failure_reason": last_failure,
+                "failure_category": REASON_CATEGORY[last_failure] if last_failure else None,
+                **waited,
+                "wait_retry_s": retry_wait([(r.start, r.end) for r in ordered if r.start is not None])
+                if starts
+                else None,
+                **speed_columns(printed[-1] if printed else None),
+            }
+        )
         position = {id(r): i for i, r in enumerate(ordered)}
         for r in recs:
             failed_here = r.real.outcome in ("fail", "launch_fail")
-            attempts.append({
-                "job_id": spec.job_id,
-                "source_index": r.source_index,
-                "attempt_no": position[id(r)],
-                "start_time": iso_utc(r.start),
-                "end_time": iso_utc(r.end),
-                "allocation": _alloc_json(r.alloc),
-                "outcome": r.real.outcome,
-                "failure_reason": r.real.reason if failed_here else None,
-                "failure_category": REASON_CATEGORY[r.real.reason] if failed_here and r.real.reason else None,
-                "log_dir": f"logs/{spec.job_id}/attempt_{r.source_index}" if failed_here else None,
-                # What really happened, where the log hides it (a missing end, an unrecorded placement).
-                "real_start_time": iso_utc(r.real.start),
-                "real_end_time": iso_utc(r.real.end),
-                # A launch failure's: the GPUs it was placed on and held, idle, until it failed.
-                "real_allocation": _alloc_json(r.real.alloc),
-                # What its log prints about its training speed (training_speed.py), null if nothing.
-                "speed": speed.truth() if (speed := speeds.get((spec.index, r.source_index))) else None,
-            })
+            attempts.append(
+                {
+                    "job_id": spec.job_id,
+                    "source_index": r.source_index,
+                    "attempt_no": position[id(r)],
+                    "start_time": iso_utc(r.start),
+                    "end_time": iso_utc(r.end),
+                    "allocation": _alloc_json(r.alloc),
+                    "outcome": r.real.outcome,
+                    "failure_reason": r.real.reason if failed_here else None,
+                    "failure_category": REASON_CATEGORY[r.real.reason] if failed_here and r.real.reason else None,
+                    "log_dir": f"logs/{spec.job_id}/attempt_{r.source_index}" if failed_here else None,
+                    # What really happened, where the log hides it (a missing end, an unrecorded placement).
+                    "real_start_time": iso_utc(r.real.start),
+                    "real_end_time": iso_utc(r.real.end),
+                    # A launch failure's: the GPUs it was placed on and held, idle, until it failed.
+                    "real_allocation": _alloc_json(r.real.alloc),
+                    # What its log prints about its training speed (training_speed.py), null if nothing.
+                    "speed": speed.truth() if (speed := speeds.get((spec.index, r.source_index))) else None,
+                }
+            )
     return jobs, attempts
 
 
@@ -156,7 +181,9 @@ def _first_wait(spec: JobSpec, outcome: JobOutcome, recs: list[RecordedAttempt])
     return None
 
 
-def write_truth(path: Path, generator: dict[str, Any], zone_name: str, jobs: list[dict[str, Any]], attempts: list[dict[str, Any]]) -> None:
+def write_truth(
+    path: Path, generator: dict[str, Any], zone_name: str, jobs: list[dict[str, Any]], attempts: list[dict[str, Any]]
+) -> None:
     """One JSON object; the generator block sits on the first line (how reruns recognize the directory)."""
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         f.write('{"generator": ' + json.dumps(generator) + ', "zone": ' + json.dumps(zone_name) + ",\n")

@@ -83,7 +83,7 @@ def top_free(hist: np.ndarray, k: int, chunk: int = 1 << 16) -> np.ndarray:
     value = np.arange(GPUS_PER_MACHINE, -1, -1)
     out = np.empty(hist.shape[0], dtype=np.int64)
     for lo in range(0, hist.shape[0], chunk):
-        desc = hist[lo:lo + chunk, ::-1].astype(np.int64)  # columns: machines with 8, 7, ..., 0 free
+        desc = hist[lo : lo + chunk, ::-1].astype(np.int64)  # columns: machines with 8, 7, ..., 0 free
         machines = np.cumsum(desc, axis=1)
         gpus = np.cumsum(desc * value, axis=1)
         enough = machines >= k
@@ -91,7 +91,7 @@ def top_free(hist: np.ndarray, k: int, chunk: int = 1 << 16) -> np.ndarray:
         rows = np.arange(desc.shape[0])
         before_m = np.where(col > 0, machines[rows, col - 1], 0)
         before_g = np.where(col > 0, gpus[rows, col - 1], 0)
-        out[lo:lo + chunk] = before_g + np.minimum(k - before_m, desc[rows, col]) * value[col]
+        out[lo : lo + chunk] = before_g + np.minimum(k - before_m, desc[rows, col]) * value[col]
     return out
 
 
@@ -171,8 +171,9 @@ def _own_correction(s: _States, vc: int, gpus: int, job: int, a: int, b: int) ->
     return delta
 
 
-def cause_columns(log: StateLog, specs: list[JobSpec], spans: list[tuple[int, int] | None],
-                  own: list[list[RealAttempt]]) -> list[dict[str, int | None]]:
+def cause_columns(
+    log: StateLog, specs: list[JobSpec], spans: list[tuple[int, int] | None], own: list[list[RealAttempt]]
+) -> list[dict[str, int | None]]:
     """For each job (specs[i]), its wait spans[i] = [a, b) split into seconds per cause, as
     `wait_<cause>_s` columns; all None where spans[i] is None or the job asks for no GPUs.
     own[i]: the job's attempts that may hold GPUs inside the span (launch failures)."""
@@ -191,8 +192,9 @@ def cause_columns(log: StateLog, specs: list[JobSpec], spans: list[tuple[int, in
     fits = {int(g): top_free(s.hist, _locality_k(int(g))) >= g for g in np.unique(gpus)}
     for v, g in sorted({(int(v), int(g)) for v, g in zip(vc, gpus, strict=True)}):
         members = np.flatnonzero((vc == v) & (gpus == g))
-        code = np.where(g > s.quota_left[:, v], _FAIR,
-                        np.where(g > s.free, _CAPACITY, np.where(fits[g], _OTHER, _FRAGMENTATION)))
+        code = np.where(
+            g > s.quota_left[:, v], _FAIR, np.where(g > s.free, _CAPACITY, np.where(fits[g], _OTHER, _FRAGMENTATION))
+        )
         seconds[members] = _split_class(s, code, a[members], b[members])
     position = {int(j): k for k, j in enumerate(idx)}
     for i in rows:

@@ -43,7 +43,11 @@ FAILED_REASONS = (
     ("gpu_hw", 0.07, "late", False),
 )
 # Reasons that make an otherwise healthy job fail and be retried.
-TRANSIENT_REASONS = (("gpu_hw", 0.5, "late", False), ("nccl_error", 0.3, "late", True), ("mpi_failure", 0.2, "late", True))
+TRANSIENT_REASONS = (
+    ("gpu_hw", 0.5, "late", False),
+    ("nccl_error", 0.3, "late", True),
+    ("mpi_failure", 0.2, "late", True),
+)
 USER_REPEATED = {"host_oom", "cuda_oom", "import_error", "file_not_found", "key_error", "nan_loss"}
 
 FATE_WEIGHTS = {"pass": 0.67, "failed": 0.18, "running_kill": 0.10, "patience": 0.05}
@@ -117,7 +121,9 @@ def _ensure_in_repeated_hour(rng: np.random.Generator, submit: np.ndarray, hours
     submit.sort()
 
 
-def _calibrated_runtimes(rng: np.random.Generator, gpus: np.ndarray, stretch: np.ndarray, capacity: float) -> np.ndarray:
+def _calibrated_runtimes(
+    rng: np.random.Generator, gpus: np.ndarray, stretch: np.ndarray, capacity: float
+) -> np.ndarray:
     """Lognormal run times, clipped, with the median chosen to offer TARGET_LOAD."""
     z = rng.standard_normal(gpus.size)
 
@@ -150,7 +156,9 @@ def _time_to_failure(rng: np.random.Generator, when: str, runtime: int) -> int:
     return int(max(5, min(t, 0.95 * runtime)))
 
 
-def _pick_reason(rng: np.random.Generator, table: tuple[tuple[str, float, str, bool], ...], gpus: int) -> tuple[str, str]:
+def _pick_reason(
+    rng: np.random.Generator, table: tuple[tuple[str, float, str, bool], ...], gpus: int
+) -> tuple[str, str]:
     rows = [r for r in table if gpus > 1 or not r[3]]
     w = np.array([r[1] for r in rows])
     row = rows[int(rng.choice(len(rows), p=w / w.sum()))]

@@ -54,21 +54,23 @@ def job_log_records(
 ) -> list[dict[str, Any]]:
     out = []
     for spec, outcome, recs in zip(specs, outcomes, records, strict=True):
-        out.append({
-            "status": _STATUS_TEXT[outcome.status],
-            "vc": cluster.vc_names[spec.vc],
-            "jobid": spec.job_id,
-            "attempts": [
-                {
-                    "start_time": _time_text(r.start, zone_name),
-                    "end_time": _time_text(r.end, zone_name),
-                    "detail": [{"ip": f"m{m}", "gpus": [f"gpu{g}" for g in gpus]} for m, gpus in r.alloc],
-                }
-                for r in recs
-            ],
-            "submitted_time": naive_local(spec.submit, zone_name),
-            "user": cluster.user_names[spec.user],
-        })
+        out.append(
+            {
+                "status": _STATUS_TEXT[outcome.status],
+                "vc": cluster.vc_names[spec.vc],
+                "jobid": spec.job_id,
+                "attempts": [
+                    {
+                        "start_time": _time_text(r.start, zone_name),
+                        "end_time": _time_text(r.end, zone_name),
+                        "detail": [{"ip": f"m{m}", "gpus": [f"gpu{g}" for g in gpus]} for m, gpus in r.alloc],
+                    }
+                    for r in recs
+                ],
+                "submitted_time": naive_local(spec.submit, zone_name),
+                "user": cluster.user_names[spec.user],
+            }
+        )
     return out
 
 

@@ -30,8 +30,13 @@ from gpucluster_analysis.report.sections.blocks import Figure, Findings, Paragra
 __all__ = ["Figure", "Findings", "Paragraph", "Section", "Table", "compose"]
 
 
-def compose(r: dict[str, pl.DataFrame], tests: list[an.TestResult], store_name: str,
-            selection: str = "all jobs", baseline: str | None = None) -> list[Section]:
+def compose(
+    r: dict[str, pl.DataFrame],
+    tests: list[an.TestResult],
+    store_name: str,
+    selection: str = "all jobs",
+    baseline: str | None = None,
+) -> list[Section]:
     """All sections of the report, in order. `r` maps query names to their results;
     `selection` says which jobs it covers (report/selection.py), `baseline` which jobs the
     Comparison section sets beside them (r["comparison"])."""

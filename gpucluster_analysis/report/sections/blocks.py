@@ -48,4 +48,3 @@ class Section:
 
     def add(self, block: Paragraph | Figure | Table | Findings) -> None:
         self.blocks.append(block)
-

@@ -49,15 +49,24 @@ def blocks(r: dict[str, pl.DataFrame]) -> list[Block]:
     total = by_size.filter(pl.col("size_bucket") == "all")
     gpu_hours = float(total.get_column("wait_gpu_hours").sum()) if not total.is_empty() else 0.0
     if not clusters or total.is_empty():
-        out.append(Paragraph("No GPU job has both a queue start and a first start with a known GPU count, so no"
-                             " waiting can be split into causes.", "note"))
+        out.append(
+            Paragraph(
+                "No GPU job has both a queue start and a first start with a known GPU count, so no"
+                " waiting can be split into causes.",
+                "note",
+            )
+        )
         return out
     shares = {x["cause"]: x for x in rows_of(total)}
     jobs = int(total.get_column("jobs").max())
     parts = [f"{fmt_pct(shares[c]['share_pct'])} was {words}" for c, words in CAUSE_WORDS.items() if c in shares]
-    out.append(Paragraph(
-        f"Of the {fmt_int(gpu_hours)} GPU-hours that {fmt_int(jobs)} GPU jobs spent waiting for their first start,"
-        f" {join_list(parts)}.", "finding"))
+    out.append(
+        Paragraph(
+            f"Of the {fmt_int(gpu_hours)} GPU-hours that {fmt_int(jobs)} GPU jobs spent waiting for their first start,"
+            f" {join_list(parts)}.",
+            "finding",
+        )
+    )
     out.append(Paragraph(_method(clusters) + _unsplit(r["wait_unsplit"])))
     out.extend(_by_size(by_size))
     out.extend(_by_vc(r["wait_causes_by_vc"]))
@@ -81,18 +90,25 @@ def _method(clusters: list[dict]) -> str:
         " the job's GPUs; jobs with zero or unknown GPUs are not split. Retry waits (between attempts) are apart."
     )
     for c in clusters:
-        where = (f"{fmt_int(c['machines'])} machines with {fmt_int(c['capacity_gpus'])} GPUs" if c["placement_known"] else
-                 f"{fmt_int(c['capacity_gpus'])} GPUs ({'the node list' if c['capacity_basis'] == 'machines' else 'the most ever held at once, inferred'})")
+        where = (
+            f"{fmt_int(c['machines'])} machines with {fmt_int(c['capacity_gpus'])} GPUs"
+            if c["placement_known"]
+            else f"{fmt_int(c['capacity_gpus'])} GPUs ({'the node list' if c['capacity_basis'] == 'machines' else 'the most ever held at once, inferred'})"
+        )
         text += f" Source {c['source']}: {where}"
         if not c["placement_known"]:
-            text += (", no machine named for any job, so per-machine state is unknown: fragmentation is not split"
-                     " (empty in jobs.csv) and counts as other here")
+            text += (
+                ", no machine named for any job, so per-machine state is unknown: fragmentation is not split"
+                " (empty in jobs.csv) and counts as other here"
+            )
         elif c["placed_gpu_time_pct"] is not None and c["placed_gpu_time_pct"] < 99.5:
             text += f"; {fmt_pct(c['placed_gpu_time_pct'])} of its GPU time names its machines"
         text += "."
     if clusters[0].get("machines_unattributed"):
-        text += (f" {fmt_int(clusters[0]['machines_unattributed'])} machines seen only in samples or an old machine list"
-                 " could not be given to one of several sources and are left out.")
+        text += (
+            f" {fmt_int(clusters[0]['machines_unattributed'])} machines seen only in samples or an old machine list"
+            " could not be given to one of several sources and are left out."
+        )
     return text
 
 
@@ -113,17 +129,29 @@ def _by_size(by_size: pl.DataFrame) -> list[Block]:
         if top["share_pct"] is None:
             continue
         frag = part.filter(pl.col("cause") == "fragmentation").get_column("share_pct").to_list()
-        parts.append(f"{gpus_label(b)} (n={fmt_int(top['jobs'])}): mostly {top['cause']} ({fmt_pct(top['share_pct'])}),"
-                     f" fragmentation {fmt_pct(frag[0] if frag else None)}")
-    return [Figure(
-        "fig-wait-causes-by-size",
-        fg.stacked_bars(sized, "size_bucket", "share_pct", "cause",
-                        "Why GPU jobs waited, by job size (share of waiting GPU-time; GPU jobs only)", "GPUs per job",
-                        "share of waiting GPU-time (%)", x_order=buckets, stack_order=list(fg.CAUSE_COLORS),
-                        colors=fg.CAUSE_COLORS),
-        f"By job size (GPU jobs only; the study: fragmentation dominates for large jobs): {join_list(parts)}.",
-        "wait_causes_by_size",
-    )]
+        parts.append(
+            f"{gpus_label(b)} (n={fmt_int(top['jobs'])}): mostly {top['cause']} ({fmt_pct(top['share_pct'])}),"
+            f" fragmentation {fmt_pct(frag[0] if frag else None)}"
+        )
+    return [
+        Figure(
+            "fig-wait-causes-by-size",
+            fg.stacked_bars(
+                sized,
+                "size_bucket",
+                "share_pct",
+                "cause",
+                "Why GPU jobs waited, by job size (share of waiting GPU-time; GPU jobs only)",
+                "GPUs per job",
+                "share of waiting GPU-time (%)",
+                x_order=buckets,
+                stack_order=list(fg.CAUSE_COLORS),
+                colors=fg.CAUSE_COLORS,
+            ),
+            f"By job size (GPU jobs only; the study: fragmentation dominates for large jobs): {join_list(parts)}.",
+            "wait_causes_by_size",
+        )
+    ]
 
 
 def _by_vc(by_vc: pl.DataFrame) -> list[Block]:
@@ -136,29 +164,49 @@ def _by_vc(by_vc: pl.DataFrame) -> list[Block]:
         hours = float(part.get_column("wait_gpu_hours").sum())
         top = part.sort("share_pct", descending=True, nulls_last=True).row(0, named=True)
         parts.append(f"{vc}: {fmt_int(hours)} GPU-hours, {fmt_pct(top['share_pct'])} {top['cause']}")
-    return [Figure(
-        "fig-wait-causes-by-vc",
-        fg.stacked_bars(by_vc, "vc", "wait_gpu_hours", "cause",
-                        "Waiting GPU-time by virtual cluster and cause (GPU jobs only)", "virtual cluster",
-                        "waiting GPU-hours", x_order=[str(v) for v in vcs], stack_order=list(fg.CAUSE_COLORS),
-                        colors=fg.CAUSE_COLORS),
-        f"The VCs that waited most (waiting GPU-hours, main cause): {join_list(parts)}.",
-        "wait_causes_by_vc",
-    )]
+    return [
+        Figure(
+            "fig-wait-causes-by-vc",
+            fg.stacked_bars(
+                by_vc,
+                "vc",
+                "wait_gpu_hours",
+                "cause",
+                "Waiting GPU-time by virtual cluster and cause (GPU jobs only)",
+                "virtual cluster",
+                "waiting GPU-hours",
+                x_order=[str(v) for v in vcs],
+                stack_order=list(fg.CAUSE_COLORS),
+                colors=fg.CAUSE_COLORS,
+            ),
+            f"The VCs that waited most (waiting GPU-hours, main cause): {join_list(parts)}.",
+            "wait_causes_by_vc",
+        )
+    ]
 
 
 def _abandoned(ab: pl.DataFrame) -> list[Block]:
     if ab.is_empty():
-        return [Paragraph("No job that never started has a known end of its wait (cancelled while pending with an end"
-                          " time, or still pending at the end of the trace), so no abandoned waits are counted.", "note")]
+        return [
+            Paragraph(
+                "No job that never started has a known end of its wait (cancelled while pending with an end"
+                " time, or still pending at the end of the trace), so no abandoned waits are counted.",
+                "note",
+            )
+        ]
     jobs = int(ab.group_by("status").agg(pl.col("jobs").max()).get_column("jobs").sum())
     hours = float(ab.get_column("wait_gpu_hours").sum())
     causes = ab.group_by("cause").agg(pl.col("wait_gpu_hours").sum()).sort("wait_gpu_hours", descending=True)
     top = causes.row(0, named=True)
-    return [Table("wait_abandoned", ab,
-                  f"Abandoned waits, counted apart from queueing delay: {fmt_int(jobs)} jobs never started (cancelled or"
-                  f" killed while pending, or still pending at the end) after waiting {fmt_int(hours)} GPU-hours in all,"
-                  f" {fmt_pct(100 * top['wait_gpu_hours'] / hours if hours else None)} of it {top['cause']}.")]
+    return [
+        Table(
+            "wait_abandoned",
+            ab,
+            f"Abandoned waits, counted apart from queueing delay: {fmt_int(jobs)} jobs never started (cancelled or"
+            f" killed while pending, or still pending at the end) after waiting {fmt_int(hours)} GPU-hours in all,"
+            f" {fmt_pct(100 * top['wait_gpu_hours'] / hours if hours else None)} of it {top['cause']}.",
+        )
+    ]
 
 
 def _timeline(tl: pl.DataFrame, clusters: list[dict]) -> list[Block]:
@@ -166,33 +214,50 @@ def _timeline(tl: pl.DataFrame, clusters: list[dict]) -> list[Block]:
         return []
     parts = []
     for c in clusters:
-        text = (f"{c['source']}: mean load {fmt_pct(c['mean_load_pct'])} of {fmt_int(c['capacity_gpus'])} GPUs,"
-                f" {fmt_int(c['mean_free_gpus'])} free on average")
+        text = (
+            f"{c['source']}: mean load {fmt_pct(c['mean_load_pct'])} of {fmt_int(c['capacity_gpus'])} GPUs,"
+            f" {fmt_int(c['mean_free_gpus'])} free on average"
+        )
         if c["time_with_idle_machine_pct"] is not None:
-            text += (f", at least one machine fully idle {fmt_pct(c['time_with_idle_machine_pct'])} of the time"
-                     f" ({c['mean_idle_machines']:.1f} on average)")
+            text += (
+                f", at least one machine fully idle {fmt_pct(c['time_with_idle_machine_pct'])} of the time"
+                f" ({c['mean_idle_machines']:.1f} on average)"
+            )
         parts.append(text)
     multi = tl.get_column("source").n_unique() > 1
-    return [Figure(
-        "fig-wait-timeline",
-        fg.time_lines(tl, "bin_start", [("free_gpus", "free GPUs", "y"), ("idle_machines", "fully idle machines", "y2")],
-                      "Free GPUs and fully idle machines over time (time-weighted mean per bin)",
-                      ("free GPUs", "fully idle machines"), group="source" if multi else None),
-        "While jobs waited (the study: fully idle machines are rare even at two-thirds load): "
-        f"{join_list(parts)}.",
-        "wait_timeline",
-    )]
+    return [
+        Figure(
+            "fig-wait-timeline",
+            fg.time_lines(
+                tl,
+                "bin_start",
+                [("free_gpus", "free GPUs", "y"), ("idle_machines", "fully idle machines", "y2")],
+                "Free GPUs and fully idle machines over time (time-weighted mean per bin)",
+                ("free GPUs", "fully idle machines"),
+                group="source" if multi else None,
+            ),
+            f"While jobs waited (the study: fully idle machines are rare even at two-thirds load): {join_list(parts)}.",
+            "wait_timeline",
+        )
+    ]
 
 
 def _what_ifs(wi: pl.DataFrame) -> list[Block]:
     if wi.is_empty():
         return []
-    parts = [f"{x['what_if']}: {fmt_int(x['saved_gpu_hours'])} of {fmt_int(x['wait_gpu_hours'])} waiting GPU-hours"
-             f" ({fmt_pct(x['saved_pct'])}, {fmt_int(x['jobs_helped'])} of {fmt_int(x['jobs_considered'])} jobs)"
-             for x in rows_of(wi)]
-    return [Table("wait_what_ifs", wi,
-                  f"What-ifs from the same replay, first-order (each job alone, the others as they were, so the"
-                  f" savings are upper bounds): {join_list(parts)}.")]
+    parts = [
+        f"{x['what_if']}: {fmt_int(x['saved_gpu_hours'])} of {fmt_int(x['wait_gpu_hours'])} waiting GPU-hours"
+        f" ({fmt_pct(x['saved_pct'])}, {fmt_int(x['jobs_helped'])} of {fmt_int(x['jobs_considered'])} jobs)"
+        for x in rows_of(wi)
+    ]
+    return [
+        Table(
+            "wait_what_ifs",
+            wi,
+            f"What-ifs from the same replay, first-order (each job alone, the others as they were, so the"
+            f" savings are upper bounds): {join_list(parts)}.",
+        )
+    ]
 
 
 def _quotas(q: pl.DataFrame, clusters: list[dict]) -> list[Block]:
@@ -201,13 +266,18 @@ def _quotas(q: pl.DataFrame, clusters: list[dict]) -> list[Block]:
     vcs = q.filter(pl.col("kind") == "vc") if "kind" in q.columns else q
     caps = q.filter(pl.col("kind") != "vc") if "kind" in q.columns else q.head(0)
     with_quota = vcs.filter(pl.col("quota_gpus").is_not_null())
-    return [Table("quotas", q,
-                  f"VC quotas the replay used ({clusters[0]['quotas_origin']}): {fmt_int(with_quota.height)} of"
-                  f" {fmt_int(vcs.height)} VCs have one; held GPUs beside them (peak, mean and time-weighted p95)."
-                  " A VC without a quota is never fair-share delayed. Give your own with gca report --quotas FILE.toml"
-                  " (it wins over sacctmgr's). The origin column says where each quota came from"
-                  " (file, sacctmgr, inferred)." + _caps_text(caps),
-                  max_rows=40)]
+    return [
+        Table(
+            "quotas",
+            q,
+            f"VC quotas the replay used ({clusters[0]['quotas_origin']}): {fmt_int(with_quota.height)} of"
+            f" {fmt_int(vcs.height)} VCs have one; held GPUs beside them (peak, mean and time-weighted p95)."
+            " A VC without a quota is never fair-share delayed. Give your own with gca report --quotas FILE.toml"
+            " (it wins over sacctmgr's). The origin column says where each quota came from"
+            " (file, sacctmgr, inferred)." + _caps_text(caps),
+            max_rows=40,
+        )
+    ]
 
 
 def _caps_text(caps: pl.DataFrame) -> str:
@@ -215,22 +285,30 @@ def _caps_text(caps: pl.DataFrame) -> str:
         return " No per-user GPU cap is known (sacctmgr's associations and QOS give them), so no wait is user limit."
     per_account = caps.filter(pl.col("kind") == "user").height
     per_qos = caps.filter(pl.col("kind") == "qos_user").get_column("qos").to_list()
-    parts = ([f"{fmt_int(per_account)} users with a cap in an account"] if per_account else []) + \
-        ([f"each user of QOS {', '.join(per_qos)}"] if per_qos else [])
+    parts = ([f"{fmt_int(per_account)} users with a cap in an account"] if per_account else []) + (
+        [f"each user of QOS {', '.join(per_qos)}"] if per_qos else []
+    )
     return f" Per-user GPU caps from sacctmgr (kind user, qos_user): {join_list(parts)}."
 
 
 def _pending(p: pl.DataFrame | None) -> list[Block]:
     if p is None or p.is_empty():
         return []
-    judged = p.filter(pl.col("reason").is_in(list(SCHEDULER_REASON_CAUSE))
-                      & pl.col("replay_cause").is_in(list(CAUSE_WORDS)))
+    judged = p.filter(
+        pl.col("reason").is_in(list(SCHEDULER_REASON_CAUSE)) & pl.col("replay_cause").is_in(list(CAUSE_WORDS))
+    )
     agree = sum(x["snapshots"] for x in rows_of(judged) if x["replay_cause"] in SCHEDULER_REASON_CAUSE[x["reason"]])
     n = int(judged.get_column("snapshots").sum()) if not judged.is_empty() else 0
     total = int(p.get_column("snapshots").sum())
-    return [Table("pending_reasons_vs_replay", p,
-                  f"The scheduler's own pending reasons (squeue snapshots) beside the replay's cause at the same instant:"
-                  f" of {fmt_int(total)} snapshots, {fmt_int(n)} have a reason with a counterpart (Resources: capacity or"
-                  f" fragmentation; Priority: other; AssocGrp*/QOSGrpGRES: fair share, AssocGrpGRES also user limit;"
-                  f" QOSMax*PerUser: user limit) while the replay has the job"
-                  f" waiting, and {fmt_pct(100 * agree / n if n else None)} of those agree.", max_rows=40)]
+    return [
+        Table(
+            "pending_reasons_vs_replay",
+            p,
+            f"The scheduler's own pending reasons (squeue snapshots) beside the replay's cause at the same instant:"
+            f" of {fmt_int(total)} snapshots, {fmt_int(n)} have a reason with a counterpart (Resources: capacity or"
+            f" fragmentation; Priority: other; AssocGrp*/QOSGrpGRES: fair share, AssocGrpGRES also user limit;"
+            f" QOSMax*PerUser: user limit) while the replay has the job"
+            f" waiting, and {fmt_pct(100 * agree / n if n else None)} of those agree.",
+            max_rows=40,
+        )
+    ]
