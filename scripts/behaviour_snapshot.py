@@ -30,7 +30,7 @@ VOLATILE = {"ingested_files": ("ingested_at", "seconds"), "kept_results": ("inpu
 
 
 def _gca(*args: str) -> None:
-    subprocess.run([sys.executable, "-m", "gpucluster_analysis", *args, "--quiet"], check=True)
+    subprocess.run([sys.executable, "-m", "gpucluster_analysis", *args], check=True, stdout=subprocess.DEVNULL)
 
 
 def _cases(work: Path) -> list[tuple[str, list[str], list[list[str]]]]:
