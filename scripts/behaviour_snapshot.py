@@ -24,7 +24,8 @@ from pathlib import Path
 import duckdb
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "data"
+# ../shared/data beside the repository (a worktree may sit one folder deeper)
+SHARED = next((p / "shared" / "data" for p in ROOT.parents if (p / "shared" / "data").is_dir()), ROOT / "missing")
 # When or how fast something ran, not what it found.
 VOLATILE = {"ingested_files": ("ingested_at", "seconds"), "kept_results": ("inputs", "seconds", "kept_at")}
 
@@ -89,7 +90,8 @@ def _cases(work: Path) -> list[tuple[str, list[str], list[list[str]]]]:
     ]
     philly = SHARED / "philly-sample"
     if philly.exists():
-        cases.append(("philly-sample", [str(philly)], [[]]))
+        # its files, not the folder: upstream_examples/ repeats a machine list (issue #29)
+        cases.append(("philly-sample", [str(p) for p in sorted(philly.glob("cluster_*"))], [[]]))
     return cases
 
 
