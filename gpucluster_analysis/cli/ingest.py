@@ -310,7 +310,7 @@ def _ingest(
 
 def _keep(con: duckdb.DuckDBPyConnection) -> None:
     """Keep the report's heaviest results for the store as it now is (report/kept.py)."""
-    from gpucluster_analysis.report.kept import keep
+    from gpucluster_analysis.analyze.kept import keep
 
     def log(msg: str) -> None:
         stderr.print(f"gca: {msg}", markup=False)

@@ -8,6 +8,7 @@
 -- Parameters: none.
 -- Output: metric ('cpu_util_pct', 'mem_used_pct'), job_running (BOOLEAN), util_bin (0..100),
 -- samples, value_sum (exact sum of the values in the bin), cum_share.
+-- Stage: result, heavy, kept
 WITH telemetry AS (
     SELECT min(sample_at) AS first_at, max(sample_at) AS last_at FROM period_host_samples
 ),

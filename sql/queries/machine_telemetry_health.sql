@@ -5,6 +5,7 @@
 -- period_gpu_sample_details: report/selection.py).
 -- Parameters: none.
 -- Output: machine_id, detail_samples, throttled_pct, mean_sm_clock_mhz, mean_temp_c.
+-- Stage: input, heavy
 SELECT machine_id,
        count(*) AS detail_samples,
        -- a reason that slows a working GPU: power cap, slowdowns, power brake (not idle or app clocks)

@@ -4,6 +4,7 @@
 -- report as a temp table (under --engine spark, in Spark).
 -- Parameters: none.
 -- Output: gpu_samples, gpu_samples_first_at, gpu_samples_last_at, host_samples (one row).
+-- Stage: selected, heavy
 SELECT g.gpu_samples, g.gpu_samples_first_at, g.gpu_samples_last_at, h.host_samples
 FROM (SELECT count(*) AS gpu_samples, min(sample_at) AS gpu_samples_first_at, max(sample_at) AS gpu_samples_last_at
       FROM period_gpu_samples) g

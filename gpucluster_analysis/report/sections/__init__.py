@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from gpucluster_analysis.report import analysis as an
+from gpucluster_analysis.analyze import statistics as an
 from gpucluster_analysis.report.sections import (
     activity,
     comparison,
