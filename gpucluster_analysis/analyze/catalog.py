@@ -74,7 +74,9 @@ def read_header(name: str, sql: str) -> tuple[str, str | None, bool, bool]:
 @cache
 def catalog() -> dict[str, Query]:
     """Every named query by name, in pipeline order (stage, then what it reads, then name)."""
-    headers = {name: (sql, read_header(name, sql)) for name in list_sql("queries") for sql in [load_sql("queries", name)]}
+    headers = {
+        name: (sql, read_header(name, sql)) for name in list_sql("queries") for sql in [load_sql("queries", name)]
+    }
     tables = {table for _sql, (_stage, table, _h, _k) in headers.values() if table} | {REPLAY_JOBS_TABLE}
     found: dict[str, Query] = {}
     for name, (sql, (stage, table, heavy, kept)) in headers.items():

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import duckdb
 import polars as pl
@@ -122,7 +123,7 @@ def whole_counts(df: pl.DataFrame) -> pl.DataFrame:
             values = df.get_column(column).drop_nulls()
             if values.is_nan().any():
                 continue
-            if values.is_empty() or ((values == values.floor()).all() and values.abs().max() < 2**53):
+            if values.is_empty() or ((values == values.floor()).all() and cast(float, values.abs().max()) < 2**53):
                 casts.append(pl.col(column).cast(pl.Int64))
     return df.with_columns(casts) if casts else df
 

@@ -8,7 +8,7 @@ per-sample rows: samples of one job are not independent, and there are far too m
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -106,7 +106,7 @@ def mann_whitney(
     )
 
 
-def kruskal_wallis(comparison: str, groups: dict[str, Sequence[float | None]], min_n: int = MIN_GROUP) -> TestResult:
+def kruskal_wallis(comparison: str, groups: Mapping[str, Sequence[float | None]], min_n: int = MIN_GROUP) -> TestResult:
     """Kruskal-Wallis H across the groups that have at least `min_n` values, with eta-squared(H).
 
     eta^2_H = (H - k + 1) / (n - k) (Tomczak & Tomczak 2014), floored at 0.
