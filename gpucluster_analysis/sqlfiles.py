@@ -52,16 +52,22 @@ _STATEMENT_END = re.compile(r";[ \t]*(?:--[^\n]*)?\n")
 def split_statements(script: str) -> list[str]:
     """Split a SQL script at semicolons that end a line (our files never put one inside a string)."""
     parts = _STATEMENT_END.split(script + "\n")
-    return [p.strip() for p in parts if _strip_comments(p).strip()]
+    return [p.strip() for p in parts if strip_comments(p).strip()]
 
 
-def _strip_comments(sql: str) -> str:
+def strip_comments(sql: str) -> str:
+    """The SQL without its `--` comments (our files never put `--` inside a string)."""
     return "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
+
+
+def parameter_names(sql: str) -> set[str]:
+    """The named parameters ($name) a statement binds."""
+    return set(_PARAM.findall(strip_comments(sql)))
 
 
 def bind(statement: str, params: dict[str, Any]) -> dict[str, Any]:
     """The subset of `params` that `statement` names ($name); a missing one is a bug, said plainly."""
-    names = set(_PARAM.findall(_strip_comments(statement)))
+    names = parameter_names(statement)
     missing = names - params.keys()
     if missing:
         raise QueryError(f"SQL statement needs parameters {sorted(missing)} that were not given")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpucluster_analysis.analyze.prepare import format_for_csv, jobs_table, prepare
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
-from gpucluster_analysis.report.tables import format_for_csv, jobs_table, prepare
 
 
 def write(path: Path, text: str) -> Path:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from gpucluster_analysis.analyze.prepare import jobs_table, prepare, run_query
 from gpucluster_analysis.db import open_store
-from gpucluster_analysis.report.tables import jobs_table, prepare, run_query
 
 STORE = """
 INSERT INTO ingested_files VALUES (1, 'x', 1, 'a', 'slurm_sacct', 'UTC', 0, 0, 0, now());

@@ -120,7 +120,7 @@ def test_main_ends_the_process_at_once_unless_work_still_runs(
 
 
 def test_ingest_then_summary_on_stderr_and_nothing_on_stdout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpucluster_analysis.report import kept
+    from gpucluster_analysis.analyze import kept
 
     monkeypatch.setattr(kept, "KEEP_MIN_SAMPLES", 0)  # keep the report's heaviest results even of this store
     log = tmp_path / "cluster_job_log"

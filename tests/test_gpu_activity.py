@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from gpucluster_analysis.analyze.prepare import jobs_table, prepare, prepare_report, run_query
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.report.build import build_report
-from gpucluster_analysis.report.tables import jobs_table, prepare, prepare_report, run_query
 
 
 def _t(minutes: int) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from gpucluster_analysis.analyze.prepare import prepare
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import ParseError
@@ -30,7 +31,6 @@ from gpucluster_analysis.ingest.slurm import (
     parse_time,
     parse_tres,
 )
-from gpucluster_analysis.report.tables import prepare
 from tests.store_helpers import headline, ingest, jobs_csv, rows
 
 DATA = Path(__file__).resolve().parent / "data" / "slurm"

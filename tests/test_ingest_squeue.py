@@ -392,9 +392,9 @@ def test_pending_reasons_meet_the_replay(tmp_path: Path) -> None:
     Slurm's reason. At 11:10Z nothing runs yet (the first start is 12:30 Zurich = 11:30Z), so
     with VC ml's quota at 0 every pending second of every job is fair share (0 held + its
     GPUs > 0), whatever Slurm said; without a quota the empty cluster leaves only 'other'."""
+    from gpucluster_analysis.analyze.prepare import prepare
     from gpucluster_analysis.db import open_store
     from gpucluster_analysis.replay import Quotas
-    from gpucluster_analysis.report.tables import prepare
 
     db = tmp_path / "s.duckdb"
     ingest(

@@ -15,9 +15,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from gpucluster_analysis.analyze.prepare import JOBS_COLUMNS, format_for_csv, jobs_table, prepare
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.replay import Quotas
-from gpucluster_analysis.report.tables import JOBS_COLUMNS, format_for_csv, jobs_table, prepare
 from tests.conftest import PHILLY_SAMPLE, require
 
 LA = ZoneInfo("America/Los_Angeles")

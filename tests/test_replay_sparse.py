@@ -19,11 +19,11 @@ import pytest
 from store_helpers import ingest, write
 
 import gpucluster_analysis.replay as replay
+from gpucluster_analysis.analyze.prepare import prepare
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.replay import Quotas, replay_store, split
 from gpucluster_analysis.replay.caps import UserCaps
 from gpucluster_analysis.replay.timeline import Holdings, Steps, _step, vc_usage, weighted_quantile
-from gpucluster_analysis.report.tables import prepare
 
 START = datetime(2026, 3, 1)
 USERS = ["ann", "bob", "cy", "dee", "eli", "fay"]

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
+from gpucluster_analysis.analyze.prepare import format_for_csv, jobs_table, prepare
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.replay import load_quotas
-from gpucluster_analysis.report.tables import format_for_csv, jobs_table, prepare
 from gpucluster_analysis.synth import generate_trace
 from gpucluster_analysis.synth.slurm import generate_slurm_trace
 from tests.store_helpers import ingest

@@ -35,9 +35,9 @@ from pathlib import Path
 import pytest
 from store_helpers import ingest, write
 
+from gpucluster_analysis.analyze.prepare import format_for_csv, jobs_table, prepare
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.replay import Quotas, replay_store
-from gpucluster_analysis.report.tables import format_for_csv, jobs_table, prepare
 
 SACCT = """JobID|User|Account|Partition|QOS|State|Submit|Eligible|Start|End|AllocTRES|NodeList|ExitCode
 1|alice|ml|gpu|gpu|COMPLETED|2026-11-25T10:00:00|2026-11-25T10:00:00|2026-11-25T10:00:00|2026-11-25T10:40:00|cpu=8,gres/gpu=2,node=1|n1|0:0

@@ -20,14 +20,15 @@ import numpy as np
 import polars as pl
 import pytest
 
+from gpucluster_analysis.analyze import statistics
+from gpucluster_analysis.analyze.prepare import JOBS_COLUMNS, prepare, prepare_report, run_query
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import QueryError, ReportError, StoreError
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
-from gpucluster_analysis.report import analysis
-from gpucluster_analysis.report.build import REPORT_QUERIES, Written, build_report
+from gpucluster_analysis.analyze.catalog import result_queries
+from gpucluster_analysis.report.build import Written, build_report
 from gpucluster_analysis.report.directory import MARKER
-from gpucluster_analysis.report.tables import JOBS_COLUMNS, prepare, prepare_report, run_query
-from gpucluster_analysis.sqlfiles import _PARAM, _strip_comments, list_sql, load_sql
+from gpucluster_analysis.sqlfiles import list_sql, load_sql, parameter_names
 from tests.conftest import PHILLY_SAMPLE, require
 
 STATUS = {"Pass": "passed", "Failed": "failed", "Killed": "killed"}
@@ -71,7 +72,7 @@ def test_writes_index_and_one_csv_per_table(sample_report: Written) -> None:
         "speed_locality.csv",
         "slow_machine_telemetry.csv",
     }
-    assert names == {"jobs.csv", "gpu_util_locality_tests.csv"} | replay | speed | {f"{q}.csv" for q in REPORT_QUERIES}
+    assert names == {"jobs.csv", "gpu_util_locality_tests.csv"} | replay | speed | {f"{q}.csv" for q in result_queries()}
     assert all(p.is_file() and p.parent == out for p in sample_report.tables)
     # written through a new directory, nothing left behind but the marker listing the files
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == [MARKER]
@@ -460,7 +461,7 @@ def test_every_query_runs_on_an_empty_schema(tmp_path: Path) -> None:
         names = list_sql("queries")
         assert len(names) >= 30
         for name in names:
-            params = {p: None for p in _PARAM.findall(_strip_comments(load_sql("queries", name)))}
+            params = {p: None for p in parameter_names(load_sql("queries", name))}
             df = run_query(con, name, **params)
             assert isinstance(df, pl.DataFrame), name
 
@@ -497,25 +498,25 @@ def test_every_query_file_has_a_header_comment() -> None:
 
 
 def test_too_few_samples_are_said_not_tested() -> None:
-    res = analysis.mann_whitney("x", [1.0, 2.0], [3.0] * 10, "a", "b")
+    res = statistics.mann_whitney("x", [1.0, 2.0], [3.0] * 10, "a", "b")
     assert not res.ran and "too few" in res.note and res.n == "2/10"
-    same = analysis.mann_whitney("x", [5.0] * 6, [5.0] * 6, "a", "b")
+    same = statistics.mann_whitney("x", [5.0] * 6, [5.0] * 6, "a", "b")
     assert not same.ran and "equal" in same.note
-    kw = analysis.kruskal_wallis("x", {"a": [1.0] * 3, "b": [2.0] * 3})
+    kw = statistics.kruskal_wallis("x", {"a": [1.0] * 3, "b": [2.0] * 3})
     assert not kw.ran and "too few" in kw.note
 
 
 def test_mann_whitney_effect_size_sign() -> None:
     high, low = [float(v) for v in range(50, 60)], [float(v) for v in range(10)]
-    res = analysis.mann_whitney("x", high, low, "high", "low")
+    res = statistics.mann_whitney("x", high, low, "high", "low")
     assert res.significant and res.effect_size == pytest.approx(1.0)
 
 
 def test_hist_quantile_interpolates_inside_bins() -> None:
     hist = pl.DataFrame({"util_bin": [0, 50], "samples": [1, 3]})
-    assert analysis.hist_quantile(hist, 0.25) == pytest.approx(1.0)
-    assert analysis.hist_quantile(hist, 1.0) == pytest.approx(51.0)
-    assert analysis.hist_quantile(hist.clear(), 0.5) is None
+    assert statistics.hist_quantile(hist, 0.25) == pytest.approx(1.0)
+    assert statistics.hist_quantile(hist, 1.0) == pytest.approx(51.0)
+    assert statistics.hist_quantile(hist.clear(), 0.5) is None
 
 
 def test_figures_accept_empty_tables_and_are_deterministic() -> None:
@@ -541,7 +542,7 @@ def test_figures_accept_empty_tables_and_are_deterministic() -> None:
 def test_counts_print_as_integers_and_fractions_stay() -> None:
     import polars as pl
 
-    from gpucluster_analysis.report.build import whole_counts
+    from gpucluster_analysis.analyze.compute import whole_counts
 
     df = pl.DataFrame(
         {

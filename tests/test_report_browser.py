@@ -63,8 +63,8 @@ def report(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     if request.param != "philly_sample_compared":
         return build_report(store, out)
     # the two halves of the extract's queue starts, the first as the baseline (Comparison section)
+    from gpucluster_analysis.analyze.selection import Selection
     from gpucluster_analysis.db import open_store
-    from gpucluster_analysis.report.selection import Selection
 
     with open_store(store, read_only=True) as con:
         first, last = con.execute(

@@ -14,9 +14,9 @@ import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
+from gpucluster_analysis.analyze.selection import Selection
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.report.build import build_report
-from gpucluster_analysis.report.selection import Selection
 
 BEFORE = Selection(since=datetime(2017, 10, 2), until=datetime(2017, 10, 9))
 AFTER = Selection(since=datetime(2017, 10, 9), until=datetime(2017, 10, 16))

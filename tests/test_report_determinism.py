@@ -15,8 +15,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from gpucluster_analysis.analyze import kept
+from gpucluster_analysis.analyze.catalog import kept_queries
 from gpucluster_analysis.db import open_store
-from gpucluster_analysis.report import kept
 from gpucluster_analysis.report.build import CSV_SIGNIFICANT_DIGITS, build_report, csv_text
 
 
@@ -30,7 +31,7 @@ def store(store_5910: Path) -> Path:
 def test_two_reports_of_one_store_are_byte_identical(
     store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the second from a copy that kept the heaviest results at ingest (report/kept.py): the
+    # the second from a copy that kept the heaviest results at ingest (analyze/kept.py): the
     # same bytes whether the attribution is computed or read back
     copy = tmp_path / "kept" / store.name  # the page names the store
     copy.parent.mkdir()
@@ -40,7 +41,7 @@ def test_two_reports_of_one_store_are_byte_identical(
         assert kept.keep(con) is not None
     messages: list[str] = []
     first, second = build_report(store, tmp_path / "a"), build_report(copy, tmp_path / "b", log=messages.append)
-    assert f"kept from ingest, not computed again: {', '.join(sorted(kept.KEPT))}" in messages
+    assert f"kept from ingest, not computed again: {', '.join(sorted(kept_queries()))}" in messages
     names = sorted(p.name for p in first.tables)
     assert names == sorted(p.name for p in second.tables) and "jobs.csv" in names
     differing = [n for n in names if (tmp_path / "a" / n).read_bytes() != (tmp_path / "b" / n).read_bytes()]

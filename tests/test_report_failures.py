@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gpucluster_analysis.analyze.prepare import jobs_table, prepare
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
 from gpucluster_analysis.report.build import Written, build_report
-from gpucluster_analysis.report.tables import jobs_table, prepare
 from gpucluster_analysis.synth import generate_trace
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "synthetic"

@@ -1,4 +1,4 @@
-"""The report's heaviest results kept from ingest (report/kept.py, issue #11 part 2): used only
+"""The report's heaviest results kept from ingest (analyze/kept.py, issue #11 part 2): used only
 while the store's inputs are those they were computed from, and equal to what the report
 computes itself. That `gca ingest` keeps them: tests/test_cli.py; that a report reading them
 writes the same bytes: tests/test_report_determinism.py."""
@@ -10,12 +10,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from gpucluster_analysis.analyze import kept
+from gpucluster_analysis.analyze.prepare import prepare, prepare_report
+from gpucluster_analysis.analyze.catalog import kept_queries
+from gpucluster_analysis.analyze.selection import EVERY_JOB, Selection
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.db.queries import run_query
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
-from gpucluster_analysis.report import kept
-from gpucluster_analysis.report.selection import Selection
-from gpucluster_analysis.report.tables import EVERY_JOB, prepare, prepare_report
 from tests.conftest import PHILLY_SAMPLE, require
 
 
@@ -34,7 +35,7 @@ def _computed(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[object, ..
 def _kept(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[object, ...]]]:
     return {
         q: con.sql(f"{kept.read_kept(con, q)}{' ORDER BY ALL' if q != 'host_util_cdf_by_activity' else ''}").fetchall()
-        for q in kept.KEPT
+        for q in kept_queries()
     }
 
 
@@ -47,7 +48,7 @@ def test_a_later_file_makes_kept_results_stale(tmp_path: Path, monkeypatch: pyte
             con, [data / "cluster_job_log", data / "cluster_machine_list", data / "cluster_cpu_util"], IngestOptions()
         )
         assert kept.keep(con) is not None
-        assert kept.usable(con, EVERY_JOB) == frozenset(kept.KEPT)
+        assert kept.usable(con, EVERY_JOB) == frozenset(kept_queries())
         assert kept.keep(con) is None  # current: nothing to do
         # a filtered report may use only what does not depend on the jobs it selects
         assert kept.usable(con, Selection(vcs=("7f04ca",))) == frozenset({"gpu_samples_by_machine"})
@@ -59,7 +60,7 @@ def test_a_later_file_makes_kept_results_stale(tmp_path: Path, monkeypatch: pyte
         assert kept.usable(con, Selection(vcs=("7f04ca",))) == frozenset()
         # until it is kept again (what `gca ingest` does once it has stored its files: test_cli.py)
         assert kept.keep(con) is not None
-        assert kept.usable(con, EVERY_JOB) == frozenset(kept.KEPT)
+        assert kept.usable(con, EVERY_JOB) == frozenset(kept_queries())
         now, computed = _kept(con), _computed(con)
     assert now == computed
     assert now["attributed_util"] and now["attributed_util"] != before["attributed_util"]

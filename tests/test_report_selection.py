@@ -15,10 +15,10 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
+from gpucluster_analysis.analyze.selection import Selection, parse_instant
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.errors import ExitCode
 from gpucluster_analysis.report.build import build_report
-from gpucluster_analysis.report.selection import Selection, parse_instant
 from tests.conftest import PHILLY_5910
 
 LA = ZoneInfo("America/Los_Angeles")

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from gpucluster_analysis.analyze.prepare import prepare
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.db.queries import run_query
 from gpucluster_analysis.ingest import load
-from gpucluster_analysis.report.tables import prepare
 from tests.store_helpers import ingest, rows, write
 
 REPO = Path(__file__).resolve().parent.parent

@@ -10,10 +10,10 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from gpucluster_analysis.analyze.prepare import prepare
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.report.build import build_report
 from gpucluster_analysis.report.figures import SIZE_ORDER
-from gpucluster_analysis.report.tables import prepare
 from tests.store_helpers import ingest, write
 
 PODS = (

@@ -29,8 +29,8 @@ from pathlib import Path
 import pytest
 from store_helpers import ingest
 
+from gpucluster_analysis.analyze.prepare import format_for_csv, jobs_table, prepare
 from gpucluster_analysis.db import open_store
-from gpucluster_analysis.report.tables import format_for_csv, jobs_table, prepare
 
 REPO = Path(__file__).resolve().parents[1]
 CAPTURE = REPO / "tests" / "data" / "slurm" / "live"

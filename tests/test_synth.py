@@ -24,11 +24,11 @@ from zoneinfo import ZoneInfo
 import pytest
 from typer.testing import CliRunner
 
+from gpucluster_analysis.analyze.prepare import format_for_csv, jobs_table, prepare
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import ExitCode, InputError
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
-from gpucluster_analysis.report.tables import format_for_csv, jobs_table, prepare
 from gpucluster_analysis.speed import read_speed
 from gpucluster_analysis.synth import generate_trace
 from gpucluster_analysis.synth.training_speed import FORMATS, TRAINED_REASONS

@@ -373,9 +373,9 @@ PROFILING = ("mean_sm_active_pct", "mean_tensor_active_pct")
 
 @pytest.fixture(scope="module")
 def gca_jobs(trace: Path, truth: dict, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:  # type: ignore[type-arg]
+    from gpucluster_analysis.analyze.prepare import format_for_csv, jobs_table, prepare
     from gpucluster_analysis.db import open_store
     from gpucluster_analysis.ingest import IngestOptions, ingest_paths
-    from gpucluster_analysis.report.tables import format_for_csv, jobs_table, prepare
 
     db = tmp_path_factory.mktemp("slurm_store") / "s.duckdb"
     with open_store(db) as con:

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from store_helpers import ingest
 
+from gpucluster_analysis.analyze import parameters
 from gpucluster_analysis.report.build import build_report
-from gpucluster_analysis.report.sections import queueing
 
 LIVE = Path(__file__).parent / "data" / "slurm" / "live"
 CAUSES = ("user_limit", "fair_share", "capacity", "fragmentation", "other")
@@ -43,7 +43,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ingest(db, *(LIVE / name for name in ("sacct.txt", "nodes.txt", "assoc.txt", "qos.txt", "squeue.log")))
     # two VCs drawn by name, so that the third is folded into '(other VCs)'
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(queueing, "TOP_VCS", 2)
+        mp.setattr(parameters, "TOP_VCS", 2)
         build_report(db, d / "report")
     return d / "report"
 

@@ -309,8 +309,8 @@ def _ingest(
 
 
 def _keep(con: duckdb.DuckDBPyConnection) -> None:
-    """Keep the report's heaviest results for the store as it now is (report/kept.py)."""
-    from gpucluster_analysis.report.kept import keep
+    """Keep the report's heaviest results for the store as it now is (analyze/kept.py)."""
+    from gpucluster_analysis.analyze.kept import keep
 
     def log(msg: str) -> None:
         stderr.print(f"gca: {msg}", markup=False)

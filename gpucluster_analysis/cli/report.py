@@ -119,10 +119,10 @@ def report(
     With Spark: gca report --from /shared/site-parquet --engine spark --master spark://head:7077 --out reports/site
     A week of one VC: gca report --db philly.duckdb --out reports/week --since 2017-10-02 --until 2017-10-09 --vc 6214e9
     """
+    from gpucluster_analysis.analyze.selection import Selection, parse_period
     from gpucluster_analysis.errors import InputError
     from gpucluster_analysis.replay.rules import load_quotas, parse_locality
     from gpucluster_analysis.report.build import build_report
-    from gpucluster_analysis.report.selection import Selection, parse_period
 
     if from_dir is not None and db != DEFAULT_DB:
         raise InputError(f"--db {db} and --from {from_dir}: the report reads one of them", hint="pass --db or --from")

@@ -39,7 +39,7 @@ SHARDS_DIR = "_shards"
 DATA_FILE = "data.parquet"
 # Tables that grow with the cluster's size and time: partitioned by the UTC day of this column.
 SAMPLE_TABLES = {"gpu_samples": "sample_at", "gpu_sample_details": "sample_at", "host_samples": "sample_at"}
-# Not data: the manifests carry the schema version; kept results (report/kept.py) hold only
+# Not data: the manifests carry the schema version; kept results (analyze/kept.py) hold only
 # for the store they were computed in; so do the spans and the duplicates set aside that the
 # store's ingest compares new telemetry with (ingest/samples.py): a report never reads them.
 NOT_EXPORTED = (

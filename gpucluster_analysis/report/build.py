@@ -1,19 +1,18 @@
 """Build the report: store -> named queries -> sections -> one offline index.html + CSV tables.
 
-`build_report(db, out, log)` opens the store read-only, builds the temp tables (one pass
-over the GPU samples), runs the report's named queries, writes `jobs.csv` and one CSV per
-figure or table, and `index.html`: a single self-contained file with plotly.js inlined
-once, no network reference, every figure drawn from a fixed div id. The output directory
-is locked while the report is built, and the files are written to a new directory that
-then replaces it whole (report/directory.py): a reader never sees a half-written report, and
-a killed one leaves the previous report as it was.
+`build_report(db, out, log)` opens the store read-only, has analyze/ compute what the report
+shows (analyze/compute.py: the temp tables, one pass over the GPU samples, the named queries),
+composes the sections, writes `jobs.csv` and one CSV per figure or table, and `index.html`: a
+single self-contained file with plotly.js inlined once, no network reference, every figure
+drawn from a fixed div id. The output directory is locked while the report is built, and the
+files are written to a new directory that then replaces it whole (report/directory.py): a
+reader never sees a half-written report, and a killed one leaves the previous report as it was.
 """
 
 from __future__ import annotations
 
 import html
 import importlib
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,109 +22,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import polars as pl
 
 from gpucluster_analysis import __version__
-from gpucluster_analysis.db import open_store, upgrade_older_store
-from gpucluster_analysis.errors import ReportError, StoreError
+from gpucluster_analysis.analyze.compute import check_store, compute, open_input, step
+from gpucluster_analysis.analyze.prepare import Engine, format_for_csv
+from gpucluster_analysis.analyze.selection import EVERY_JOB, Selection
+from gpucluster_analysis.errors import ReportError
 from gpucluster_analysis.printable import printable
 from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas
-from gpucluster_analysis.report import analysis, comparison, sections, summary
+from gpucluster_analysis.report import comparison, sections, summary
 from gpucluster_analysis.report.directory import ReportDirectory
-from gpucluster_analysis.report.kept import read_kept
-from gpucluster_analysis.report.kept import usable as usable_kept
-from gpucluster_analysis.report.sections import activity, failures, queueing
 from gpucluster_analysis.report.sections.blocks import Figure, Findings, Paragraph, Section, Table
 from gpucluster_analysis.report.sections.text import fmt_dur
-from gpucluster_analysis.report.selection import Selection
-from gpucluster_analysis.report.tables import (
-    EVERY_JOB,
-    Engine,
-    format_for_csv,
-    jobs_table,
-    prepare,
-    prepare_report,
-    run_named,
-    run_query,
-)
-from gpucluster_analysis.speed import variability
 
-# The report's named queries; each result is written as <name>.csv.
-REPORT_QUERIES = (
-    "overview_totals",
-    "sources_compared",
-    "jobs_by_status",
-    "jobs_by_size",
-    "queue_delay_summary_by_size",
-    "queue_delay_cdf_by_size",
-    "queue_delay_by_vc",
-    "queue_delay_cdf_by_vc",
-    "queue_delay_by_servers",
-    "retry_gap_by_order",
-    "queue_basis",
-    "wait_causes_by_size",
-    "wait_causes_by_vc",
-    "wait_abandoned",
-    "wait_what_ifs",
-    "wait_unsplit",
-    "gpu_util_by_gpus_servers",
-    "gpu_util_cdf_by_placement",
-    "gpu_util_by_status",
-    "gpu_util_cdf_by_status",
-    "gpu_util_by_colocation",
-    "host_util_cdf_by_activity",
-    "gpu_activity_summary",
-    "gpu_activity_grid",
-    "gpu_activity_busy_idle",
-    "gpu_activity_by_placement",
-    "job_activity_by_attributes",
-    "failures_by_status",
-    "job_attempts_by_status",
-    "gpu_time_by_status_size",
-    "run_time_cdf_by_status",
-    "gpu_time_by_run_time_status",
-    "failure_summary",
-    "failure_trials_by_status",
-    "failure_categories",
-    "failure_reasons",
-    "failure_by_size",
-    "failure_rtf_cdf",
-    "failure_repetition",
-    "failure_repeaters",
-    "failure_log_matching",
-    "gpu_sample_interval",
-    "gpu_time_coverage",
-    "job_sample_coverage",
-    "rejects_by_file",
-    "reject_examples",
-    "machine_capacity_mismatch",
-    "jobs_missing_times",
-    "gpu_time_by_attribution",
-)
-# Queries that read none of the replay's tables (replay_job_waits, wait_cause_totals, and
-# job_facts, which joins it): they run while the replay computes, beside it.
-BESIDE_REPLAY_QUERIES = (
-    "gpu_sample_interval",
-    "retry_gap_by_order",
-    "gpu_util_cdf_by_placement",
-    "gpu_util_cdf_by_status",
-    "host_util_cdf_by_activity",
-    "failure_trials_by_status",
-    "failure_categories",
-    "failure_reasons",
-    "failure_by_size",
-    "failure_rtf_cdf",
-    "failure_repetition",
-    "failure_repeaters",
-    "failure_log_matching",
-    "gpu_time_coverage",
-    "rejects_by_file",
-    "reject_examples",
-    "machine_capacity_mismatch",
-    "jobs_missing_times",
-    "gpu_time_by_attribution",
-)
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 
 
@@ -155,7 +65,7 @@ def build_report(
     """Write `out/index.html` and the CSV tables (jobs.csv first) for the store at `db`.
 
     The queueing replay runs under `quotas` (VC -> GPUs; inferred from the store when None)
-    and the `locality` rule. The report covers the jobs of `selection` (report/selection.py);
+    and the `locality` rule. The report covers the jobs of `selection` (analyze/selection.py);
     with a `baseline` selection it also sets the two side by side (report/comparison.py,
     comparison.csv). With `dataset`, a Parquet dataset directory (gca export, gca ingest --to),
     the report reads that instead of the store `db`; with `engine` "spark" too, the heavy
@@ -193,16 +103,16 @@ def _build(
     # thread while DuckDB builds the first tables, off the way (the import lock makes a use
     # before it is done wait for it)
     threading.Thread(target=importlib.import_module, args=("scipy.stats",), daemon=True).start()
-    with _open_input(db, dataset, log) as con, _heavy_engine(engine, dataset, master, log) as heavy:
-        _check_store(con, db if dataset is None else dataset)
+    with open_input(db, dataset, log) as con, _heavy_engine(engine, dataset, master, log) as heavy:
+        check_store(con, db if dataset is None else dataset)
         # stdout is for data: no progress bars from long queries
         con.execute("SET enable_progress_bar = false")
         before = None
         if baseline is not None:
             log(f"baseline: {baseline.describe()}")
-            before = _compute(con, log, quotas, locality, baseline, heavy)
+            before = compute(con, log, quotas, locality, baseline, heavy)
             log(f"compared period: {selection.describe()}")
-        now = _compute(con, log, quotas, locality, selection, heavy)
+        now = compute(con, log, quotas, locality, selection, heavy)
     results = now.results
     if before is not None:
         results["comparison"] = comparison.compare(before, now)
@@ -210,7 +120,7 @@ def _build(
     content = sections.compose(
         results, now.tests, name, selection.describe(), None if baseline is None else baseline.describe()
     )
-    with _step(log, "writing HTML and CSV"):
+    with step(log, "writing HTML and CSV"):
         page = render_html(content, title=f"GPU cluster report: {name}")
         tables = _write_outputs(directory, now.jobs, results, page, raw_csv=raw_csv)
     log(f"report built in {time.perf_counter() - started:.1f} s")
@@ -218,21 +128,6 @@ def _build(
     if before is not None:
         headline["comparison"] = summary.comparison(results["comparison"], baseline.describe())  # type: ignore[union-attr]
     return Written(html=out / "index.html", tables=tables, out_dir=out, summary=headline)
-
-
-@contextmanager
-def _open_input(db: Path, dataset: Path | None, log: Callable[[str], None]) -> Iterator[duckdb.DuckDBPyConnection]:
-    """The store, read-only (upgraded first when an older gca wrote it), or a Parquet dataset's views."""
-    if dataset is not None:
-        from gpucluster_analysis.dataset import open_dataset
-
-        with open_dataset(dataset) as con:
-            yield con
-        return
-    if upgrade_older_store(db):
-        log(f"upgraded {db} to the current schema (it came from an older gca)")
-    with open_store(db, read_only=True) as con:
-        yield con
 
 
 def _check_engine(engine: str, dataset: Path | None, master: str | None) -> None:
@@ -265,191 +160,6 @@ def _heavy_engine(
 
     with SparkEngine(dataset, read_dataset(Path(dataset).resolve()), master, log) as session:
         yield session
-
-
-def _compute(
-    con: duckdb.DuckDBPyConnection,
-    log: Callable[[str], None],
-    quotas: Quotas | None,
-    locality: LocalityRule,
-    selection: Selection,
-    heavy: Engine | None,
-) -> comparison.Period:
-    """Everything the report shows of one selection: jobs.csv, the query results, the tests."""
-    timed = _timed_tables(log)
-    # what ingest kept of the heaviest queries' results, where still current (report/kept.py)
-    kept = frozenset() if heavy is not None else usable_kept(con, selection)
-    if kept:
-        log(f"kept from ingest, not computed again: {', '.join(sorted(kept))}")
-    early: dict[str, pl.DataFrame] = {}
-    with _step(log, "preparing: attempt windows, GPU-sample attribution, queueing replay, job tables"):
-        replay = prepare(
-            con,
-            on_table=timed,
-            quotas=quotas,
-            locality=locality,
-            selection=selection,
-            heavy=heavy,
-            kept=kept,
-            beside_replay=lambda: early.update(_run_queries(con, log, heavy, kept, BESIDE_REPLAY_QUERIES)),
-        )
-        prepare_report(con, on_table=timed)
-    with _step(log, "jobs table"):
-        jobs = format_for_csv(jobs_table(con, prepared=True))
-        sizes = con.sql("SELECT source, job_id, size_bucket, size_order FROM job_keys").pl()
-    with _step(log, f"{len(REPORT_QUERIES)} report queries"):
-        results = _run_queries(con, log, heavy, kept, REPORT_QUERIES, early)
-        results.update(
-            quotas=replay.quotas,
-            wait_clusters=replay.clusters,
-            wait_timeline=replay.timeline,
-            pending_reasons_vs_replay=replay.pending,
-        )
-        results.update(_speed_results(con, heavy))
-        per_job = run_query(con, "job_gpu_util_by_attributes")
-    results = {name: whole_counts(df) for name, df in results.items()}
-    tests = analysis.locality_tests(whole_counts(per_job))
-    results["gpu_util_locality_tests"] = analysis.tests_frame(tests)
-    return comparison.Period(selection=selection, jobs=jobs, sizes=sizes, results=results, tests=tests)
-
-
-# Columns that count things (GPUs, servers, jobs): floats only because a source can have
-# fractions (Alibaba's shared GPUs) or because SQL summed them.
-_COUNT_COLUMN = re.compile(
-    r"^(?:num_)?(?:gpus|servers|nodes|machines|jobs|attempts|samples|files|families|trials|retries)$"
-    r"|_(?:gpus|servers|jobs|attempts|samples|count)$|^(?:gpu|size)_?(?:count|gpus)?$"
-)
-
-
-def whole_counts(df: pl.DataFrame) -> pl.DataFrame:
-    """Count columns whose values are all whole numbers as integers, so that the page says
-    `8-GPU jobs`, not `8.0-GPU jobs` (a fraction, where a source has one, stays)."""
-    casts = []
-    for column, dtype in df.schema.items():
-        if dtype.is_float() and _COUNT_COLUMN.search(column):
-            values = df.get_column(column).drop_nulls()
-            if values.is_nan().any():
-                continue
-            if values.is_empty() or ((values == values.floor()).all() and values.abs().max() < 2**53):
-                casts.append(pl.col(column).cast(pl.Int64))
-    return df.with_columns(casts) if casts else df
-
-
-def _timed_tables(log: Callable[[str], None]) -> Callable[[str, float], None]:
-    def on_table(name: str, seconds: float) -> None:
-        if seconds >= 1.0:  # only the ones worth knowing about at scale
-            log(f"  {name}: {seconds:.1f} s")
-
-    return on_table
-
-
-@contextmanager
-def _step(log: Callable[[str], None], what: str) -> Iterator[None]:
-    t = time.perf_counter()
-    yield
-    log(f"{what}: {time.perf_counter() - t:.1f} s")
-
-
-def _check_store(con: duckdb.DuckDBPyConnection, db: Path) -> None:
-    hint = f"run `gca ingest PATH... --db {db}` first"
-    # information_schema lists views too: a dataset's tables are views over its Parquet files
-    tables = {
-        r[0]
-        for r in con.sql(
-            "SELECT table_name FROM information_schema.tables"
-            " WHERE table_catalog = current_database() AND table_schema = 'main'"
-        ).fetchall()
-    }
-    if "jobs" not in tables:
-        raise StoreError(f"{db}: not a gca store (it has no jobs table)", hint=hint)
-    if not con.sql("SELECT count(*) FROM jobs").fetchall()[0][0]:
-        raise StoreError(f"{db}: the store holds no jobs, so there is nothing to report", hint=hint)
-
-
-def _run_queries(
-    con: duckdb.DuckDBPyConnection,
-    log: Callable[[str], None],
-    heavy: Engine | None = None,
-    kept: frozenset[str] = frozenset(),
-    names: tuple[str, ...] = REPORT_QUERIES,
-    done: dict[str, pl.DataFrame] | None = None,
-) -> dict[str, pl.DataFrame]:
-    """The named queries `names` (gpu_sample_interval first: the others take its interval), in
-    that order; those in `done` are taken from it, not run again."""
-    done = done or {}
-    interval = done["gpu_sample_interval"] if "gpu_sample_interval" in done else run_query(con, "gpu_sample_interval")
-    interval_s = interval.get_column("interval_s")[0] if interval.height else None
-    params = {
-        "top_vcs": queueing.TOP_VCS,
-        "sample_interval_s": interval_s,
-        "top_repeaters": failures.TOP_REPEATERS,
-        "busy_util_pct": activity.BUSY_UTIL_PCT,
-        "idle_sm_pct": activity.IDLE_SM_PCT,
-        "top_jobs": activity.TOP_BUSY_IDLE,
-    }
-    results = {"gpu_sample_interval": interval}
-    for name in names:
-        if name in done:
-            results[name] = done[name]
-        elif name not in results:
-            started = time.perf_counter()
-            if name in kept:
-                results[name] = con.sql(read_kept(con, name)).pl()
-            else:
-                results[name] = run_named(con, name, heavy, **params)
-            if (seconds := time.perf_counter() - started) >= 1.0:
-                log(f"  {name}: {seconds:.1f} s")
-    return results
-
-
-def _speed_results(con: duckdb.DuckDBPyConnection, heavy: Engine | None = None) -> dict[str, pl.DataFrame]:
-    """Training speed by machine and GPU relative to the same families elsewhere, and locality's cost in speed."""
-    attempts = con.sql("SELECT * FROM attempt_speeds ORDER BY source, job_id, attempt_no").pl()
-    placed = run_query(con, "attempt_machines")
-    ratios = variability.attempt_ratios(attempts, placed)
-    machines = variability.relative_speed(ratios, ["machine_id"])
-    by_gpu = ratios.join(
-        placed.filter(pl.col("gpu_index").is_not_null()), on=["source", "job_id", "attempt_no", "machine_id"]
-    )
-    gpus = variability.relative_speed(by_gpu, ["machine_id", "gpu_index"])
-    loc = variability.locality_cost(attempts)
-    health = run_named(con, "machine_telemetry_health", heavy)
-    flagged = health.join(machines.select("machine_id", "flag"), on="machine_id", how="inner")
-    telemetry = (
-        flagged.group_by("flag")
-        .agg(
-            pl.len().alias("machines"),
-            pl.col("detail_samples").sum(),
-            pl.col("throttled_pct").mean(),
-            pl.col("mean_sm_clock_mhz").mean(),
-            pl.col("mean_temp_c").mean(),
-        )
-        .sort("flag")
-        if not flagged.is_empty()
-        else flagged
-    )
-    summary = pl.DataFrame(
-        [
-            {
-                "attempts": attempts.height,
-                "jobs": attempts.select("source", "job_id").n_unique() if attempts.height else 0,
-                "families": attempts.get_column("family").n_unique() if attempts.height else 0,
-                "machines": machines.height,
-                "slow_machines": machines.filter(pl.col("flag") == "slow").height,
-                "locality_families": loc.families,
-                "locality_median_ratio": loc.median_ratio,
-                "locality_p_value": loc.p_value,
-            }
-        ],
-        schema_overrides={"locality_median_ratio": pl.Float64, "locality_p_value": pl.Float64},
-    )
-    return {
-        "speed_summary": summary,
-        "machine_speed": machines.select(list(variability.MACHINE_COLUMNS)),
-        "gpu_speed": gpus,
-        "speed_locality": loc.per_family,
-        "slow_machine_telemetry": telemetry,
-    }
 
 
 # ---------------------------------------------------------------- files

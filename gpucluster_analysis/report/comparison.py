@@ -2,7 +2,7 @@
 --until D`): the headline numbers of each section for both, the change, and whether it is
 significant. This is how a site judges a scheduler or quota change.
 
-Pure: it takes what build_report computed for each period (jobs.csv, the query results)
+Pure: it takes what analyze/compute.py computed for each period (jobs.csv, the query results)
 and returns comparison.csv's rows. The tests are those the sections use, on one value per
 job (never per sample): two-sided Mann-Whitney U for queueing delay (all jobs and per size
 bucket) and per-job mean GPU utilization; Fisher's exact test for the share of attempts
@@ -11,14 +11,13 @@ that failed, overall and per failure reason.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
-from gpucluster_analysis.report import analysis, summary
-from gpucluster_analysis.report.selection import Selection
+from gpucluster_analysis.analyze import statistics
+from gpucluster_analysis.analyze.compute import Period
+from gpucluster_analysis.report import summary
 
 COLUMNS = {
     "section": pl.Utf8,
@@ -34,24 +33,13 @@ COLUMNS = {
 }
 
 
-@dataclass
-class Period:
-    """What the report computed for one selection."""
-
-    selection: Selection
-    jobs: pl.DataFrame  # jobs.csv
-    sizes: pl.DataFrame  # source, job_id, size_bucket, size_order (job_keys)
-    results: dict[str, pl.DataFrame]
-    tests: list[analysis.TestResult]
-
-
 def compare(before: Period, now: Period) -> pl.DataFrame:
     """comparison.csv: one row per headline number, baseline then current."""
     b, c = summary.headline(before.results, ""), summary.headline(now.results, "")
     rows: list[dict[str, Any]] = []
 
     def add(
-        section: str, metric: str, base: float | None, cur: float | None, test: analysis.TestResult | None = None
+        section: str, metric: str, base: float | None, cur: float | None, test: statistics.TestResult | None = None
     ) -> None:
         change = None if base is None or cur is None else cur - base
         pct = None if change is None or not base else 100.0 * change / base
@@ -78,7 +66,7 @@ def compare(before: Period, now: Period) -> pl.DataFrame:
         "mean GPU utilization, %",
         b["utilization"]["mean_gpu_util_pct"],
         c["utilization"]["mean_gpu_util_pct"],
-        analysis.mann_whitney(
+        statistics.mann_whitney(
             "per-job mean GPU utilization",
             _column(now.jobs, "mean_gpu_util_pct"),
             _column(before.jobs, "mean_gpu_util_pct"),
@@ -92,7 +80,7 @@ def compare(before: Period, now: Period) -> pl.DataFrame:
         "median queueing delay, s",
         b["queueing"]["median_s"],
         c["queueing"]["median_s"],
-        analysis.mann_whitney(
+        statistics.mann_whitney(
             "queueing delay",
             delays_c.get_column("queue_delay_s").to_list(),
             delays_b.get_column("queue_delay_s").to_list(),
@@ -116,7 +104,7 @@ def compare(before: Period, now: Period) -> pl.DataFrame:
             f"median queueing delay of {bucket}-GPU jobs, s",
             _median(xb),
             _median(xc),
-            analysis.mann_whitney(
+            statistics.mann_whitney(
                 f"queueing delay of {bucket}-GPU jobs", xc.to_list(), xb.to_list(), "current", "baseline"
             ),
         )
@@ -134,7 +122,7 @@ def compare(before: Period, now: Period) -> pl.DataFrame:
         "failed attempts, % of attempts",
         _pct(failed_b, attempts_b),
         _pct(failed_c, attempts_c),
-        _fisher("failed attempts", failed_c, attempts_c, failed_b, attempts_b),
+        statistics.fisher_exact("failed attempts", failed_c, attempts_c, failed_b, attempts_b),
     )
     add("failures", "GPU-hours lost to failures", b["failures"]["gpu_hours_lost"], c["failures"]["gpu_hours_lost"])
     trials_b, trials_c = _trials(before), _trials(now)
@@ -145,7 +133,7 @@ def compare(before: Period, now: Period) -> pl.DataFrame:
             f"attempts failed by {reason}, % of attempts",
             _pct(kb, attempts_b),
             _pct(kc, attempts_c),
-            _fisher(f"attempts failed by {reason}", kc, attempts_c, kb, attempts_b),
+            statistics.fisher_exact(f"attempts failed by {reason}", kc, attempts_c, kb, attempts_b),
         )
     return pl.DataFrame(rows, schema=COLUMNS)
 
@@ -176,39 +164,3 @@ def _trials(period: Period) -> dict[str, int]:
     if reasons is None or reasons.is_empty():
         return {}
     return {str(r["reason"]): int(r["trials"] or 0) for r in reasons.iter_rows(named=True)}
-
-
-def _fisher(what: str, k_now: int, n_now: int, k_before: int, n_before: int) -> analysis.TestResult:
-    """Fisher's exact test of k/n in the two periods, with the odds ratio as effect size."""
-    from scipy import stats  # deferred: slow to import
-
-    base = dict(
-        comparison=what,
-        groups="current vs baseline",
-        n=f"{n_now}/{n_before}",
-        means=f"{_share(k_now, n_now)}/{_share(k_before, n_before)}",
-        effect_measure="odds ratio",
-    )
-    if n_now < analysis.MIN_GROUP or n_before < analysis.MIN_GROUP:
-        return analysis.TestResult(
-            **base,
-            test="",
-            statistic=None,
-            p_value=None,
-            effect_size=None,
-            note=f"too few attempts to test (n={n_now}/{n_before})",
-        )
-    res = stats.fisher_exact([[k_now, n_now - k_now], [k_before, n_before - k_before]])
-    odds, p = float(res.statistic), float(res.pvalue)
-    return analysis.TestResult(
-        **base,
-        test="Fisher exact",
-        statistic=odds,
-        p_value=p,
-        effect_size=odds if math.isfinite(odds) else None,
-        note="significant" if p < analysis.ALPHA else "not significant",
-    )
-
-
-def _share(k: int, n: int) -> str:
-    return f"{100.0 * k / n:.1f}%" if n else "-"

@@ -1,11 +1,11 @@
 """A Spark session over a Parquet dataset, running the report's heavy named queries.
 
-The report still runs in DuckDB over the dataset's views (dataset/read.py); the named
-queries in `HEAVY_QUERIES`, those that scan the sample tables, run in Spark instead
-(report/tables.py's Engine). Each is the same named query translated (spark/translate.py).
-What it reads is found in its SQL: a sample table is the dataset's, read by Spark;
-`period_<sample table>` is its rows in the report's period (`period()`, as
-report/selection.py's views); any other name is DuckDB's temp table or view of that name,
+The report still runs in DuckDB over the dataset's views (dataset/read.py); the heavy named
+queries, those that scan the sample tables (their header says `heavy`: analyze/catalog.py),
+run in Spark instead (analyze/prepare.py's Engine). Each is the same named query translated
+(spark/translate.py). What it reads is found in its SQL: a sample table is the dataset's, read
+by Spark; `period_<sample table>` is its rows in the report's period (`period()`, as
+analyze/selection.py's views); any other name is DuckDB's temp table or view of that name,
 built by DuckDB just before and shipped to Spark (they are per job or per machine: small
 beside the samples). The result comes back typed as DuckDB types the same query, as a
 temp table of the query's name (`table`) or a polars frame (`frame`), so what follows
@@ -28,31 +28,18 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from gpucluster_analysis.analyze import catalog
+from gpucluster_analysis.analyze.selection import Selection
 from gpucluster_analysis.dataset import layout
 from gpucluster_analysis.errors import QueryError
-from gpucluster_analysis.report.selection import PERIOD_TABLES, Selection
 from gpucluster_analysis.spark.translate import named_query, tables_read
 from gpucluster_analysis.sqlfiles import load_sql
-
-# Every named query that scans a sample table, but gpu_sample_interval: that one reads only
-# the telemetry's first day (a probe, not a scan), and stays in DuckDB.
-HEAVY_QUERIES = frozenset(
-    {
-        "gpu_samples_by_machine",  # per machine: sampled GPUs, counts, span (capacity, attribution, coverage)
-        "attributed_util",  # every GPU sample matched to its job's attempts, per job and per cohort
-        "attributed_activity",  # the same for DCGM's profiling samples
-        "period_sample_totals",  # the period's sample counts (overview_totals)
-        "host_util_cdf_by_activity",  # every host sample, by whether a job held the machine
-        "machine_telemetry_health",  # every detail sample, per machine
-    }
-)
 
 
 class SparkEngine:
     """One SparkSession for one report (`with SparkEngine(root, shards, master) as engine`)."""
 
     name = "Spark"
-    queries = HEAVY_QUERIES
 
     def __init__(
         self,
@@ -62,6 +49,9 @@ class SparkEngine:
         log: Callable[[str], None] = lambda _msg: None,
         session: Any = None,
     ) -> None:
+        # every query that scans a sample table, but gpu_sample_interval: that one reads only the
+        # telemetry's first day (a probe, not a scan), and stays in DuckDB
+        self.queries = catalog.heavy_queries()
         self.root = Path(root).resolve()
         self.shards = shards
         self.master = master
@@ -108,7 +98,7 @@ class SparkEngine:
         shards = self.spark.createDataFrame(sorted(bases.items()), "shard STRING, file_base INT")
         held = {table for shard in self.shards for table in shard.tables}
         read = {
-            name.removeprefix("period_") for query in HEAVY_QUERIES for name in tables_read(load_sql("queries", query))
+            name.removeprefix("period_") for query in self.queries for name in tables_read(load_sql("queries", query))
         }
         for table, columns in layout.canonical_tables().items():
             if table not in read:
@@ -138,7 +128,7 @@ class SparkEngine:
         """The views period_<sample table> over the samples of `selection`'s period."""
         from pyspark.sql import functions as F
 
-        for table in PERIOD_TABLES:
+        for table in catalog.period_tables():
             if table not in self._dataset_tables:
                 continue
             view = self.spark.table(table)

@@ -26,6 +26,7 @@
 -- telemetry's span. Other rows are one GPU each (gpus 1; gpu_index NULL: the GPU is unknown,
 -- and for none the machine too). start_at, end_at: the attempt's (timed: both set, end after
 -- start), carried so that the window tables need not join attempts again.
+-- Stage: every_job
 WITH timed AS (
     SELECT source, job_id, attempt_no, source_index, start_at, end_at, num_gpus, num_nodes
     FROM attempts

@@ -30,6 +30,7 @@
 -- failure_category from: the job's final status is one of FAILURE_STATUSES and this is its
 -- last failed attempt that has a log).
 -- Needs the temp table log_attempts.
+-- Stage: selected
 WITH sized AS (
     SELECT source, job_id, attempt_no, count(*) AS gpus
     FROM allocations

@@ -4,6 +4,7 @@
 -- (attempt_hosts) with GPU NULL.
 -- Parameters: none.
 -- Output: source, job_id, attempt_no, machine_id, gpu_index (NULL: the GPUs are unknown).
+-- Stage: input
 SELECT DISTINCT s.source, s.job_id, s.attempt_no, al.machine_id, al.gpu_index
 FROM attempt_speeds s
 JOIN allocations al USING (source, job_id, attempt_no)

@@ -7,6 +7,7 @@
 -- Parameters: none.
 -- Output: source, job_id, attempt_no, start_at, end_at, gpus (DOUBLE; NULL: unknown),
 -- servers (NULL: unknown).
+-- Stage: every_job
 WITH listed AS (
     SELECT source, job_id, attempt_no, count(*) AS gpus, count(DISTINCT machine_id) AS servers
     FROM allocations GROUP BY source, job_id, attempt_no

@@ -11,6 +11,7 @@
 -- speed_p25, speed_p75, speed_samples, speed_gpu (speed per GPU: the median divided by the
 -- attempt's GPUs unless the metric is already per GPU; NULL where GPUs are unknown or 0),
 -- is_last_with_speed (the job's last attempt in time that printed a speed: jobs.csv's).
+-- Stage: selected
 WITH log_speeds AS (
     -- each log that printed a speed, with the attempt it belongs to
     SELECT source, job_id, attempt_no, file_id, speed_metric, speed_unit, speed_per_gpu,

@@ -11,6 +11,7 @@
 -- several attempts are sorted into islands (most of a busy Slurm year's million jobs have
 -- one attempt): where all of a job's rows on a machine hold the same GPUs (a requeued Slurm
 -- job on a node it held whole each time) as one range, else GPU by GPU.
+-- Stage: every_job
 WITH windows AS (
     SELECT source, job_id, machine_id, gpu_index, gpus, start_at, end_at
     FROM attempt_attribution

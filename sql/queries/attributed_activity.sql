@@ -11,6 +11,7 @@
 -- with at least one such sample). Sums are exact, as attributed_util's, in integer
 -- millionths: the values are REAL (about 7 significant digits) and DCGM prints at most 6
 -- decimals, so rounding to a millionth gives back the value printed.
+-- Stage: selected, heavy
 WITH profiled AS (
     SELECT sample_at, machine_id, gpu_index, sm_active, tensor_active
     FROM gpu_sample_details

@@ -16,6 +16,7 @@
 -- Output: job_key (NULL on cohort rows), cohort and util_bin (NULL on job rows; util_bin
 -- 0..100 = floor(util_pct) clamped, values that are not finite or beyond the INTEGER range
 -- land in 100), samples, util_sum.
+-- Stage: selected, heavy, kept
 WITH telemetry AS (
     SELECT min(sample_at) AS first_at, max(sample_at) AS last_at FROM gpu_samples
 ),

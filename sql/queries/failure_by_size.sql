@@ -4,6 +4,7 @@
 -- Output: size_bucket, size_order, category, reason ('no log' for trials without a log),
 -- trials, size_trials_pct (of the bucket's trials), gpu_hours_lost, size_gpu_time_lost_pct
 -- (of the bucket's lost GPU time), rtf_p50_s.
+-- Stage: result
 WITH labelled AS (
     SELECT k.size_bucket, k.size_order, f.gpu_time_lost_s, f.runtime_to_failure_s,
            CASE WHEN NOT f.has_log THEN 'no log' WHEN f.reason = 'none' THEN 'no cause in the log' ELSE f.category END AS category,

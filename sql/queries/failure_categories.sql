@@ -5,6 +5,7 @@
 -- Output: category, trials, trials_pct, jobs (distinct jobs with a trial of this category),
 -- jobs_pct (of the jobs with a failed attempt; does not sum to 100), gpu_hours_lost,
 -- gpu_time_lost_pct, rtf_p50_s (runtime to failure).
+-- Stage: result
 WITH labelled AS (
     SELECT source, job_id, gpu_time_lost_s, runtime_to_failure_s,
            CASE WHEN NOT has_log THEN 'no log' WHEN reason = 'none' THEN 'no cause in the log' ELSE category END AS category

@@ -4,6 +4,7 @@
 -- Needs the temp table attempt_failures. Parameters: none.
 -- Output: outcome ('failed attempt', 'attempt that did not fail', 'job in several sources',
 -- 'no such job', 'no such attempt'), log_files, jobs (distinct job ids).
+-- Stage: result
 WITH sources AS (
     SELECT job_id, count(DISTINCT source) AS n, min(source) AS source FROM jobs GROUP BY job_id
 ),

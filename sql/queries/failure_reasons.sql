@@ -11,6 +11,7 @@
 -- time), trials_with_runtime, rtf_p50_s, rtf_p90_s, rtf_p95_s (runtime to failure, linear
 -- interpolation), job_repetition (trials per distinct job with this reason), user_repetition
 -- (trials per distinct user with this reason).
+-- Stage: result
 WITH labelled AS (
     SELECT source, job_id, "user", gpu_time_lost_s, runtime_to_failure_s,
            CASE WHEN NOT has_log THEN 'no log' WHEN reason = 'none' THEN 'no cause in the log' ELSE category END AS category,

@@ -5,6 +5,7 @@
 -- Output: scope ('job', 'user'), source, who (job_id or user), reason, category, trials,
 -- jobs (distinct jobs of those trials), gpu_hours_lost, rtf_p50_s, first_failure_at,
 -- last_failure_at (attempt ends, UTC).
+-- Stage: result
 WITH pairs AS (
     SELECT 'job' AS scope, source, job_id AS who, reason, any_value(category) AS category,
            count(*) AS trials, count(DISTINCT job_id) AS jobs,

@@ -7,6 +7,7 @@
 -- repetition_factor (trials / pairs), repeated_pairs (pairs with 2+ trials),
 -- repeated_trials (trials in those pairs), repeated_trials_pct (of trials),
 -- repeated_gpu_hours_lost (GPU time lost by the 2nd and later trials of a pair, by time).
+-- Stage: result
 WITH classified AS (
     SELECT source, job_id, "user", reason, gpu_time_lost_s, coalesce(start_at, end_at) AS failed_at, attempt_no
     FROM attempt_failures

@@ -3,6 +3,7 @@
 -- points per category.
 -- Needs the temp table attempt_failures. Parameters: none.
 -- Output: category, runtime_to_failure_s, cum_share.
+-- Stage: result
 WITH ranked AS (
     SELECT CASE WHEN NOT has_log THEN 'no log' WHEN reason = 'none' THEN 'no cause in the log' ELSE category END AS category,
            runtime_to_failure_s,

@@ -9,6 +9,7 @@
 -- trials_with_runtime (both times known), rtf_p50_s, rtf_p90_s, rtf_p95_s (runtime to
 -- failure), log_files (rows of job_logs, whether or not they belong to a failed attempt),
 -- no_cause_trials (a log that shows no failure at all: reason none).
+-- Stage: result
 WITH jobs_known AS (
     SELECT count(*) AS jobs,
            count(*) FILTER (WHERE status IN ('failed', 'timeout', 'node_fail', 'preempted')) AS failure_status_jobs,

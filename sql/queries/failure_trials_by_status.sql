@@ -4,6 +4,7 @@
 -- Output: status (the job's), jobs (with at least one trial), trials, trials_per_job,
 -- trials_with_log, gpu_hours_lost, gpu_time_lost_pct (of all trials' lost GPU time),
 -- trials_with_runtime, rtf_p50_s, rtf_p90_s, rtf_p95_s (runtime to failure).
+-- Stage: result
 SELECT job_status AS status,
        count(DISTINCT (source, job_id)) AS jobs,
        count(*) AS trials,

@@ -3,6 +3,7 @@
 -- Needs the temp table job_facts. Parameters: none.
 -- Output: status, jobs, jobs_pct, attempts, retried_jobs, retries (attempts beyond the first),
 -- gpu_hours, gpu_time_pct, run_time_p50_s, run_time_p90_s.
+-- Stage: result
 SELECT status,
        count(*) AS jobs,
        100.0 * count(*) / sum(count(*)) OVER () AS jobs_pct,

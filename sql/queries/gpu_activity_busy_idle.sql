@@ -4,6 +4,7 @@
 -- Parameters: $busy_util_pct, $idle_sm_pct, $top_jobs.
 -- Output: job_id, source, user, vc, status, num_gpus, gpu_hours, mean_gpu_util_pct,
 -- mean_sm_active_pct, mean_tensor_active_pct.
+-- Stage: result
 SELECT job_id, source, "user", vc, status, num_gpus, gpu_time_s / 3600.0 AS gpu_hours,
        mean_gpu_util_pct, mean_sm_active_pct, mean_tensor_active_pct
 FROM job_facts

@@ -4,6 +4,7 @@
 -- Parameters: none.
 -- Output: size_bucket, size_order, placement, jobs, mean_sm_active_pct, mean_tensor_active_pct,
 -- mean_gpu_util_pct (means of per-job means).
+-- Stage: result
 SELECT size_bucket, size_order, placement, count(*) AS jobs,
        avg(mean_sm_active_pct) AS mean_sm_active_pct,
        avg(mean_tensor_active_pct) AS mean_tensor_active_pct,

@@ -2,6 +2,7 @@
 -- activity (10-point bins): where the two measures disagree (temp table job_facts).
 -- Parameters: none.
 -- Output: util_bin, sm_bin (0, 10, ..., 90; 100 goes in 90), jobs, gpu_hours.
+-- Stage: result
 SELECT least(CAST(floor(mean_gpu_util_pct / 10) AS INTEGER), 9) * 10 AS util_bin,
        least(CAST(floor(mean_sm_active_pct / 10) AS INTEGER), 9) * 10 AS sm_bin,
        count(*) AS jobs,

@@ -8,6 +8,7 @@
 -- mean_tensor_active_pct (sample-weighted), jobs_with_util (of those, with utilization
 -- samples), mean_gpu_util_pct (their utilization, sample-weighted), measured_gpu_hours,
 -- busy_idle_jobs, busy_idle_gpu_hours, busy_idle_gpu_hours_pct (of measured_gpu_hours).
+-- Stage: result
 WITH j AS (
     SELECT f.*, a.sm_samples, a.sm_sum, a.tensor_samples, a.tensor_sum
     FROM job_facts f JOIN attributed_activity a USING (source, job_id)

@@ -6,6 +6,7 @@
 -- Parameters: none. Input: temp table gpu_samples_by_machine (first_at).
 -- Output: interval_s (whole seconds; NULL when no two distinct times are 0.5 s or more apart),
 -- gaps (how many gaps were seen).
+-- Stage: result
 WITH span AS (
     SELECT min(first_at) AS first_at FROM gpu_samples_by_machine
 ),

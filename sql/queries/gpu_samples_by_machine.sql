@@ -7,6 +7,7 @@
 -- Parameters: none.
 -- Output: machine_id, observed_gpus (NULL when no non-null sample), sampled_gpus, samples,
 -- non_null, first_at, last_at.
+-- Stage: every_job, heavy, kept
 SELECT machine_id,
        max(gpu_index) FILTER (WHERE util_pct IS NOT NULL) + 1 AS observed_gpus,
        max(gpu_index) + 1 AS sampled_gpus,

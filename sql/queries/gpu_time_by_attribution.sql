@@ -4,6 +4,7 @@
 -- Parameters: none.
 -- Output: attribution, attempts, gpu_time_s (sum of (end - start) x the attempt's GPUs),
 -- gpu_time_share_pct (of all timed attempts' GPU time), ordered from most to least precise.
+-- Stage: result
 WITH modes AS (
     SELECT DISTINCT source, job_id, attempt_no, attribution FROM attempt_attribution
 ),

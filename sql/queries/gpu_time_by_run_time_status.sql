@@ -3,6 +3,7 @@
 -- Needs the temp table job_facts. Parameters: none.
 -- Output: status, run_time_bucket ('<10 min', '10-60 min', '1-6 h', '6-24 h', '>1 day'),
 -- bucket_order, jobs, gpu_hours, status_gpu_time_pct (share of the status's GPU time).
+-- Stage: result
 WITH bucketed AS (
     SELECT status, gpu_time_s,
            CASE WHEN run_time_s < 600 THEN 1 WHEN run_time_s < 3600 THEN 2 WHEN run_time_s < 6 * 3600 THEN 3

@@ -15,6 +15,7 @@
 -- attributed_samples, expected_samples, covered_samples, coverage_pct, gpu_samples_non_null,
 -- attributed_share_pct (attributed samples / non-null samples: how much of the telemetry falls
 -- in some job's window).
+-- Stage: result
 WITH telemetry AS (
     -- the samples' span and count from the one scan of them (gpu_samples_by_machine)
     SELECT min(first_at) AS first_at, max(last_at) AS last_at, coalesce(sum(non_null), 0) AS non_null

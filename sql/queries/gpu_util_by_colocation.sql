@@ -3,6 +3,7 @@
 -- Needs the temp table job_facts. Parameters: none.
 -- Output: size_bucket, colocation ('shared', 'alone'), jobs, samples, mean_util_pct
 -- (sample-weighted), job_mean_util_pct.
+-- Stage: result
 SELECT size_bucket,
        CASE WHEN shares_server THEN 'shared' ELSE 'alone' END AS colocation,
        count(*) AS jobs,

@@ -4,6 +4,7 @@
 -- weighs every job equally (mean of per-job means).
 -- Parameters: none.
 -- Output: num_gpus, num_servers, jobs, samples, mean_util_pct, job_mean_util_pct.
+-- Stage: result
 SELECT num_gpus, num_servers,
        count(*) AS jobs,
        CAST(sum(util_samples) AS BIGINT) AS samples,

@@ -2,6 +2,7 @@
 -- Needs the temp table job_facts. Parameters: none.
 -- Output: status, jobs, jobs_with_samples, samples, mean_util_pct (sample-weighted),
 -- job_mean_util_pct, job_p50_util_pct (over per-job means).
+-- Stage: result
 SELECT status,
        count(*) AS jobs,
        count(*) FILTER (WHERE util_samples > 0) AS jobs_with_samples,

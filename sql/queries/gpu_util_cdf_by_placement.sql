@@ -4,6 +4,7 @@
 -- Parameters: none.
 -- Output: placement ('packed', 'spread'), util_bin (0..100: samples with floor(util) = bin),
 -- samples, cum_share (share of the placement's samples with util < util_bin + 1).
+-- Stage: result
 WITH cohorts AS (
     SELECT DISTINCT cohort, placement FROM job_keys
 ),

@@ -3,6 +3,7 @@
 -- job_keys; 1-percent bins).
 -- Parameters: none.
 -- Output: status, util_bin, samples, cum_share.
+-- Stage: result
 WITH cohorts AS (
     SELECT DISTINCT cohort, status FROM job_keys
 ),

@@ -4,10 +4,11 @@
 -- start <= t < end rule and hour-bucket equi-join as the GPU attribution). 1-percent bins.
 -- The windows of all jobs on a machine are merged first, so a sample matches at most one
 -- window and the LEFT JOIN neither drops nor repeats a sample. Host samples of the report's
--- period (temp view period_host_samples: report/selection.py).
+-- period (temp view period_host_samples: analyze/selection.py).
 -- Parameters: none.
 -- Output: metric ('cpu_util_pct', 'mem_used_pct'), job_running (BOOLEAN), util_bin (0..100),
 -- samples, value_sum (exact sum of the values in the bin), cum_share.
+-- Stage: result, heavy, kept
 WITH telemetry AS (
     SELECT min(sample_at) AS first_at, max(sample_at) AS last_at FROM period_host_samples
 ),

@@ -2,6 +2,7 @@
 -- (every attempt after the first is a retry).
 -- Needs the temp table job_facts. Parameters: none.
 -- Output: attempts, status, jobs.
+-- Stage: result
 SELECT attempts, status, count(*) AS jobs
 FROM job_facts
 GROUP BY attempts, status

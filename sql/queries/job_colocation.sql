@@ -7,6 +7,7 @@
 -- Only jobs of this store are seen: a neighbour outside the trace is invisible.
 -- Parameters: none.
 -- Output: source, job_id, shares_server (BOOLEAN), shared_machines (machines on which it overlapped).
+-- Stage: selected
 WITH ordered AS (
     SELECT source, job_id, machine_id, start_at, end_at,
            max(end_at) OVER (PARTITION BY machine_id ORDER BY start_at, end_at, source, job_id

@@ -3,6 +3,7 @@
 -- Needs the temp tables attributed_util (sql/queries/attributed_util.sql), which made the
 -- one pass over gpu_samples, and job_keys; this only reads its per-job rows.
 -- Output: source, job_id, mean_gpu_util_pct, util_samples.
+-- Stage: selected
 SELECT k.source, k.job_id,
        a.util_sum / a.samples AS mean_gpu_util_pct,
        a.samples AS util_samples

@@ -3,6 +3,7 @@
 -- Small (one row per job); the report runs its significance tests on it in Python.
 -- Needs the temp table job_facts. Parameters: none.
 -- Output: num_gpus, num_servers, placement, status, shares_server, mean_gpu_util_pct, util_samples.
+-- Stage: input
 SELECT num_gpus, num_servers, placement, status, shares_server, mean_gpu_util_pct, util_samples
 FROM job_facts
 WHERE util_samples > 0

@@ -13,6 +13,7 @@
 -- to 4), '5-8', '>8', 'unknown'), size_order (1..7, in that order),
 -- placement ('packed' = 1 server, 'spread' = 2+ servers, NULL without an allocation),
 -- cohort (INTEGER, one per distinct (status, size_bucket, placement)).
+-- Stage: every_job
 WITH first_allocation AS (
     SELECT source, job_id,
            coalesce(arg_min(gpus, attempt_no) FILTER (WHERE gpus > 0),

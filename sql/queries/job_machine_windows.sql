@@ -6,6 +6,7 @@
 -- attempt has one window per machine: only jobs of several are sorted into islands.
 -- Parameters: none.
 -- Output: source, job_id, machine_id, start_at, end_at (half-open [start_at, end_at)).
+-- Stage: selected
 WITH windows AS (
     SELECT DISTINCT source, job_id, machine_id, start_at, end_at
     FROM attempt_attribution

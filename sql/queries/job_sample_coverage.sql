@@ -5,6 +5,7 @@
 -- Parameters: $sample_interval_s (DOUBLE; NULL gives no rows).
 -- Output: coverage_bucket ('none', '<25%', '25-50%', '50-75%', '75-95%', '>=95%'),
 -- bucket_order, jobs, gpu_hours_in_span.
+-- Stage: result
 WITH telemetry AS (
     SELECT min(first_at) AS first_at, max(last_at) AS last_at FROM gpu_samples_by_machine
 ),

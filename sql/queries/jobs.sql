@@ -20,6 +20,7 @@
 -- (1..7, for sorting) and placement ('packed' = 1 server, 'spread' = 2+ servers, NULL without
 -- an allocation) as the temp table job_keys defines them, shares_server (temp table
 -- job_colocation; NULL for jobs without a timed allocation) and job_key (job_keys).
+-- Stage: after_replay, as job_facts
 WITH per_job AS (
     SELECT source, job_id,
         count(*) AS attempts,

@@ -2,6 +2,7 @@
 -- else the GPUs a job never allocated asked for; job_keys.sql).
 -- Needs the temp table job_facts. Parameters: none.
 -- Output: size_bucket ('0', '<1', '1', '2-4', '5-8', '>8', 'unknown'), jobs, jobs_pct, gpu_hours, gpu_time_pct.
+-- Stage: result
 SELECT size_bucket,
        count(*) AS jobs,
        100.0 * count(*) / sum(count(*)) OVER () AS jobs_pct,

@@ -1,6 +1,7 @@
 -- jobs_by_status: jobs and GPU time by final status (the study's Table 2).
 -- Needs the temp table job_facts. Parameters: none.
 -- Output: status, jobs, jobs_pct, gpu_hours, gpu_time_pct (of all jobs' GPU time).
+-- Stage: result
 SELECT status,
        count(*) AS jobs,
        100.0 * count(*) / sum(count(*)) OVER () AS jobs_pct,

@@ -2,6 +2,7 @@
 -- which leave queue delay, run time, GPU time or utilization empty in jobs.csv.
 -- Parameters: none.
 -- Output: one row per check: check, items ('jobs' or 'attempts'), count, total.
+-- Stage: result
 WITH job_attempts AS (
     SELECT j.source, j.job_id, j.submit_at,
            count(a.attempt_no) AS attempts,

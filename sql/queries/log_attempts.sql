@@ -10,6 +10,7 @@
 -- Output: every column of job_logs, with the source and attempt_no of the attempt the row
 -- belongs to (rows that map to no attempt are left out).
 -- Only jobs that have logs are ranked (a store of a million jobs may have none).
+-- Stage: selected
 WITH logged AS (
     SELECT DISTINCT job_id FROM job_logs
 ),

@@ -4,6 +4,7 @@
 -- Listed machines never observed are not contradictions and are not listed here.
 -- Parameters: none.
 -- Output: machine_id, listed_gpus, observed_gpus, issue.
+-- Stage: result
 SELECT machine_id, listed_gpus, observed_gpus,
        CASE WHEN listed_gpus IS NULL THEN 'not in the machine list'
             ELSE 'more GPUs observed than listed' END AS issue

@@ -6,6 +6,7 @@
 -- both give the same rows).
 -- Parameters: none.
 -- Output: machine_id, listed_gpus, observed_gpus, gpu_memory_gb, gpus.
+-- Stage: every_job
 WITH observed AS (
     SELECT machine_id, max(gpu_index) + 1 AS gpus FROM allocations GROUP BY machine_id
     UNION ALL

@@ -2,9 +2,10 @@
 -- the share of detail samples with a throttle reason that slows a working GPU, mean SM
 -- clock and mean temperature (gpu_sample_details, whole GPUs), to set beside the machines
 -- the speed analysis finds slow. Samples of the report's period (temp view
--- period_gpu_sample_details: report/selection.py).
+-- period_gpu_sample_details: analyze/selection.py).
 -- Parameters: none.
 -- Output: machine_id, detail_samples, throttled_pct, mean_sm_clock_mhz, mean_temp_c.
+-- Stage: input, heavy
 SELECT machine_id,
        count(*) AS detail_samples,
        -- a reason that slows a working GPU: power cap, slowdowns, power brake (not idle or app clocks)

@@ -7,6 +7,7 @@
 -- Output: first_at, last_at (earliest submit/start, latest end/submit), jobs, users, vcs,
 -- attempts, machines, machines_listed, machines_observed, gpus, gpus_listed, gpus_observed,
 -- gpu_hours, gpu_samples, host_samples, gpu_samples_first_at, gpu_samples_last_at.
+-- Stage: result
 WITH j AS (
     SELECT least(min(submit_time), min(first_start_time)) AS first_at,
            greatest(max(end_time), max(submit_time)) AS last_at,

@@ -2,6 +2,7 @@
 -- first allocated attempt spanned (gang scheduling with locality: wider jobs may wait longer).
 -- Needs the temp table job_facts. Parameters: none.
 -- Output: size_bucket, num_servers, jobs, p50_s, p90_s, mean_s.
+-- Stage: result
 SELECT size_bucket, num_servers,
        count(queue_delay_s) AS jobs,
        quantile_cont(queue_delay_s, 0.5) AS p50_s,

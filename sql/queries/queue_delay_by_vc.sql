@@ -1,6 +1,7 @@
 -- queue_delay_by_vc: queueing delay percentiles per virtual cluster (tenant), busiest first.
 -- Needs the temp table job_facts. Parameters: none.
 -- Output: vc, jobs, jobs_with_delay, p50_s, p90_s, p99_s, mean_s, gpu_hours.
+-- Stage: result
 SELECT coalesce(vc, '(none)') AS vc,
        count(*) AS jobs,
        count(queue_delay_s) AS jobs_with_delay,

@@ -2,6 +2,7 @@
 -- thinned to about 200 points per bucket (every k-th sorted job, plus first and last).
 -- Needs the temp table job_facts. Parameters: none.
 -- Output: size_bucket, queue_delay_s, cum_share (0..1: share of the bucket's jobs with delay <= it).
+-- Stage: result
 WITH ranked AS (
     SELECT size_bucket, size_order, queue_delay_s,
            row_number() OVER (PARTITION BY size_bucket ORDER BY queue_delay_s) AS rn,

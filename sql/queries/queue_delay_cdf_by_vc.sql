@@ -3,6 +3,7 @@
 -- Needs the temp table job_facts.
 -- Parameters: $top_vcs (INTEGER): how many VCs to include.
 -- Output: vc, queue_delay_s, cum_share.
+-- Stage: result
 WITH busiest AS (
     SELECT coalesce(vc, '(none)') AS vc, count(*) AS jobs
     FROM job_facts GROUP BY 1

@@ -2,6 +2,7 @@
 -- percentiles per job size bucket, plus an 'all' row.
 -- Needs the temp table job_facts. Parameters: none.
 -- Output: size_bucket, jobs, jobs_with_delay, p50_s, p90_s, p99_s, mean_s, max_s.
+-- Stage: result
 SELECT CASE WHEN GROUPING(size_bucket) = 1 THEN 'all' ELSE size_bucket END AS size_bucket,
        count(*) AS jobs,
        count(queue_delay_s) AS jobs_with_delay,

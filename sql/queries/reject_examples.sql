@@ -3,6 +3,7 @@
 -- row's text (at most 200 characters), so that rejects_by_file stays short.
 -- Parameters: none.
 -- Output: path, kind, line, reason, text.
+-- Stage: result
 SELECT f.path, r.kind, r.line, r.reason, left(r.text, 200) AS text
 FROM (
     SELECT *, row_number() OVER (PARTITION BY file_id, kind ORDER BY line NULLS LAST, reason) AS nth

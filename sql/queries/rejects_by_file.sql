@@ -8,6 +8,7 @@
 -- Parameters: none.
 -- Output: path, format, files (1, or the job logs in the folder), rows_loaded, rejects,
 -- reasons (text: 'kind (count, first at line N); ...; and K more kinds').
+-- Stage: result
 WITH by_reason AS (
     SELECT file_id, kind, n, first_line,
            row_number() OVER (PARTITION BY file_id ORDER BY n DESC, kind) AS rank,

@@ -15,6 +15,7 @@
 -- Output: source, job_id, attempt_no, vc, start_s, end_s (epoch seconds, DOUBLE),
 -- machine_id (NULL: placement unknown), gpus (DOUBLE; NULL: the attempt's size is unknown),
 -- user_name and qos (whose per-user caps the holding counts toward).
+-- Stage: replay
 WITH started AS (
     SELECT s.source, s.job_id, s.attempt_no, s.gpus, s.servers, s.start_at,
            coalesce(s.end_at, b.last_at) AS end_at

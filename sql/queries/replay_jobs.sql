@@ -12,6 +12,7 @@
 -- Output: source, job_id, vc, gpus (jobs.csv num_gpus), size_bucket, wait_from_s,
 -- wait_until_s (epoch seconds; NULL: unknown), started, wait_retry_s (NULL for a job
 -- that never started), user_name and qos (which per-user caps apply).
+-- Stage: replay
 WITH ordered AS (
     SELECT source, job_id, start_at, end_at,
            lag(end_at) OVER (PARTITION BY source, job_id ORDER BY attempt_no) AS previous_end,

@@ -9,6 +9,7 @@
 -- Parameters: none.
 -- Output: source, machine_id, listed_gpus, observed_gpus, gpus (capacity), placed (some
 -- attempt of the source names it).
+-- Stage: replay
 WITH placed AS (
     SELECT DISTINCT source, machine_id FROM allocations
     UNION SELECT DISTINCT source, machine_id FROM attempt_hosts

@@ -5,6 +5,7 @@
 -- Parameters: none.
 -- Output: source, kind (account, user, qos_user, qos_group), vc, user_name, qos, gpus
 -- (NULL: no GPU limit), path (the file it came from).
+-- Stage: replay
 SELECT q.source, q.kind, q.vc, q.user_name, q.qos, q.gpus, f.path
 FROM quotas q JOIN ingested_files f USING (file_id)
 QUALIFY row_number() OVER (PARTITION BY q.source, q.kind, q.vc, q.user_name, q.qos ORDER BY q.file_id DESC) = 1

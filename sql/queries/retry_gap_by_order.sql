@@ -5,6 +5,7 @@
 -- Parameters: none.
 -- Output: retry_no, gaps, p50_s, p90_s, p99_s, mean_s, overlapping (gaps < 0: the next
 -- attempt started before the previous one ended).
+-- Stage: result
 WITH timed AS (
     SELECT source, job_id, attempt_no, start_at,
            lag(end_at) OVER (PARTITION BY source, job_id ORDER BY attempt_no) AS previous_end

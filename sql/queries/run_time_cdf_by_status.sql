@@ -2,6 +2,7 @@
 -- status; for failed jobs this is the time to failure. Thinned to about 200 points per status.
 -- Needs the temp table job_facts. Parameters: none.
 -- Output: status, run_time_s, cum_share.
+-- Stage: result
 WITH ranked AS (
     SELECT status, run_time_s,
            row_number() OVER (PARTITION BY status ORDER BY run_time_s) AS rn,

@@ -4,6 +4,7 @@
 -- Parameters: $since, $until (naive UTC timestamps, NULL: unbounded), $vcs, $users, $sources
 -- (lists of names; an empty list: any).
 -- Output: source, job_id.
+-- Stage: selection
 SELECT source, job_id
 FROM jobs
 WHERE ($since IS NULL OR coalesce(eligible_at, submit_at) >= $since)

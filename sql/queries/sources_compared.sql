@@ -5,6 +5,7 @@
 -- other final statuses, jobs_pct_multi_gpu (first allocation > 1 GPU), median GPUs, queueing
 -- delay p50/p90 (s, jobs with a delay), run time p50 (s), mean GPU utilization over the jobs'
 -- samples (sample-weighted; NULL without samples), and the share of jobs with a failure reason.
+-- Stage: result
 SELECT
     source,
     count(*) AS jobs,

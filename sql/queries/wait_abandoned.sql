@@ -6,6 +6,7 @@
 -- Parameters: none.
 -- Output: status (the job's final status), cause, cause_order, jobs, wait_hours, wait_gpu_hours,
 -- share_pct (of all abandoned waiting GPU-time).
+-- Stage: result
 WITH summed AS (
     SELECT c.status, c.cause, c.cause_order, CAST(sum(c.jobs) AS BIGINT) AS jobs, sum(c.wait_s) AS wait_s,
            sum(c.wait_gpu_s) AS wait_gpu_s

@@ -15,6 +15,7 @@
 -- cause (user_limit, fair_share, capacity, fragmentation, other), cause_order (0..4:
 -- user_limit is checked first), jobs (jobs in the group with this cause split), wait_s (their
 -- seconds), wait_gpu_s (seconds x GPUs).
+-- Stage: after_replay
 WITH waits AS (
     SELECT w.started, j.status, j.vc, k.size_bucket, k.size_order, w.source_has_user_caps AS capped,
            CAST(w.gpus AS DECIMAL(18, 3)) AS gpus,

@@ -10,6 +10,7 @@
 -- Output: size_bucket ('all' first, then job_keys' buckets), size_order (0 for all), cause,
 -- cause_order (0..4), jobs (jobs with a split in the bucket), wait_hours, wait_gpu_hours,
 -- share_pct (of the bucket's waiting GPU-time).
+-- Stage: result
 WITH w AS (
     SELECT size_bucket, size_order, cause, cause_order, jobs, wait_s, wait_gpu_s FROM wait_cause_totals
     WHERE started

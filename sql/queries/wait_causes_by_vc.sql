@@ -5,6 +5,7 @@
 -- Parameters: $top_vcs.
 -- Output: vc ('(none)' for jobs without one), vc_rank, cause, cause_order, jobs, wait_hours,
 -- wait_gpu_hours, share_pct (of the VC's waiting GPU-time).
+-- Stage: result
 WITH w AS (
     SELECT coalesce(vc, '(none)') AS vc, cause, cause_order, jobs, wait_s, wait_gpu_s FROM wait_cause_totals
     WHERE started

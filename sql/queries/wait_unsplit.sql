@@ -2,6 +2,7 @@
 -- replay_job_waits and job_keys), so that the Queueing section can say what it left out.
 -- Parameters: none.
 -- Output: why, jobs (only the reasons that occur).
+-- Stage: result
 WITH w AS (
     SELECT r.*, k.num_gpus, j.submit_at, j.eligible_at, j.status
     FROM replay_job_waits r JOIN job_keys k USING (source, job_id) JOIN jobs j USING (source, job_id)

@@ -10,6 +10,7 @@
 -- Output: what_if, what_if_order, jobs_considered (started jobs the change applies to),
 -- jobs_helped (saved > 0), wait_gpu_hours (their first waits), saved_gpu_hours, saved_pct,
 -- saved_hours (per-job waiting, not weighted by GPUs).
+-- Stage: result
 WITH started AS (
     -- exact decimals (the replay rounds to milliseconds), so the sums are the same bytes every run
     SELECT CAST(gpus AS DECIMAL(18, 3)) AS gpus,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from gpucluster_analysis.report import analysis as an
+from gpucluster_analysis.analyze import statistics as an
 from gpucluster_analysis.report.sections import (
     activity,
     comparison,
@@ -38,7 +38,7 @@ def compose(
     baseline: str | None = None,
 ) -> list[Section]:
     """All sections of the report, in order. `r` maps query names to their results;
-    `selection` says which jobs it covers (report/selection.py), `baseline` which jobs the
+    `selection` says which jobs it covers (analyze/selection.py), `baseline` which jobs the
     Comparison section sets beside them (r["comparison"])."""
     sections = [
         comparison.section(r, baseline, selection) if baseline is not None else None,

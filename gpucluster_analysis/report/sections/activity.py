@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from gpucluster_analysis.report import analysis as an
+from gpucluster_analysis.analyze import parameters
+from gpucluster_analysis.analyze import statistics as an
 from gpucluster_analysis.report import figures as fg
 from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Section, Table
 from gpucluster_analysis.report.sections.text import (
@@ -18,11 +19,6 @@ from gpucluster_analysis.report.sections.text import (
     join_list,
     rows_of,
 )
-
-# A job "looks busy but is nearly idle": utilization.gpu at least this, SM activity below that.
-BUSY_UTIL_PCT = 50.0
-IDLE_SM_PCT = 20.0
-TOP_BUSY_IDLE = 20
 
 
 def section(r: dict[str, pl.DataFrame]) -> Section | None:
@@ -40,7 +36,8 @@ def section(r: dict[str, pl.DataFrame]) -> Section | None:
             f" {fmt_pct(util)} for the {fmt_int(summary['jobs_with_util'])} of them it sampled (sample-weighted means);"
             f" {fmt_int(summary['busy_idle_jobs'])} jobs ({fmt_int(summary['busy_idle_gpu_hours'])} GPU-hours,"
             f" {fmt_pct(summary['busy_idle_gpu_hours_pct'])} of the measured GPU time) look busy by utilization"
-            f" (>= {BUSY_UTIL_PCT:.0f}%) but are nearly idle by SM activity (< {IDLE_SM_PCT:.0f}%).",
+            f" (>= {parameters.BUSY_UTIL_PCT:.0f}%) but are nearly idle by SM activity"
+            f" (< {parameters.IDLE_SM_PCT:.0f}%).",
             "finding",
         )
     )
@@ -76,9 +73,10 @@ def section(r: dict[str, pl.DataFrame]) -> Section | None:
         Table(
             "gpu_activity_busy_idle",
             busy,
-            f"Jobs that look busy by utilization.gpu (>= {BUSY_UTIL_PCT:.0f}%) but are nearly idle by SM activity"
-            f" (< {IDLE_SM_PCT:.0f}%), most GPU time first (at most {TOP_BUSY_IDLE}).",
-            max_rows=TOP_BUSY_IDLE,
+            f"Jobs that look busy by utilization.gpu (>= {parameters.BUSY_UTIL_PCT:.0f}%) but are nearly idle by"
+            f" SM activity (< {parameters.IDLE_SM_PCT:.0f}%), most GPU time first"
+            f" (at most {parameters.TOP_BUSY_IDLE}).",
+            max_rows=parameters.TOP_BUSY_IDLE,
         )
     )
     _locality(s, r)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from gpucluster_analysis.report import analysis as an
+from gpucluster_analysis.analyze import statistics as an
 from gpucluster_analysis.report import figures as fg
 from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Section, Table
 from gpucluster_analysis.report.sections.text import (

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from gpucluster_analysis.report import analysis as an
+from gpucluster_analysis.analyze import parameters
+from gpucluster_analysis.analyze import statistics as an
 from gpucluster_analysis.report import figures as fg
 from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Section, Table
 from gpucluster_analysis.report.sections.text import (
@@ -24,7 +25,6 @@ from gpucluster_analysis.report.sections.text import (
 
 # failure_* queries' reasons for a log that shows a failure no signature names / shows no failure / no log
 UNCLASSIFIED = ("unknown", "no cause in the log", "no log")
-TOP_REPEATERS = 10  # rows per scope (job, user) in the top repeaters table
 # The published Philly numbers (domain.md, "Paper figures"), quoted for comparison.
 PAPER_FAILURES = (
     "Philly, full trace (Jeon et al.): 4.2% of failed trials matched no signature; the most frequent"
@@ -370,7 +370,7 @@ def _repetition(s: Section, r: dict[str, pl.DataFrame]) -> None:
             "failure_repeaters",
             r["failure_repeaters"],
             f"The jobs and users that failed most often for one reason (2+ failed attempts; the top"
-            f" {TOP_REPEATERS} of each).",
+            f" {parameters.TOP_REPEATERS} of each).",
         )
     )
 

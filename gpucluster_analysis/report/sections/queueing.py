@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import polars as pl
 
+from gpucluster_analysis.analyze import parameters
 from gpucluster_analysis.report import figures as fg
 from gpucluster_analysis.report.sections import wait_causes
 from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Section, Table
 from gpucluster_analysis.report.sections.text import fmt_dur, fmt_int, gpus_label, index_by, join_list, plural, rows_of
-
-TOP_VCS = 8  # VCs drawn in the by-VC figure, busiest first (also the queue_delay_cdf_by_vc query's top_vcs)
 
 
 def section(r: dict[str, pl.DataFrame]) -> Section:
@@ -79,7 +78,7 @@ def section(r: dict[str, pl.DataFrame]) -> Section:
         )
 
         vc = r["queue_delay_by_vc"].filter(pl.col("jobs_with_delay") > 0)
-        top = vc.head(TOP_VCS)
+        top = vc.head(parameters.TOP_VCS)
         if not top.is_empty():
             lo = top.sort("p50_s").row(0, named=True)
             hi = top.sort("p50_s", descending=True).row(0, named=True)
@@ -90,7 +89,7 @@ def section(r: dict[str, pl.DataFrame]) -> Section:
                         r["queue_delay_cdf_by_vc"],
                         "vc",
                         "queue_delay_s",
-                        f"Queueing delay by virtual cluster ({min(TOP_VCS, vc.height)} busiest)",
+                        f"Queueing delay by virtual cluster ({min(parameters.TOP_VCS, vc.height)} busiest)",
                         "queueing delay (log scale)",
                     ),
                     f"Among the {top.height} busiest of {vc.height} VCs, the median queueing delay ranges from"

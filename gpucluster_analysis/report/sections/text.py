@@ -10,7 +10,7 @@ from datetime import datetime
 
 import polars as pl
 
-from gpucluster_analysis.report import analysis as an
+from gpucluster_analysis.analyze import statistics as an
 
 
 def fmt_int(n: object) -> str:

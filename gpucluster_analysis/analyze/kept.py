@@ -1,18 +1,18 @@
 """The report's heaviest results, kept in the store from ingest (issue 11, part 2).
 
-Three named queries read every sample of the store: `gpu_samples_by_machine` (one scan of
-gpu_samples), `attributed_util` (the samples joined to the jobs' windows) and
-`host_util_cdf_by_activity` (the host samples joined to the machines' busy windows). At full
-Philly scale they are most of a report's time. `keep(con)` runs them once `gca ingest` has
-stored its files, exactly as an unfiltered report runs them (the same temp tables before
-them), into tables `kept_<query>`, and records in `kept_results` the digest of what they were
-computed from (`inputs_digest`): the store's `ingested_files` (every row a file puts in the
-store is under its file_id, and a file ingested, taken back or replaced adds, removes or
-changes its row there), the schema version, and the text of gca's SQL.
+The named queries whose header says `kept` (analyze/catalog.py) read every sample of the
+store: `gpu_samples_by_machine` (one scan of gpu_samples), `attributed_util` (the samples
+joined to the jobs' windows) and `host_util_cdf_by_activity` (the host samples joined to the
+machines' busy windows). At full Philly scale they are most of a report's time. `keep(con)`
+runs them once `gca ingest` has stored its files, exactly as an unfiltered report runs them
+(the same temp tables before them), into tables `kept_<query>`, and records in `kept_results`
+the digest of what they were computed from (`inputs_digest`): the store's `ingested_files`
+(every row a file puts in the store is under its file_id, and a file ingested, taken back or
+replaced adds, removes or changes its row there), the schema version, and the text of gca's SQL.
 
 `usable(con, selection)` names the kept results whose digest is the store's current one;
 the report reads those instead of running the query and runs every other as before (a stale
-one, a store without them, a Parquet dataset). A selection of jobs (report/selection.py)
+one, a store without them, a Parquet dataset). A selection of jobs (analyze/selection.py)
 changes `attributed_util` and `host_util_cdf_by_activity`, not `gpu_samples_by_machine`
 (every machine, before the selection): a filtered report uses only that one.
 """
@@ -25,15 +25,12 @@ from collections.abc import Callable
 
 import duckdb
 
+from gpucluster_analysis.analyze import catalog
+from gpucluster_analysis.analyze import selection as selected
+from gpucluster_analysis.analyze.selection import EVERY_JOB, Selection
 from gpucluster_analysis.db.queries import create_temp_tables
-from gpucluster_analysis.report import selection as selected
-from gpucluster_analysis.report.selection import Selection
 from gpucluster_analysis.sqlfiles import list_sql, load_sql
 
-# The kept queries, in the order keep() computes them.
-KEPT = ("gpu_samples_by_machine", "attributed_util", "host_util_cdf_by_activity")
-# Kept results that do not depend on which jobs a report selects.
-EVERY_SELECTION = frozenset({"gpu_samples_by_machine"})
 # Below this many samples (GPU and host rows) a report computes the kept queries in about a
 # second: ingest then keeps nothing, and costs nothing more.
 KEEP_MIN_SAMPLES = 5_000_000
@@ -77,8 +74,8 @@ def usable(con: duckdb.DuckDBPyConnection, selection: Selection, digest: str | N
             f'SELECT query FROM "{database}".main.kept_results WHERE inputs = ?', [digest or inputs_digest(con)]
         ).fetchall()
     }
-    names = frozenset(q for q in KEPT if q in current and f"kept_{q}" in tables)
-    return names if selection.everything else names & EVERY_SELECTION
+    names = frozenset(q for q in catalog.kept_queries() if q in current and f"kept_{q}" in tables)
+    return names if selection.everything else names & catalog.kept_for_every_selection()
 
 
 def read_kept(con: duckdb.DuckDBPyConnection, query: str) -> str:
@@ -90,10 +87,9 @@ def keep(con: duckdb.DuckDBPyConnection, log: Callable[[str], None] = lambda _ms
     """Compute the kept results of a writable store whose kept ones are not current (after
     `gca ingest`), in one transaction; the seconds it took, or None when there was nothing
     to do. A store with fewer than KEEP_MIN_SAMPLES samples, or no jobs, keeps nothing."""
-    from gpucluster_analysis.report.tables import BEFORE_SELECTION_TABLES, EVERY_JOB
-
+    kept = catalog.kept_queries()
     digest = inputs_digest(con)
-    if usable(con, EVERY_JOB, digest) == frozenset(KEPT):
+    if usable(con, EVERY_JOB, digest) == frozenset(kept):
         return None
     started = time.perf_counter()
     samples, jobs = con.execute(
@@ -106,7 +102,7 @@ def keep(con: duckdb.DuckDBPyConnection, log: Callable[[str], None] = lambda _ms
     con.execute("BEGIN TRANSACTION")
     try:
         con.execute("DELETE FROM kept_results")
-        for query in KEPT:
+        for query in kept:
             con.execute(f"DROP TABLE IF EXISTS main.kept_{query}")
         if worth:
             _compute(con, digest, log)
@@ -116,32 +112,28 @@ def keep(con: duckdb.DuckDBPyConnection, log: Callable[[str], None] = lambda _ms
         raise
     finally:
         selected.reset(con)
-        for name in (*BEFORE_SELECTION_TABLES, *KEPT, "job_machine_windows"):
+        for name in (*catalog.before_selection_tables(), *catalog.temp_tables_for(kept)):
             con.execute(f"DROP TABLE IF EXISTS temp.main.{name}")
-        for table in selected.PERIOD_TABLES:
+        for table in catalog.period_tables():
             con.execute(f"DROP VIEW IF EXISTS temp.main.period_{table}")
     return time.perf_counter() - started if worth else None
 
 
 def _compute(con: duckdb.DuckDBPyConnection, digest: str, log: Callable[[str], None]) -> None:
-    # imported here: report/tables.py imports this module
-    from gpucluster_analysis.report.tables import BEFORE_SELECTION_TABLES, EVERY_JOB
-
     seconds: dict[str, float] = {}
 
     def on_table(name: str, took: float) -> None:
         seconds[name] = took
 
-    # the report's own steps up to these queries, for every job (report/tables.py prepare)
+    # the report's own steps up to these queries, for every job (analyze/prepare.py)
+    kept = catalog.kept_queries()
     selected.reset(con)
-    create_temp_tables(con, [(name, name) for name in BEFORE_SELECTION_TABLES], on_table)
+    create_temp_tables(con, [(name, name) for name in catalog.before_selection_tables()], on_table)
     selected.apply(con, EVERY_JOB)
-    create_temp_tables(
-        con, [("attributed_util", "attributed_util"), ("job_machine_windows", "job_machine_windows")], on_table
-    )
-    for query in KEPT:
+    create_temp_tables(con, [(name, name) for name in catalog.temp_tables_for(kept)], on_table)
+    for query in kept:
         started = time.perf_counter()
-        if query in seconds or query == "attributed_util":  # a temp table already
+        if query in seconds:  # a temp table already
             con.execute(f"CREATE TABLE main.kept_{query} AS SELECT * FROM temp.main.{query}")
         else:
             con.execute(f"CREATE TABLE main.kept_{query} AS {load_sql('queries', query)}")

@@ -4,12 +4,13 @@ A job is selected when its queue start (where `queue_delay_s` counts from: eligi
 else submit time) falls in [since, until) and its VC, user and source are among those
 given (each list empty: any). The replay of the queue still sees every job (the GPUs that
 other VCs' jobs held are why selected jobs waited); everything else the report computes
-covers the selected jobs only: `apply` leaves the job-level tables with those jobs alone
-and puts, in front of the store's own `jobs`, `attempts`, `allocations`, `attempt_hosts`,
-`gpu_bindings` and `job_logs`, temp views of the selected jobs' rows, so every named query reads the selection without
-knowing of it. Machine-level figures cover the period: samples counted, host utilization
-and telemetry health through the views `period_gpu_samples`, `period_host_samples` and
-`period_gpu_sample_details`, and the replay's load, idle machines and timeline through
+covers the selected jobs only: `apply` leaves the job-level temp tables with those jobs alone
+and puts, in front of the store's own tables of per-job rows that the queries after it read
+(`jobs`, `attempts`, `allocations`, `attempt_hosts`, ...) and `job_logs`, temp views of the
+selected jobs' rows, so every named query reads the selection without knowing of it.
+Machine-level figures cover the period: samples counted, host utilization and telemetry
+health through the views `period_<sample table>` (`period_gpu_samples`, ...: those the
+queries name, analyze/catalog.py), and the replay's load, idle machines and timeline through
 replay_store's `period`.
 """
 
@@ -21,17 +22,13 @@ from datetime import UTC, datetime
 
 import duckdb
 
+from gpucluster_analysis.analyze import catalog
 from gpucluster_analysis.db.queries import query_errors
 from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.sqlfiles import bind, load_sql
 
-# Tables of the store a selection narrows to the selected jobs' rows.
-JOB_TABLES = ("jobs", "attempts", "allocations", "attempt_hosts", "gpu_bindings")
-# Temp tables prepare() builds before the selection that hold rows per job (the replay's
-# per-job waits, replay_job_waits, come later: `narrow` them).
-JOB_TEMP_TABLES = ("job_keys", "attempt_windows", "attempt_sizes", "attempt_attribution")
-# Sample tables machine-level figures read through period_<table>.
-PERIOD_TABLES = ("gpu_samples", "host_samples", "gpu_sample_details")
+# Columns that make a row a job's: a table with both holds rows per job.
+JOB_COLUMNS = ("source", "job_id")
 
 
 @dataclass(frozen=True)
@@ -59,6 +56,9 @@ class Selection:
             if values:
                 parts.append(f"{name} {' or '.join(values)}")
         return "jobs " + ", ".join(parts)
+
+
+EVERY_JOB = Selection()
 
 
 def _show(at: datetime) -> str:
@@ -107,7 +107,7 @@ def apply(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
 
 
 def _apply(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
-    for table in PERIOD_TABLES:
+    for table in catalog.period_tables():
         period = (
             " WHERE sample_at >= $since AND sample_at < $until"
             if not selection.everything and (selection.since or selection.until)
@@ -131,9 +131,10 @@ def _apply(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
     }
     con.execute(f"CREATE OR REPLACE TEMP TABLE selected_jobs AS {query}", bind(query, params))
     selected = int(con.execute("SELECT count(*) FROM selected_jobs").fetchall()[0][0])
-    for table in JOB_TEMP_TABLES:
+    # the replay's per-job waits, replay_job_waits, come later: `narrow` them
+    for table in _per_job(con, catalog.before_selection_tables(), temporary=True):
         _delete_unselected(con, table)
-    for table in JOB_TABLES:
+    for table in _job_tables(con):
         con.execute(
             f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT t.* FROM {_stored(con, table)} t "
             "SEMI JOIN selected_jobs s ON s.source = t.source AND s.job_id = t.job_id"
@@ -160,17 +161,40 @@ def _delete_unselected(con: duckdb.DuckDBPyConnection, table: str) -> None:
     )
 
 
+def _job_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The store's tables (or a dataset's views) of per-job rows that a query after the selection
+    reads: the selection stands in front of those."""
+    made = {q.table for q in catalog.catalog().values() if q.table}
+    stored = _per_job(con, None, temporary=False)
+    return [t for t in stored if t not in made and catalog.read_after_selection(t)]
+
+
+def _per_job(con: duckdb.DuckDBPyConnection, names: tuple[str, ...] | None, temporary: bool) -> list[str]:
+    """Of the tables and views `names` (None: all) of the store (or the temp ones), those with rows per job."""
+    rows = con.execute(
+        "SELECT table_name FROM duckdb_columns() WHERE database_name = ? AND schema_name = 'main'"
+        " AND list_contains(?::VARCHAR[], column_name)"
+        " GROUP BY table_name HAVING count(DISTINCT column_name) = ? ORDER BY table_name",
+        ["temp" if temporary else _database(con), list(JOB_COLUMNS), len(JOB_COLUMNS)],
+    ).fetchall()
+    found = {r[0] for r in rows}
+    return [t for t in (names or sorted(found)) if t in found]
+
+
 def reset(con: duckdb.DuckDBPyConnection) -> None:
     """Take away a selection's views and table (before another report on the same connection)."""
-    for table in (*JOB_TABLES, "job_logs"):
+    for table in (*_job_tables(con), "job_logs"):
         con.execute(f"DROP VIEW IF EXISTS temp.main.{table}")
     con.execute("DROP TABLE IF EXISTS temp.main.selected_jobs")
 
 
 def _stored(con: duckdb.DuckDBPyConnection, table: str) -> str:
     """The store's own table, by its full name (a temp view of the same name stands in front)."""
-    database = con.execute("SELECT current_database()").fetchall()[0][0]
-    return f'"{database}".main.{table}'
+    return f'"{_database(con)}".main.{table}'
+
+
+def _database(con: duckdb.DuckDBPyConnection) -> str:
+    return str(con.execute("SELECT current_database()").fetchall()[0][0])
 
 
 def _literal(at: datetime) -> str:

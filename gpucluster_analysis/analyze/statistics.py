@@ -8,7 +8,7 @@ per-sample rows: samples of one job are not independent, and there are far too m
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -106,7 +106,7 @@ def mann_whitney(
     )
 
 
-def kruskal_wallis(comparison: str, groups: dict[str, Sequence[float | None]], min_n: int = MIN_GROUP) -> TestResult:
+def kruskal_wallis(comparison: str, groups: Mapping[str, Sequence[float | None]], min_n: int = MIN_GROUP) -> TestResult:
     """Kruskal-Wallis H across the groups that have at least `min_n` values, with eta-squared(H).
 
     eta^2_H = (H - k + 1) / (n - k) (Tomczak & Tomczak 2014), floored at 0.
@@ -205,6 +205,43 @@ def locality_tests(per_job: pl.DataFrame, min_n: int = MIN_GROUP) -> list[TestRe
         )
     )
     return results
+
+
+def fisher_exact(what: str, k_now: int, n_now: int, k_before: int, n_before: int) -> TestResult:
+    """Fisher's exact test of k/n now against k/n before (a period against its baseline), with
+    the odds ratio as effect size."""
+    from scipy import stats  # deferred: slow to import
+
+    base = dict(
+        comparison=what,
+        groups="current vs baseline",
+        n=f"{n_now}/{n_before}",
+        means=f"{_share(k_now, n_now)}/{_share(k_before, n_before)}",
+        effect_measure="odds ratio",
+    )
+    if n_now < MIN_GROUP or n_before < MIN_GROUP:
+        return TestResult(
+            **base,
+            test="",
+            statistic=None,
+            p_value=None,
+            effect_size=None,
+            note=f"too few attempts to test (n={n_now}/{n_before})",
+        )
+    res = stats.fisher_exact([[k_now, n_now - k_now], [k_before, n_before - k_before]])
+    odds, p = float(res.statistic), float(res.pvalue)
+    return TestResult(
+        **base,
+        test="Fisher exact",
+        statistic=odds,
+        p_value=p,
+        effect_size=odds if math.isfinite(odds) else None,
+        note="significant" if p < ALPHA else "not significant",
+    )
+
+
+def _share(k: int, n: int) -> str:
+    return f"{100.0 * k / n:.1f}%" if n else "-"
 
 
 def tests_frame(results: list[TestResult]) -> pl.DataFrame:

@@ -1,10 +1,9 @@
-"""Tables computed from the store with the named queries in `sql/queries/`.
+"""The temp tables the named queries of `sql/queries/` join, and the replay of the queue beside them.
 
-`prepare(con)` builds the temp tables other queries join against (attempt
-windows, the one attributed pass over gpu_samples, per-job utilization, the replay's
-per-job waits);
-`jobs_table(con)` returns the jobs.csv contract. `prepare_report(con)` adds the
-job-level tables the report's figure queries read (after `prepare`).
+`prepare(con)` builds the temp tables other queries join against (attempt windows, the one
+attributed pass over gpu_samples, per-job utilization, the replay's per-job waits), in the
+stages of analyze/catalog.py; `prepare_report(con)` adds the job-level tables that read the
+replay's waits (after `prepare`). `jobs_table(con)` returns the jobs.csv contract.
 """
 
 from __future__ import annotations
@@ -17,55 +16,15 @@ from typing import Protocol
 import duckdb
 import polars as pl
 
+from gpucluster_analysis.analyze import catalog
+from gpucluster_analysis.analyze import selection as selected
+from gpucluster_analysis.analyze.catalog import REPLAY_JOBS_TABLE
+from gpucluster_analysis.analyze.kept import read_kept
+from gpucluster_analysis.analyze.selection import EVERY_JOB, Selection
 from gpucluster_analysis.db.queries import create_temp_tables, run_query
 from gpucluster_analysis.errors import ReportError
 from gpucluster_analysis.replay import Replay, read_inputs, replay_inputs
 from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas
-from gpucluster_analysis.report import selection as selected
-from gpucluster_analysis.report.kept import read_kept
-from gpucluster_analysis.report.selection import Selection
-
-EVERY_JOB = Selection()
-
-# Temp tables built once per report, in this order; later queries refer to them by name.
-# Before the replay: what it reads (gpu_samples_by_machine and machine_capacity_snapshot give
-# it its machines) over every job; a selection (report/selection.py) then narrows them.
-# gpu_samples_by_machine first: attempt_attribution reads it instead of the samples.
-REPLAY_TABLES = (
-    "gpu_samples_by_machine",
-    "attempt_sizes",
-    "attempt_attribution",
-    "job_keys",
-    "machine_capacity_snapshot",
-)
-# While the replay computes (numpy, in a thread of its own: the machine's other core), over
-# every job too, as the replay's tables: what it does not read.
-BESIDE_REPLAY_TABLES = ("attempt_windows",)
-# Then, still beside the replay, over the selected jobs (and the period's samples).
-# attributed_util is the only query that joins gpu_samples row by row (one pass).
-SELECTED_TABLES = (
-    "attributed_util",
-    "job_gpu_util",
-    "attributed_activity",
-    "period_sample_totals",
-    "log_attempts",
-    "attempt_failures",
-    "attempt_speeds",
-    "job_machine_windows",
-    "job_colocation",
-)
-# Every temp table made over every job before the selection (kept.py builds them the same way).
-BEFORE_SELECTION_TABLES = REPLAY_TABLES + BESIDE_REPLAY_TABLES
-PREPARED_TABLES = BEFORE_SELECTION_TABLES + SELECTED_TABLES
-# The replay's per-job waits (gpucluster_analysis.replay), as a temp table jobs.sql and the wait queries join.
-REPLAY_JOBS_TABLE = "replay_job_waits"
-
-# Built by prepare_report() after prepare(): (temp table, named query it holds).
-REPORT_TABLES = (
-    # the jobs.csv rows with the attributes the figure queries group by, once, for them to join
-    ("job_facts", "jobs"),
-    ("wait_cause_totals", "wait_cause_totals"),  # the replay's split, summed per group of like jobs and cause
-)
 
 JOBS_COLUMNS = [
     "job_id",
@@ -145,17 +104,19 @@ def prepare(
 ) -> Replay:
     """Create the report's temp tables (idempotent within a connection) and replay the queueing.
 
-    `on_table(name, seconds)`, when given, hears how long each table took. The replay runs
-    under `quotas` (else inferred) and `locality` over every job; its per-job waits become
+    The tables come in the stages of analyze/catalog.py: over every job first (those the replay
+    reads, then the others while it computes), then, still beside the replay, over the
+    selected jobs. `on_table(name, seconds)`, when given, hears how long each table took. The
+    replay runs under `quotas` (else inferred) and `locality` over every job; its per-job waits become
     the temp table replay_job_waits, and the whole replay is returned for the report's
     Queueing section. Then the tables narrow to `selection`; an empty one is a ReportError.
     The temp tables whose query `heavy` runs come from it (spark/engine.py), those named in
-    `kept` from the store's kept results (report/kept.py: `usable`), the rest from DuckDB.
+    `kept` from the store's kept results (analyze/kept.py: `usable`), the rest from DuckDB.
     `beside_replay`, when given, runs after those tables while the replay still computes (work
     on the connection that reads none of the replay's results), unless the selection is empty.
     """
     selected.reset(con)  # the store's own tables, whole, for the replay
-    _create(con, REPLAY_TABLES, on_table, heavy, kept)
+    _create(con, catalog.replay_tables(), on_table, heavy, kept)
     started = time.perf_counter()
     inputs = read_inputs(con)
     # The replay's numpy runs in a thread (it holds the GIL little) while DuckDB builds the
@@ -163,12 +124,12 @@ def prepare(
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="replay") as pool:
         computing = pool.submit(replay_inputs, inputs, quotas, locality, period=(selection.since, selection.until))
         del inputs
-        _create(con, BESIDE_REPLAY_TABLES, on_table, heavy, kept)
+        _create(con, catalog.beside_replay_tables(), on_table, heavy, kept)
         found = selected.apply(con, selection)
         if found or selection.everything:
             if heavy is not None:
                 heavy.period(selection)
-            _create(con, SELECTED_TABLES, on_table, heavy, kept)
+            _create(con, catalog.selected_tables(), on_table, heavy, kept)
             if beside_replay is not None:
                 beside_replay()
         replay = computing.result()
@@ -218,7 +179,7 @@ def _store_replay_jobs(con: duckdb.DuckDBPyConnection, replay: Replay, selection
 
 def prepare_report(con: duckdb.DuckDBPyConnection, on_table: Callable[[str, float], None] | None = None) -> None:
     """Create the job-level temp tables of the report's figure queries; call `prepare(con)` first."""
-    create_temp_tables(con, list(REPORT_TABLES), on_table)
+    create_temp_tables(con, catalog.after_replay_tables(), on_table)
 
 
 def jobs_table(con: duckdb.DuckDBPyConnection, prepared: bool = False) -> pl.DataFrame:
