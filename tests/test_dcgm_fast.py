@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster_analysis.ingest import dcgm_fast, load
+from gpucluster_analysis.ingest import load
+from gpucluster_analysis.ingest.gpu import dcgm_fast
 from tests.store_helpers import telemetry_stored
 
 DATA = Path(__file__).parent / "data" / "gpu"

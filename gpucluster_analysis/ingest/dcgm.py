@@ -47,9 +47,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gpucluster_analysis.errors import InputError, ParseError
-from gpucluster_analysis.ingest import dcgm_fast
 from gpucluster_analysis.ingest.base import FileFormat, IngestOptions, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines
+from gpucluster_analysis.ingest.gpu import dcgm_fast
 from gpucluster_analysis.ingest.telemetry import (
     CUT_LINE,
     Batches,

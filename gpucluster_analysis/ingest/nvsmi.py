@@ -38,9 +38,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gpucluster_analysis.errors import InputError, ParseError
-from gpucluster_analysis.ingest import nvsmi_fast
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines
+from gpucluster_analysis.ingest.gpu import nvsmi_fast
 from gpucluster_analysis.ingest.telemetry import (  # noqa: F401 (host_from_name, parse_time_option: part of this module's API)
     CUT_LINE,
     EVENT_COLUMNS,

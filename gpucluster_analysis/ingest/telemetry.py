@@ -21,9 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gpucluster_analysis.errors import InputError, ParseError
-from gpucluster_analysis.ingest import nvsmi_fast
 from gpucluster_analysis.ingest.base import LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import CONTROL_BYTES, line_blocks, open_binary
+from gpucluster_analysis.ingest.gpu import nvsmi_fast
 from gpucluster_analysis.sqlfiles import run_script
 from gpucluster_analysis.timezones import check_zone, install_zone, local_zone, to_utc_python
 
