@@ -428,7 +428,7 @@ def test_complete_files_line_measures_up_without_a_pivot(
 ) -> None:
     """The usual file has every measure of every GPU at every time: its measures are lined up
     side by side (the no_gaps cases check they store what the exact way stores)."""
-    from gpucluster_analysis.ingest.dcgm import METRICS, _scrape_series
+    from gpucluster_analysis.ingest.gpu.dcgm import METRICS, _scrape_series
 
     doc = answer(47, gaps=False)
     path = tmp_path / ("node.prom" if scrapes else "node.json")
@@ -585,7 +585,7 @@ def test_every_scrape_capture_the_same_both_ways(tmp_path: Path, monkeypatch: py
 
 
 def test_a_file_over_the_size_bound_takes_the_exact_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpucluster_analysis.ingest.dcgm import METRICS, _scrape_series
+    from gpucluster_analysis.ingest.gpu.dcgm import METRICS, _scrape_series
 
     answer_file, scrape_file = tmp_path / "node0.json", tmp_path / "node0.prom"
     answer_file.write_text(json.dumps(answer(50, hosts=1)))

@@ -13,7 +13,7 @@ from gpucluster_analysis.cli import app
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
-from gpucluster_analysis.ingest.joblogs import compile_log_pattern, cuda_visible_indices, place_log
+from gpucluster_analysis.ingest.logs.joblogs import compile_log_pattern, cuda_visible_indices, place_log
 from tests.store_helpers import rows, write
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "synthetic"
@@ -273,7 +273,7 @@ def test_the_store_keeps_each_failed_attempts_root_cause(tmp_path: Path) -> None
 
 def test_a_file_that_cannot_be_read_when_loaded_fails_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # (Root can read any file, so the failure is simulated where the log is opened.)
-    from gpucluster_analysis.ingest import joblogs
+    from gpucluster_analysis.ingest.logs import joblogs
 
     write(tmp_path / "logs" / "a" / "attempt_0" / "stderr.log", IMPORT_ERROR)
     write(tmp_path / "logs" / "b" / "attempt_0" / "stderr.log", CUDA_OOM)
@@ -317,7 +317,8 @@ def test_many_logs_are_stored_in_batches_and_a_failing_write_stores_none_of_its_
 ) -> None:
     import dataclasses
 
-    from gpucluster_analysis.ingest import joblogs, load
+    from gpucluster_analysis.ingest import load
+    from gpucluster_analysis.ingest.logs import joblogs
 
     for k in range(7):
         write(tmp_path / "logs" / f"j{k}" / "attempt_0" / "stderr.log", IMPORT_ERROR if k % 2 else CUDA_OOM)

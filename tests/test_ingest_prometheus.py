@@ -30,8 +30,9 @@ from typer.testing import CliRunner
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import ExitCode, InputError, ServerError
-from gpucluster_analysis.ingest import IngestOptions, ingest_paths, prometheus
-from gpucluster_analysis.ingest.prometheus import (
+from gpucluster_analysis.ingest import IngestOptions, ingest_paths
+from gpucluster_analysis.ingest.gpu import prometheus
+from gpucluster_analysis.ingest.gpu.prometheus import (
     PrometheusSource,
     parse_source,
     parse_step,

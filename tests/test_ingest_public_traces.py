@@ -771,7 +771,7 @@ def test_philly_in_helios_layout_is_read_in_philly_zone(tmp_path: Path) -> None:
 def test_a_long_field_is_read_and_a_line_beyond_the_limit_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gpucluster_analysis.ingest import public_traces
+    from gpucluster_analysis.ingest.traces import public_traces
 
     # a 3 MB user name: more than DuckDB's default line size (2 MB), read whole
     path = tmp_path / "cluster_log.csv"

@@ -18,8 +18,8 @@ from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest import detect_format
 from gpucluster_analysis.ingest.files import read_head
-from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
-from gpucluster_analysis.ingest.slurm import (
+from gpucluster_analysis.ingest.slurm.hostlist import HostlistError, expand_hostlist
+from gpucluster_analysis.ingest.slurm.sacct import (
     SONAR_COLUMNS,
     IndexPastBound,
     parse_duration_s,
@@ -1451,7 +1451,7 @@ def test_the_sacct_reader_keeps_its_own_arrow_pool_and_gives_the_default_back(
     loaded or failed (a binary line fails it in the middle of reading)."""
     import pyarrow as pa
 
-    from gpucluster_analysis.ingest import slurm
+    from gpucluster_analysis.ingest.slurm import sacct as slurm
 
     seen: list[str] = []
     real = slurm._stage_and_store

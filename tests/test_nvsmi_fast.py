@@ -16,8 +16,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from gpucluster_analysis.ingest import load, telemetry
-from gpucluster_analysis.ingest.gpu import nvsmi_fast
+from gpucluster_analysis.ingest import load
+from gpucluster_analysis.ingest.gpu import nvsmi_fast, telemetry
 from gpucluster_analysis.timezones import local_periods
 from tests.store_helpers import telemetry_stored
 

@@ -21,8 +21,11 @@ import pyarrow.compute as pc
 import pytest
 
 from gpucluster_analysis.db import open_store
-from gpucluster_analysis.ingest import IngestOptions, detect_format, ingest_paths, slurm, slurm_fast, slurm_link
+from gpucluster_analysis.ingest import IngestOptions, detect_format, ingest_paths
 from gpucluster_analysis.ingest.files import read_head
+from gpucluster_analysis.ingest.slurm import link as slurm_link
+from gpucluster_analysis.ingest.slurm import sacct as slurm
+from gpucluster_analysis.ingest.slurm import sacct_fast as slurm_fast
 from gpucluster_analysis.synth.slurm import generate_slurm_trace
 
 ROOT = Path(__file__).resolve().parent.parent

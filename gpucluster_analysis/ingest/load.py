@@ -52,7 +52,7 @@ from gpucluster_analysis.ingest.files import (
     read_head,
     sha256_of,
 )
-from gpucluster_analysis.ingest.joblogs import LOG_LIKE_SUFFIXES
+from gpucluster_analysis.ingest.logs.joblogs import LOG_LIKE_SUFFIXES
 from gpucluster_analysis.ingest.registry import (
     FORMATS,
     claim_by_path,

@@ -6,20 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpucluster_analysis.errors import InputError
-from gpucluster_analysis.ingest import (
-    dcgm,
-    dcgmi,
-    joblogs,
-    nvsmi,
-    philly,
-    public_traces,
-    sacctmgr,
-    slurm,
-    slurm_nodes,
-    squeue,
-)
 from gpucluster_analysis.ingest.base import FileFormat, IngestOptions
 from gpucluster_analysis.ingest.files import looks_binary
+from gpucluster_analysis.ingest.gpu import dcgm, dcgmi, nvsmi
+from gpucluster_analysis.ingest.logs import joblogs
+from gpucluster_analysis.ingest.slurm import nodes, sacct, sacctmgr, squeue
+from gpucluster_analysis.ingest.traces import philly, public_traces
 
 FORMATS: list[FileFormat] = [
     *philly.FORMATS,
@@ -28,9 +20,9 @@ FORMATS: list[FileFormat] = [
     *nvsmi.FORMATS,
     *dcgm.FORMATS,
     *dcgmi.FORMATS,
-    *slurm.FORMATS,
+    *sacct.FORMATS,
     *squeue.FORMATS,
-    *slurm_nodes.FORMATS,
+    *nodes.FORMATS,
     *sacctmgr.FORMATS,
 ]
 

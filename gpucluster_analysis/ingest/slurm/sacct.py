@@ -40,8 +40,8 @@ from gpucluster_analysis.bounds import DEFAULT_MAX_GPUS_PER_NODE, FIRST_YEAR, LA
 from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import CONTROL_BYTES, first_lines, line_blocks, open_binary
-from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
-from gpucluster_analysis.ingest.telemetry import bounded_memory
+from gpucluster_analysis.ingest.gpu.telemetry import bounded_memory
+from gpucluster_analysis.ingest.slurm.hostlist import HostlistError, expand_hostlist
 from gpucluster_analysis.sqlfiles import run_script
 from gpucluster_analysis.timezones import install_zone, local_zone, to_utc_python
 
@@ -616,10 +616,10 @@ class _Stager:
             for name in ("gpus", "req_gpus"):
                 at = allocs.schema.get_field_index(name)
                 allocs = allocs.set_column(at, name, pa.nulls(len(allocs), allocs.schema.field(name).type))
-        from gpucluster_analysis.ingest import slurm_link  # imports polars, slow to import
+        from gpucluster_analysis.ingest.slurm import link  # imports polars, slow to import
 
         with ThreadPoolExecutor(max_workers=1) as linker:
-            linking = linker.submit(slurm_link.link, keys)
+            linking = linker.submit(link.link, keys)
             self._register("stage_sacct_allocs", allocs)
             before_links()
             links = linking.result()
@@ -933,12 +933,12 @@ class _Reader:
         before (polars and DuckDB let go of the GIL); what a run yields is yielded in line
         order, before any line after it is fed, so a header changes nothing of a run before it."""
         # imported here: slurm_fast imports this module's parsers, and polars is slow to import
-        from gpucluster_analysis.ingest import slurm_fast
+        from gpucluster_analysis.ingest.slurm import sacct_fast
 
         def typed_run(
             texts: pa.Array, numbers: np.ndarray, layout: Layout, cols: _Columns, dump: int
         ) -> tuple[Any, np.ndarray]:
-            typed, other = slurm_fast.split_clean(texts, numbers, layout, cols, dump)
+            typed, other = sacct_fast.split_clean(texts, numbers, layout, cols, dump)
             return (prepare(typed) if typed.height else None), other
 
         with ThreadPoolExecutor(max_workers=_RUNS_AHEAD) as worker:
@@ -953,11 +953,11 @@ class _Reader:
                 size, pos = len(lines), 0
                 mask, mask_for = None, None
                 while pos < size:
-                    fast = self.layout is not None and self.pending_header is None and slurm_fast.eligible(self.layout)
+                    fast = self.layout is not None and self.pending_header is None and sacct_fast.eligible(self.layout)
                     if fast:
                         assert self.layout is not None and self.cols is not None
                         if mask_for != self.headers:  # every new layout comes with a new header count
-                            mask, mask_for = slurm_fast.plain_rows(lines, self.layout), self.headers
+                            mask, mask_for = sacct_fast.plain_rows(lines, self.layout), self.headers
                         assert mask is not None
                         run = int(mask[pos:].argmin()) if not mask[pos:].all() else size - pos
                         if run:

@@ -33,8 +33,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gpucluster_analysis.bounds import FIRST_YEAR, LAST_YEAR
-from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
-from gpucluster_analysis.ingest.slurm import (
+from gpucluster_analysis.ingest.slurm.hostlist import HostlistError, expand_hostlist
+from gpucluster_analysis.ingest.slurm.sacct import (
     _JOB_ID,
     _MISSING,
     _STAGE_COLUMNS,

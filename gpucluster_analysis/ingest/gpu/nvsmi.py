@@ -41,7 +41,7 @@ from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines
 from gpucluster_analysis.ingest.gpu import nvsmi_fast
-from gpucluster_analysis.ingest.telemetry import (  # noqa: F401 (host_from_name, parse_time_option: part of this module's API)
+from gpucluster_analysis.ingest.gpu.telemetry import (  # noqa: F401 (host_from_name, parse_time_option: part of this module's API)
     CUT_LINE,
     EVENT_COLUMNS,
     RAW_COLUMNS,

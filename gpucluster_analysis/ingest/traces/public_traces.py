@@ -37,7 +37,7 @@ from pathlib import Path
 from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines, open_binary
-from gpucluster_analysis.ingest.philly import PHILLY_ZONE
+from gpucluster_analysis.ingest.traces.philly import PHILLY_ZONE
 from gpucluster_analysis.sqlfiles import run_script
 from gpucluster_analysis.timezones import install_zone
 

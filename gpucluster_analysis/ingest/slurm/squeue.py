@@ -24,7 +24,7 @@ import re
 
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines
-from gpucluster_analysis.ingest.public_traces import MAX_LINE_BYTES, _TextScan
+from gpucluster_analysis.ingest.traces.public_traces import MAX_LINE_BYTES, _TextScan
 from gpucluster_analysis.sqlfiles import run_script
 from gpucluster_analysis.timezones import install_zone, local_zone
 

@@ -50,7 +50,7 @@ from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest.base import FileFormat, IngestOptions, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines
 from gpucluster_analysis.ingest.gpu import dcgm_fast
-from gpucluster_analysis.ingest.telemetry import (
+from gpucluster_analysis.ingest.gpu.telemetry import (
     CUT_LINE,
     Batches,
     bounded_memory,

@@ -34,9 +34,9 @@ import pyarrow.compute as pc
 
 from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
-from gpucluster_analysis.ingest.dcgm import SAMPLE_KIND
 from gpucluster_analysis.ingest.files import first_lines
-from gpucluster_analysis.ingest.telemetry import (
+from gpucluster_analysis.ingest.gpu.dcgm import SAMPLE_KIND
+from gpucluster_analysis.ingest.gpu.telemetry import (
     CUT_LINE,
     EVENT_COLUMNS,
     TOOL_ERROR,

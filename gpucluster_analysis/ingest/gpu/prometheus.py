@@ -45,8 +45,8 @@ import duckdb
 
 from gpucluster_analysis import __version__
 from gpucluster_analysis.errors import GcaError, InputError, ServerError, StoreError
-from gpucluster_analysis.ingest import dcgm
 from gpucluster_analysis.ingest.base import IngestOptions, LoadContext, LoadCounts
+from gpucluster_analysis.ingest.gpu import dcgm
 from gpucluster_analysis.ingest.registry import sample_kinds
 from gpucluster_analysis.ingest.samples import compare_new
 from gpucluster_analysis.sqlfiles import run_script
