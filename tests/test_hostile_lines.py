@@ -191,7 +191,7 @@ def test_the_collection_finds_the_patterns_that_hung() -> None:
     for key in (
         "gpucluster_analysis.classify.noise._PREFIX",
         "gpucluster_analysis.ingest.gpu.dcgm._FAST",
-        "gpucluster_analysis.ingest.slurm.sacct._KEY_VALUE",
+        "gpucluster_analysis.ingest.slurm.scontrol._KEY_VALUE",
         "gpucluster_analysis.ingest.slurm.nodes._FIELD",
     ):
         assert key in CODE_PATTERNS

@@ -10,7 +10,7 @@ from gpucluster_analysis.ingest.base import FileFormat, IngestOptions
 from gpucluster_analysis.ingest.files import looks_binary
 from gpucluster_analysis.ingest.gpu import dcgm, dcgmi, nvsmi
 from gpucluster_analysis.ingest.logs import joblogs
-from gpucluster_analysis.ingest.slurm import nodes, sacct, sacctmgr, squeue
+from gpucluster_analysis.ingest.slurm import nodes, sacct, sacctmgr, scontrol, squeue
 from gpucluster_analysis.ingest.traces import philly, public_traces
 
 FORMATS: list[FileFormat] = [
@@ -21,6 +21,7 @@ FORMATS: list[FileFormat] = [
     *dcgm.FORMATS,
     *dcgmi.FORMATS,
     *sacct.FORMATS,
+    *scontrol.FORMATS,
     *squeue.FORMATS,
     *nodes.FORMATS,
     *sacctmgr.FORMATS,
