@@ -1,4 +1,4 @@
-"""The fast way of reading a Prometheus query_range answer of DCGM series (ingest/dcgm_fast.py)
+"""The fast way of reading a Prometheus query_range answer of DCGM series (ingest/gpu/dcgm_fast.py)
 stores exactly what the exact SQL way stores (dcgm_query_range.sql, dcgm_pivot.sql,
 nvsmi_check.sql), and declines every answer it cannot store the same way.
 

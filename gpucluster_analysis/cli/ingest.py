@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # heavy: imported inside the command
     import duckdb
 
     from gpucluster_analysis.ingest import IngestOptions
-    from gpucluster_analysis.ingest.gpu.prometheus import PullPlan
+    from gpucluster_analysis.ingest.gpu.prometheus_plan import PullPlan
 
 # Files smaller than this finish before a progress bar would be worth drawing.
 _PROGRESS_MIN_BYTES = 32 << 20
@@ -205,7 +205,7 @@ def ingest(
     One node's day as a shard: gca ingest node17/2024-05-01/ --to /shared/site-parquet --shard node17-2024-05-01
     """
     from gpucluster_analysis.ingest import IngestOptions
-    from gpucluster_analysis.ingest.gpu.prometheus import looks_like_url, plan_pulls
+    from gpucluster_analysis.ingest.gpu.prometheus_plan import looks_like_url, plan_pulls
     from gpucluster_analysis.timezones import check_zone
 
     urls = [p for p in paths if looks_like_url(p)]
@@ -222,7 +222,7 @@ def ingest(
 
         load_signatures(list(signatures))  # a broken file fails before anything is stored
     if time:
-        from gpucluster_analysis.ingest.gpu.nvsmi import parse_time_option
+        from gpucluster_analysis.ingest.gpu.telemetry import parse_time_option
         from gpucluster_analysis.timezones import local_zone
 
         parse_time_option(time, tz or local_zone())  # a bad --time fails before anything is read

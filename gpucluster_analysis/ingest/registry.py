@@ -8,7 +8,7 @@ from pathlib import Path
 from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.ingest.base import FileFormat, IngestOptions
 from gpucluster_analysis.ingest.files import looks_binary
-from gpucluster_analysis.ingest.gpu import dcgm, dcgmi, nvsmi
+from gpucluster_analysis.ingest.gpu import dcgm, dcgm_query_range, dcgmi, nvsmi, nvsmi_xml
 from gpucluster_analysis.ingest.logs import joblogs
 from gpucluster_analysis.ingest.slurm import nodes, sacct, sacctmgr, scontrol, squeue
 from gpucluster_analysis.ingest.traces import philly, public_traces
@@ -18,7 +18,9 @@ FORMATS: list[FileFormat] = [
     *joblogs.FORMATS,
     *public_traces.FORMATS,
     *nvsmi.FORMATS,
+    *nvsmi_xml.FORMATS,
     *dcgm.FORMATS,
+    *dcgm_query_range.FORMATS,
     *dcgmi.FORMATS,
     *sacct.FORMATS,
     *scontrol.FORMATS,

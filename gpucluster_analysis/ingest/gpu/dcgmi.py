@@ -41,13 +41,13 @@ from gpucluster_analysis.ingest.gpu.telemetry import (
     EVENT_COLUMNS,
     TOOL_ERROR,
     Batches,
-    bounded_memory,
     host_of,
-    read_chunks,
     site_zone,
     start_time,
     store_staged,
 )
+from gpucluster_analysis.ingest.lines import read_chunks
+from gpucluster_analysis.ingest.memory import bounded_memory
 from gpucluster_analysis.sqlfiles import run_script
 from gpucluster_analysis.timezones import local_zone
 

@@ -26,7 +26,7 @@ import pyarrow as pa
 from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import open_binary
-from gpucluster_analysis.ingest.gpu.telemetry import bounded_memory
+from gpucluster_analysis.ingest.memory import bounded_memory
 from gpucluster_analysis.ingest.slurm.layout import NEEDED_COLUMNS
 from gpucluster_analysis.ingest.slurm.reader import Reader
 from gpucluster_analysis.ingest.slurm.sacct_exact import parse_fields

@@ -24,7 +24,7 @@ import pyarrow as pa
 from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines
-from gpucluster_analysis.ingest.gpu.nvsmi import read_lines
+from gpucluster_analysis.ingest.lines import read_lines
 from gpucluster_analysis.ingest.slurm.values import parse_tres
 from gpucluster_analysis.sqlfiles import run_script
 
