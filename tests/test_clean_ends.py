@@ -31,10 +31,10 @@ from tests.store_helpers import ingest
 SYNTHETIC = REPO / "examples" / "synthetic"
 # the parse pool of job logs started for a few files: two workers, many chunks, several batches
 POOL_FOR_A_FEW_LOGS = [
-    ("gpucluster_analysis.ingest.load", "PARALLEL_PARSE_MIN_FILES", 1),
-    ("gpucluster_analysis.ingest.load", "_WORKERS", 2),
-    ("gpucluster_analysis.ingest.load", "_CHUNK_FILES", 3),
-    ("gpucluster_analysis.ingest.load", "PARSED_BATCH_FILES", 7),
+    ("gpucluster_analysis.ingest.parse_pool", "PARALLEL_PARSE_MIN_FILES", 1),
+    ("gpucluster_analysis.ingest.parse_pool", "_WORKERS", 2),
+    ("gpucluster_analysis.ingest.parse_pool", "_CHUNK_FILES", 3),
+    ("gpucluster_analysis.ingest.plan", "PARSED_BATCH_FILES", 7),
 ]
 
 

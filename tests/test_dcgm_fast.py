@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster_analysis.ingest import load
+from gpucluster_analysis.ingest import read_ahead
 from gpucluster_analysis.ingest.gpu import dcgm_fast
 from tests.store_helpers import telemetry_stored
 
@@ -109,7 +109,7 @@ def both_ways(tmp_path: Path, path: Path, monkeypatch: pytest.MonkeyPatch, *, sc
     with monkeypatch.context() as m:
         m.setattr(dcgm_fast, reader, spy)
         fast = telemetry_stored(tmp_path / "fast.duckdb", path, fmt, **options)
-        m.setattr(load, "READ_AHEAD_MAX_BYTES", 0)
+        m.setattr(read_ahead, "READ_AHEAD_MAX_BYTES", 0)
         inline = telemetry_stored(tmp_path / "inline.duckdb", path, fmt, **options)
     return exact, fast, inline, taken
 

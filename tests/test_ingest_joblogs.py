@@ -317,13 +317,13 @@ def test_many_logs_are_stored_in_batches_and_a_failing_write_stores_none_of_its_
 ) -> None:
     import dataclasses
 
-    from gpucluster_analysis.ingest import load
+    from gpucluster_analysis.ingest import plan
     from gpucluster_analysis.ingest.logs import joblogs
 
     for k in range(7):
         write(tmp_path / "logs" / f"j{k}" / "attempt_0" / "stderr.log", IMPORT_ERROR if k % 2 else CUDA_OOM)
     write(tmp_path / "logs" / "j4" / "attempt_0" / "stderr.log", "POISON\n")
-    monkeypatch.setattr(load, "PARSED_BATCH_FILES", 3)  # batches j0-j2, j3-j5, j6
+    monkeypatch.setattr(plan, "PARSED_BATCH_FILES", 3)  # batches j0-j2, j3-j5, j6
     real_classify = joblogs.classify_bytes
 
     def classify_with_poison(data, sigs, **kw):  # type: ignore[no-untyped-def]

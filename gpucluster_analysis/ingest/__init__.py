@@ -4,7 +4,8 @@
 """
 
 from gpucluster_analysis.ingest.base import FileFormat, FileReport, IngestOptions
-from gpucluster_analysis.ingest.load import IngestListener, ingest_paths
+from gpucluster_analysis.ingest.load import ingest_paths
+from gpucluster_analysis.ingest.progress import IngestListener
 from gpucluster_analysis.ingest.registry import FORMATS, detect_format, format_named
 
 __all__ = [
