@@ -9,7 +9,7 @@ from gpucluster_analysis.ingest.registry import FORMATS, sample_kinds
 from gpucluster_analysis.ingest.samples import hand_over
 
 # Tables whose rows carry the file_id of the file they came from.
-CONTRIBUTING_TABLES = (
+_CONTRIBUTING_TABLES = (
     "rejects",
     "jobs",
     "attempts",
@@ -40,6 +40,6 @@ def forget_file(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
         fmt.forget(con, file_id)
     if fmt is not None and fmt.sample_kind:
         hand_over(con, file_id, sample_kinds()[fmt.sample_kind])
-    for table in CONTRIBUTING_TABLES:
+    for table in _CONTRIBUTING_TABLES:
         con.execute(f"DELETE FROM {table} WHERE file_id = ?", [file_id])
     con.execute("DELETE FROM ingested_files WHERE file_id = ?", [file_id])
