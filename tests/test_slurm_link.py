@@ -1,4 +1,4 @@
-"""link.link (rows of a sacct dump into blocks, in one pass over arrays) against the rules
+"""ingest/slurm/link.py's link (rows of a sacct dump into blocks, in one pass over arrays) against the rules
 written out line by line: a block is a job's run of consecutive rows within one dump; a step's
 allocation row is the last one above it in its block with the same het component; a block's
 digests are its lines' digests one after the other; a row is alone when it is the only
