@@ -415,6 +415,8 @@ def _load_dmon(ctx: LoadContext) -> LoadCounts:
     return _load_lines(ctx, dmon=True)
 
 
+# Every nvidia-smi output is one kind of measurement (NVML's, ingest/samples.py): a CSV log and a
+# dmon log of one GPU at one time hold the same sample.
 SAMPLE_KIND = "nvidia-smi"
 FORMATS = [
     FileFormat(

@@ -182,6 +182,7 @@ def not_data(text: str, *, dmon: bool) -> bool:
     what a wrapper printed first (`Started host engine version 1.4.3 ...`)."""
     if dmon:
         return not text[0].isdigit()
+    return "," not in text or bool(PROMPT.search(text))
 
 
 CSV_TIME = re.compile(r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?,")

@@ -183,9 +183,6 @@ def sniff_xml(head: str) -> bool:
     return "<nvidia_smi_log" in head or head.lstrip().startswith(_QUERY_TEXT)
 
 
-# Every nvidia-smi output is one kind of measurement (NVML's, ingest/samples.py): a CSV log and a
-
-
 FORMATS = [
     FileFormat(
         name="nvsmi_xml",
