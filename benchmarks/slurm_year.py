@@ -42,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from run import machine_line, speed_probe
 
-from gpucluster_analysis.ingest.slurm import parse_job_id
+from gpucluster_analysis.ingest.slurm.values import parse_job_id
 
 BASE_JOBS, BASE_DAYS, NODES = 2000, 3.0, 5
 LIVE = HERE.parent / "tests" / "data" / "slurm" / "live"

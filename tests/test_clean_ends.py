@@ -31,10 +31,10 @@ from tests.store_helpers import ingest
 SYNTHETIC = REPO / "examples" / "synthetic"
 # the parse pool of job logs started for a few files: two workers, many chunks, several batches
 POOL_FOR_A_FEW_LOGS = [
-    ("gpucluster_analysis.ingest.load", "PARALLEL_PARSE_MIN_FILES", 1),
-    ("gpucluster_analysis.ingest.load", "_WORKERS", 2),
-    ("gpucluster_analysis.ingest.load", "_CHUNK_FILES", 3),
-    ("gpucluster_analysis.ingest.load", "PARSED_BATCH_FILES", 7),
+    ("gpucluster_analysis.ingest.parse_pool", "PARALLEL_PARSE_MIN_FILES", 1),
+    ("gpucluster_analysis.ingest.parse_pool", "_WORKERS", 2),
+    ("gpucluster_analysis.ingest.parse_pool", "_CHUNK_FILES", 3),
+    ("gpucluster_analysis.ingest.plan", "PARSED_BATCH_FILES", 7),
 ]
 
 
@@ -62,7 +62,7 @@ def test_a_stop_signal_interrupts_an_ingest_as_ctrl_c_does(sig: signal.Signals, 
     gca = start_gca(
         ["ingest", SYNTHETIC / "cluster_job_log", "--db", db],
         tmp_path,
-        stop=("gpucluster_analysis.ingest.philly", "run_script", 1, "after"),
+        stop=("gpucluster_analysis.ingest.traces.philly", "run_script", 1, "after"),
     )
     gca.wait_stopped()
     code, out, err = gca.signal(sig)
@@ -193,7 +193,7 @@ def test_shard_temporaries_of_a_killed_ingest_are_gone(
         ["ingest", SYNTHETIC / "cluster_job_log", "--to", tmp_path / "ds"],
         tmp_path,
         env={"TMPDIR": str(tmp)},
-        stop=("gpucluster_analysis.ingest.philly", "run_script", 1, "after"),
+        stop=("gpucluster_analysis.ingest.traces.philly", "run_script", 1, "after"),
     )
     gca.wait_stopped()
     (left,) = _shard_temps(tmp)

@@ -1,4 +1,4 @@
-"""The fast way of reading a Prometheus query_range answer of DCGM series (ingest/dcgm_fast.py)
+"""The fast way of reading a Prometheus query_range answer of DCGM series (ingest/gpu/dcgm_fast.py)
 stores exactly what the exact SQL way stores (dcgm_query_range.sql, dcgm_pivot.sql,
 nvsmi_check.sql), and declines every answer it cannot store the same way.
 
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster_analysis.ingest import dcgm_fast, load
+from gpucluster_analysis.ingest import read_ahead
+from gpucluster_analysis.ingest.gpu import dcgm_fast
 from tests.store_helpers import telemetry_stored
 
 DATA = Path(__file__).parent / "data" / "gpu"
@@ -108,7 +109,7 @@ def both_ways(tmp_path: Path, path: Path, monkeypatch: pytest.MonkeyPatch, *, sc
     with monkeypatch.context() as m:
         m.setattr(dcgm_fast, reader, spy)
         fast = telemetry_stored(tmp_path / "fast.duckdb", path, fmt, **options)
-        m.setattr(load, "READ_AHEAD_MAX_BYTES", 0)
+        m.setattr(read_ahead, "READ_AHEAD_MAX_BYTES", 0)
         inline = telemetry_stored(tmp_path / "inline.duckdb", path, fmt, **options)
     return exact, fast, inline, taken
 
@@ -427,7 +428,7 @@ def test_complete_files_line_measures_up_without_a_pivot(
 ) -> None:
     """The usual file has every measure of every GPU at every time: its measures are lined up
     side by side (the no_gaps cases check they store what the exact way stores)."""
-    from gpucluster_analysis.ingest.dcgm import METRICS, _scrape_series
+    from gpucluster_analysis.ingest.gpu.dcgm import METRICS, _scrape_series
 
     doc = answer(47, gaps=False)
     path = tmp_path / ("node.prom" if scrapes else "node.json")
@@ -584,7 +585,7 @@ def test_every_scrape_capture_the_same_both_ways(tmp_path: Path, monkeypatch: py
 
 
 def test_a_file_over_the_size_bound_takes_the_exact_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpucluster_analysis.ingest.dcgm import METRICS, _scrape_series
+    from gpucluster_analysis.ingest.gpu.dcgm import METRICS, _scrape_series
 
     answer_file, scrape_file = tmp_path / "node0.json", tmp_path / "node0.prom"
     answer_file.write_text(json.dumps(answer(50, hosts=1)))

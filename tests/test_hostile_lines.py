@@ -190,9 +190,9 @@ def test_the_collection_finds_the_patterns_that_hung() -> None:
     assert len(CODE_PATTERNS) > 80
     for key in (
         "gpucluster_analysis.classify.noise._PREFIX",
-        "gpucluster_analysis.ingest.dcgm._FAST",
-        "gpucluster_analysis.ingest.slurm._KEY_VALUE",
-        "gpucluster_analysis.ingest.slurm_nodes._FIELD",
+        "gpucluster_analysis.ingest.gpu.dcgm._FAST",
+        "gpucluster_analysis.ingest.slurm.scontrol._KEY_VALUE",
+        "gpucluster_analysis.ingest.slurm.nodes._FIELD",
     ):
         assert key in CODE_PATTERNS
 

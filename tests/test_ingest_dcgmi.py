@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.errors import ExitCode
-from gpucluster_analysis.ingest.dcgmi import _sniff, command_delay_s
-from gpucluster_analysis.ingest.nvsmi import CUT_LINE, host_from_name
+from gpucluster_analysis.ingest.gpu.dcgmi import _sniff, command_delay_s
+from gpucluster_analysis.ingest.gpu.telemetry import CUT_LINE, host_from_name
 from gpucluster_analysis.ingest.registry import detect_format
 from tests.store_helpers import assert_loaded, ingest, rows
 
@@ -335,7 +335,7 @@ def test_rows_before_any_header_and_a_cut_last_line(tmp_path: Path) -> None:
 def test_lines_read_in_small_chunks_store_what_whole_reads_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
-    from gpucluster_analysis.ingest import telemetry
+    from gpucluster_analysis.ingest import lines as tool_lines
 
     options = {"time": "2026-07-14T06:00:00Z", "host": "n"}
 
@@ -346,7 +346,7 @@ def test_lines_read_in_small_chunks_store_what_whole_reads_store(
         )
 
     whole = ingest(tmp_path / "a.duckdb", REAL / name, **options)[0]  # type: ignore[arg-type]
-    monkeypatch.setattr(telemetry, "CHUNK_BYTES", 37)  # chunk ends inside lines, several chunks per line
+    monkeypatch.setattr(tool_lines, "CHUNK_BYTES", 37)  # chunk ends inside lines, several chunks per line
     chunked = ingest(tmp_path / "b.duckdb", REAL / name, **options)[0]  # type: ignore[arg-type]
     assert (chunked.status, chunked.rows, chunked.rejects) == (whole.status, whole.rows, whole.rejects)
     assert stored(tmp_path / "b.duckdb") == stored(tmp_path / "a.duckdb")

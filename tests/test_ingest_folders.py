@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.errors import ExitCode, NothingToIngestError
-from gpucluster_analysis.ingest.load import DANGLING_LINK
+from gpucluster_analysis.ingest.plan import DANGLING_LINK
 from tests.store_helpers import ingest, rows, write
 from tests.test_cli import assert_one_line_error
 from tests.test_ingest_philly import JOB_LOG

@@ -22,8 +22,8 @@ from gpucluster_analysis.cli import app
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import ExitCode, InputError
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
-from gpucluster_analysis.ingest.dcgm import parse_sample, time_from_name
-from gpucluster_analysis.ingest.nvsmi import host_from_name, parse_time_option
+from gpucluster_analysis.ingest.gpu.dcgm import parse_sample, time_from_name
+from gpucluster_analysis.ingest.gpu.telemetry import host_from_name, parse_time_option
 from gpucluster_analysis.report.build import build_report
 from tests.store_helpers import assert_loaded, ingest, rows, write
 
@@ -1059,7 +1059,7 @@ def test_crlf_dmon_and_scrape(tmp_path: Path) -> None:
 def test_memory_is_bounded_while_a_file_loads_and_the_limit_put_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gpucluster_analysis.ingest import nvsmi
+    from gpucluster_analysis.ingest.gpu import nvsmi
 
     log = tmp_path / "node43.csv"
     log.write_text(CSV_HEADER + "2026/07/14 08:00:00.000, 0, 10 %, 5 MiB\n")
@@ -1430,7 +1430,7 @@ def test_a_pasted_command_then_its_header_and_a_mixed_case_header(tmp_path: Path
 def test_lines_read_in_small_chunks_store_what_whole_reads_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
-    from gpucluster_analysis.ingest import telemetry
+    from gpucluster_analysis.ingest import lines as tool_lines
 
     source = DATA / name
     cut = tmp_path / source.name
@@ -1446,7 +1446,7 @@ def test_lines_read_in_small_chunks_store_what_whole_reads_store(
         )
 
     whole = [ingest(tmp_path / "a.duckdb", f, **options)[0] for f in (source, cut)]  # type: ignore[arg-type]
-    monkeypatch.setattr(telemetry, "CHUNK_BYTES", 37)  # chunk ends inside lines, several chunks per line
+    monkeypatch.setattr(tool_lines, "CHUNK_BYTES", 37)  # chunk ends inside lines, several chunks per line
     chunked = [ingest(tmp_path / "b.duckdb", f, **options)[0] for f in (source, cut)]  # type: ignore[arg-type]
     assert [(r.status, r.rows, r.rejects) for r in chunked] == [(r.status, r.rows, r.rejects) for r in whole]
     assert stored(tmp_path / "b.duckdb") == stored(tmp_path / "a.duckdb")

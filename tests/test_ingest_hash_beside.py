@@ -1,4 +1,4 @@
-"""A big file whose path is new is hashed beside its load (ingest/load.py, _hash_beside), not
+"""A big file whose path is new is hashed beside its load (ingest/store_file.py, _hash_beside), not
 before it. What is stored must not show it: the content hash is the file's sha256 (hashlib's,
 taken here), the same bytes under another name are still `unchanged` and store nothing, and a
 load that fails leaves the store as it was. The size threshold is set to 0 so that the small
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster_analysis.ingest import load
+from gpucluster_analysis.ingest import store_file
 from tests.store_helpers import ingest, rows
 
 DATA = Path(__file__).resolve().parent / "data" / "slurm"
@@ -20,7 +20,7 @@ DATA = Path(__file__).resolve().parent / "data" / "slurm"
 
 @pytest.fixture(autouse=True)
 def hash_beside_every_file(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(load, "_HASH_BESIDE_MIN_BYTES", 0)
+    monkeypatch.setattr(store_file, "_HASH_BESIDE_MIN_BYTES", 0)
 
 
 def _snapshot(db: Path) -> dict[str, list[tuple]]:  # type: ignore[type-arg]

@@ -13,7 +13,7 @@ from gpucluster_analysis.cli import app
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
-from gpucluster_analysis.ingest.joblogs import compile_log_pattern, cuda_visible_indices, place_log
+from gpucluster_analysis.ingest.logs.joblogs import compile_log_pattern, cuda_visible_indices, place_log
 from tests.store_helpers import rows, write
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "synthetic"
@@ -273,7 +273,7 @@ def test_the_store_keeps_each_failed_attempts_root_cause(tmp_path: Path) -> None
 
 def test_a_file_that_cannot_be_read_when_loaded_fails_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # (Root can read any file, so the failure is simulated where the log is opened.)
-    from gpucluster_analysis.ingest import joblogs
+    from gpucluster_analysis.ingest.logs import joblogs
 
     write(tmp_path / "logs" / "a" / "attempt_0" / "stderr.log", IMPORT_ERROR)
     write(tmp_path / "logs" / "b" / "attempt_0" / "stderr.log", CUDA_OOM)
@@ -317,12 +317,13 @@ def test_many_logs_are_stored_in_batches_and_a_failing_write_stores_none_of_its_
 ) -> None:
     import dataclasses
 
-    from gpucluster_analysis.ingest import joblogs, load
+    from gpucluster_analysis.ingest import plan
+    from gpucluster_analysis.ingest.logs import joblogs
 
     for k in range(7):
         write(tmp_path / "logs" / f"j{k}" / "attempt_0" / "stderr.log", IMPORT_ERROR if k % 2 else CUDA_OOM)
     write(tmp_path / "logs" / "j4" / "attempt_0" / "stderr.log", "POISON\n")
-    monkeypatch.setattr(load, "PARSED_BATCH_FILES", 3)  # batches j0-j2, j3-j5, j6
+    monkeypatch.setattr(plan, "PARSED_BATCH_FILES", 3)  # batches j0-j2, j3-j5, j6
     real_classify = joblogs.classify_bytes
 
     def classify_with_poison(data, sigs, **kw):  # type: ignore[no-untyped-def]

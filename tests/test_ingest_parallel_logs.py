@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import gpucluster_analysis.ingest.load as load
+import gpucluster_analysis.ingest.parse_pool as parse_pool
+import gpucluster_analysis.ingest.plan as plan
 from tests.conftest import REPO
 from tests.store_helpers import ingest, rows
 
@@ -37,19 +38,19 @@ def logs(tmp_path: Path) -> Path:
 
 def test_worker_processes_store_the_same_rows(logs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     serial = ingest(tmp_path / "serial.duckdb", logs)
-    monkeypatch.setattr(load, "PARALLEL_PARSE_MIN_FILES", 1)
-    monkeypatch.setattr(load, "_WORKERS", 2)
-    monkeypatch.setattr(load, "_CHUNK_FILES", 3)  # many tasks per batch, in order
-    monkeypatch.setattr(load, "PARSED_BATCH_FILES", 7)  # several batches, parsed ahead of the store
+    monkeypatch.setattr(parse_pool, "PARALLEL_PARSE_MIN_FILES", 1)
+    monkeypatch.setattr(parse_pool, "_WORKERS", 2)
+    monkeypatch.setattr(parse_pool, "_CHUNK_FILES", 3)  # many tasks per batch, in order
+    monkeypatch.setattr(plan, "PARSED_BATCH_FILES", 7)  # several batches, parsed ahead of the store
     from_workers: list[bool] = []
-    results = load._ParsePool.results
+    results = parse_pool.ParsePool.results
 
     def spy(self, key):  # type: ignore[no-untyped-def]
         done = results(self, key)
         from_workers.append(done is not None)
         return done
 
-    monkeypatch.setattr(load._ParsePool, "results", spy)
+    monkeypatch.setattr(parse_pool.ParsePool, "results", spy)
     parallel = ingest(tmp_path / "parallel.duckdb", logs)
     assert len(from_workers) > 5 and all(from_workers)  # every batch came from the workers
     n = sum(1 for p in logs.rglob("*") if p.is_file())

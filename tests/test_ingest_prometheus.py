@@ -30,12 +30,15 @@ from typer.testing import CliRunner
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import ExitCode, InputError, ServerError
-from gpucluster_analysis.ingest import IngestOptions, ingest_paths, prometheus
-from gpucluster_analysis.ingest.prometheus import (
+from gpucluster_analysis.ingest import IngestOptions, ingest_paths
+from gpucluster_analysis.ingest.gpu import prometheus
+from gpucluster_analysis.ingest.gpu.prometheus import pull
+from gpucluster_analysis.ingest.gpu.prometheus_plan import (
     PrometheusSource,
+    default_match,
     parse_source,
     parse_step,
-    pull,
+    query_for,
 )
 from tests.store_helpers import jobs_csv, rows
 
@@ -412,7 +415,7 @@ def test_a_pull_stores_no_sample_an_exported_file_gave(server: Server, tmp_path:
     gca ingest export.json; then gca ingest prometheus+http://HOST:9090 over three hours: the
     export's 100 minutes are not stored again (chunks of one pull never overlap each other, but
     a file of the same DCGM samples may overlap them)."""
-    query = prometheus.query_for(prometheus.default_match())
+    query = query_for(default_match())
     params = urllib.parse.urlencode({"query": query, "start": T0, "end": T0 + 99 * STEP, "step": STEP})
     request = urllib.request.Request(
         f"http://127.0.0.1:{server.port}/api/v1/query_range?{params}", headers={"Authorization": BASIC}

@@ -771,7 +771,7 @@ def test_philly_in_helios_layout_is_read_in_philly_zone(tmp_path: Path) -> None:
 def test_a_long_field_is_read_and_a_line_beyond_the_limit_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gpucluster_analysis.ingest import public_traces
+    from gpucluster_analysis.ingest import csv_scan
 
     # a 3 MB user name: more than DuckDB's default line size (2 MB), read whole
     path = tmp_path / "cluster_log.csv"
@@ -781,8 +781,8 @@ def test_a_long_field_is_read_and_a_line_beyond_the_limit_refused(
     assert (report.status, report.rows, report.rejects) == ("loaded", 1, 0)
     assert rows(db, "SELECT length(user_name) FROM jobs") == [(1 + (3 << 20),)]
     # beyond the limit (made small here: 1000 bytes, scanned in 256-byte chunks) the file is refused at the line
-    monkeypatch.setattr(public_traces, "MAX_LINE_BYTES", 1000)
-    monkeypatch.setattr(public_traces, "SCAN_CHUNK_BYTES", 256)
+    monkeypatch.setattr(csv_scan, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(csv_scan, "SCAN_CHUNK_BYTES", 256)
     path.write_bytes(HELIOS_HEADER + b"\n" + HELIOS_ROW % b"1" + b"\n" + HELIOS_ROW % (b"x" * 2000) + b"\n")
     (report,) = ingest(tmp_path / "u.duckdb", path)
     assert (report.status, report.message) == (

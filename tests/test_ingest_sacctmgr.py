@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.ingest import detect_format
 from gpucluster_analysis.ingest.files import read_head
-from gpucluster_analysis.ingest.sacctmgr import gpu_limit
+from gpucluster_analysis.ingest.slurm.sacctmgr import gpu_limit
 
 DATA = Path(__file__).parent / "data" / "slurm"
 REPO = Path(__file__).resolve().parents[1]

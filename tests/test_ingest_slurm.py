@@ -19,13 +19,12 @@ from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest import detect_format
 from gpucluster_analysis.ingest.files import read_head
-from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
-from gpucluster_analysis.ingest.slurm import (
-    SONAR_COLUMNS,
-    IndexPastBound,
+from gpucluster_analysis.ingest.slurm.hostlist import HostlistError, expand_hostlist
+from gpucluster_analysis.ingest.slurm.layout import SONAR_COLUMNS
+from gpucluster_analysis.ingest.slurm.scontrol import IndexPastBound, parse_gpu_indices
+from gpucluster_analysis.ingest.slurm.values import (
     parse_duration_s,
     parse_exit,
-    parse_gpu_indices,
     parse_job_id,
     parse_state,
     parse_time,
@@ -1451,16 +1450,16 @@ def test_the_sacct_reader_keeps_its_own_arrow_pool_and_gives_the_default_back(
     loaded or failed (a binary line fails it in the middle of reading)."""
     import pyarrow as pa
 
-    from gpucluster_analysis.ingest import slurm
+    from gpucluster_analysis.ingest.slurm import sacct
 
     seen: list[str] = []
-    real = slurm._stage_and_store
+    real = sacct._stage_and_store
 
     def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
         seen.append(pa.default_memory_pool().backend_name)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(slurm, "_stage_and_store", spy)
+    monkeypatch.setattr(sacct, "_stage_and_store", spy)
     before = pa.default_memory_pool().backend_name
     good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
     header = "JobID|State|ExitCode|Submit|Start|End|AllocTRES|NodeList\n"

@@ -8,7 +8,7 @@ import pytest
 
 from gpucluster_analysis.ingest import detect_format
 from gpucluster_analysis.ingest.files import read_head
-from gpucluster_analysis.ingest.slurm_nodes import gpus_of
+from gpucluster_analysis.ingest.slurm.nodes import gpus_of
 from tests.store_helpers import ingest, rows, write
 
 DATA = Path(__file__).parent / "data" / "slurm"

@@ -1,4 +1,4 @@
-"""The fast way of typing nvidia-smi CSV rows (ingest/nvsmi_fast.py) stores exactly what the
+"""The fast way of typing nvidia-smi CSV rows (ingest/gpu/nvsmi_fast.py) stores exactly what the
 exact SQL way stores, and rejects exactly what it rejects, with the same reasons.
 
 Each file is ingested three times: with the fast way off (every row through
@@ -16,7 +16,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from gpucluster_analysis.ingest import load, nvsmi_fast, telemetry
+from gpucluster_analysis.ingest import lines as tool_lines
+from gpucluster_analysis.ingest import read_ahead
+from gpucluster_analysis.ingest.gpu import nvsmi_fast
 from gpucluster_analysis.timezones import local_periods
 from tests.store_helpers import telemetry_stored
 
@@ -173,8 +175,8 @@ def _three_ways(tmp_path: Path, path: Path, zone: str, monkeypatch: pytest.Monke
         ahead = _store(tmp_path / "ahead.duckdb", path, zone, **extra)
     with monkeypatch.context() as m:
         m.setattr(nvsmi_fast, "split_clean", counted)
-        m.setattr(load, "READ_AHEAD_MAX_BYTES", 0)
-        m.setattr(telemetry, "CHUNK_BYTES", 64 << 10)  # many chunks: offsets decided batch by batch
+        m.setattr(read_ahead, "READ_AHEAD_MAX_BYTES", 0)
+        m.setattr(tool_lines, "CHUNK_BYTES", 64 << 10)  # many chunks: offsets decided batch by batch
         streamed = _store(tmp_path / "streamed.duckdb", path, zone, **extra)
     return exact, ahead, streamed, fast_rows
 

@@ -1,5 +1,5 @@
-"""The fast way of reading sacct -P rows (ingest/slurm_fast.py) stores exactly what the exact
-way (slurm._parse_fields, line by line) stores, and rejects exactly what it rejects.
+"""The fast way of reading sacct -P rows (ingest/slurm/sacct_fast.py) stores exactly what the exact
+way (sacct_exact.parse_fields, line by line) stores, and rejects exactly what it rejects.
 
 Each input is ingested twice into new stores: with the fast way off, and on. Every table of
 the store must come out the same, row for row (ingest timings apart), and so must each
@@ -21,8 +21,12 @@ import pyarrow.compute as pc
 import pytest
 
 from gpucluster_analysis.db import open_store
-from gpucluster_analysis.ingest import IngestOptions, detect_format, ingest_paths, slurm, slurm_fast, slurm_link
+from gpucluster_analysis.errors import ParseError
+from gpucluster_analysis.ingest import IngestOptions, detect_format, ingest_paths
 from gpucluster_analysis.ingest.files import read_head
+from gpucluster_analysis.ingest.slurm import link as slurm_link
+from gpucluster_analysis.ingest.slurm import sacct_fast, staging, values
+from gpucluster_analysis.ingest.slurm import text as slurm_text
 from gpucluster_analysis.synth.slurm import generate_slurm_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,7 +78,7 @@ def _ingest_each(db: Path, paths: list[Path], **options: object) -> list[tuple]:
 def _both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, paths: list[Path], **options: object):  # type: ignore[no-untyped-def]
     """(exact store and outcomes, fast store and outcomes, rows typed fast, plain rows sent back)."""
     counts = [0, 0]
-    split = slurm_fast.split_clean
+    split = sacct_fast.split_clean
 
     def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
         typed, other = split(*args, **kwargs)
@@ -84,10 +88,10 @@ def _both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, paths: list[Path
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     with monkeypatch.context() as m:
-        m.setattr(slurm_fast, "eligible", lambda layout: False)
+        m.setattr(sacct_fast, "eligible", lambda layout: False)
         exact_outcomes = _ingest_each(tmp_path / "exact.duckdb", paths, **options)
     with monkeypatch.context() as m:
-        m.setattr(slurm_fast, "split_clean", counted)
+        m.setattr(sacct_fast, "split_clean", counted)
         fast_outcomes = _ingest_each(tmp_path / "fast.duckdb", paths, **options)
     return (
         (_store(tmp_path / "exact.duckdb"), exact_outcomes),
@@ -447,8 +451,8 @@ def test_hostile_dumps_the_same_both_ways(
         tmp_path / "sacct.txt", 500, trailing=trailing, line_end=line_end
     )
     if trailing:  # TRES with their GPU and node items cut out first, as where most values are distinct
-        monkeypatch.setattr(slurm_fast, "_DISTINCT_SHARE", 0)
-        monkeypatch.setattr(slurm_fast, "_DISTINCT_MIN", 0)
+        monkeypatch.setattr(sacct_fast, "_DISTINCT_SHARE", 0)
+        monkeypatch.setattr(sacct_fast, "_DISTINCT_MIN", 0)
     exact, fast, fast_rows, sent_back = _both_ways(tmp_path, monkeypatch, [path], zone=zone)
     _assert_same(exact, fast, path.name)
     # both ways were taken, and the exact way rejected rows for many reasons
@@ -564,19 +568,19 @@ def test_chunks_read_the_lines_line_by_line_reads(
         latin1: set[int] = set()
         try:
             return list(reader(path, latin1)), latin1, None
-        except slurm.ParseError as e:
+        except ParseError as e:
             return None, latin1, str(e)
 
     def chunked(p: Path, latin1: set[int]) -> list[tuple[int, str]]:
         out = []
-        for first, lines in slurm._text_chunks(p, latin1):
+        for first, lines in slurm_text.text_chunks(p, latin1):
             texts = lines if isinstance(lines, list) else lines.to_pylist()
             out.extend((first + k, text) for k, text in enumerate(texts))
         return out
 
-    expected = read(lambda p, latin1: list(slurm._text_lines(p, latin1)))
+    expected = read(lambda p, latin1: list(slurm_text.text_lines(p, latin1)))
     for size in (7, 64, 1 << 20):  # chunks that end mid-line, and one chunk
-        monkeypatch.setattr(slurm, "_CHUNK_BYTES", size)
+        monkeypatch.setattr(slurm_text, "_CHUNK_BYTES", size)
         lines, latin1, error = read(chunked)
         if expected[2] is None:
             assert (lines, latin1) == expected[:2]
@@ -590,7 +594,7 @@ def test_line_digests_are_md5_of_the_first_500_characters() -> None:
     bytes fit)."""
     import duckdb
 
-    limit = slurm._TEXT_LIMIT
+    limit = values.TEXT_LIMIT
     texts = [
         "",
         "1|COMPLETED",
@@ -606,10 +610,10 @@ def test_line_digests_are_md5_of_the_first_500_characters() -> None:
     con = duckdb.connect()
     expected = [con.execute("SELECT md5(left(?, ?))", [t, limit]).fetchone()[0] for t in texts]  # type: ignore[index]
     keys = pa.table({"line": pa.array(range(len(texts)), pa.int64())})
-    _, _, kept = slurm._kept(
+    _, _, kept = staging._kept(
         con.cursor(),
-        slurm._STAGE_SCHEMA.empty_table(),
-        slurm._STEP_SCHEMA.empty_table(),
+        staging.STAGE_SCHEMA.empty_table(),
+        staging.STEP_SCHEMA.empty_table(),
         keys,
         pa.array(texts, pa.string()),
     )
@@ -625,7 +629,7 @@ def test_plain_rows_count_pipes_as_arrow_does() -> None:
         whole = pa.array(values, pa.string())
         a, b = sorted((rng.randint(0, len(values)), rng.randint(0, len(values))))
         for texts in (whole, whole.slice(a, b - a)):
-            pipes, digit = slurm_fast._pipes_and_digit(texts)
+            pipes, digit = sacct_fast._pipes_and_digit(texts)
             assert pipes.to_pylist() == pc.count_substring(texts, "|").to_pylist(), values
             assert digit.to_pylist() == pc.match_substring_regex(texts, "^[0-9]").to_pylist(), values
 
@@ -688,4 +692,4 @@ def test_no_control_bytes_answers_as_the_byte_by_byte_test() -> None:
     for _ in range(500):
         raw = b"".join(rng.choice(alphabet[: rng.randint(4, len(alphabet))]) for _ in range(rng.randint(0, 40)))
         expected = len(raw.translate(None, CONTROL_BYTES)) == len(raw)
-        assert slurm._no_control_bytes(raw, raw.count(b"\n")) == expected, raw
+        assert slurm_text._no_control_bytes(raw, raw.count(b"\n")) == expected, raw

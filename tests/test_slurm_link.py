@@ -1,4 +1,4 @@
-"""slurm_link.link (rows of a sacct dump into blocks, in one pass over arrays) against the rules
+"""ingest/slurm/link.py's link (rows of a sacct dump into blocks, in one pass over arrays) against the rules
 written out line by line: a block is a job's run of consecutive rows within one dump; a step's
 allocation row is the last one above it in its block with the same het component; a block's
 digests are its lines' digests one after the other; a row is alone when it is the only
@@ -12,7 +12,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from gpucluster_analysis.ingest import slurm_link
+from gpucluster_analysis.ingest.slurm import link
 
 
 def _keys(rng: random.Random, rows: int, het: bool) -> pa.Table:
@@ -86,7 +86,7 @@ def _by_rule(keys: pa.Table) -> tuple[list, list, list, list]:  # type: ignore[t
 def test_links_follow_the_rules(seed: int, het: bool) -> None:
     keys = _keys(random.Random(seed), 3000, het)
     block_no, alloc_line, alone, blocks = _by_rule(keys)
-    links = slurm_link.link(keys)
+    links = link.link(keys)
     assert links.block_no.to_pylist() == block_no
     assert links.alloc_line.to_pylist() == alloc_line
     # only allocation rows are read for `alone`
@@ -103,7 +103,7 @@ def test_links_follow_the_rules(seed: int, het: bool) -> None:
 
 def test_no_rows() -> None:
     keys = _keys(random.Random(0), 0, False)
-    links = slurm_link.link(keys)
+    links = link.link(keys)
     assert len(links.block_no) == len(links.alloc_line) == len(links.alone) == links.blocks.num_rows == 0
 
 
@@ -114,7 +114,7 @@ def test_met_once_never_says_once_of_a_job_met_again() -> None:
     import polars as pl
 
     jobs = ["7", "07", "8", "9", "9", "123_4", "123_4", "123_5", "c1/5", "c2/5", "+10", "10", "11", " 12", "12"]
-    once = slurm_link._met_once(pl.Series(jobs)).tolist()
+    once = link._met_once(pl.Series(jobs)).tolist()
     exact = [jobs.count(j) == 1 for j in jobs]
     assert all(e or not o for o, e in zip(once, exact))  # never once where the text repeats
     assert dict(zip(jobs, once)) == {
@@ -151,6 +151,6 @@ def test_numbers_met_once_by_sort_are_those_counted_once(order: str) -> None:
     else:
         rng.shuffle(values)
     counts = Counter(values)
-    once = slurm_link._met_once_among(np.array(values, dtype=np.int64)).tolist()
+    once = link._met_once_among(np.array(values, dtype=np.int64)).tolist()
     assert once == [counts[v] == 1 for v in values]
     assert any(once) and not all(once)

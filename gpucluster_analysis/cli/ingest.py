@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # heavy: imported inside the command
     import duckdb
 
     from gpucluster_analysis.ingest import IngestOptions
-    from gpucluster_analysis.ingest.prometheus import PullPlan
+    from gpucluster_analysis.ingest.gpu.prometheus_plan import PullPlan
 
 # Files smaller than this finish before a progress bar would be worth drawing.
 _PROGRESS_MIN_BYTES = 32 << 20
@@ -205,7 +205,7 @@ def ingest(
     One node's day as a shard: gca ingest node17/2024-05-01/ --to /shared/site-parquet --shard node17-2024-05-01
     """
     from gpucluster_analysis.ingest import IngestOptions
-    from gpucluster_analysis.ingest.prometheus import looks_like_url, plan_pulls
+    from gpucluster_analysis.ingest.gpu.prometheus_plan import looks_like_url, plan_pulls
     from gpucluster_analysis.timezones import check_zone
 
     urls = [p for p in paths if looks_like_url(p)]
@@ -214,7 +214,7 @@ def ingest(
     if tz:
         check_zone(tz)
     if log_pattern:
-        from gpucluster_analysis.ingest.joblogs import compile_log_pattern
+        from gpucluster_analysis.ingest.logs.joblogs import compile_log_pattern
 
         compile_log_pattern(log_pattern)  # a bad template fails before anything is read
     if signatures:
@@ -222,12 +222,12 @@ def ingest(
 
         load_signatures(list(signatures))  # a broken file fails before anything is stored
     if time:
-        from gpucluster_analysis.ingest.nvsmi import parse_time_option
+        from gpucluster_analysis.ingest.gpu.telemetry import parse_time_option
         from gpucluster_analysis.timezones import local_zone
 
         parse_time_option(time, tz or local_zone())  # a bad --time fails before anything is read
     if epoch:
-        from gpucluster_analysis.ingest.public_traces import parse_epoch
+        from gpucluster_analysis.ingest.traces.public_traces import parse_epoch
 
         parse_epoch(epoch)  # a bad --epoch fails before anything is read
     options = IngestOptions(
@@ -324,8 +324,8 @@ def _pull(con: duckdb.DuckDBPyConnection, pull: PullPlan, options: IngestOptions
     import time as clock
 
     from gpucluster_analysis.errors import GcaError
-    from gpucluster_analysis.ingest.prometheus import iso
-    from gpucluster_analysis.ingest.prometheus import pull as pull_from
+    from gpucluster_analysis.ingest.gpu.prometheus import iso
+    from gpucluster_analysis.ingest.gpu.prometheus import pull as pull_from
 
     listener = _PullProgress(pull.source.server)
     until_ms = pull.until_ms if pull.until_ms is not None else int(clock.time() * 1000)

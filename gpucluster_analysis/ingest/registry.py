@@ -6,31 +6,26 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpucluster_analysis.errors import InputError
-from gpucluster_analysis.ingest import (
-    dcgm,
-    dcgmi,
-    joblogs,
-    nvsmi,
-    philly,
-    public_traces,
-    sacctmgr,
-    slurm,
-    slurm_nodes,
-    squeue,
-)
 from gpucluster_analysis.ingest.base import FileFormat, IngestOptions
 from gpucluster_analysis.ingest.files import looks_binary
+from gpucluster_analysis.ingest.gpu import dcgm, dcgm_query_range, dcgmi, nvsmi, nvsmi_xml
+from gpucluster_analysis.ingest.logs import joblogs
+from gpucluster_analysis.ingest.slurm import nodes, sacct, sacctmgr, scontrol, squeue
+from gpucluster_analysis.ingest.traces import philly, public_traces
 
 FORMATS: list[FileFormat] = [
     *philly.FORMATS,
     *joblogs.FORMATS,
     *public_traces.FORMATS,
     *nvsmi.FORMATS,
+    *nvsmi_xml.FORMATS,
     *dcgm.FORMATS,
+    *dcgm_query_range.FORMATS,
     *dcgmi.FORMATS,
-    *slurm.FORMATS,
+    *sacct.FORMATS,
+    *scontrol.FORMATS,
     *squeue.FORMATS,
-    *slurm_nodes.FORMATS,
+    *nodes.FORMATS,
     *sacctmgr.FORMATS,
 ]
 

@@ -116,7 +116,7 @@ SELECT $file_id, line, problem, left(text, 500) FROM stage_job_problem;
 CREATE OR REPLACE TEMP TABLE stage_job_ok AS
 SELECT c.*,
        regexp_extract(state, '^CANCELLED by (\S+)$', 1) AS canceller,
-       -- the Slurm state words as gpucluster_analysis/ingest/slurm.py reads them
+       -- the Slurm state words as gpucluster_analysis/ingest/slurm/values.py reads them
        CASE upper(regexp_replace(coalesce(state, ''), ' by \S+$', ''))
            WHEN 'COMPLETED' THEN 'passed'
            WHEN 'PASS' THEN 'passed'      -- Philly's words, in Philly traces converted to this layout

@@ -2,7 +2,7 @@
 -- Input: stage_gpu (nvsmi_check.sql; empty when every row took the reader's fast way),
 --   stage_fast(line, machine_id, sample_at, gpu_index, uuid, pci_bus_id, model, util_pct,
 --   mem_util_pct, mem_used_mib, mem_total_mib, power_w, temp_c, sm_clock_mhz): rows the
---   reader typed, checked and timed itself (ingest/nvsmi_fast.py), stored as they are.
+--   reader typed, checked and timed itself (ingest/gpu/nvsmi_fast.py), stored as they are.
 --   stage_gpu_events(line, event_at, machine_id, gpu_index, kind, detail): tool errors.
 
 INSERT INTO rejects (file_id, line, reason, text)

@@ -2,7 +2,7 @@
 -- the file's, and that other files of its kind hold in <table>_duplicates, is handed to the
 -- first of them in the fixed order of files (by content hash, then file id; as
 -- sample_duplicates.sql chooses), whose row is stored instead. The rest of what the file holds
--- then goes with it (ingest/load.py). Parameters: $file_id, $heirs (the other files of its kind
+-- then goes with it (ingest/forget.py). Parameters: $file_id, $heirs (the other files of its kind
 -- holding rows aside), $from_at and $to_at (the first and last time of those rows).
 
 CREATE OR REPLACE TEMP TABLE stage_sample_heirs AS

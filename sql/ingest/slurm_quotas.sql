@@ -1,4 +1,4 @@
--- Store the GPU limits of one sacctmgr file (gpucluster_analysis/ingest/sacctmgr.py).
+-- Store the GPU limits of one sacctmgr file (gpucluster_analysis/ingest/slurm/sacctmgr.py).
 -- Parameters: $file_id, $source.
 -- Needs the temp table stage_quotas: one row per limit read (line, kind, vc, user_name, qos,
 -- gpus, tres, text), or per unreadable line (problem set).

@@ -1,11 +1,11 @@
 -- Load one sacct dump into jobs, attempts and attempt_hosts.
 -- Parameters: $file_id, $zone (the zone of sacct's naive times), and the sanity bounds
 -- $max_gpus_per_node, $gpu_bound, $max_nodes_per_job, $node_bound (gpucluster_analysis/bounds.py).
--- Needs the tables staged by gpucluster_analysis/ingest/slurm.py (`text` only where a line was
--- read line by line: rejects of the other rows get theirs from slurm.py afterwards):
+-- Needs the tables staged by gpucluster_analysis/ingest/slurm/staging.py (`text` only where a line was
+-- read line by line: rejects of the other rows get theirs from slurm/sacct.py afterwards):
 --   stage_sacct_allocs  one row per allocation line: the parsed job id (job_id with the array
 --                       task, het_offset), fields, `problem` when the line is unreadable;
---                       block_no, its block (slurm_link.py), and `alone`: the only allocation
+--                       block_no, its block (slurm/link.py), and `alone`: the only allocation
 --                       row of its job in the file (one block, one allocation row: nearly
 --                       every job of a busy site), for which the windows and groups below that
 --                       choose between a job's rows are skipped;

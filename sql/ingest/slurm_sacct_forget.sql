@@ -1,6 +1,6 @@
 -- Before a sacct file is taken back (gca ingest --replace): the jobs whose stored record it
 -- holds, and that a later file had identically (sacct_records), are handed to that file
--- instead of dropped with it; the rest of what it holds goes with it (ingest/load.py).
+-- instead of dropped with it; the rest of what it holds goes with it (ingest/forget.py).
 -- Parameters: $file_id.
 
 CREATE OR REPLACE TEMP TABLE stage_sacct_handover AS

@@ -1,5 +1,5 @@
 -- The UTC times of a sacct dump's allocation rows, before the rest of its load
--- (slurm_sacct.sql), while gpucluster_analysis/ingest/slurm.py links the rows into blocks.
+-- (slurm_sacct.sql), while gpucluster_analysis/ingest/slurm/staging.py links the rows into blocks.
 -- Parameters: $zone (the zone of sacct's naive times).
 -- Needs stage_sacct_allocs (its line, problem and time columns: the link's are added after)
 -- and zone_periods for $zone (gpucluster_analysis.timezones). Makes stage_sacct_zone,

@@ -23,8 +23,8 @@ from __future__ import annotations
 import re
 
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
+from gpucluster_analysis.ingest.csv_scan import MAX_LINE_BYTES, TextScan
 from gpucluster_analysis.ingest.files import first_lines
-from gpucluster_analysis.ingest.public_traces import MAX_LINE_BYTES, _TextScan
 from gpucluster_analysis.sqlfiles import run_script
 from gpucluster_analysis.timezones import install_zone, local_zone
 
@@ -55,7 +55,7 @@ def _count(ctx: LoadContext, table: str) -> int:
 
 
 def _load(ctx: LoadContext) -> LoadCounts:
-    scan = _TextScan(ctx.path)  # one streaming pass: refuses UTF-16, binary data and mixed line ends, with the line
+    scan = TextScan(ctx.path)  # one streaming pass: refuses UTF-16, binary data and mixed line ends, with the line
     encoding = scan.encoding()
     # A last line without its line end was being written when the log was copied: `123|Resou`.
     cut = scan.line_bytes > 0

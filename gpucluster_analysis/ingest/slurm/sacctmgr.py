@@ -24,8 +24,8 @@ import pyarrow as pa
 from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines
-from gpucluster_analysis.ingest.nvsmi import read_lines
-from gpucluster_analysis.ingest.slurm import parse_tres
+from gpucluster_analysis.ingest.lines import read_lines
+from gpucluster_analysis.ingest.slurm.values import parse_tres
 from gpucluster_analysis.sqlfiles import run_script
 
 SOURCE = "slurm"

@@ -2,21 +2,21 @@
 
 A busy site's year is millions of sacct lines of the same shape (`123|train|ann|ml|gpu|
 COMPLETED|0:0|2024-05-01T08:00:00|...|billing=8,cpu=8,gres/gpu=2,node=1|gpu01`); parsing
-them one by one in Python (slurm._parse_fields) costs ~20 µs a line. Here the rows of a run
-of plain lines (slurm._Reader: a `|` layout, a digit first, the layout's field count, ASCII)
+them one by one in Python (sacct_exact.parse_fields) costs ~20 µs a line. Here the rows of a run
+of plain lines (reader.Reader: a `|` layout, a digit first, the layout's field count, ASCII)
 are split and typed at once. Only rows whose every value the reader uses is plainly valid
-are typed here: a job id of _JOB_ID's form, a known State (optionally `by <uid>`), times of
+are typed here: a job id of values.JOB_ID's form, a known State (optionally `by <uid>`), times of
 the form `2024-05-01T08:00:00` in the years gca reads (or a missing spelling), an ExitCode,
-Timelimit, TRES, NodeList and NNodes that slurm.py's own parsers read without complaint, and
+Timelimit, TRES, NodeList and NNodes that values.py's parsers read without complaint, and
 no blank at the edge of a field (so no value needs a strip). Every
-other row goes back to the reader and through _parse_fields, which
+other row goes back to the reader and through sacct_exact.parse_fields, which
 rejects it with its reason, so a row is staged the same whichever way it took:
 tests/test_slurm_fast.py checks both ways store the same, table by table.
 
 Values with few distinct forms (State, ExitCode, Timelimit, TRES, NodeList) are parsed once
-per distinct value, by slurm.py's own functions but for State (a TRES column with many
+per distinct value, by values.py's functions but for State (a TRES column with many
 distinct values, once per distinct list of its GPU and node items); times stay text here (as
-_parse_fields stages them), so the zone and its changes of clocks are
+parse_fields stages them), so the zone and its changes of clocks are
 sql/ingest/slurm_sacct_times.sql's business, as before.
 """
 
@@ -33,17 +33,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gpucluster_analysis.bounds import FIRST_YEAR, LAST_YEAR
-from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
-from gpucluster_analysis.ingest.slurm import (
-    _JOB_ID,
-    _MISSING,
-    _STAGE_COLUMNS,
-    _STEP_COLUMNS,
+from gpucluster_analysis.ingest.slurm.hostlist import HostlistError, expand_hostlist
+from gpucluster_analysis.ingest.slurm.layout import Columns, Layout
+from gpucluster_analysis.ingest.slurm.staging import STAGE_COLUMNS, STEP_COLUMNS
+from gpucluster_analysis.ingest.slurm.values import (
+    JOB_ID,
     KNOWN_STATES,
+    MISSING,
     REQUEUE_STATES,
     STATUS_OF_STATE,
-    Layout,
-    _Columns,
     parse_duration_s,
     parse_exit,
     parse_limit_minutes,
@@ -51,8 +49,8 @@ from gpucluster_analysis.ingest.slurm import (
 )
 
 _POLARS_TYPES = {pa.int64(): pl.Int64, pa.int32(): pl.Int32, pa.string(): pl.String, pa.bool_(): pl.Boolean}
-STAGE_SCHEMA = {name: _POLARS_TYPES[kind] for name, kind in _STAGE_COLUMNS}
-STEP_SCHEMA = {name: _POLARS_TYPES[kind] for name, kind in _STEP_COLUMNS}
+STAGE_SCHEMA = {name: _POLARS_TYPES[kind] for name, kind in STAGE_COLUMNS}
+STEP_SCHEMA = {name: _POLARS_TYPES[kind] for name, kind in STEP_COLUMNS}
 
 # What the fast way reads of each value; anything else is the exact way's to judge.
 _STATE = r"^(?P<word>[A-Z_]+)(?: by (?P<by>[^ \t]+))?$"  # COMPLETED, CANCELLED by 1234
@@ -66,8 +64,8 @@ _NNODES = r"^\d{0,9}$"
 # a blank at a field's edge (the exact way strips it): such a line goes the exact way, so the
 # values here need no strip
 _BLANK_EDGE = r"(?:^|\|)[ \t]|[ \t](?:\||$)"
-# _MISSING's spellings, in any case (plain rows are ASCII)
-_MISSING_VALUE = "(?i)^(?:" + "|".join(re.escape(m) for m in sorted(_MISSING) if m) + ")?$"
+# MISSING's spellings, in any case (plain rows are ASCII)
+_MISSING_VALUE = "(?i)^(?:" + "|".join(re.escape(m) for m in sorted(MISSING) if m) + ")?$"
 # TRES are parsed whole, once per distinct value, where there are at most this share of
 # distinct values among the rows; else their GPU and node items are cut out first (a
 # site's steps that log energy= make every TRES distinct)
@@ -80,9 +78,9 @@ _INT_LIMIT = 2**62
 
 @dataclass
 class FastRows:
-    """Staged rows typed here, each in line order: `allocs` has the columns of slurm._STAGE_COLUMNS,
-    `steps` the few a step row needs (slurm._STEP_COLUMNS), `keys` every row of both with what
-    the linking reads (slurm._LINK_SCHEMA), `texts` their lines (for their md5),
+    """Staged rows typed here, each in line order: `allocs` has the columns of staging.STAGE_COLUMNS,
+    `steps` the few a step row needs (staging.STEP_COLUMNS), `keys` every row of both with what
+    the linking reads (staging.LINK_SCHEMA), `texts` their lines (for their md5),
     `hosts` stage_sacct_host's."""
 
     allocs: pl.DataFrame
@@ -180,7 +178,7 @@ def _state_parts(text: str) -> tuple[str | None, str | None, bool]:
 
 
 def _exit_parts(text: str) -> tuple[int | None, int | None, bool]:
-    """(code, signal, readable) of an ExitCode, as slurm.parse_exit reads it: missing is
+    """(code, signal, readable) of an ExitCode, as values.parse_exit reads it: missing is
     readable, without numbers."""
     try:
         code, signal = parse_exit(text)
@@ -200,7 +198,7 @@ _TRES_SCHEMA = {"gpus": pl.Int64, "model": pl.String, "nodes": pl.Int64, "keyed"
 
 
 def split_clean(
-    texts: pa.Array, lines: np.ndarray, layout: Layout, cols: _Columns, dump: int
+    texts: pa.Array, lines: np.ndarray, layout: Layout, cols: Columns, dump: int
 ) -> tuple[FastRows, np.ndarray]:
     """(the staged rows of the clean lines, a numpy mask of the other lines).
 
@@ -253,7 +251,7 @@ def split_clean(
 
     # what every row needs: its job id, State and ExitCode, and no blank at a field's edge.
     # State and ExitCode take few values: each is read once (_lookup), not once per row.
-    job_id = value(cols.job_id).str.extract_groups(_JOB_ID.pattern)
+    job_id = value(cols.job_id).str.extract_groups(JOB_ID.pattern)
     states = _lookup(frame.select(value(cols.state)).to_series(), _state_parts, _STATE_SCHEMA)
     exits = _lookup(frame.select(value(cols.exit)).to_series(), _exit_parts, _EXIT_SCHEMA)
     head = (
@@ -327,7 +325,7 @@ def split_clean(
         .collect(engine="in-memory")
     )
 
-    # per distinct value, by slurm.py's own parsers
+    # per distinct value, by values.py's parsers
     if cols.timelimit is not None or cols.timelimit_raw is not None:
         parse = _parsed_limit if cols.timelimit is not None else _parsed_limit_raw
         limits = _lookup(typed["limit_key"], parse, {"time_limit_s": pl.Int64, "limit_ok": pl.Boolean})
@@ -371,7 +369,7 @@ def split_clean(
     clean = row_ok & is_step
     clean[np.flatnonzero(row_ok & ~is_step)[alloc_clean]] = True
 
-    # _parse_fields' rules, row by row, for the clean rows
+    # parse_fields' rules, row by row, for the clean rows
     alloc = pl.col("alloc_present")
     req = pl.col("req_present")
     tres_gpus = pl.when(alloc).then(pl.col("alloc_gpus")).when(req).then(pl.col("req_gpus"))
@@ -450,7 +448,7 @@ def split_clean(
 
 
 def _status(started: pl.Expr) -> pl.Expr:
-    """slurm.status_of of the State word."""
+    """values.status_of of the State word."""
     return (
         pl.when(pl.col("word").is_in(sorted(REQUEUE_STATES)))
         .then(pl.when(started).then(pl.lit("preempted")).otherwise(pl.lit("pending")))

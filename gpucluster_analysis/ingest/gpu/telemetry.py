@@ -1,29 +1,23 @@
 """What every GPU telemetry reader shares (nvidia-smi CSV, dmon and XML; DCGM scrapes, exports
 and dcgmi dmon): staging batches handed to DuckDB as Arrow, the host and the times of a
-per-node file, DuckDB's memory bound while a file loads, reading lines in chunks, and the
-check and store of staged rows (sql/ingest/nvsmi_check.sql, nvsmi_store.sql).
+per-node file, and the check and store of staged rows (sql/ingest/nvsmi_check.sql,
+nvsmi_store.sql). DuckDB's memory bound while a file loads is ingest/memory.py's, reading the
+tools' lines (one by one or in chunks) ingest/lines.py's.
 """
 
 from __future__ import annotations
 
-import functools
-import gzip
 import re
-import zlib
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from gpucluster_analysis.errors import InputError, ParseError
-from gpucluster_analysis.ingest import nvsmi_fast
+from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.ingest.base import LoadContext, LoadCounts
-from gpucluster_analysis.ingest.files import CONTROL_BYTES, line_blocks, open_binary
+from gpucluster_analysis.ingest.gpu import nvsmi_fast
 from gpucluster_analysis.sqlfiles import run_script
 from gpucluster_analysis.timezones import check_zone, install_zone, local_zone, to_utc_python
 
@@ -225,70 +219,6 @@ def start_time(ctx: LoadContext) -> datetime | None:
     return parse_time_option(ctx.options.time, site_zone(ctx)) if ctx.options.time else None
 
 
-# DuckDB's memory limit while a telemetry file loads. Past it, the staging tables and the
-# sorts spill to the store's temp directory (<store>.tmp), so a log of several node-days of
-# 1 s samples needs no more memory than one day (benchmarks/RESULTS.md, GPU telemetry).
-MEMORY_LIMIT_BYTES = 512 * 1000**2
-_UNITS = {
-    "b": 1,
-    "bytes": 1,
-    "kb": 1000,
-    "mb": 1000**2,
-    "gb": 1000**3,
-    "tb": 1000**4,
-    "kib": 1024,
-    "mib": 1024**2,
-    "gib": 1024**3,
-    "tib": 1024**4,
-}
-
-
-def _limit_bytes(text: str) -> float | None:
-    match = re.fullmatch(r"\s*([\d.]+)\s*([A-Za-z]+)\s*", text)
-    if not match or match.group(2).lower() not in _UNITS:
-        return None
-    return float(match.group(1)) * _UNITS[match.group(2).lower()]
-
-
-@functools.cache
-def _default_memory_limit() -> str:
-    with duckdb.connect() as probe:
-        return str(probe.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
-
-
-def bounded_memory(
-    load: Callable[[LoadContext], LoadCounts], limit_bytes: int = MEMORY_LIMIT_BYTES
-) -> Callable[[LoadContext], LoadCounts]:
-    """`load` with DuckDB's memory limit lowered to `limit_bytes` (never raised), then put back.
-
-    The limit is a setting of the whole database, set through a second connection so that it
-    can be put back even when a failed statement has aborted the file's transaction.
-    """
-
-    @functools.wraps(load)
-    def run(ctx: LoadContext) -> LoadCounts:
-        side = ctx.con.cursor()
-        try:
-            before = str(side.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
-            current = _limit_bytes(before)
-            lowered = current is None or current > limit_bytes
-            if lowered:
-                side.execute(f"SET memory_limit = '{limit_bytes}B'")
-        except duckdb.Error:
-            lowered = False  # e.g. more already in use than the limit: load unbounded
-        try:
-            return load(ctx)
-        finally:
-            if lowered:
-                # RESET gives back DuckDB's default exactly; its printed form would round it down
-                side.execute(
-                    "RESET memory_limit" if before == _default_memory_limit() else f"SET memory_limit = '{before}'"
-                )
-            side.close()
-
-    return run
-
-
 PROFILE_TEXT_COLUMNS = (
     "sm_active_text",
     "sm_occupancy_text",
@@ -343,85 +273,6 @@ def store_staged(ctx: LoadContext, zone: str | None, *, pci_order: bool = False)
         " count(*) FILTER (WHERE problem IS NOT NULL) FROM stage_gpu"
     ).fetchall()[0]
     return LoadCounts(rows=int(stored), rejects=int(rejected))
-
-
-# Never in the tools' text output (tabs indent nvidia-smi's XML; CR ends Windows lines).
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-
-def read_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
-    """(1-based number, stripped text, cut) of each line; gzip, a BOM and CRLF read alike.
-
-    cut: the line has no line end, so it is the file's last and was cut off while the
-    log was being written (a killed `nvidia-smi -l` leaves half a buffered line): a
-    number on it may have lost digits. UTF-16 (Windows PowerShell's `>`) and binary data
-    are refused in one line, as is a damaged gzip file.
-    """
-    number = 0
-    try:
-        with open_binary(path) as f:
-            for number, raw in enumerate(f, start=1):
-                if number == 1:
-                    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-                        raise ParseError(
-                            f"{path}:1: UTF-16 text (as Windows PowerShell saves command output)",
-                            hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {path.name}",
-                        )
-                    if raw.startswith(b"\xef\xbb\xbf"):
-                        raw = raw[3:]
-                text = raw.decode("utf-8", errors="replace")
-                if _CONTROL.search(text):
-                    raise ParseError(
-                        f"{path}:{number}: binary data, not the text nvidia-smi or dcgm-exporter prints",
-                        hint="give gca the tool's text output (a .gz is read as such)",
-                    )
-                yield number, text.strip(), not raw.endswith(b"\n")
-    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-        raise ParseError(
-            f"{path}:{number + 1}: the compressed file is damaged or cut short ({e})",
-            hint=f"copy it again, or keep what is readable: zcat {path.name} > {path.stem} and ingest that",
-        ) from e
-
-
-CHUNK_BYTES = 8 << 20
-
-
-def read_chunks(path: Path) -> Iterator[tuple[int, pa.Array, bool]]:
-    """(number of the first line, the lines stripped as an Arrow string array, last line cut)
-    for each ~8 MiB of the file: read_lines' lines and checks, without a Python string per line."""
-    number = 1
-    try:
-        with open_binary(path) as f:
-            for raw in line_blocks(f, CHUNK_BYTES):
-                if number == 1:
-                    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-                        raise ParseError(
-                            f"{path}:1: UTF-16 text (as Windows PowerShell saves command output)",
-                            hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {path.name}",
-                        )
-                    if raw.startswith(b"\xef\xbb\xbf"):
-                        raw = raw[3:]
-                text = raw.decode("utf-8", errors="replace")
-                binary = _CONTROL.search(text) if len(raw.translate(None, CONTROL_BYTES)) != len(raw) else None
-                if binary:  # the lines before it are read, then the file fails at it
-                    text = text[: text.rfind("\n", 0, binary.start()) + 1]
-                cut = bool(text) and not text.endswith("\n")
-                parts = pc.list_flatten(pc.split_pattern(pa.array([text]), "\n"))
-                if not cut:
-                    parts = parts.slice(0, len(parts) - 1)  # after the last line end
-                if len(parts):
-                    yield number, pc.utf8_trim_whitespace(parts), cut
-                number += len(parts)
-                if binary:
-                    raise ParseError(
-                        f"{path}:{number}: binary data, not the text nvidia-smi or dcgm-exporter prints",
-                        hint="give gca the tool's text output (a .gz is read as such)",
-                    )
-    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-        raise ParseError(
-            f"{path}:{number}: the compressed file is damaged or cut short ({e})",
-            hint=f"copy it again, or keep what is readable: zcat {path.name} > {path.stem} and ingest that",
-        ) from e
 
 
 CUT_LINE = "the line has no line end: the log was cut off while being written"

@@ -34,20 +34,20 @@ import pyarrow.compute as pc
 
 from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
-from gpucluster_analysis.ingest.dcgm import SAMPLE_KIND
 from gpucluster_analysis.ingest.files import first_lines
-from gpucluster_analysis.ingest.telemetry import (
+from gpucluster_analysis.ingest.gpu.dcgm import SAMPLE_KIND
+from gpucluster_analysis.ingest.gpu.telemetry import (
     CUT_LINE,
     EVENT_COLUMNS,
     TOOL_ERROR,
     Batches,
-    bounded_memory,
     host_of,
-    read_chunks,
     site_zone,
     start_time,
     store_staged,
 )
+from gpucluster_analysis.ingest.lines import read_chunks
+from gpucluster_analysis.ingest.memory import bounded_memory
 from gpucluster_analysis.sqlfiles import run_script
 from gpucluster_analysis.timezones import local_zone
 

@@ -22,8 +22,8 @@ import pyarrow as pa
 from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines
-from gpucluster_analysis.ingest.hostlist import HostlistError, expand_hostlist
-from gpucluster_analysis.ingest.telemetry import read_lines
+from gpucluster_analysis.ingest.lines import read_lines
+from gpucluster_analysis.ingest.slurm.hostlist import HostlistError, expand_hostlist
 
 _FIELD = re.compile(r"(?<!\w)(\w++)=(\S*+)")  # tried at word starts only: linear in a line of one long word
 _GPU_GRES = re.compile(r"^gpu(?::([^:(]+))?(?::(\d+))(?:\(.*\))?$", re.IGNORECASE)

@@ -1,4 +1,5 @@
-"""DCGM exporter telemetry: Prometheus text scrapes and Prometheus API exports.
+"""DCGM exporter telemetry: Prometheus text scrapes (Prometheus API exports are dcgm_query_range.py's,
+staged and stored as here).
 
 * `dcgm_prom`: what `curl host:9400/metrics` returns (one or several scrapes in a file),
   or `promtool tsdb dump` lines (`{__name__="DCGM_FI_DEV_GPU_UTIL", ...} 87 <epoch ms>`).
@@ -15,9 +16,6 @@
   e.g. written by `echo "# time: $(date -Is)"` before each curl); `--time`; a stamp in
   the file name (`node01-1700000000.prom`, `node01_20260714T081200Z.prom`). Never the
   file's mtime, which copying changes.
-* `dcgm_query_range`: the JSON of `/api/v1/query_range` (or `/api/v1/query`), one metric
-  or many (`{__name__=~"DCGM_.*"}`) per file; epoch-second times in UTC. A series without
-  `__name__` takes its metric from the file name (`DCGM_FI_DEV_GPU_UTIL.json`).
 
 The host is `--host` (which must not merge several hosts), else the `kubernetes_node`
 label (Prometheus' Kubernetes discovery), else `Hostname`, else `instance` without its
@@ -30,7 +28,7 @@ no utilization samples. The workload labels dcgm-exporter puts on a GPU's series
 namespace, container, hpc_job) become gpu_workload_labels. DCGM_FI_DEV_XID_ERRORS
 becomes gpu_events (kind xid) where its value first appears or changes.
 
-A plainly clean file of either format is read, typed and pivoted in polars instead
+A plainly clean file of either format (this and dcgm_query_range) is read, typed and pivoted in polars instead
 (`dcgm_fast.py`, read ahead in a thread); everything above is the exact way every other
 file takes, and the one that decides rejects.
 """
@@ -47,20 +45,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gpucluster_analysis.errors import InputError, ParseError
-from gpucluster_analysis.ingest import dcgm_fast
 from gpucluster_analysis.ingest.base import FileFormat, IngestOptions, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines
-from gpucluster_analysis.ingest.telemetry import (
+from gpucluster_analysis.ingest.gpu import dcgm_fast
+from gpucluster_analysis.ingest.gpu.telemetry import (
     CUT_LINE,
     Batches,
-    bounded_memory,
     host_from_name,
     parse_time_option,
-    read_chunks,
     site_zone,
     start_time,
     store_staged,
 )
+from gpucluster_analysis.ingest.lines import read_chunks
+from gpucluster_analysis.ingest.memory import bounded_memory
 from gpucluster_analysis.sqlfiles import run_script
 
 # Lower-case metric name -> what it measures. DCGM 2.x/3.x names, and the 1.x exporter's.
@@ -256,15 +254,15 @@ def _scrape_series(text: str) -> dict[str, str | None] | None:
 
 def _read_ahead_prom(path: Path, options: IngestOptions) -> object:
     if options.host or options.time:
-        return _Exact()
+        return Exact()
     typed = dcgm_fast.read_scrapes(path, _scrape_series, options.max_gpus_per_node)
-    return _Exact() if typed is None else typed
+    return Exact() if typed is None else typed
 
 
 def _load_prom(ctx: LoadContext) -> LoadCounts:
     ahead = ctx.prepared if ctx.prepared is not None else _read_ahead_prom(ctx.path, ctx.options)
     if isinstance(ahead, dcgm_fast.Typed):
-        return _store_typed(ctx, ahead)
+        return store_typed(ctx, ahead)
     zone = site_zone(ctx)
     stage = Batches(ctx.con, "stage_dcgm", _STAGE)
     ctx.con.execute("CREATE OR REPLACE TEMP TABLE stage_prom_plain (line BIGINT, text VARCHAR)")
@@ -325,7 +323,7 @@ def _load_prom(ctx: LoadContext) -> LoadCounts:
             f"{ctx.path}: no DCGM metric gca reads",
             hint="expected DCGM_FI_DEV_GPU_UTIL, DCGM_FI_PROF_SM_ACTIVE and friends",
         )
-    return _store(ctx)
+    return store_stage_dcgm(ctx)
 
 
 def _stage_line(stage: Batches, number: int, text: str, cut: bool, when: datetime | None) -> int:
@@ -407,102 +405,11 @@ def _stage_plain(con: duckdb.DuckDBPyConnection, fallback: datetime | None) -> i
     return int(con.execute("SELECT count(*) FROM stage_dcgm WHERE problem IS NULL").fetchall()[0][0] - before)
 
 
-# A Prometheus API response is one JSON value, which DuckDB reads whole.
-_MAX_RESPONSE_BYTES = 1 << 30
-
-
-def _fallback_measure(path: Path) -> str | None:
-    """The measure a file name gives series without __name__ (the longest metric it contains)."""
-    named = sorted((n for n in METRICS if n in path.name.lower()), key=len)
-    return METRICS[named[-1]] if named else None
-
-
-class _Exact:
+class Exact:
     """A query_range answer read ahead that must take the exact way (dcgm_fast declined it)."""
 
 
-def _read_ahead_query_range(path: Path, options: IngestOptions) -> object:
-    if options.host or path.stat().st_size > _MAX_RESPONSE_BYTES:
-        return _Exact()
-    typed = dcgm_fast.read(path, METRICS, _fallback_measure(path), options.max_gpus_per_node)
-    return _Exact() if typed is None else typed
-
-
-def _load_query_range(ctx: LoadContext) -> LoadCounts:
-    ahead = ctx.prepared if ctx.prepared is not None else _read_ahead_query_range(ctx.path, ctx.options)
-    if isinstance(ahead, dcgm_fast.Typed):
-        return _store_typed(ctx, ahead)
-    if ctx.path.stat().st_size > _MAX_RESPONSE_BYTES:
-        raise ParseError(
-            f"{ctx.path}: a Prometheus API response over 1 GiB, read whole as one JSON value",
-            hint="export shorter time ranges (query_range start/end) into several files",
-        )
-    try:
-        # result stays JSON until status and resultType are checked: a scalar or string
-        # result has another shape, and an error response has none
-        ctx.con.execute(
-            "CREATE OR REPLACE TEMP TABLE stage_query_response AS "
-            "SELECT status, error, data.resultType AS result_type, data.result AS result_json FROM read_json(?, "
-            f"format = 'auto', records = true, maximum_object_size = {_MAX_RESPONSE_BYTES}, columns = {{status: 'VARCHAR', "
-            "error: 'VARCHAR', data: 'STRUCT(resultType VARCHAR, result JSON)'})",
-            [str(ctx.path)],
-        )
-    except duckdb.Error as e:
-        raise ParseError(
-            f"{ctx.path}: not a Prometheus API response: {str(e).splitlines()[0]}",
-            hint='expected {"status":"success","data":{"resultType":"matrix","result":[...]}}',
-        ) from e
-    rows = ctx.con.execute("SELECT status, error, result_type FROM stage_query_response").fetchall()
-    if len(rows) != 1:
-        raise ParseError(f"{ctx.path}: expected one Prometheus API response, found {len(rows)} JSON values")
-    status, error, result_type = rows[0]
-    if status != "success":
-        raise ParseError(f"{ctx.path}: the query failed: {error or status}", hint="export the data again")
-    if result_type not in ("matrix", "vector"):
-        raise ParseError(
-            f"{ctx.path}: resultType {result_type!r}", hint="gca reads matrix (query_range) and vector results"
-        )
-    try:
-        ctx.con.execute(
-            "CREATE OR REPLACE TEMP TABLE stage_query_response AS SELECT from_json(result_json, "
-            '\'[{"metric": "MAP(VARCHAR, VARCHAR)", "values": "JSON[]", "value": "JSON"}]\') AS result '
-            "FROM stage_query_response"
-        )
-    except duckdb.Error as e:
-        raise ParseError(
-            f'{ctx.path}: a series is not {{"metric": {{...}}, "values": [...]}}: {str(e).splitlines()[0]}',
-            hint="export the Prometheus API response unchanged",
-        ) from e
-    # a series without __name__: the metric the file name contains (the longest, DCGM_FI_DEV_FB_USED over ...)
-    names = sorted(METRICS)
-    run_script(
-        ctx.con,
-        "ingest",
-        "dcgm_query_range",
-        {
-            "metric_names": names,
-            "measures": [METRICS[n] for n in names],
-            "fallback_metric": _fallback_measure(ctx.path),
-        },
-    )
-    unnamed, known = ctx.con.execute(
-        "SELECT count(*) FILTER (WHERE measure IS NULL AND dcgm_label(m, '__name__') IS NULL),"
-        " count(*) FILTER (WHERE measure IS NOT NULL) FROM stage_dcgm_series"
-    ).fetchall()[0]
-    if unnamed:
-        raise ParseError(
-            f"{ctx.path}: {unnamed} series without __name__, and the file name names no DCGM metric",
-            hint="name the file after the metric (e.g. DCGM_FI_DEV_GPU_UTIL.json) or keep __name__ in the query",
-        )
-    if not known:
-        raise ParseError(
-            f"{ctx.path}: no series of a DCGM metric gca reads (GPU_UTIL, FB_USED, POWER_USAGE, ...)",
-            hint='export DCGM_FI_* metrics, e.g. query_range of {__name__=~"DCGM_FI_.*"}',
-        )
-    return _store(ctx)
-
-
-def _store_typed(ctx: LoadContext, typed: dcgm_fast.Typed) -> LoadCounts:
+def store_typed(ctx: LoadContext, typed: dcgm_fast.Typed) -> LoadCounts:
     """Store what dcgm_fast typed (sql/ingest/dcgm_typed_store.sql): rows in place, no rejects."""
     ctx.con.register("stage_dcgm_typed", typed.rows.to_arrow())
     ctx.con.register("stage_dcgm_devices", typed.devices.to_arrow())
@@ -516,12 +423,7 @@ def _store_typed(ctx: LoadContext, typed: dcgm_fast.Typed) -> LoadCounts:
     return LoadCounts(rows=typed.rows.height, rejects=0)
 
 
-def load_query_range(ctx: LoadContext) -> LoadCounts:
-    """Store the Prometheus API response at ctx.path as `dcgm_query_range` does (the live pull's chunks)."""
-    return _load_query_range(ctx)
-
-
-def _store(ctx: LoadContext) -> LoadCounts:
+def store_stage_dcgm(ctx: LoadContext) -> LoadCounts:
     con = ctx.con
     if ctx.options.host:
         hosts = [
@@ -561,17 +463,9 @@ def _sniff_prom(head: str) -> bool:
     return any(pattern.match(line.strip()) for line in first_lines(head, 40))
 
 
-def _sniff_query_range(head: str) -> bool:
-    # any Prometheus API response: one without DCGM series (or an error answer) then fails
-    # saying so, which tells more than "not a format gca recognizes"
-    text = head.lstrip()
-    return text.startswith("{") and ('"resultType"' in text or ('"status"' in text and '"errorType"' in text))
-
-
 # Every reading of DCGM is one kind of measurement (ingest/samples.py): an exporter's scrape, the
 # Prometheus answer that stored it and dcgmi dmon of one GPU at one time hold the same sample.
 SAMPLE_KIND = "dcgm"
-
 FORMATS = [
     FileFormat(
         name="dcgm_prom",
@@ -581,16 +475,6 @@ FORMATS = [
         sniff=_sniff_prom,
         load=bounded_memory(_load_prom),
         prepare=_read_ahead_prom,
-        sample_kind=SAMPLE_KIND,
-    ),
-    FileFormat(
-        name="dcgm_query_range",
-        source="dcgm",
-        description="Prometheus API query_range/query JSON export of DCGM metrics",
-        file_names=(),
-        sniff=_sniff_query_range,
-        load=_load_query_range,  # one JSON value, read whole: a memory limit would refuse a big one
-        prepare=_read_ahead_query_range,
         sample_kind=SAMPLE_KIND,
     ),
 ]

@@ -28,16 +28,15 @@ it, so every rejected row is stored with its exact line number. `duration`,
 
 from __future__ import annotations
 
-import codecs
 import csv
-import re
 from datetime import UTC, datetime
 from pathlib import Path
 
 from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
-from gpucluster_analysis.ingest.files import first_lines, open_binary
-from gpucluster_analysis.ingest.philly import PHILLY_ZONE
+from gpucluster_analysis.ingest.csv_scan import MAX_LINE_BYTES, TextScan
+from gpucluster_analysis.ingest.files import first_lines
+from gpucluster_analysis.ingest.traces.philly import PHILLY_ZONE
 from gpucluster_analysis.sqlfiles import run_script
 from gpucluster_analysis.timezones import install_zone
 
@@ -138,109 +137,10 @@ def parse_epoch(text: str) -> datetime:
     return instant
 
 
-# A control character is never in a trace CSV; \x01 is also the byte DuckDB splits lines at.
-_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_LONE_CR = re.compile(rb"\r(?!\n)")
-_LF_WITHOUT_CR = re.compile(rb"(?<!\r)\n")
-_C1 = re.compile(rb"[\x80-\x9f]")
-# The longest line DuckDB is asked to read (its default, 2 MB, fails a file on one long
-# field); a longer line is no trace row, and the file is refused at it.
-MAX_LINE_BYTES = 64 << 20
-SCAN_CHUNK_BYTES = 4 << 20  # below MAX_LINE_BYTES: a longer line spans chunks, which is where it is caught
-
-
-class _TextScan:
-    """One streaming pass over a trace CSV before DuckDB reads it (a failed DuckDB read would
-    abort the file's transaction, leaving no second try): its encoding, and what DuckDB's CSV
-    reader cannot take, refused with the line: UTF-16, control characters, mixed line ends."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.lines_before = 0  # line ends in the chunks already scanned
-        self.crlf: bool | None = None  # the file's line end, from its first one
-        self.line_bytes = 0  # bytes since the last line end
-
-    def encoding(self) -> str:
-        decoder = codecs.getincrementaldecoder("utf-8")()
-        utf8 = True
-        carry = b""  # a chunk's last byte when it is \r: its \n may open the next chunk
-        with open_binary(self.path) as f:
-            if f.read(2) in (b"\xff\xfe", b"\xfe\xff"):
-                raise ParseError(
-                    f"{self.path}:1: UTF-16 text (as Windows tools save CSV)",
-                    hint=f"convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 {self.path.name}",
-                )
-            f.seek(0)
-            while raw := f.read(SCAN_CHUNK_BYTES):
-                chunk = carry + raw
-                carry = chunk[-1:] if chunk.endswith(b"\r") else b""
-                chunk = chunk[: len(chunk) - len(carry)]
-                self._check(chunk)
-                self._measure(chunk)
-                if utf8:
-                    try:
-                        decoder.decode(chunk)
-                    except UnicodeDecodeError:
-                        utf8 = False
-                if not utf8 and (c1 := _C1.search(chunk)):
-                    # DuckDB's Latin-1 has no characters there; Windows-1252 puts quotes and the euro sign there
-                    raise ParseError(
-                        f"{self.path}:{self._line(chunk, c1.start())}: neither UTF-8 nor Latin-1 text",
-                        hint=f"convert it to UTF-8 first, e.g. iconv -f CP1252 -t UTF-8 {self.path.name}",
-                    )
-                self.lines_before += chunk.count(b"\n")
-            self._check(carry)
-            if utf8:
-                try:
-                    decoder.decode(b"", final=True)
-                except UnicodeDecodeError:
-                    utf8 = False
-        return "utf-8" if utf8 else "latin-1"
-
-    def _measure(self, chunk: bytes) -> None:
-        first, last = chunk.find(b"\n"), chunk.rfind(b"\n")
-        if self.line_bytes + (first if first >= 0 else len(chunk)) > MAX_LINE_BYTES:
-            limit = f"{MAX_LINE_BYTES >> 20} MB" if MAX_LINE_BYTES >= 1 << 20 else f"{MAX_LINE_BYTES} bytes"
-            raise ParseError(
-                f"{self.path}:{self.lines_before + 1}: a line longer than {limit}",
-                hint="this is no trace row; check the file (line ends lost?)",
-            )
-        self.line_bytes = len(chunk) - last - 1 if last >= 0 else self.line_bytes + len(chunk)
-
-    def _line(self, chunk: bytes, position: int) -> int:
-        return self.lines_before + chunk.count(b"\n", 0, position) + 1
-
-    def _check(self, chunk: bytes) -> None:
-        if control := _CONTROL.search(chunk):
-            raise ParseError(
-                f"{self.path}:{self._line(chunk, control.start())}: a control character"
-                f" (0x{chunk[control.start()]:02x}): binary data, not a CSV text file",
-                hint="give gca the CSV as published (gzip-compressed is fine)",
-            )
-        if (cr := _LONE_CR.search(chunk)) and cr.end() < len(chunk):
-            raise ParseError(
-                f"{self.path}:{self._line(chunk, cr.start())}: a carriage return inside the line",
-                hint=f"remove it, or normalize the line ends (e.g. dos2unix {self.path.name})",
-            )
-        if self.crlf is None and (first := chunk.find(b"\n")) >= 0:
-            self.crlf = chunk[first - 1 : first] == b"\r"  # a \r ending the previous chunk was carried here
-        position = None
-        if self.crlf and (lf := _LF_WITHOUT_CR.search(chunk)):
-            position = lf.start()
-        elif self.crlf is False and (crlf := chunk.find(b"\r\n")) >= 0:
-            position = crlf
-        if position is not None:
-            raise ParseError(
-                f"{self.path}:{self._line(chunk, position)}: the line ends change here"
-                f" ({'LF after CRLF' if self.crlf else 'CRLF after LF'}), as when files are concatenated",
-                hint=f"normalize them first, e.g. dos2unix {self.path.name}",
-            )
-
-
 def _encoding(path: Path) -> str:
     """utf-8 when the whole file is UTF-8, else latin-1 (every byte a character); refuses
-    what DuckDB's CSV reader cannot take (see _TextScan)."""
-    return _TextScan(path).encoding()
+    what DuckDB's CSV reader cannot take (see csv_scan.TextScan)."""
+    return TextScan(path).encoding()
 
 
 def _count(ctx: LoadContext, table: str) -> int:
@@ -270,7 +170,7 @@ def _load_jobs(ctx: LoadContext, source: str, what: str) -> LoadCounts:
     params = _layout(ctx, _JOB_COLUMNS, _JOB_REQUIRED, what)
     zone = ctx.options.zone or CHINA_ZONE
     if not ctx.options.zone and _is_philly(ctx.head):
-        # Philly's wall-clock times are Redmond's, as in its own trace (ingest/philly.py)
+        # Philly's wall-clock times are Redmond's, as in its own trace (ingest/traces/philly.py)
         zone = PHILLY_ZONE
     install_zone(ctx.con, zone)
     params.update(

@@ -1,0 +1,49 @@
+"""Recognizing Slurm's text output from the head of a file: sacct dumps (and Slurm's JSON, to
+refuse it clearly) and `scontrol show job -d` snapshots."""
+
+from __future__ import annotations
+
+import re
+
+from gpucluster_analysis.ingest.files import first_lines
+from gpucluster_analysis.ingest.slurm.layout import PROMPT, RULE, TOOL_MESSAGES, header_fields
+from gpucluster_analysis.ingest.slurm.values import JOB_ID, KNOWN_STATES, parse_state
+
+# --- recognizing the files -----------------------------------------------------------
+
+
+def is_slurm_json(head: str) -> bool:
+    """sacct --json / scontrol show job --json (Slurm 21.08+): recognized so it can be refused clearly."""
+    text = head.lstrip()
+    return (
+        text.startswith("{")
+        and '"meta"' in text
+        and any(mark in text for mark in ('"data_parser"', "openapi/", "Slurm OpenAPI", '"sacct"', '"scontrol"'))
+    )
+
+
+def sniff_sacct(head: str) -> bool:
+    if is_slurm_json(head):
+        return True
+    # sacct's own messages (2>&1) and a pasted prompt may come before the header
+    lines = [
+        ln for ln in first_lines(head, 8) if ln.strip() and not ln.startswith(TOOL_MESSAGES) and not PROMPT.match(ln)
+    ]
+    if not lines:
+        return False
+    header = header_fields(lines[0])
+    if header is not None:
+        return header[1] is not None or (len(lines) > 1 and bool(RULE.match(lines[1])))
+    # Headerless -P/-p output: a job id and a state word among the fields.
+    fields = [f.strip() for f in lines[0].split("|")]
+    return (
+        len(fields) >= 2
+        and any(JOB_ID.match(f) for f in fields)
+        and any(parse_state(f)[0] in KNOWN_STATES for f in fields)
+    )
+
+
+def sniff_scontrol(head: str) -> bool:
+    # a pasted prompt (`$ scontrol show job -d`) may come first
+    lines = [ln for ln in first_lines(head, 4) if ln.strip() and not PROMPT.match(ln)]
+    return bool(lines) and bool(re.match(r"\s*JobId=\d+(\s|$)", lines[0]))

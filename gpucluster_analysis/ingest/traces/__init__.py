@@ -1,0 +1,1 @@
+"""Public cluster traces: Microsoft Philly, and the Helios, Acme and Alibaba traces."""
