@@ -17,6 +17,7 @@ from typing import Protocol
 import duckdb
 import polars as pl
 
+from gpucluster_analysis import wait_causes
 from gpucluster_analysis.db.queries import create_temp_tables, run_query
 from gpucluster_analysis.errors import ReportError
 from gpucluster_analysis.replay import Replay, read_inputs, replay_inputs
@@ -92,11 +93,7 @@ JOBS_COLUMNS = [
     "queue_basis",
     "attribution",
     # Why the job waited (the replay, docs/jobs-csv.md): its first wait split by cause, and its retry waits.
-    "wait_user_limit_s",
-    "wait_fair_share_s",
-    "wait_capacity_s",
-    "wait_fragmentation_s",
-    "wait_other_s",
+    *wait_causes.COLUMNS,
     "wait_retry_s",
     # How much of its GPUs really worked (DCGM profiling), beside mean_gpu_util_pct.
     "mean_sm_active_pct",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from gpucluster_analysis import failure_categories
 from gpucluster_analysis.report import analysis as an
 from gpucluster_analysis.report import figures as fg
 from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Section, Table
@@ -23,7 +24,7 @@ from gpucluster_analysis.report.sections.text import (
 )
 
 # failure_* queries' reasons for a log that shows a failure no signature names / shows no failure / no log
-UNCLASSIFIED = ("unknown", "no cause in the log", "no log")
+UNCLASSIFIED = (failure_categories.UNKNOWN, failure_categories.NO_CAUSE, failure_categories.NO_LOG)
 TOP_REPEATERS = 10  # rows per scope (job, user) in the top repeaters table
 # The published Philly numbers (domain.md, "Paper figures"), quoted for comparison.
 PAPER_FAILURES = (
