@@ -46,6 +46,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from gpucluster_analysis import missing_values
 from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest import dcgm_fast
 from gpucluster_analysis.ingest.base import FileFormat, IngestOptions, LoadContext, LoadCounts
@@ -544,7 +545,7 @@ def _store(ctx: LoadContext) -> LoadCounts:
                 f"{ctx.path}: {missing} values have no host (no Hostname or instance label)",
                 hint="pass --host NAME, or name the file after its host (e.g. node01.prom)",
             )
-    run_script(con, "ingest", "nvsmi_macros", {})
+    run_script(con, "ingest", "nvsmi_macros", missing_values.sql_params())
     run_script(con, "ingest", "dcgm_pivot", ctx.options.bounds())
     counts = store_staged(ctx, "UTC")
     con.execute(

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from gpucluster_analysis import missing_values
 from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest import nvsmi_fast
 from gpucluster_analysis.ingest.base import LoadContext, LoadCounts
@@ -325,7 +326,7 @@ def store_staged(ctx: LoadContext, zone: str | None, *, pci_order: bool = False)
         install_zone(ctx.con, zone)
         for column in PROFILE_TEXT_COLUMNS:  # readers without DCGM's profiling fields leave them out
             ctx.con.execute(f"ALTER TABLE stage_raw ADD COLUMN IF NOT EXISTS {column} VARCHAR")
-        run_script(ctx.con, "ingest", "nvsmi_macros", {})
+        run_script(ctx.con, "ingest", "nvsmi_macros", missing_values.sql_params())
         run_script(
             ctx.con,
             "ingest",
