@@ -18,8 +18,9 @@ bound parameters (`sql_params`), never as literals of their own.
   expands to).
 * **GPU and host measures**: each within its MEASURE_RANGES or HOST_MEASURE_RANGES
   (utilization 0-100 %, DCGM's activities ratios 0-1, memory, power, clock and traffic not
-  negative). nvsmi_check.sql and the Philly scripts get the bounded ones as parameters (`$<measure>_min`, `_max`, `_range`), the fast readers
-  (nvsmi_fast.py, dcgm_fast.py) read the table.
+  negative). nvsmi_check.sql and the Philly scripts get the bounded ones as parameters
+  (`$<measure>_min`, `_max`, `_range`), the fast readers (nvsmi_fast.py, dcgm_fast.py) read
+  the table.
 """
 
 from __future__ import annotations
