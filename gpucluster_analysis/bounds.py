@@ -16,6 +16,11 @@ bound parameters (`sql_params`), never as literals of their own.
   the job's nodes.
 * **Nodes per job**: at most MAX_NODES_PER_JOB (100,000; also the most hosts a Slurm hostlist
   expands to).
+* **GPU and host measures**: each within its MEASURE_RANGES or HOST_MEASURE_RANGES
+  (utilization 0-100 %, DCGM's activities ratios 0-1, memory, power, clock and traffic not
+  negative). nvsmi_check.sql and the Philly scripts get the bounded ones as parameters
+  (`$<measure>_min`, `_max`, `_range`), the fast readers (nvsmi_fast.py, dcgm_fast.py) read
+  the table.
 """
 
 from __future__ import annotations
@@ -32,6 +37,33 @@ DEFAULT_MAX_GPUS_PER_NODE = 1024
 LARGEST_MAX_GPUS_PER_NODE = 32768
 MAX_NODES_PER_JOB = 100_000
 MAX_GPUS_OPTION = "--max-gpus-per-node"
+# (lowest, highest) value of each GPU measure, inclusive, as gpu_samples and gpu_sample_details
+# name them; None: no bound.
+MEASURE_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "util": (0, 100),
+    "mem_util": (0, 100),
+    "mem_used": (0, None),
+    "mem_free": (None, None),
+    "mem_reserved": (None, None),
+    "mem_total": (0, None),
+    "power": (0, None),
+    "temp": (None, None),
+    "sm_clock": (0, None),
+    "gr_engine": (0, 1),
+    "sm_active": (0, 1),
+    "sm_occupancy": (0, 1),
+    "tensor_active": (0, 1),
+    "fp64_active": (0, 1),
+    "fp32_active": (0, 1),
+    "fp16_active": (0, 1),
+    "dram_active": (0, 1),
+    "pcie_tx_bytes": (0, None),
+    "pcie_rx_bytes": (0, None),
+    "nvlink_tx_bytes": (0, None),
+    "nvlink_rx_bytes": (0, None),
+}
+# ... and of a host's measures (host_samples).
+HOST_MEASURE_RANGES: dict[str, tuple[float | None, float | None]] = {"cpu_util": (0, 100)}
 
 
 def outside_years(what: str) -> str:
@@ -57,11 +89,23 @@ def over_gpu_bound(max_gpus_per_node: int) -> str:
     return f": over the bound of {max_gpus_per_node:,} GPUs per node ({MAX_GPUS_OPTION})"
 
 
+def measure_range_params() -> dict[str, object]:
+    """Each GPU or host measure bounded on both sides as $<measure>_min, $<measure>_max and
+    $<measure>_range (the words of a reject: `0-100`)."""
+    params: dict[str, object] = {}
+    for measure, (low, high) in (MEASURE_RANGES | HOST_MEASURE_RANGES).items():
+        if low is not None and high is not None:
+            params |= {f"{measure}_min": low, f"{measure}_max": high, f"{measure}_range": f"{low:g}-{high:g}"}
+    return params
+
+
 def sql_params(max_gpus_per_node: int = DEFAULT_MAX_GPUS_PER_NODE) -> dict[str, object]:
     """The bounds as the ingest scripts' parameters: $window_start, $window_end (exclusive),
     $outside_years (the words after a time outside them), $max_gpus_per_node, $gpu_bound (the
-    words after a GPU count or index over it), $max_nodes_per_job, $node_bound."""
+    words after a GPU count or index over it), $max_nodes_per_job, $node_bound, and the GPU
+    measures' ranges (measure_range_params)."""
     return {
+        **measure_range_params(),
         "window_start": WINDOW_START,
         "window_end": WINDOW_END,
         "outside_years": _OUTSIDE_YEARS,

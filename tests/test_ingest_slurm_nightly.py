@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster_analysis.synth.slurm import SACCT_COLUMNS, generate_slurm_trace, slurm_duration
+from gpucluster_analysis.synth.slurm import generate_slurm_trace
+from gpucluster_analysis.synth.slurm_jobs import slurm_duration
+from gpucluster_analysis.synth.slurm_sacct import SACCT_COLUMNS
 from tests.store_helpers import ingest, jobs_csv, rows
 
 COL = {name: i for i, name in enumerate(SACCT_COLUMNS)}

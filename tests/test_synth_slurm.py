@@ -21,7 +21,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from gpucluster_analysis.errors import InputError
-from gpucluster_analysis.synth.slurm import SACCT_COLUMNS, compress_hostlist, generate_slurm_trace, slurm_duration
+from gpucluster_analysis.synth.slurm import generate_slurm_trace
+from gpucluster_analysis.synth.slurm_jobs import compress_hostlist, slurm_duration
+from gpucluster_analysis.synth.slurm_sacct import SACCT_COLUMNS
 
 LA = ZoneInfo("America/Los_Angeles")
 STATUS_OF_STATE = {

@@ -28,6 +28,7 @@ import duckdb
 from gpucluster_analysis.analyze import catalog
 from gpucluster_analysis.analyze import selection as selected
 from gpucluster_analysis.analyze.selection import EVERY_JOB, Selection
+from gpucluster_analysis.db.fact_macros import fact_macros_sql
 from gpucluster_analysis.db.queries import create_temp_tables
 from gpucluster_analysis.sqlfiles import list_sql, load_sql
 
@@ -53,6 +54,8 @@ def inputs_digest(con: duckdb.DuckDBPyConnection) -> str:
         for name in list_sql(group):
             digest.update(f"{group}/{name}\n".encode())
             digest.update(load_sql(group, name).encode())
+    for statement in fact_macros_sql():  # the macros of the facts defined in Python
+        digest.update(statement.encode())
     return digest.hexdigest()
 
 

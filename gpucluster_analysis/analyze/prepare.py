@@ -16,6 +16,7 @@ from typing import Protocol
 import duckdb
 import polars as pl
 
+from gpucluster_analysis import wait_causes
 from gpucluster_analysis.analyze import catalog
 from gpucluster_analysis.analyze import selection as selected
 from gpucluster_analysis.analyze.catalog import REPLAY_JOBS_TABLE
@@ -51,11 +52,7 @@ JOBS_COLUMNS = [
     "queue_basis",
     "attribution",
     # Why the job waited (the replay, docs/jobs-csv.md): its first wait split by cause, and its retry waits.
-    "wait_user_limit_s",
-    "wait_fair_share_s",
-    "wait_capacity_s",
-    "wait_fragmentation_s",
-    "wait_other_s",
+    *wait_causes.COLUMNS,
     "wait_retry_s",
     # How much of its GPUs really worked (DCGM profiling), beside mean_gpu_util_pct.
     "mean_sm_active_pct",

@@ -6,7 +6,7 @@ A file holds `[[signature]]` tables (a pattern that names a root cause: its `rea
 `Signature` objects, the evidence ones with `kind` set and no reason.
 
 The category of a signature follows from its reason through `CATEGORIES`, the
-failure taxonomy of docs/domain.md; the reason ids there must stay as they are.
+failure taxonomy of docs/domain.md (failure_categories.py).
 """
 
 from __future__ import annotations
@@ -19,42 +19,8 @@ from pathlib import Path
 
 from gpucluster_analysis.classify.noise import normalize_line
 from gpucluster_analysis.errors import RulesError
+from gpucluster_analysis.failure_categories import CATEGORIES
 from gpucluster_analysis.textmatch import LinearPattern, compile_linear
-
-# reason -> category (docs/domain.md, "Failure taxonomy").
-CATEGORIES: dict[str, str] = {
-    "gpu_hw": "infrastructure",
-    "node_fail": "infrastructure",
-    "preempted": "infrastructure",
-    "network_error": "infrastructure",
-    "storage_io_error": "infrastructure",
-    "disk_full": "infrastructure",
-    "mpi_failure": "infrastructure",
-    "nccl_error": "infrastructure",
-    "cuda_oom": "framework",
-    "host_oom": "framework",
-    "cuda_driver": "framework",
-    "cuda_illegal_access": "framework",
-    "segfault": "framework",
-    "launcher_failure": "framework",
-    "import_error": "user",
-    "syntax_error": "user",
-    "key_error": "user",
-    "attribute_error": "user",
-    "index_error": "user",
-    "type_error": "user",
-    "value_error": "user",
-    "assertion_error": "user",
-    "shape_mismatch": "user",
-    "python_exception": "user",
-    "file_not_found": "user",
-    "permission_denied": "user",
-    "nan_loss": "user",
-    "time_limit": "user",
-    "user_kill": "user",
-    "unknown": "unknown",
-    "none": "none",
-}
 
 # Reasons the classifier itself gives, never a signature: a failure no signature names, and no failure.
 DERIVED_REASONS = ("unknown", "none")

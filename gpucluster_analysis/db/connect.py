@@ -9,6 +9,7 @@ from pathlib import Path
 
 import duckdb
 
+from gpucluster_analysis.db.fact_macros import create_fact_macros
 from gpucluster_analysis.db.schema import SCHEMA_VERSION, apply_schema
 from gpucluster_analysis.errors import NotAStoreError, StoreError
 from gpucluster_analysis.sqlfiles import run_script
@@ -162,6 +163,7 @@ def configure_session(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("SET enable_progress_bar = true")
     con.execute("SET enable_progress_bar_print = false")
     run_script(con, "session", "macros", {})
+    create_fact_macros(con)
 
 
 def upgrade_older_store(path: Path) -> bool:

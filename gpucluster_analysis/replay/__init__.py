@@ -25,6 +25,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from gpucluster_analysis import wait_causes
 from gpucluster_analysis.db.queries import create_temp_tables, run_query, temp_table_exists
 from gpucluster_analysis.replay import split
 from gpucluster_analysis.replay.caps import UserCaps, build_user_caps
@@ -212,11 +213,7 @@ JOB_COLUMNS = {
     "started": pl.Boolean,
     "gpus": pl.Float64,
     "wait_s": pl.Float64,
-    "wait_user_limit_s": pl.Float64,
-    "wait_fair_share_s": pl.Float64,
-    "wait_capacity_s": pl.Float64,
-    "wait_fragmentation_s": pl.Float64,
-    "wait_other_s": pl.Float64,
+    **{column: pl.Float64 for column in wait_causes.COLUMNS},
     "wait_retry_s": pl.Float64,
     "source_has_user_caps": pl.Boolean,
     **{f"saved_relaxed_after_{t}min_s": pl.Float64 for t in RELAX_AFTER_MIN},
@@ -289,11 +286,11 @@ def _replay_source(
             "started": job_df.get_column("started"),
             "gpus": job_df.get_column("gpus").cast(pl.Float64),
             "wait_s": pl.Series(np.where(has_wait, wait_until - wait_from, np.nan)).fill_nan(None),
-            "wait_user_limit_s": _col(by_cause[:, split.USER_LIMIT], splittable),
-            "wait_fair_share_s": _col(by_cause[:, split.FAIR_SHARE], splittable),
-            "wait_capacity_s": _col(by_cause[:, split.CAPACITY], splittable),
-            "wait_fragmentation_s": _col(by_cause[:, split.FRAGMENTATION], splittable & frag_known),
-            "wait_other_s": _col(by_cause[:, split.OTHER], splittable),
+            # each cause's seconds; fragmentation's unknown where the source names no machines
+            **{
+                column: _col(by_cause[:, i], splittable & frag_known if i == split.FRAGMENTATION else splittable)
+                for i, column in enumerate(wait_causes.COLUMNS)
+            },
             "wait_retry_s": job_df.get_column("wait_retry_s"),
             "source_has_user_caps": np.full(job_df.height, caps.any),
             **{

@@ -30,12 +30,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpucluster_analysis import wait_causes
 from gpucluster_analysis.replay.rules import LocalityRule
 from gpucluster_analysis.replay.timeline import EPS, Steps, Timeline
 
-# Column order of the per-cause arrays; user_limit, checked first, was added last (issue #15).
-CAUSES = ("fair_share", "capacity", "fragmentation", "other", "user_limit")
-FAIR_SHARE, CAPACITY, FRAGMENTATION, OTHER, USER_LIMIT = range(5)
+# Column order of the per-cause arrays (and the int8 code of each cause): wait_causes.CAUSES'.
+CAUSES = wait_causes.NAMES
+USER_LIMIT = wait_causes.index("user_limit")
+FAIR_SHARE = wait_causes.index("fair_share")
+CAPACITY = wait_causes.index("capacity")
+FRAGMENTATION = wait_causes.index("fragmentation")
+OTHER = wait_causes.index("other")
 RELAX_AFTER_MIN = (0, 10, 60)  # what-if: locality relaxed after this many minutes of waiting
 RELAX_ABOVE_GPUS = 8  # ... for jobs of more GPUs than this
 

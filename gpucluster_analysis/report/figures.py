@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 import polars as pl
 
+from gpucluster_analysis import failure_categories, wait_causes
 from gpucluster_analysis.printable import printable
 
 HEIGHT = 420
@@ -368,16 +369,9 @@ def stacked_status_bars(
     )
 
 
-# Failure categories of docs/domain.md, plus the report's 'no cause in the log' (a failed attempt
-# whose log shows no failure: reason none) and 'no log' (a failed attempt without a log).
-CATEGORY_COLORS = {
-    "infrastructure": "#8c564b",
-    "framework": "#ff7f0e",
-    "user": "#1f77b4",
-    "unknown": "#7f7f7f",
-    "no cause in the log": "#a5a5a5",
-    "no log": "#c7c7c7",
-}
+# Failure categories (failure_categories.py): the taxonomy of docs/domain.md, plus the report's
+# 'no cause in the log' and 'no log'.
+CATEGORY_COLORS = failure_categories.COLORS
 
 
 def pct_bars(
@@ -450,13 +444,7 @@ def stacked_bars(
 
 
 # Causes of waiting (gpucluster_analysis.replay), in their first-match order.
-CAUSE_COLORS = {
-    "user_limit": "#8c564b",
-    "fair_share": "#9467bd",
-    "capacity": "#d62728",
-    "fragmentation": "#ff7f0e",
-    "other": "#7f7f7f",
-}
+CAUSE_COLORS = wait_causes.COLORS
 
 
 def time_lines(

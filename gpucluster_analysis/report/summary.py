@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from gpucluster_analysis import failure_categories, wait_causes
 from gpucluster_analysis.printable import printable
 from gpucluster_analysis.report.sections.text import fmt_dur, fmt_int, fmt_pct, rows_of
 from gpucluster_analysis.speed import variability as var
@@ -26,9 +27,9 @@ SUMMARY_VERSION = 1
 # Failure reasons listed, by GPU time lost; slow machines named in the text (--json lists all).
 TOP_REASONS = 3
 TEXT_SLOW_MACHINES = 5
-CAUSES = ("user_limit", "fair_share", "capacity", "fragmentation", "other")
+CAUSES = wait_causes.NAMES
 # Rows of failure_reasons that are no root cause: listed apart, not among the top reasons.
-NOT_A_REASON = ("no log", "no cause in the log")
+NOT_A_REASON = (failure_categories.NO_LOG, failure_categories.NO_CAUSE)
 # Floats are rounded like the CSVs (build.CSV_SIGNIFICANT_DIGITS): the same bytes on every run.
 SIGNIFICANT_DIGITS = 12
 
@@ -104,7 +105,7 @@ def _failures(reasons: pl.DataFrame | None, categories: pl.DataFrame | None) -> 
     )
     return {
         "failed_attempts": sum(int(x["trials"]) for x in rows),
-        "attempts_without_log": sum(int(x["trials"]) for x in rows if x["reason"] == "no log"),
+        "attempts_without_log": sum(int(x["trials"]) for x in rows if x["reason"] == failure_categories.NO_LOG),
         "gpu_hours_lost": _num(sum(float(x["gpu_hours_lost"] or 0) for x in rows)),
         "top_reasons": [
             {

@@ -36,11 +36,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpucluster_analysis import wait_causes
 from gpucluster_analysis.synth.model import GPUS_PER_MACHINE, JobSpec, RealAttempt
 
-CAUSES = ("fair_share", "capacity", "fragmentation", "other")
-CAUSE_COLUMNS = tuple(f"wait_{c}_s" for c in CAUSES)
-_FAIR, _CAPACITY, _FRAGMENTATION, _OTHER = range(4)
+# The causes of gca's split (wait_causes.py) but user_limit: the generator writes no per-user caps.
+_MODELLED = tuple(c for c in wait_causes.CAUSES if not c.needs_user_caps)
+CAUSES = tuple(c.name for c in _MODELLED)
+CAUSE_COLUMNS = tuple(c.column for c in _MODELLED)
+_FAIR = CAUSES.index("fair_share")
+_CAPACITY = CAUSES.index("capacity")
+_FRAGMENTATION = CAUSES.index("fragmentation")
+_OTHER = CAUSES.index("other")
 
 # (machine, its free GPUs at the instant, GPUs the job's own attempt holds there)
 Holding = tuple[tuple[int, int, int], ...]

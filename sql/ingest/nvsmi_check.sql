@@ -4,7 +4,8 @@
 -- (number GPUs that have no index by PCI bus order within the file), and the sanity bounds
 -- $window_start, $window_end, $outside_years, $max_gpus_per_node, $gpu_bound
 -- (gpucluster_analysis/bounds.py: a zone-less time is held to the years as written, another
--- in UTC; a GPU index is below the bound of GPUs per node).
+-- in UTC; a GPU index is below the bound of GPUs per node), and each bounded measure's
+-- $<measure>_min, $<measure>_max, $<measure>_range (bounds.MEASURE_RANGES).
 -- Input, made by the format's reader (one row per GPU, or MIG instance, per sample):
 --   stage_raw(line, text, machine_id, local_at, utc_at, time_text, index_text, instance_text,
 --             uuid, pci_text, model, util_text, mem_util_text, mem_used_text, mem_total_text,
@@ -105,7 +106,8 @@ typed AS (
            -- the loss itself is an event
            CASE WHEN contains(text, '[GPU is lost]') THEN '[GPU is lost]'
                 WHEN contains(text, '[GPU requires reset]') THEN '[GPU requires reset]' END AS gpu_lost,
-           -- DCGM's profiling fields: activities are ratios 0-1, traffic bytes per second
+           -- DCGM's profiling fields: activities are ratios, traffic bytes per second; the ranges
+           -- are bounds.MEASURE_RANGES' ($<measure>_min, _max, _range)
            CASE WHEN profile_text THEN CASE
                    WHEN NOT isfinite(coalesce(sm_active, 0)) OR sm_active IS NULL AND NOT gpu_missing(sm_active_text)
                        THEN 'unreadable SM activity ' || sm_active_text
@@ -129,13 +131,13 @@ typed AS (
                        THEN 'unreadable NVLink TX bytes ' || nvlink_tx_text
                    WHEN NOT isfinite(coalesce(nvlink_rx_bytes, 0)) OR nvlink_rx_bytes IS NULL AND NOT gpu_missing(nvlink_rx_text)
                        THEN 'unreadable NVLink RX bytes ' || nvlink_rx_text
-                   WHEN NOT sm_active BETWEEN 0 AND 1 THEN 'SM activity outside 0-1: ' || sm_active_text
-                   WHEN NOT sm_occupancy BETWEEN 0 AND 1 THEN 'SM occupancy outside 0-1: ' || sm_occupancy_text
-                   WHEN NOT tensor_active BETWEEN 0 AND 1 THEN 'tensor pipe activity outside 0-1: ' || tensor_active_text
-                   WHEN NOT fp64_active BETWEEN 0 AND 1 THEN 'FP64 pipe activity outside 0-1: ' || fp64_active_text
-                   WHEN NOT fp32_active BETWEEN 0 AND 1 THEN 'FP32 pipe activity outside 0-1: ' || fp32_active_text
-                   WHEN NOT fp16_active BETWEEN 0 AND 1 THEN 'FP16 pipe activity outside 0-1: ' || fp16_active_text
-                   WHEN NOT dram_active BETWEEN 0 AND 1 THEN 'DRAM activity outside 0-1: ' || dram_active_text
+                   WHEN NOT sm_active BETWEEN $sm_active_min AND $sm_active_max THEN 'SM activity outside ' || $sm_active_range || ': ' || sm_active_text
+                   WHEN NOT sm_occupancy BETWEEN $sm_occupancy_min AND $sm_occupancy_max THEN 'SM occupancy outside ' || $sm_occupancy_range || ': ' || sm_occupancy_text
+                   WHEN NOT tensor_active BETWEEN $tensor_active_min AND $tensor_active_max THEN 'tensor pipe activity outside ' || $tensor_active_range || ': ' || tensor_active_text
+                   WHEN NOT fp64_active BETWEEN $fp64_active_min AND $fp64_active_max THEN 'FP64 pipe activity outside ' || $fp64_active_range || ': ' || fp64_active_text
+                   WHEN NOT fp32_active BETWEEN $fp32_active_min AND $fp32_active_max THEN 'FP32 pipe activity outside ' || $fp32_active_range || ': ' || fp32_active_text
+                   WHEN NOT fp16_active BETWEEN $fp16_active_min AND $fp16_active_max THEN 'FP16 pipe activity outside ' || $fp16_active_range || ': ' || fp16_active_text
+                   WHEN NOT dram_active BETWEEN $dram_active_min AND $dram_active_max THEN 'DRAM activity outside ' || $dram_active_range || ': ' || dram_active_text
                    WHEN least(pcie_tx_bytes, pcie_rx_bytes, nvlink_tx_bytes, nvlink_rx_bytes) < 0 THEN 'negative PCIe or NVLink traffic'
            END END AS profile_problem,
            CASE
@@ -173,9 +175,11 @@ typed AS (
                    THEN 'unreadable graphics engine activity ' || gr_engine_text
                WHEN throttle_mask IS NULL AND NOT gpu_missing(throttle_mask_text)
                    THEN 'unreadable clock throttle reasons ' || throttle_mask_text
-               WHEN NOT util_pct BETWEEN 0 AND 100 THEN 'GPU utilization outside 0-100: ' || util_text
-               WHEN NOT mem_util_pct BETWEEN 0 AND 100 THEN 'memory utilization outside 0-100: ' || mem_util_text
-               WHEN NOT gr_engine_active BETWEEN 0 AND 1 THEN 'graphics engine activity outside 0-1: ' || gr_engine_text
+               WHEN NOT util_pct BETWEEN $util_min AND $util_max THEN 'GPU utilization outside ' || $util_range || ': ' || util_text
+               WHEN NOT mem_util_pct BETWEEN $mem_util_min AND $mem_util_max
+                   THEN 'memory utilization outside ' || $mem_util_range || ': ' || mem_util_text
+               WHEN NOT gr_engine_active BETWEEN $gr_engine_min AND $gr_engine_max
+                   THEN 'graphics engine activity outside ' || $gr_engine_range || ': ' || gr_engine_text
                WHEN least(mem_used_mib, mem_total_mib, power_w, sm_clock_mhz) < 0 THEN 'negative memory, power or clock'
                WHEN profile_problem IS NOT NULL THEN profile_problem
            END AS problem

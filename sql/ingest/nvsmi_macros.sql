@@ -2,12 +2,14 @@
 -- Values arrive as text, as the tools print them; these decide what is missing,
 -- what is a number, and what is neither (a reject).
 
--- Every spelling of "no value": N/A, [N/A], [Not Supported], [Unknown Error],
--- [Insufficient Permissions], [Requested functionality has been deprecated], dmon's `-`,
--- empty; any bracketed text is nvidia-smi's way of saying why a value is missing.
+-- Every spelling of "no value" (gpucluster_analysis/missing_values.py): empty, any bracketed
+-- text (nvidia-smi's way of saying why a value is missing: [N/A], [Not Supported], ...) or
+-- one of the words $missing_words in any case (N/A, dmon's `-`, ...). DuckDB reads the
+-- variable once per query, as a constant list.
+SET VARIABLE gpu_missing_words = $missing_words;
 CREATE OR REPLACE TEMP MACRO gpu_missing(v) AS (
     v IS NULL OR trim(v) = '' OR starts_with(trim(v), '[')
-    OR lower(trim(v)) IN ('n/a', '-', 'unknown', 'none', 'not supported', 'not available')
+    OR list_contains(getvariable('gpu_missing_words'), lower(trim(v)))
 );
 
 -- A number with an optional unit, as nvidia-smi prints it with or without `nounits`

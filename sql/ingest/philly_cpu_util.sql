@@ -1,6 +1,7 @@
 -- Load one Philly cluster_cpu_util file (time TZ, machine_id, cpu_util) into host_samples.
 -- Parameters: $path, $file_id, $columns (t, machine_id, cpu_util), $header, and $window_start, $window_end,
--- $outside_years (the years samples may fall in: gpucluster_analysis/bounds.py).
+-- $outside_years (the years samples may fall in), $cpu_util_min, $cpu_util_max, $cpu_util_range
+-- (its range; all of gpucluster_analysis/bounds.py).
 -- One streaming pass, as in philly_gpu_util.sql: rows that parse but make no sense
 -- ride along as marker rows (file_id = -$file_id) and are moved to rejects.
 -- A row whose value is NA stores nothing and is no reject.
@@ -16,7 +17,7 @@ FROM (
             WHEN sample_at IS NULL THEN 'unreadable time ' || coalesce(t, '(empty)')
             WHEN NOT (sample_at >= $window_start AND sample_at < $window_end) THEN 'time ' || trim(t) || $outside_years
             WHEN machine_id IS NULL THEN 'row without a machine id'
-            WHEN cpu_util < 0 OR cpu_util > 100 THEN 'CPU utilization outside 0-100'
+            WHEN cpu_util < $cpu_util_min OR cpu_util > $cpu_util_max THEN 'CPU utilization outside ' || $cpu_util_range
         END AS problem
     FROM (
         SELECT t, philly_util_time_utc(t) AS sample_at, machine_id AS machine_text,

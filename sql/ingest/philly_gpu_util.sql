@@ -2,11 +2,12 @@
 -- Parameters: $path, $file_id, $columns (the reader's column struct: t, machine_id, g0..gN),
 -- $header (whether line 1 is a header), $gpu_indexes (the GPU index of each g column, in order,
 -- each below the bound of GPUs per node: the loader refuses a header past it), and $window_start,
--- $window_end, $outside_years (the years samples may fall in: gpucluster_analysis/bounds.py).
+-- $window_end, $outside_years (the years samples may fall in), $util_min, $util_max, $util_range
+-- (utilization's range; all of gpucluster_analysis/bounds.py).
 -- One streaming pass and no staging table, so memory stays flat on a 58M-row file.
 -- DuckDB's reader records rows of the wrong width or with non-numeric cells in
 -- gca_csv_rejects (with line numbers). Rows that parse but make no sense
--- (unreadable time, no machine, a value outside 0-100) are found in the same scan:
+-- (unreadable time, no machine, a value outside the range) are found in the same scan:
 -- each yields one marker row (file_id = -$file_id, gpu_index = -1, machine_id = reason,
 -- newline, reject text), which the next two statements move to rejects before the file's
 -- transaction commits; the loader fills in their line numbers. Reading the file a
@@ -32,7 +33,7 @@ FROM (
                     WHEN sample_at IS NULL THEN 'unreadable time ' || coalesce(t, '(empty)')
                     WHEN NOT (sample_at >= $window_start AND sample_at < $window_end) THEN 'time ' || trim(t) || $outside_years
                     WHEN machine_id IS NULL THEN 'row without a machine id'
-                    WHEN max_util > 100 OR min_util < 0 THEN 'GPU utilization outside 0-100'
+                    WHEN max_util > $util_max OR min_util < $util_min THEN 'GPU utilization outside ' || $util_range
                 END AS problem
             FROM (
                 SELECT t, philly_util_time_utc(t) AS sample_at, machine_id AS machine_text,

@@ -7,8 +7,8 @@
 -- Stage: result
 WITH labelled AS (
     SELECT k.size_bucket, k.size_order, f.gpu_time_lost_s, f.runtime_to_failure_s,
-           CASE WHEN NOT f.has_log THEN 'no log' WHEN f.reason = 'none' THEN 'no cause in the log' ELSE f.category END AS category,
-           CASE WHEN NOT f.has_log THEN 'no log' WHEN f.reason = 'none' THEN 'no cause in the log' ELSE f.reason END AS reason
+           failure_label(f.has_log, f.reason, f.category) AS category,
+           failure_label(f.has_log, f.reason, f.reason) AS reason
     FROM attempt_failures f
     JOIN job_keys k USING (source, job_id)
 )

@@ -1,6 +1,7 @@
 -- failure_categories: failed attempts (trials) per failure category (infrastructure,
 -- framework, user, unknown = a log that shows a failure no signature names, 'no cause in the
--- log' = a log that shows no failure at all, 'no log').
+-- log' = a log that shows no failure at all, 'no log'; failure_label and their order
+-- failure_category_order(), of failure_categories.py).
 -- Needs the temp table attempt_failures. Parameters: none.
 -- Output: category, trials, trials_pct, jobs (distinct jobs with a trial of this category),
 -- jobs_pct (of the jobs with a failed attempt; does not sum to 100), gpu_hours_lost,
@@ -8,7 +9,7 @@
 -- Stage: result
 WITH labelled AS (
     SELECT source, job_id, gpu_time_lost_s, runtime_to_failure_s,
-           CASE WHEN NOT has_log THEN 'no log' WHEN reason = 'none' THEN 'no cause in the log' ELSE category END AS category
+           failure_label(has_log, reason, category) AS category
     FROM attempt_failures
 ),
 totals AS (
@@ -25,4 +26,4 @@ SELECT l.category,
        quantile_cont(l.runtime_to_failure_s, 0.5) AS rtf_p50_s
 FROM labelled l, totals t
 GROUP BY l.category
-ORDER BY list_position(['infrastructure', 'framework', 'user', 'unknown', 'no cause in the log', 'no log'], l.category) NULLS LAST, l.category
+ORDER BY list_position(failure_category_order(), l.category) NULLS LAST, l.category

@@ -14,8 +14,8 @@
 -- Stage: result
 WITH labelled AS (
     SELECT source, job_id, "user", gpu_time_lost_s, runtime_to_failure_s,
-           CASE WHEN NOT has_log THEN 'no log' WHEN reason = 'none' THEN 'no cause in the log' ELSE category END AS category,
-           CASE WHEN NOT has_log THEN 'no log' WHEN reason = 'none' THEN 'no cause in the log' ELSE reason END AS reason
+           failure_label(has_log, reason, category) AS category,
+           failure_label(has_log, reason, reason) AS reason
     FROM attempt_failures
 ),
 totals AS (

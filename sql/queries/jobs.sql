@@ -1,7 +1,8 @@
 -- jobs: one row per job, the jobs.csv contract (docs/domain.md, "Per-job table").
 -- Needs the temp tables attempt_sizes, job_keys, attempt_attribution, job_gpu_util,
 -- attempt_failures (failure_reason/category are its job_root_cause row's) and
--- replay_job_waits (the replay's split of each job's first wait by cause, and its retry waits)
+-- replay_job_waits (the replay's split of each job's first wait by cause, and its retry waits;
+-- macro wait_cause_columns() of db/fact_macros.py)
 -- and attributed_activity (DCGM profiling samples per job: mean_sm_active_pct and
 -- mean_tensor_active_pct are 100 x their means, empty where none was measured) and
 -- attempt_speeds (speed_*: the training speed of the job's last attempt that printed one)
@@ -64,11 +65,8 @@ SELECT
     j.eligible_at AS eligible_time,
     CASE WHEN j.eligible_at IS NOT NULL THEN 'eligible' WHEN j.submit_at IS NOT NULL THEN 'submit' END AS queue_basis,
     t.attribution,
-    w.wait_user_limit_s,
-    w.wait_fair_share_s,
-    w.wait_capacity_s,
-    w.wait_fragmentation_s,
-    w.wait_other_s,
+    -- wait_<cause>_s of each wait cause, in their order (replay_job_waits' columns; wait_causes.py)
+    COLUMNS(lambda c: list_contains(wait_cause_columns(), c)),
     w.wait_retry_s,
     100.0 * v.sm_sum / nullif(v.sm_samples, 0) AS mean_sm_active_pct,
     100.0 * v.tensor_sum / nullif(v.tensor_samples, 0) AS mean_tensor_active_pct,

@@ -1,7 +1,6 @@
 -- wait_causes_by_size: why jobs waited, by job size. Each job's first wait (queue start ->
--- first start) is split by the replay into user_limit (where per-user caps are known),
--- fair_share, capacity, fragmentation and other
--- (temp table wait_cause_totals); weighted by the job's GPUs it is waiting GPU-time.
+-- first start) is split by the replay into the causes of wait_causes.py (temp table
+-- wait_cause_totals); weighted by the job's GPUs it is waiting GPU-time.
 -- Started jobs only (waits of jobs that never started: wait_abandoned); GPU jobs only (a
 -- job with zero or unknown GPUs gets no split). Fragmentation is unknown (counted 0) for
 -- sources that name no machines.

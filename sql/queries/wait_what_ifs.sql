@@ -14,7 +14,9 @@
 WITH started AS (
     -- exact decimals (the replay rounds to milliseconds), so the sums are the same bytes every run
     SELECT CAST(gpus AS DECIMAL(18, 3)) AS gpus,
-           CAST(wait_user_limit_s + wait_fair_share_s + wait_capacity_s + coalesce(wait_fragmentation_s, 0) + wait_other_s
+           -- the causes' seconds added in their order (wait_cause_columns()), an unknown one as 0
+           CAST(list_reduce(list_transform([*COLUMNS(lambda c: list_contains(wait_cause_columns(), c))],
+                                           lambda s: coalesce(s, 0)), lambda a, b: a + b)
                 AS DECIMAL(18, 3)) AS wait_total_s,
            CAST(saved_relaxed_after_0min_s AS DECIMAL(18, 3)) AS saved_relaxed_after_0min_s,
            CAST(saved_relaxed_after_10min_s AS DECIMAL(18, 3)) AS saved_relaxed_after_10min_s,

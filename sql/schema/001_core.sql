@@ -1,4 +1,4 @@
--- The canonical store. Every scheduler and telemetry format maps into these
+-- Schema version 1: the canonical store. Every scheduler and telemetry format maps into these
 -- tables; every time is a naive TIMESTAMP holding UTC (columns ending in _at).
 -- Each row records the ingested file it came from (file_id), so that
 -- `gca ingest --replace` can take back exactly what one file contributed.

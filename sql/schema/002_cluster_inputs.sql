@@ -103,4 +103,5 @@ CREATE TABLE IF NOT EXISTS job_logs (
     file_id          INTEGER NOT NULL
 );
 
-UPDATE schema_version SET version = 2 WHERE version < 2;
+UPDATE schema_version SET version = getvariable('migration_version')
+WHERE version < getvariable('migration_version');

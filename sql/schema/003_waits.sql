@@ -26,4 +26,5 @@ CREATE TABLE IF NOT EXISTS pending_reasons (
     line        BIGINT
 );
 
-UPDATE schema_version SET version = 3 WHERE version < 3;
+UPDATE schema_version SET version = getvariable('migration_version')
+WHERE version < getvariable('migration_version');

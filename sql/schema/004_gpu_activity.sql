@@ -47,4 +47,5 @@ CREATE TABLE IF NOT EXISTS prometheus_chunks (
     pulled_at TIMESTAMP NOT NULL
 );
 
-UPDATE schema_version SET version = 4 WHERE version < 4;
+UPDATE schema_version SET version = getvariable('migration_version')
+WHERE version < getvariable('migration_version');

@@ -12,4 +12,5 @@ ALTER TABLE job_logs ADD COLUMN IF NOT EXISTS speed_p75          DOUBLE;
 ALTER TABLE job_logs ADD COLUMN IF NOT EXISTS speed_samples      INTEGER;  -- samples the statistics are over
 ALTER TABLE job_logs ADD COLUMN IF NOT EXISTS speed_samples_seen INTEGER;  -- all samples, warm-up included
 
-UPDATE schema_version SET version = 5 WHERE version < 5;
+UPDATE schema_version SET version = getvariable('migration_version')
+WHERE version < getvariable('migration_version');

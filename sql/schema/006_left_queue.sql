@@ -34,4 +34,5 @@ SELECT
     greatest(coalesce(l.listed_gpus, 0), coalesce(o.observed_gpus, 0)) AS gpus
 FROM listed l FULL OUTER JOIN observed_max o USING (machine_id);
 
-UPDATE schema_version SET version = 6 WHERE version < 6;
+UPDATE schema_version SET version = getvariable('migration_version')
+WHERE version < getvariable('migration_version');

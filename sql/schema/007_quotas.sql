@@ -24,4 +24,5 @@ CREATE TABLE IF NOT EXISTS quotas (
     line      BIGINT
 );
 
-UPDATE schema_version SET version = 7 WHERE version < 7;
+UPDATE schema_version SET version = getvariable('migration_version')
+WHERE version < getvariable('migration_version');

@@ -27,6 +27,7 @@ FROM jobs j
 JOIN ingested_files f ON f.file_id = j.file_id AND f.format = 'slurm_sacct'
 LEFT JOIN (SELECT source, job_id, max(start_at) AS last_start, max(end_at) AS last_end
            FROM attempts GROUP BY source, job_id) a ON a.source = j.source AND a.job_id = j.job_id
-WHERE (SELECT max(version) FROM schema_version) < 8;
+WHERE (SELECT max(version) FROM schema_version) < getvariable('migration_version');
 
-UPDATE schema_version SET version = 8 WHERE version < 8;
+UPDATE schema_version SET version = getvariable('migration_version')
+WHERE version < getvariable('migration_version');

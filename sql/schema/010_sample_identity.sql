@@ -26,4 +26,5 @@ CREATE TABLE IF NOT EXISTS gpu_samples_duplicates AS SELECT * FROM gpu_samples L
 CREATE TABLE IF NOT EXISTS gpu_sample_details_duplicates AS SELECT * FROM gpu_sample_details LIMIT 0;
 CREATE TABLE IF NOT EXISTS host_samples_duplicates AS SELECT * FROM host_samples LIMIT 0;
 
-UPDATE schema_version SET version = 9 WHERE version < 9;
+UPDATE schema_version SET version = getvariable('migration_version')
+WHERE version < getvariable('migration_version');

@@ -44,6 +44,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from gpucluster_analysis import missing_values
 from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest.base import FileFormat, IngestOptions, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines
@@ -446,7 +447,7 @@ def store_stage_dcgm(ctx: LoadContext) -> LoadCounts:
                 f"{ctx.path}: {missing} values have no host (no Hostname or instance label)",
                 hint="pass --host NAME, or name the file after its host (e.g. node01.prom)",
             )
-    run_script(con, "ingest", "nvsmi_macros", {})
+    run_script(con, "ingest", "nvsmi_macros", missing_values.sql_params())
     run_script(con, "ingest", "dcgm_pivot", ctx.options.bounds())
     counts = store_staged(ctx, "UTC")
     con.execute(

@@ -21,32 +21,12 @@ from pathlib import Path
 
 import polars as pl
 
-from gpucluster_analysis.bounds import DEFAULT_MAX_GPUS_PER_NODE, WINDOW_END, WINDOW_START
+from gpucluster_analysis.bounds import DEFAULT_MAX_GPUS_PER_NODE, MEASURE_RANGES, WINDOW_END, WINDOW_START
+from gpucluster_analysis.missing_values import is_missing
 
-# Measures the fast way types (dcgm.METRICS' values), with the range nvsmi_check.sql accepts.
-RANGES: dict[str, tuple[float | None, float | None]] = {
-    "util": (0, 100),
-    "mem_util": (0, 100),
-    "mem_used": (0, None),
-    "mem_free": (None, None),
-    "mem_reserved": (None, None),
-    "mem_total": (0, None),
-    "power": (0, None),
-    "temp": (None, None),
-    "sm_clock": (0, None),
-    "gr_engine": (0, 1),
-    "sm_active": (0, 1),
-    "sm_occupancy": (0, 1),
-    "tensor_active": (0, 1),
-    "fp64_active": (0, 1),
-    "fp32_active": (0, 1),
-    "fp16_active": (0, 1),
-    "dram_active": (0, 1),
-    "pcie_tx_bytes": (0, None),
-    "pcie_rx_bytes": (0, None),
-    "nvlink_tx_bytes": (0, None),
-    "nvlink_rx_bytes": (0, None),
-}
+# Measures the fast way types (dcgm.METRICS' values): every measure with a range, in the range
+# nvsmi_check.sql accepts (bounds.py).
+RANGES = MEASURE_RANGES
 PROFILE = (
     "sm_active",
     "sm_occupancy",
@@ -75,7 +55,6 @@ _NUMBER = r"^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$"
 # The fast way holds a whole file in memory (several times its size while polars reads it);
 # bigger files take the exact way, which streams them under DuckDB's memory limit.
 MAX_BYTES = 256 << 20
-_MISSING_WORDS = ("n/a", "-", "unknown", "none", "not supported", "not available")
 _WORKLOAD = ("exported_pod", "pod", "pod_name", "hpc_job")
 
 
@@ -340,7 +319,7 @@ def _pivot(slices: dict[str, pl.DataFrame], devices: pl.DataFrame) -> tuple[pl.D
         pl.col("host").alias("machine_id"),
         pl.col("gpu_text").cast(pl.Int16).alias("gpu_index"),
         _text(pl.col("uuid")).alias("uuid"),
-        pl.when(_missing(pl.col("pci_text")))
+        pl.when(is_missing(pl.col("pci_text")))
         .then(None)
         .otherwise(pl.col("pci_text").str.strip_chars(" ").str.slice(-12).str.to_lowercase())
         .alias("pci_bus_id"),
@@ -375,18 +354,8 @@ def _pivot(slices: dict[str, pl.DataFrame], devices: pl.DataFrame) -> tuple[pl.D
     return typed, sampled
 
 
-def _missing(value: pl.Expr) -> pl.Expr:
-    trimmed = value.str.strip_chars(" ")
-    return (
-        value.is_null()
-        | (trimmed == "")
-        | trimmed.str.starts_with("[")
-        | trimmed.str.to_lowercase().is_in(list(_MISSING_WORDS))
-    )
-
-
 def _text(value: pl.Expr) -> pl.Expr:
-    return pl.when(_missing(value)).then(None).otherwise(value.str.strip_chars(" "))
+    return pl.when(is_missing(value)).then(None).otherwise(value.str.strip_chars(" "))
 
 
 # dcgm-exporter scrape files (dcgm_prom): the lines dcgm.py's exact way reads, in their plain shape.

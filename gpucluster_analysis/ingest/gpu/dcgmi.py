@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from gpucluster_analysis import missing_values
 from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines
@@ -251,7 +252,7 @@ def _load(ctx: LoadContext) -> LoadCounts:
                 f"{ctx.path}: the output has several samples per GPU and no times",
                 hint="pass --interval (seconds between samples: dcgmi dmon's -d / 1000, 1 by default) with --time",
             )
-    run_script(ctx.con, "ingest", "nvsmi_macros", {})
+    run_script(ctx.con, "ingest", "nvsmi_macros", missing_values.sql_params())
     run_script(
         ctx.con,
         "ingest",

@@ -24,7 +24,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from gpucluster_analysis.bounds import WINDOW_END, WINDOW_START
+from gpucluster_analysis.bounds import MEASURE_RANGES, WINDOW_END, WINDOW_START
+from gpucluster_analysis.missing_values import MISSING_PATTERN, is_missing
 
 # stage_fast's columns: what nvsmi_store.sql stores of a clean row (all of it is valid).
 FAST_COLUMNS = {
@@ -53,15 +54,16 @@ _SQL_TYPES = {
 # the same columns as a DuckDB table's, for the staging table of a log streamed chunk by chunk
 FAST_TABLE_COLUMNS = "(" + ", ".join(f"{name} {_SQL_TYPES[kind]}" for name, kind in FAST_COLUMNS.items()) + ")"
 
-# position column of the block layout -> (stage column, units the field may carry, upper bound)
-_MEASURES: dict[str, tuple[str, str, float | None]] = {
-    "p_util": ("util_pct", "%", 100.0),
-    "p_mem_util": ("mem_util_pct", "%", 100.0),
-    "p_mem_used": ("mem_used_mib", "MiB|MB", None),
-    "p_mem_total": ("mem_total_mib", "MiB|MB", None),
-    "p_power": ("power_w", "W", None),
-    "p_temp": ("temp_c", "C", None),
-    "p_sm_clock": ("sm_clock_mhz", "MHz", None),
+# position column of the block layout -> (stage column, units the field may carry, measure:
+# its range in bounds.MEASURE_RANGES)
+_MEASURES: dict[str, tuple[str, str, str]] = {
+    "p_util": ("util_pct", "%", "util"),
+    "p_mem_util": ("mem_util_pct", "%", "mem_util"),
+    "p_mem_used": ("mem_used_mib", "MiB|MB", "mem_used"),
+    "p_mem_total": ("mem_total_mib", "MiB|MB", "mem_total"),
+    "p_power": ("power_w", "W", "power"),
+    "p_temp": ("temp_c", "C", "temp"),
+    "p_sm_clock": ("sm_clock_mhz", "MHz", "sm_clock"),
 }
 _TEXTS = {"p_uuid": "uuid", "p_model": "model"}
 
@@ -69,8 +71,6 @@ _TEXTS = {"p_uuid": "uuid", "p_model": "model"}
 # make a real clock time (a leap second `:60` or hour 24 goes the exact way, and is rejected)
 _TIME = r" *\d{4}(?:/\d{2}/\d{2}|-\d{2}-\d{2}) (?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,6})? *"
 _INDEX = r" *\d{1,4} *"
-# gpu_missing() of nvsmi_macros.sql: blank, bracketed, or one of these words (any case)
-_MISSING_WORDS = ["n/a", "-", "unknown", "none", "not supported", "not available"]
 # gpu_lost in nvsmi_check.sql: an event, so such rows go the exact way
 _LOST = r"\[GPU is lost\]|\[GPU requires reset\]"
 
@@ -87,19 +87,6 @@ def eligible(layout: dict[str, Any], *, dmon: bool) -> bool:
     )
 
 
-_MISSING = r"\[[^,]*\]|(?i:n/a|-|unknown|none|not supported|not available)|"
-
-
-def _missing(value: pl.Expr) -> pl.Expr:
-    trimmed = value.str.strip_chars(" ")
-    return (
-        value.is_null()
-        | (trimmed == "")
-        | trimmed.str.starts_with("[")
-        | trimmed.str.to_lowercase().is_in(_MISSING_WORDS)
-    )
-
-
 def line_pattern(layout: dict[str, Any]) -> str:
     """One regex a clean line of this block matches: the time and index in their forms, each
     measure a number of its unit or a missing spelling, any other field free text."""
@@ -108,7 +95,7 @@ def line_pattern(layout: dict[str, Any]) -> str:
     forms[layout["p_index"] - 1] = _INDEX
     for position, (_, units, _) in _MEASURES.items():
         if layout[position] is not None:
-            forms[layout[position] - 1] = rf" *(?:\d+(?:\.\d+)?(?: (?:{units}))?|{_MISSING}) *"
+            forms[layout[position] - 1] = rf" *(?:\d+(?:\.\d+)?(?: (?:{units}))?|{MISSING_PATTERN}) *"
     return "^" + ",".join(forms) + "$"
 
 
@@ -167,18 +154,18 @@ def split_clean(
         if layout[position] is None:
             values.append(pl.lit(None, dtype=pl.String).alias(column))
         else:
-            values.append(pl.when(_missing(field(position))).then(None).otherwise(field(position)).alias(column))
+            values.append(pl.when(is_missing(field(position))).then(None).otherwise(field(position)).alias(column))
     if layout["p_pci"] is None:
         values.append(pl.lit(None, dtype=pl.String).alias("pci_bus_id"))
     else:  # gpu_pci(): lower case, last 12 characters
         values.append(
-            pl.when(_missing(field("p_pci")))
+            pl.when(is_missing(field("p_pci")))
             .then(None)
             .otherwise(field("p_pci").str.slice(-12).str.to_lowercase())
             .alias("pci_bus_id")
         )
     out_of_range = []
-    for position, (column, units, upper) in _MEASURES.items():
+    for position, (column, units, measure) in _MEASURES.items():
         if layout[position] is None:
             values.append(pl.lit(None, dtype=pl.Float64).alias(column))
             continue
@@ -187,8 +174,11 @@ def split_clean(
             number = number.str.strip_suffix(f" {unit}")
         # the line's pattern let through only numbers and missing spellings: a failed cast is missing
         values.append(number.cast(pl.Float64, strict=False).alias(column))
-        if upper is not None:
-            out_of_range.append(pl.col(column) > upper)
+        low, high = MEASURE_RANGES[measure]
+        if low is not None:  # (the line's pattern lets no sign through: never below 0)
+            out_of_range.append(pl.col(column) < low)
+        if high is not None:
+            out_of_range.append(pl.col(column) > high)
     typed = (
         frame.lazy().with_columns(pl.col("text").str.split_exact(",", n - 1).alias("fields")).select(values).collect()
     )

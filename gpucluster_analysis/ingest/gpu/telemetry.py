@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from gpucluster_analysis import missing_values
 from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.ingest.base import LoadContext, LoadCounts
 from gpucluster_analysis.ingest.gpu import nvsmi_fast
@@ -255,7 +256,7 @@ def store_staged(ctx: LoadContext, zone: str | None, *, pci_order: bool = False)
         install_zone(ctx.con, zone)
         for column in PROFILE_TEXT_COLUMNS:  # readers without DCGM's profiling fields leave them out
             ctx.con.execute(f"ALTER TABLE stage_raw ADD COLUMN IF NOT EXISTS {column} VARCHAR")
-        run_script(ctx.con, "ingest", "nvsmi_macros", {})
+        run_script(ctx.con, "ingest", "nvsmi_macros", missing_values.sql_params())
         run_script(
             ctx.con,
             "ingest",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from gpucluster_analysis import failure_categories
 from gpucluster_analysis.analyze import parameters
 from gpucluster_analysis.analyze import statistics as an
 from gpucluster_analysis.report import figures as fg
@@ -24,7 +25,7 @@ from gpucluster_analysis.report.sections.text import (
 )
 
 # failure_* queries' reasons for a log that shows a failure no signature names / shows no failure / no log
-UNCLASSIFIED = ("unknown", "no cause in the log", "no log")
+UNCLASSIFIED = (failure_categories.UNKNOWN, failure_categories.NO_CAUSE, failure_categories.NO_LOG)
 # The published Philly numbers (domain.md, "Paper figures"), quoted for comparison.
 PAPER_FAILURES = (
     "Philly, full trace (Jeon et al.): 4.2% of failed trials matched no signature; the most frequent"

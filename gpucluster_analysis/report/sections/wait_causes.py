@@ -10,18 +10,13 @@ from __future__ import annotations
 
 import polars as pl
 
+from gpucluster_analysis import wait_causes
 from gpucluster_analysis.report import figures as fg
 from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Table
 from gpucluster_analysis.report.sections.text import fmt_int, fmt_pct, gpus_label, join_list, rows_of
 
 Block = Paragraph | Figure | Table
-CAUSE_WORDS = {
-    "user_limit": "user limit (the user at a per-user GPU cap of its account or QOS)",
-    "fair_share": "fair share (the VC over its quota)",
-    "capacity": "capacity (too few free GPUs in the cluster)",
-    "fragmentation": "fragmentation (enough free GPUs, not on few enough machines)",
-    "other": "other (a placement existed: priority, ordering, scheduler delay)",
-}
+CAUSE_WORDS = wait_causes.WORDS
 SCHEDULER_REASON_CAUSE = {  # what each Slurm pending reason corresponds to, to count agreement
     "Resources": ("capacity", "fragmentation"),
     "Priority": ("other",),
