@@ -73,7 +73,8 @@ def _training_chunk(rng: random.Random, lines: int, rank_prefix: bool) -> bytes:
         else:
             parts.append(
                 f"I0501 12:00:{step % 60:02d}.{step % 999999:06d} 140213 trainer.py:412] global step {step}: "
-                f"loss = {rng.random():.3f} ({rng.random():.3f} sec/step), throughput {rng.random() * 900:.1f} samples/s"
+                f"loss = {rng.random():.3f} ({rng.random():.3f} sec/step), throughput "
+                f"{rng.random() * 900:.1f} samples/s"
             )
     return ("\n".join(parts) + "\n").encode()
 
@@ -139,7 +140,8 @@ def main() -> None:
                 total[key] += value
         rows.append(("all", total["files"], total["disk"], total["read"], total["seconds"], total["right"]))
     print(
-        f"Python {platform.python_version()}, {os.cpu_count()} cores, head {HEAD_BYTES >> 20} MiB + tail {TAIL_BYTES >> 20} MiB\n"
+        f"Python {platform.python_version()}, {os.cpu_count()} cores, head {HEAD_BYTES >> 20} MiB + tail "
+        f"{TAIL_BYTES >> 20} MiB\n"
     )
     print("| logs | files | on disk MB | read MB | seconds | disk MB/s | read MB/s | files/s | right reason |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -109,7 +109,8 @@ def _table_digests(db: Path) -> list[str]:
             columns = [
                 r[0]
                 for r in con.execute(
-                    "SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND NOT internal ORDER BY column_index",
+                    "SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND NOT internal ORDER BY "
+                    "column_index",
                     [table],
                 ).fetchall()
                 if r[0] not in skip

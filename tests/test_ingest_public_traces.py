@@ -80,7 +80,8 @@ def test_rejects_are_stored_with_their_lines(store: Path) -> None:
 def test_helios_jobs_and_attempts(store: Path) -> None:
     jobs = rows(
         store,
-        "SELECT job_id, user_name, vc, status, source_status, submit_at, cancelled_by FROM jobs WHERE source = 'helios' ORDER BY job_id",
+        "SELECT job_id, user_name, vc, status, source_status, submit_at, cancelled_by FROM jobs WHERE source "
+        "= 'helios' ORDER BY job_id",
     )
     assert jobs == [
         (
@@ -100,7 +101,8 @@ def test_helios_jobs_and_attempts(store: Path) -> None:
     ]
     attempts = rows(
         store,
-        "SELECT job_id, attempt_no, start_at, end_at, status, num_gpus, num_nodes FROM attempts WHERE source = 'helios' ORDER BY job_id",
+        "SELECT job_id, attempt_no, start_at, end_at, status, num_gpus, num_nodes FROM attempts WHERE source "
+        "= 'helios' ORDER BY job_id",
     )
     assert attempts == [
         ("1425511", 0, datetime(2020, 6, 9, 10, 41, 1), datetime(2020, 6, 9, 20, 55, 9), "passed", 1.0, 1),
@@ -607,24 +609,29 @@ def test_header_only_and_binary_files(tmp_path: Path) -> None:
         # CRLF lines, then LF lines: two files concatenated
         (
             HELIOS_HEADER + b"\r\n" + HELIOS_ROW % b"1" + b"\r\n" + HELIOS_ROW % b"2" + b"\n",
-            ":3: the line ends change here (LF after CRLF), as when files are concatenated (normalize them first, e.g. dos2unix cluster_log.csv)",
+            ":3: the line ends change here (LF after CRLF), as when files are concatenated (normalize them "
+            "first, e.g. dos2unix cluster_log.csv)",
         ),
         (
             HELIOS_HEADER + b"\n" + HELIOS_ROW % b"1" + b"\r\n",
-            ":2: the line ends change here (CRLF after LF), as when files are concatenated (normalize them first, e.g. dos2unix cluster_log.csv)",
+            ":2: the line ends change here (CRLF after LF), as when files are concatenated (normalize them "
+            "first, e.g. dos2unix cluster_log.csv)",
         ),
         (
             HELIOS_HEADER + b"\n" + HELIOS_ROW % b"1\r2" + b"\n",
-            ":2: a carriage return inside the line (remove it, or normalize the line ends (e.g. dos2unix cluster_log.csv))",
+            ":2: a carriage return inside the line (remove it, or normalize the line ends (e.g. dos2unix "
+            "cluster_log.csv))",
         ),
         (
             HELIOS_HEADER + b"\n" + HELIOS_ROW % b"1" + b"\n" + HELIOS_ROW % b"\x01" + b"\n",
-            ":3: a control character (0x01): binary data, not a CSV text file (give gca the CSV as published (gzip-compressed is fine))",
+            ":3: a control character (0x01): binary data, not a CSV text file (give gca the CSV as published "
+            "(gzip-compressed is fine))",
         ),
         # Windows-1252 curly quotes: neither UTF-8 nor Latin-1 (DuckDB's Latin-1 has no 0x80-0x9f)
         (
             HELIOS_HEADER + b"\n" + HELIOS_ROW % b"\x93q\x94" + b"\n",
-            ":2: neither UTF-8 nor Latin-1 text (convert it to UTF-8 first, e.g. iconv -f CP1252 -t UTF-8 cluster_log.csv)",
+            ":2: neither UTF-8 nor Latin-1 text (convert it to UTF-8 first, e.g. iconv -f CP1252 -t UTF-8 "
+            "cluster_log.csv)",
         ),
     ],
 )
@@ -893,11 +900,15 @@ def test_acme_times_with_an_offset_are_held_to_the_years_in_utc(tmp_path: Path) 
         "\n".join(
             [
                 header,
-                "1,u1,1,8,128,Other,COMPLETED,2023-03-01 00:18:22+08:00,2023-03-01 00:18:54+08:00,2023-03-01 00:20:51+08:00,0,0,0",
+                "1,u1,1,8,128,Other,COMPLETED,2023-03-01 00:18:22+08:00,2023-03-01 00:18:54+08:00,2023-03-01 "
+                "00:20:51+08:00,0,0,0",
                 # 2060-01-01 05:00 at +08:00 is 2059-12-31 21:00 UTC: in the years; 2060-01-01 09:00 +08:00 is not
-                "2,u1,1,8,128,Other,COMPLETED,2059-12-31 00:00:00+08:00,2060-01-01 05:00:00+08:00,2060-01-01 07:00:00+08:00,0,0,0",
-                "3,u1,1,8,128,Other,COMPLETED,2059-12-31 00:00:00+08:00,2060-01-01 05:00:00+08:00,2060-01-01 09:00:00+08:00,0,0,0",
-                "4,u1,1,2048,128,Other,COMPLETED,2023-03-01 00:18:22+08:00,2023-03-01 00:18:54+08:00,2023-03-01 00:20:51+08:00,0,0,0",
+                "2,u1,1,8,128,Other,COMPLETED,2059-12-31 00:00:00+08:00,2060-01-01 05:00:00+08:00,2060-01-01 "
+                "07:00:00+08:00,0,0,0",
+                "3,u1,1,8,128,Other,COMPLETED,2059-12-31 00:00:00+08:00,2060-01-01 05:00:00+08:00,2060-01-01 "
+                "09:00:00+08:00,0,0,0",
+                "4,u1,1,2048,128,Other,COMPLETED,2023-03-01 00:18:22+08:00,2023-03-01 "
+                "00:18:54+08:00,2023-03-01 00:20:51+08:00,0,0,0",
             ]
         )
         + "\n",

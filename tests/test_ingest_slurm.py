@@ -241,7 +241,8 @@ def test_attempts(main_store: Path) -> None:
         (r[0], r[1]): r[2:]
         for r in rows(
             main_store,
-            "SELECT job_id, attempt_no, source_index, start_at, end_at, status, source_status, num_gpus, num_nodes FROM attempts",
+            "SELECT job_id, attempt_no, source_index, start_at, end_at, status, source_status, num_gpus, "
+            "num_nodes FROM attempts",
         )
     }
     assert got[("1001", 0)] == (
@@ -475,7 +476,8 @@ def test_fixed_width(tmp_path: Path) -> None:
         r[0]: r[1:]
         for r in rows(
             db,
-            "SELECT j.job_id, j.status, j.exit_code, j.vc, a.start_at, a.end_at, a.num_gpus FROM jobs j JOIN attempts a USING (job_id)",
+            "SELECT j.job_id, j.status, j.exit_code, j.vc, a.start_at, a.end_at, a.num_gpus FROM jobs j JOIN "
+            "attempts a USING (job_id)",
         )
     }
     assert got == {
@@ -587,7 +589,8 @@ def test_broken_rows_are_rejected_with_their_lines(tmp_path: Path) -> None:
     assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
         (
             4,
-            "unreadable Start '2024-13-45T99:00:00' (expected 2025-09-12T14:06:12; export with SLURM_TIME_FORMAT=standard)",
+            "unreadable Start '2024-13-45T99:00:00' (expected 2025-09-12T14:06:12; export with "
+            "SLURM_TIME_FORMAT=standard)",
         ),
         (5, "step of the allocation row at line 4, which was rejected"),
         (6, "step of job 5003 without its allocation row above it"),
@@ -887,7 +890,8 @@ def test_real_fixed_width_with_a_cut_job_name_is_refused(tmp_path: Path) -> None
     (report,) = ingest(tmp_path / "s.duckdb", DATA / "real_fixed_maestro.txt", zone="UTC")
     assert report.status == "failed"
     assert report.message == (
-        f"{DATA / 'real_fixed_maestro.txt'}:3: sacct cut the JobName field to 'hello_wor+': its fixed-width output loses"
+        f"{DATA / 'real_fixed_maestro.txt'}:3: sacct cut the JobName field to 'hello_wor+': its fixed-width "
+        "output loses"
         " what does not fit (export with sacct --parsable2 (-P), or widen the column, e.g. --format=JobName%60)"
     )
 
@@ -1070,7 +1074,8 @@ def test_scontrol_without_d_is_refused(tmp_path: Path) -> None:
     (report,) = ingest(tmp_path / "s.duckdb", DATA / "scontrol_without_d.txt")
     assert report.status == "failed"
     assert report.message == (
-        f"{DATA / 'scontrol_without_d.txt'}:2: a running job without its per-node lines (Nodes=... CPU_IDs=... GRES=...):"
+        f"{DATA / 'scontrol_without_d.txt'}:2: a running job without its per-node lines (Nodes=... "
+        "CPU_IDs=... GRES=...):"
         " this is `scontrol show job` without -d, which does not say which GPUs a job holds"
         " (save `scontrol show job -d` (or -d -o) instead)"
     )
@@ -1272,7 +1277,8 @@ def test_fixed_width_slices_bytes_whatever_the_encoding(tmp_path: Path) -> None:
     assert (report.status, report.rows, report.rejects) == ("loaded", 2, 0)
     assert rows(
         db,
-        "SELECT j.job_id, j.job_name, j.status, a.start_at, a.end_at FROM jobs j JOIN attempts a USING (job_id) ORDER BY 1",
+        "SELECT j.job_id, j.job_name, j.status, a.start_at, a.end_at FROM jobs j JOIN attempts a USING "
+        "(job_id) ORDER BY 1",
     ) == [
         ("16001", "café", "passed", datetime(2024, 6, 1, 10), datetime(2024, 6, 1, 11)),
         ("16002", "naïve", "passed", datetime(2024, 6, 1, 10), datetime(2024, 6, 1, 11)),

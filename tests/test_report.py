@@ -288,7 +288,8 @@ def test_store_missing_a_table_is_a_query_error_naming_the_query(tmp_path: Path)
     db = tmp_path / "old.duckdb"
     with open_store(db) as con:
         con.execute(
-            "INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id) VALUES ('philly', 'A', 'u', 'v', 'passed', 'Pass', '2017-10-10 10:00:00', 1)"
+            "INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id) "
+            "VALUES ('philly', 'A', 'u', 'v', 'passed', 'Pass', '2017-10-10 10:00:00', 1)"
         )
         con.execute("DROP TABLE host_samples")
     with pytest.raises(QueryError, match=r"query \w+ failed: .*host_samples"):

@@ -51,28 +51,32 @@ def ingest(
         str | None,
         typer.Option(
             "--tz",
-            help="Zone of zone-less times in the input (default: the format's own, e.g. America/Los_Angeles for Philly).",
+            help="Zone of zone-less times in the input (default: the format's own, e.g. America/Los_Angeles for "
+            "Philly).",
         ),
     ] = None,
     log_pattern: Annotated[
         str | None,
         typer.Option(
             "--log-pattern",
-            help="Where job logs name their job: a path template such as '{job_id}/{attempt}/stderr.txt' ({stream}, * also allowed).",
+            help="Where job logs name their job: a path template such as '{job_id}/{attempt}/stderr.txt' "
+            "({stream}, * also allowed).",
         ),
     ] = None,
     signatures: Annotated[
         list[Path] | None,
         typer.Option(
             "--signatures",
-            help="A TOML file of extra failure signatures for classifying job logs; one with a shipped id replaces it. Repeatable.",
+            help="A TOML file of extra failure signatures for classifying job logs; one with a shipped id "
+            "replaces it. Repeatable.",
         ),
     ] = None,
     columns: Annotated[
         str | None,
         typer.Option(
             "--columns",
-            help="Field order of headerless sacct output (sacct -n), as given to sacct --format: JobID,JobName,State,...; "
+            help="Field order of headerless sacct output (sacct -n), as given to sacct --format: "
+            "JobID,JobName,State,...; "
             "for nvidia-smi --format=csv,noheader the --query-gpu list (timestamp,index,utilization.gpu,...)",
         ),
     ] = None,
@@ -87,14 +91,16 @@ def ingest(
         str | None,
         typer.Option(
             "--time",
-            help="When a timeless DCGM scrape was taken, or a dmon/dcgmi dmon/--query-gpu log without times started: ISO 8601 (site zone unless Z/offset) or epoch seconds.",
+            help="When a timeless DCGM scrape was taken, or a dmon/dcgmi dmon/--query-gpu log without times "
+            "started: ISO 8601 (site zone unless Z/offset) or epoch seconds.",
         ),
     ] = None,
     interval: Annotated[
         float | None,
         typer.Option(
             "--interval",
-            help="Seconds between the samples of a dmon, dcgmi dmon or --query-gpu log without times (dmon -d, dcgmi dmon -d / 1000, nvidia-smi -l).",
+            help="Seconds between the samples of a dmon, dcgmi dmon or --query-gpu log without times (dmon -d, "
+            "dcgmi dmon -d / 1000, nvidia-smi -l).",
             min=0.001,
         ),
     ] = None,
@@ -290,7 +296,8 @@ def _ingest(
             _print_summary(reports, db)
             if orphans:
                 stderr.print(
-                    f"gca: warning: job logs name {orphans:,} jobs that are not in the store (e.g. {', '.join(examples)}); "
+                    f"gca: warning: job logs name {orphans:,} jobs that are not in the store (e.g. "
+                    f"{', '.join(examples)}); "
                     "ingest their scheduler log, or check --log-pattern",
                     markup=False,
                 )
@@ -355,7 +362,8 @@ def _pull(con: duckdb.DuckDBPyConnection, pull: PullPlan, options: IngestOptions
             raise
     for start, end, chunks in report.covered:
         stderr.print(
-            f"gca: {report.server}: {iso(start)} to {iso(end)} was pulled before ({chunks:,} chunk{'s' if chunks > 1 else ''}); skipped",
+            f"gca: {report.server}: {iso(start)} to {iso(end)} was pulled before ({chunks:,} "
+            f"chunk{'s' if chunks > 1 else ''}); skipped",
             markup=False,
         )
     if not report.chunks:
@@ -365,7 +373,8 @@ def _pull(con: duckdb.DuckDBPyConnection, pull: PullPlan, options: IngestOptions
     if report.duplicates:
         rejects += f", {report.duplicates:,} GPU samples stored before from another file (not stored again)"
     stderr.print(
-        f"gca: {report.server}: stored {len(report.chunks):,} chunk{'s' if len(report.chunks) > 1 else ''} from {iso(report.chunks[0].start_ms)} to "
+        f"gca: {report.server}: stored {len(report.chunks):,} chunk{'s' if len(report.chunks) > 1 else ''} "
+        f"from {iso(report.chunks[0].start_ms)} to "
         f"{iso(report.chunks[-1].end_ms)}: {sum(c.samples for c in report.chunks):,} values of "
         f"{max(c.series for c in report.chunks):,} series, {report.rows:,} GPU samples{rejects}",
         markup=False,

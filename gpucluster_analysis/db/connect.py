@@ -117,7 +117,8 @@ def _check_store_catalog(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         return
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3:,} more" if len(names) > 3 else "")
     raise NotAStoreError(
-        f"{path}: not a gca store (a DuckDB database of another application, holding {shown}); nothing was written to it",
+        f"{path}: not a gca store (a DuckDB database of another application, holding {shown}); nothing was "
+        "written to it",
         hint=_NOT_A_STORE_HINT,
     )
 

@@ -45,7 +45,8 @@ def section(r: dict[str, pl.DataFrame]) -> Section:
             " gives each attempt's status, one that ended failed, timeout, node_fail or preempted (killed is a"
             " decision, not a failure); otherwise every attempt that was retried, and the final attempt of a job whose"
             " final status is one of those, or of a killed job whose log names a cause other than user_kill. Its"
-            " runtime to failure is its end - start, and the GPU time it lost is that runtime x its GPUs. Its root cause is the highest-priority classification among its log files"
+            " runtime to failure is its end - start, and the GPU time it lost is that runtime x its GPUs. "
+            "Its root cause is the highest-priority classification among its log files"
             " (stdout/stderr); reasons and their categories (infrastructure, framework, user) are those of"
             " docs/domain.md, and jobs.csv's failure_reason is the cause of a failed job's last failed attempt."
         )
@@ -64,7 +65,8 @@ def section(r: dict[str, pl.DataFrame]) -> Section:
             Paragraph(
                 f"Not classified yet: no job logs were ingested, so why attempts failed is unknown; {unclassified}."
                 " What the scheduler records is below. Ingesting the jobs' stdout/stderr (gca ingest LOG_DIR; the"
-                " README lists the layouts it reads) classifies each failed attempt's root cause, fills jobs.csv's failure_reason and failure_category, and adds the"
+                " README lists the layouts it reads) classifies each failed attempt's root cause, fills "
+                "jobs.csv's failure_reason and failure_category, and adds the"
                 " failed attempts, jobs and GPU time lost per reason and category here.",
                 "note",
             )
@@ -349,7 +351,8 @@ def _repetition(s: Section, r: dict[str, pl.DataFrame]) -> None:
             f"Over the {plural(job['trials'], 'classified failed attempt')}, each (job, reason) pair failed"
             f" {job['repetition_factor']:.2f} times on average and each (user, reason) pair"
             f" {an.safe_float(user.get('repetition_factor')) or 0:.2f} times (the study's repetition factor: failed"
-            f" attempts per distinct job or user and reason). {plural(job['repeated_pairs'], 'job')} failed twice or more"
+            f" attempts per distinct job or user and reason). {plural(job['repeated_pairs'], 'job')} failed "
+            "twice or more"
             f" for the same reason ({fmt_pct(job['repeated_trials_pct'])} of classified failed attempts), and their"
             f" repeats after the first lost {fmt_int(job['repeated_gpu_hours_lost'])} GPU-hours;"
             f" {plural(user.get('repeated_pairs'), '(user, reason) pair')} recurred, in one job or across a user's"
@@ -390,7 +393,8 @@ def _scheduler_failures(s: Section, r: dict[str, pl.DataFrame]) -> None:
         Table(
             "failures_by_status",
             fs,
-            f"Jobs not passed: {join_list(parts)}. {plural(retried, 'job')} retried ({plural(retries, 'retry', 'retries')}"
+            f"Jobs not passed: {join_list(parts)}. {plural(retried, 'job')} retried "
+            f"({plural(retries, 'retry', 'retries')}"
             " in all: attempts after the first).",
         )
     )

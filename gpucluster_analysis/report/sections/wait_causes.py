@@ -84,7 +84,8 @@ def _method(clusters: list[dict]) -> str:
         "How: the cluster is replayed from the stored attempts (an attempt holds its GPUs from its start to its end)"
         " and each second of a job's first wait (queue start -> first start) gets the first cause that holds at that"
         " second: user limit if the GPUs its user holds under one of its per-user caps (sacctmgr: the user's"
-        " association in its account, its QOS's MaxTRESPU) plus its own exceed that cap, fair share if the GPUs its VC held plus its own exceed the VC's quota, capacity if fewer GPUs were"
+        " association in its account, its QOS's MaxTRESPU) plus its own exceed that cap, fair share if the "
+        "GPUs its VC held plus its own exceed the VC's quota, capacity if fewer GPUs were"
         " free in the whole cluster than it needs, fragmentation if enough were free but not under the locality rule"
         f" ({c0['locality_rule']}), else other. Quotas: {c0['quotas_origin']}. Waiting GPU-time weighs each second by"
         " the job's GPUs; jobs with zero or unknown GPUs are not split. Retry waits (between attempts) are apart."
@@ -93,7 +94,8 @@ def _method(clusters: list[dict]) -> str:
         where = (
             f"{fmt_int(c['machines'])} machines with {fmt_int(c['capacity_gpus'])} GPUs"
             if c["placement_known"]
-            else f"{fmt_int(c['capacity_gpus'])} GPUs ({'the node list' if c['capacity_basis'] == 'machines' else 'the most ever held at once, inferred'})"
+            else f"{fmt_int(c['capacity_gpus'])} GPUs "
+            f"({'the node list' if c['capacity_basis'] == 'machines' else 'the most ever held at once, inferred'})"
         )
         text += f" Source {c['source']}: {where}"
         if not c["placement_known"]:
