@@ -28,7 +28,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from run import machine_line, run_step
+from run import machine_line, run_step  # noqa: E402  -- run.py is found through the sys.path line above
 
 FIELDS = (
     ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),

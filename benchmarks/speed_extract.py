@@ -217,7 +217,7 @@ def main() -> None:
             seconds = time.perf_counter() - t
             rows.append((label, len(group), disk, read, seconds, right))
             for key, value in zip(
-                ("files", "disk", "read", "seconds", "right"), (len(group), disk, read, seconds, right)
+                ("files", "disk", "read", "seconds", "right"), (len(group), disk, read, seconds, right), strict=True
             ):
                 total[key] += value
         rows.append(("all", total["files"], total["disk"], total["read"], total["seconds"], total["right"]))

@@ -1,4 +1,5 @@
-"""Failure classification: signatures, failure evidence, precedence on realistic logs, benign logs, the synthetic truth, the CLI."""
+"""Failure classification: signatures, failure evidence, precedence on realistic logs, benign logs,
+the synthetic truth, the CLI."""
 
 from __future__ import annotations
 

@@ -1271,7 +1271,7 @@ def test_query_range_series_of_different_lengths(tmp_path: Path) -> None:
     ]
 
 
-# ------------------------------------------------------------------ full --query-gpu captures, pasted commands (issue #9)
+# ---------------------------------------------------------- full --query-gpu captures, pasted commands (issue #9)
 
 
 def _query_rows(path: Path) -> list[dict[str, str]]:
@@ -1501,7 +1501,7 @@ DCGM_FI_PROF_PCIE_TX_BYTES{gpu="3",UUID="GPU-d",Hostname="n1"} -5
 # time: 2026-07-14T06:00:30Z
 DCGM_FI_PROF_SM_ACTIVE{gpu="0",UUID="GPU-a",Hostname="n1",exported_pod="train-0",exported_namespace="ml",pod="dcgm-exporter-x7"} 0.5
 DCGM_FI_PROF_SM_ACTIVE{gpu="2",UUID="GPU-c",GPU_I_ID="3",Hostname="n1",hpc_job="4242"} 0.7
-"""
+"""  # noqa: E501  -- a dcgm-exporter scrape as served: its label sets unbroken
 
 
 def test_profiling_only_scrape_stores_every_field_and_the_workloads(tmp_path: Path) -> None:

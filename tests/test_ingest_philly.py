@@ -40,7 +40,7 @@ JOB_LOG = """[
     {"status": "Pass", "vc": "vc1", "jobid": "job_a", "attempts": [], "submitted_time": "2017-11-01 00:00:00", "user": "u1"},
     {"status": "Running", "vc": "vc1", "jobid": "job_e", "attempts": [{"start_time": "2017-11-05 01:00:00", "end_time": "None", "detail": [{"ip": "m4", "gpus": ["gpu7"]}]}], "submitted_time": "2017-03-12 02:30:00", "user": "u1"}
 ]
-"""
+"""  # noqa: E501  -- a Philly job log as published: one job per line, its JSON unbroken
 
 
 @pytest.fixture()

@@ -53,7 +53,8 @@ def test_rejects_are_stored_with_their_lines(store: Path) -> None:
         store,
         """
         SELECT f.format, r.line, r.reason FROM rejects r JOIN ingested_files f USING (file_id)
-        WHERE f.path LIKE '%cluster_log.csv' OR f.path LIKE '%trace_seren.csv' OR f.path LIKE '%openb_pod_list_sample.csv'
+        WHERE f.path LIKE '%cluster_log.csv' OR f.path LIKE '%trace_seren.csv'
+           OR f.path LIKE '%openb_pod_list_sample.csv'
         ORDER BY f.file_id, r.line""",
     )
     assert got == [
@@ -446,7 +447,7 @@ def test_unreadable_files_fail_with_one_clear_line(tmp_path: Path, text: str, me
     assert "Traceback" not in report.message
 
 
-# ---------------------------------------------------------------- real excerpts and hostile files (tests/data/traces/SOURCES.md)
+# ------------------------------------------------------- real excerpts and hostile files (tests/data/traces/SOURCES.md)
 
 GPUSPEC = TRACES / "openb_pod_list_gpuspec33_head.csv"
 
@@ -748,7 +749,8 @@ def test_philly_in_helios_layout_is_read_in_philly_zone(tmp_path: Path) -> None:
         for r in rows(
             db,
             """
-        SELECT j.job_id, j.status, j.submit_at, a.start_at, a.end_at, a.num_gpus FROM jobs j JOIN attempts a USING (job_id)""",
+        SELECT j.job_id, j.status, j.submit_at, a.start_at, a.end_at, a.num_gpus
+        FROM jobs j JOIN attempts a USING (job_id)""",
         )
     }
     assert got == {
@@ -855,7 +857,8 @@ def test_helios_absurd_rows_are_rejected_and_the_headline_is_the_sane_jobs(tmp_p
     """Issue #26, item 4: a GPU count or a time no cluster has poisoned the headline. Reproduction:
 
         printf 'job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue\\n'\\
-        '1,u,v,1000000000,4,1,COMPLETED,2020-06-09 18:00:00,2020-06-09 18:00:00,2020-06-09 19:00:00,0,0\\n' > cluster_log.csv
+        '1,u,v,1000000000,4,1,COMPLETED,2020-06-09 18:00:00,'\\
+        '2020-06-09 18:00:00,2020-06-09 19:00:00,0,0\\n' > cluster_log.csv
         gca ingest cluster_log.csv --db h.duckdb && gca report --db h.duckdb --out r --json
 
     Now such a row is rejected with its reason, and the headline numbers are the sane jobs',

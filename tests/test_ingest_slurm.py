@@ -530,7 +530,8 @@ def test_requeued_then_pending(tmp_path: Path) -> None:
 # Real `sacct -a -D -P` of Slurm 22.05 (scripts/slurm_live.sh, tests/data/slurm/live): job 17 ran,
 # was requeued at 23:53:43 and ran again from 23:55:44. sacct lists each run where its own
 # submission falls, so other jobs come between the two runs of 17 (16 is the job listed before it).
-REQUEUED_APART = """JobID|JobName|User|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|Timelimit|NNodes|ReqTRES|AllocTRES|NodeList
+REQUEUED_APART = """\
+JobID|JobName|User|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|Timelimit|NNodes|ReqTRES|AllocTRES|NodeList
 16|infra-filler|gcauser1|infra|gpu|normal|COMPLETED|0:0|2026-11-26T23:53:23|2026-11-26T23:53:23|2026-11-26T23:53:24|2026-11-26T23:54:34|00:02:00|1|billing=1,cpu=1,gres/gpu=1,mem=250G,node=1|billing=1,cpu=1,gres/gpu=1,node=1|gpu4
 16.batch|batch||infra|||COMPLETED|0:0|2026-11-26T23:53:24|2026-11-26T23:53:24|2026-11-26T23:53:24|2026-11-26T23:54:34||1||cpu=1,gres/gpu=1,mem=0,node=1|gpu4
 17|requeue-me|gcauser4|nlp|gpu|normal|REQUEUED|0:0|2026-11-26T23:53:23|2026-11-26T23:53:23|2026-11-26T23:53:24|2026-11-26T23:53:43|00:02:00|1|billing=1,cpu=1,gres/gpu=1,mem=250G,node=1|billing=1,cpu=1,gres/gpu=1,node=1|gpu4
@@ -1484,7 +1485,10 @@ def test_the_sacct_reader_keeps_its_own_arrow_pool_and_gives_the_default_back(
 
 # ---------------------------------------------------------------- sanity bounds (issue #26)
 
-SANE_HEADER = "JobID|JobName|User|Account|Partition|State|ExitCode|Submit|Eligible|Start|End|Timelimit|NNodes|ReqTRES|AllocTRES|NodeList"
+SANE_HEADER = (
+    "JobID|JobName|User|Account|Partition|State|ExitCode|Submit|Eligible|Start|End|Timelimit|NNodes|"
+    "ReqTRES|AllocTRES|NodeList"
+)
 
 
 def _sacct_row(
@@ -1547,7 +1551,8 @@ def test_absurd_gpu_and_node_counts_reject_their_job_whole_and_the_headline_is_t
 
         printf 'JobID|State|Submit|Start|End|NNodes|AllocTRES|NodeList\\n'\\
         'a|COMPLETED|2024-01-01T10:00:00|2024-01-01T10:00:00|2024-01-01T11:00:00|1|gres/gpu=8|g01\\n'\\
-        'b|COMPLETED|2024-01-01T10:00:00|2024-01-01T10:00:00|2024-01-01T11:00:00|1|gres/gpu=1000000000|g02\\n' > sacct.txt
+        'b|COMPLETED|2024-01-01T10:00:00|2024-01-01T10:00:00|2024-01-01T11:00:00|1|'\\
+        'gres/gpu=1000000000|g02\\n' > sacct.txt
         gca ingest sacct.txt --db s.duckdb --tz UTC && gca report --db s.duckdb --out r --json
 
     Now a row naming more GPUs on a node than the bound (1,024, --max-gpus-per-node), in

@@ -62,10 +62,11 @@ DERIVED_REASONS = ("unknown", "none")
 CAUSE = "cause"  # the kind of a [[signature]] table: it names a root cause
 # kind of an [[evidence]] table -> what a line it matches means
 EVIDENCE_KINDS: dict[str, str] = {
-    "failure": "the log shows a failure (a traceback, a non-zero exit, a fatal signal); unknown when no signature names "
-    "it",
+    "failure": "the log shows a failure (a traceback, a non-zero exit, a fatal signal); "
+    "unknown when no signature names it",
     "success": "the run finished or recovered here: what matched before this line does not count",
-    "handled": "the traceback this line heads or sits in was caught and reported by the program: its lines do not count",
+    "handled": "the traceback this line heads or sits in was caught and reported by the program: "
+    "its lines do not count",
     "note": "a routine note that reads like a failure: neither a cause nor failure evidence",
 }
 

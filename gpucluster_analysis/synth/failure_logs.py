@@ -59,7 +59,8 @@ def _preamble(ctx: LogContext, rng: np.random.Generator) -> list[str]:
     script = _pick(rng, _SCRIPTS)
     lines = [
         "Container: "
-        f"container_e{int(rng.integers(10, 99))}_{ctx.job_id.removeprefix('application_')}_{ctx.attempt + 1:02d}_000001 on {ctx.hosts[0] if ctx.hosts else 'unknown'}",
+        f"container_e{int(rng.integers(10, 99))}_{ctx.job_id.removeprefix('application_')}"
+        f"_{ctx.attempt + 1:02d}_000001 on {ctx.hosts[0] if ctx.hosts else 'unknown'}",
         f"LogType: stdout  User: {ctx.user}",
         f"+ python {script} --config "
         f"configs/{_pick(rng, ('resnet50', 'bert_base', 'seq2seq', 'lstm_lm', 'vgg16'))}.yaml --batch-size "
@@ -112,7 +113,8 @@ def _torchrun_summary(
         "Root Cause (first observed failure):",
         "[0]:",
         "  time      : "
-        f"2017-11-{int(rng.integers(1, 28)):02d}_{int(rng.integers(0, 24)):02d}:{int(rng.integers(0, 60)):02d}:{int(rng.integers(0, 60)):02d}",
+        f"2017-11-{int(rng.integers(1, 28)):02d}_{int(rng.integers(0, 24)):02d}"
+        f":{int(rng.integers(0, 60)):02d}:{int(rng.integers(0, 60)):02d}",
         f"  host      : {host}",
         f"  rank      : {rank} (local_rank: {rank % 8})",
         f"  exitcode  : {exitcode} (pid: {pid})",
@@ -476,7 +478,8 @@ def _node_fail(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
     out = f"Launching container for {ctx.job_id} attempt {ctx.attempt}\n"
     err = [
         "Container launch failed for "
-        f"container_e{int(rng.integers(10, 99))}_{ctx.job_id.removeprefix('application_')}_{ctx.attempt + 1:02d}_000001 : "
+        f"container_e{int(rng.integers(10, 99))}_{ctx.job_id.removeprefix('application_')}"
+        f"_{ctx.attempt + 1:02d}_000001 : "
         f"Node {host}:{int(rng.integers(30000, 60000))} lost: NodeManager heartbeat timed out after 600000 ms",
         "Diagnostics: Container released on a *lost* node",
     ]

@@ -325,8 +325,8 @@ def generate_trace(
         "telemetry": {"gpu_rows": telemetry.gpu_rows, "cpu_rows": telemetry.cpu_rows, "mem_rows": telemetry.mem_rows},
         "slow_machines": slow_machines_truth(slow, lambda m: f"m{m}"),
         "speed_rule": SPEED_RULE,
-        "truth_times": "job-log times are never in a repeated hour's second occurrence, so naive text read as the first "
-        "occurrence is exact",
+        "truth_times": "job-log times are never in a repeated hour's second occurrence, "
+        "so naive text read as the first occurrence is exact",
     }
     write_truth(out / "truth.json", generator, zone_name, job_rows, attempt_rows)
     return SynthResult(out=out, jobs=jobs, attempts=n_attempts, gpu_rows=telemetry.gpu_rows, failed_attempt_logs=n_logs)

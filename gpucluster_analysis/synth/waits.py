@@ -212,7 +212,7 @@ def retry_wait(runs: list[tuple[int, int | None]]) -> int:
     """Sum of max(0, next start - previous end) over consecutive (start, end) runs, given in
     chronological order; a run without an end (only ever a job's last) adds nothing."""
     total = 0
-    for (_, end), (start, _) in zip(runs, runs[1:]):
+    for (_, end), (start, _) in zip(runs, runs[1:], strict=False):
         if end is not None:
             total += max(0, start - end)
     return total

@@ -1,8 +1,8 @@
 """Why jobs wait: the Queueing section's lead, from the replay (gpucluster_analysis.replay).
 
 Every second of a job's first wait has one cause (user limit where per-user caps are known,
-fair share, capacity, fragmentation, other); these blocks say how the waiting GPU-time divides among them overall, by job size
-and by VC, what the cluster looked like meanwhile, what two scheduler changes would have
+fair share, capacity, fragmentation, other); these blocks say how the waiting GPU-time divides
+among them overall, by job size and by VC, what the cluster looked like meanwhile, what two scheduler changes would have
 saved, which quotas were used, and how the scheduler's own pending reasons compare.
 """
 
