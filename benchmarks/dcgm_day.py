@@ -110,7 +110,7 @@ def write_node_json(path: Path, node: int, scrapes: int, interval_s: int, gpus: 
 
     text = path.with_suffix(".prom")
     write_node(text, node, scrapes, interval_s, gpus, start_epoch)
-    series: dict[str, dict] = {}  # type: ignore[type-arg]
+    series: dict[str, dict] = {}
     when = 0
     with text.open() as f:
         for line in f:

@@ -171,7 +171,10 @@ INSERT INTO allocations VALUES ('philly', 'P1', 1, 'm1', 0, 1), ('philly', 'P1',
 """)
         prepare(con)
         jobs = {r["job_id"]: r for r in jobs_table(con).to_dicts()}
-    pick = lambda j: (jobs[j]["num_gpus"], jobs[j]["num_servers"], jobs[j]["gpu_time_s"])  # noqa: E731
+
+    def pick(j):
+        return (jobs[j]["num_gpus"], jobs[j]["num_servers"], jobs[j]["gpu_time_s"])
+
     assert pick("U1") == (None, 2, None)  # 2 nodes known, GPUs not: GPU time unknown, not 0
     assert pick("C1") == (0, 1, 0)  # a known 0 on one node
     assert pick("P1") == (2, 2, 2 * 1800)  # the first attempt WITH GPUs; the empty one adds 0

@@ -174,7 +174,7 @@ def parse_signatures(text: str, source: str) -> list[Signature]:
 
 def _checked_table(
     table: object, n: int, source: str, seen: set[str], noun: str, keys: set[str], optional: set[str]
-) -> tuple[dict, str]:  # type: ignore[type-arg]
+) -> tuple[dict, str]:
     """The table with its optional keys defaulted, and how errors name it; checks keys, strings and the id."""
     if not isinstance(table, dict):
         raise RulesError(f"{source}: {noun} #{n} is not a table")
@@ -196,11 +196,11 @@ def _checked_table(
         raise RulesError(f"{where}: description must be a string")
     if not isinstance(table["unless"], str):
         raise RulesError(f"{where}: unless must be a string (a pattern)")
-    if not _ID.match(sid):  # type: ignore[arg-type]
+    if not _ID.match(sid):  # type: ignore[arg-type]  # id: checked a string above
         raise RulesError(f"{where}: id must be snake_case")
     if sid in seen:
         raise RulesError(f"{where}: duplicate id", "ids must be unique within a file, signatures and evidence together")
-    seen.add(sid)  # type: ignore[arg-type]
+    seen.add(sid)  # type: ignore[arg-type]  # id: checked a string above
     return table, where
 
 
@@ -254,7 +254,7 @@ def _signature(table: object, n: int, source: str, seen: set[str]) -> Signature:
     )
 
 
-def _checked_literals(table: dict, where: str) -> tuple[str, ...]:  # type: ignore[type-arg]
+def _checked_literals(table: dict, where: str) -> tuple[str, ...]:
     """The lower-cased prefilter literals, once examples and counter-examples are lists of strings,
     there is an example, and every example holds a literal."""
     for key in ("examples", "counter_examples"):

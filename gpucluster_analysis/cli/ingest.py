@@ -385,7 +385,7 @@ class _PullProgress:
     """A progress bar on stderr over the sample times a pull has to fetch."""
 
     def __init__(self, server: str) -> None:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
         self.server = server
         self.stored = 0
@@ -398,7 +398,7 @@ class _PullProgress:
             console=stderr,
             transient=True,
         )
-        self._task = None
+        self._task: TaskID | None = None
 
     def __enter__(self) -> _PullProgress:
         return self
@@ -419,7 +419,7 @@ class _PullProgress:
 
     def chunk_stored(self, chunk: object, points: int) -> None:
         self.stored += 1
-        self.last_ms = chunk.end_ms  # type: ignore[attr-defined]
+        self.last_ms = chunk.end_ms  # type: ignore[attr-defined]  # a prometheus Chunk, typed object here
         if self._task is not None:
             self._progress.advance(self._task, points)
 
@@ -428,7 +428,7 @@ class _RichListener:
     """Progress bars on stderr for big files; a line per skipped file."""
 
     def __init__(self) -> None:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
         self._progress = Progress(
             TextColumn("{task.description}", markup=False),
@@ -438,8 +438,8 @@ class _RichListener:
             console=stderr,
             transient=True,
         )
-        self._task = None
-        self._overall = None
+        self._task: TaskID | None = None
+        self._overall: TaskID | None = None
         self._skipped: dict[str, list[Path]] = {}
 
     def __enter__(self) -> _RichListener:
@@ -486,7 +486,7 @@ def _short(path: Path) -> str:
     return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
 
 
-def _print_summary(reports: list, db: Path) -> None:  # type: ignore[type-arg]
+def _print_summary(reports: list, db: Path) -> None:
     from collections import Counter
 
     from rich.table import Table
@@ -500,7 +500,7 @@ def _print_summary(reports: list, db: Path) -> None:  # type: ignore[type-arg]
         ("rejects", "right"),
         ("seconds", "right"),
     ):
-        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]  # justify: one of rich's literals
     single = [r for r in reports if r.format not in _GROUPED_FORMATS or r.status == "failed"]
     for r in single:
         table.add_row(_short(r.path), r.format or "", r.status, f"{r.rows:,}", f"{r.rejects:,}", f"{r.seconds:.1f}")

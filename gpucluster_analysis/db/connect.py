@@ -196,4 +196,4 @@ def store_is_empty(con: duckdb.DuckDBPyConnection) -> bool:
     tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
     if "ingested_files" not in tables:
         return True
-    return con.execute("SELECT count(*) FROM ingested_files").fetchone()[0] == 0
+    return con.execute("SELECT count(*) FROM ingested_files").fetchone()[0] == 0  # type: ignore[index]  # count(*): one row

@@ -168,7 +168,7 @@ def _cuda_oom(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
         "fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
     )
-    err: list[str] = []
+    err = []
     if ctx.gpus > 1:
         rank = int(rng.integers(0, ctx.gpus))
         err += _ranked(tb, rank)

@@ -140,7 +140,14 @@ def _check_arguments(jobs: int, machines: int, days: float, seed: int) -> None:
 
 def _occupancy(specs: list[JobSpec], records: list[list[RecordedAttempt]]) -> Occupancy:
     """Every attempt that really ran on GPUs, plus one idle sentinel so lookups never fail."""
-    start, end, job, base, noise, counted, owner, gpu = [], [], [], [], [], [], [], []
+    start: list[int] = []
+    end: list[int] = []
+    job: list[int] = []
+    base: list[float] = []
+    noise: list[float] = []
+    counted: list[bool] = []
+    owner: list[int] = []
+    gpu: list[int] = []
     for spec, recs in zip(specs, records, strict=True):
         for r in recs:
             a = r.real
@@ -157,7 +164,13 @@ def _occupancy(specs: list[JobSpec], records: list[list[RecordedAttempt]]) -> Oc
                 for g in gpus:
                     owner.append(i)
                     gpu.append(m * GPUS_PER_MACHINE + g)
-    start.append(0), end.append(0), job.append(0), base.append(0.0), noise.append(0.0), counted.append(False)
+    # the idle sentinel
+    start.append(0)
+    end.append(0)
+    job.append(0)
+    base.append(0.0)
+    noise.append(0.0)
+    counted.append(False)
     return Occupancy(
         start=np.array(start, dtype=np.int64),
         end=np.array(end, dtype=np.int64),

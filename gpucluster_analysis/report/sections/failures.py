@@ -111,7 +111,7 @@ def _headline(summary: dict, matching: pl.DataFrame) -> str:
     return text
 
 
-def _no_cause(summary: dict) -> str:  # type: ignore[type-arg]
+def _no_cause(summary: dict) -> str:
     """The failed attempts whose log shows no failure at all ('no cause in the log'), when there are any."""
     n = int(summary.get("no_cause_trials") or 0)
     return f" {fmt_int(n)} with a log that shows no failure at all (no cause in the log)," if n else ""
@@ -403,7 +403,7 @@ def _scheduler_failures(s: Section, r: dict[str, pl.DataFrame]) -> None:
     if not at.is_empty():
         total = int(at.get_column("jobs").sum())
         once = int(at.filter(pl.col("attempts") == 1).get_column("jobs").sum())
-        most = int(at.get_column("attempts").max())
+        most = int(at.get_column("attempts").max())  # type: ignore[arg-type]  # a count column's max
         s.add(
             Figure(
                 "fig-attempts-per-job",
@@ -497,7 +497,7 @@ def _scheduler_failures(s: Section, r: dict[str, pl.DataFrame]) -> None:
         s.add(Table("gpu_time_by_run_time_status", buckets, "Jobs and GPU time by run time, per final status."))
 
 
-def _lead(summary: dict, reasons: pl.DataFrame) -> str:  # type: ignore[type-arg]
+def _lead(summary: dict, reasons: pl.DataFrame) -> str:
     """The section's answer: how many attempts failed, the GPU time they lost, and the costliest known cause."""
     trials = int(summary.get("trials") or 0)
     if not trials:

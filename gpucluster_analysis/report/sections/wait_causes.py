@@ -58,7 +58,7 @@ def blocks(r: dict[str, pl.DataFrame]) -> list[Block]:
         )
         return out
     shares = {x["cause"]: x for x in rows_of(total)}
-    jobs = int(total.get_column("jobs").max())
+    jobs = int(total.get_column("jobs").max())  # type: ignore[arg-type]  # a count column's max
     parts = [f"{fmt_pct(shares[c]['share_pct'])} was {words}" for c, words in CAUSE_WORDS.items() if c in shares]
     out.append(
         Paragraph(
