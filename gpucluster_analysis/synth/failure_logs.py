@@ -58,13 +58,11 @@ _FRAMEWORK_FRAMES = (
 def _preamble(ctx: LogContext, rng: np.random.Generator) -> list[str]:
     script = _pick(rng, _SCRIPTS)
     lines = [
-        "Container: "
-        f"container_e{int(rng.integers(10, 99))}_{ctx.job_id.removeprefix('application_')}"
+        f"Container: container_e{int(rng.integers(10, 99))}_{ctx.job_id.removeprefix('application_')}"
         f"_{ctx.attempt + 1:02d}_000001 on {ctx.hosts[0] if ctx.hosts else 'unknown'}",
         f"LogType: stdout  User: {ctx.user}",
-        f"+ python {script} --config "
-        f"configs/{_pick(rng, ('resnet50', 'bert_base', 'seq2seq', 'lstm_lm', 'vgg16'))}.yaml --batch-size "
-        f"{int(rng.choice([32, 64, 128, 256]))}",
+        f"+ python {script} --config configs/{_pick(rng, ('resnet50', 'bert_base', 'seq2seq', 'lstm_lm', 'vgg16'))}"
+        f".yaml --batch-size {int(rng.choice([32, 64, 128, 256]))}",
         f"world_size={ctx.gpus} local_rank=0 master_addr={ctx.hosts[0] if ctx.hosts else 'localhost'}",
     ]
     return lines
@@ -112,8 +110,7 @@ def _torchrun_summary(
         "------------------------------------------------------------",
         "Root Cause (first observed failure):",
         "[0]:",
-        "  time      : "
-        f"2017-11-{int(rng.integers(1, 28)):02d}_{int(rng.integers(0, 24)):02d}"
+        f"  time      : 2017-11-{int(rng.integers(1, 28)):02d}_{int(rng.integers(0, 24)):02d}"
         f":{int(rng.integers(0, 60)):02d}:{int(rng.integers(0, 60)):02d}",
         f"  host      : {host}",
         f"  rank      : {rank} (local_rank: {rank % 8})",
@@ -163,8 +160,7 @@ def _cuda_oom(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
         f"GPU {gpu} has a total capacity of {total:.2f} GiB of which {float(rng.uniform(0.01, 1.0)):.2f} GiB is free. "
         f"Including non-PyTorch memory, this process has {total - 0.5:.2f} GiB memory in use. Of the allocated memory "
         f"{_gib(rng, 5, total - 1)} is allocated by PyTorch, and {_gib(rng, 0.1, 1.5)} is reserved by "
-        "PyTorch but unallocated. "
-        "If reserved but unallocated memory is large try setting "
+        "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
         "fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
     )
@@ -360,11 +356,10 @@ def _nccl_error(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
     err: list[str] = []
     for r in ranks:
         err.append(
-            f"[rank{r}]:[E ProcessGroupNCCL.cpp:{int(rng.choice([563, 616, 1537]))}] [Rank {r}] Watchdog "
-            "caught collective operation timeout: "
-            f"WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn={int(rng.integers(1, 30_000_000))}, "
-            "NumelOut=same, Timeout(ms)=1800000) "
-            f"ran for {1800000 + int(rng.integers(1, 900))} milliseconds before timing out."
+            f"[rank{r}]:[E ProcessGroupNCCL.cpp:{int(rng.choice([563, 616, 1537]))}] [Rank {r}] Watchdog caught "
+            f"collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, "
+            f"NumelIn={int(rng.integers(1, 30_000_000))}, NumelOut=same, Timeout(ms)=1800000) ran for "
+            f"{1800000 + int(rng.integers(1, 900))} milliseconds before timing out."
         )
     if rng.random() < 0.5:
         err.append(
@@ -477,8 +472,7 @@ def _node_fail(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
     host = ctx.hosts[0] if ctx.hosts else f"m{int(rng.integers(0, 500))}"
     out = f"Launching container for {ctx.job_id} attempt {ctx.attempt}\n"
     err = [
-        "Container launch failed for "
-        f"container_e{int(rng.integers(10, 99))}_{ctx.job_id.removeprefix('application_')}"
+        f"Container launch failed for container_e{int(rng.integers(10, 99))}_{ctx.job_id.removeprefix('application_')}"
         f"_{ctx.attempt + 1:02d}_000001 : "
         f"Node {host}:{int(rng.integers(30000, 60000))} lost: NodeManager heartbeat timed out after 600000 ms",
         "Diagnostics: Container released on a *lost* node",
