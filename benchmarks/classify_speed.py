@@ -73,7 +73,8 @@ def _training_chunk(rng: random.Random, lines: int, rank_prefix: bool) -> bytes:
         else:
             parts.append(
                 f"I0501 12:00:{step % 60:02d}.{step % 999999:06d} 140213 trainer.py:412] global step {step}: "
-                f"loss = {rng.random():.3f} ({rng.random():.3f} sec/step), throughput {rng.random() * 900:.1f} samples/s"
+                f"loss = {rng.random():.3f} ({rng.random():.3f} sec/step), throughput "
+                f"{rng.random() * 900:.1f} samples/s"
             )
     return ("\n".join(parts) + "\n").encode()
 
@@ -134,12 +135,13 @@ def main() -> None:
             seconds = time.perf_counter() - t
             rows.append((label, len(group), disk, read, seconds, right))
             for key, value in zip(
-                ("files", "disk", "read", "seconds", "right"), (len(group), disk, read, seconds, right)
+                ("files", "disk", "read", "seconds", "right"), (len(group), disk, read, seconds, right), strict=True
             ):
                 total[key] += value
         rows.append(("all", total["files"], total["disk"], total["read"], total["seconds"], total["right"]))
     print(
-        f"Python {platform.python_version()}, {os.cpu_count()} cores, head {HEAD_BYTES >> 20} MiB + tail {TAIL_BYTES >> 20} MiB\n"
+        f"Python {platform.python_version()}, {os.cpu_count()} cores, head {HEAD_BYTES >> 20} MiB + tail "
+        f"{TAIL_BYTES >> 20} MiB\n"
     )
     print("| logs | files | on disk MB | read MB | seconds | disk MB/s | read MB/s | files/s | right reason |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")

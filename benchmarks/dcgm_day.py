@@ -28,7 +28,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from run import machine_line, run_step
+from run import machine_line, run_step  # noqa: E402  -- run.py is found through the sys.path line above
 
 FIELDS = (
     ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
@@ -110,7 +110,7 @@ def write_node_json(path: Path, node: int, scrapes: int, interval_s: int, gpus: 
 
     text = path.with_suffix(".prom")
     write_node(text, node, scrapes, interval_s, gpus, start_epoch)
-    series: dict[str, dict] = {}  # type: ignore[type-arg]
+    series: dict[str, dict] = {}
     when = 0
     with text.open() as f:
         for line in f:

@@ -38,11 +38,11 @@ import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from gpucluster_analysis.ingest.slurm.values import parse_job_id
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from run import machine_line, speed_probe
-
-from gpucluster_analysis.ingest.slurm.values import parse_job_id
+from run import machine_line, speed_probe  # noqa: E402  -- run.py is found through the sys.path line above
 
 BASE_JOBS, BASE_DAYS, NODES = 2000, 3.0, 5
 LIVE = HERE.parent / "tests" / "data" / "slurm" / "live"

@@ -20,10 +20,11 @@ import sys
 import time
 from pathlib import Path
 
+import duckdb
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import duckdb
-from run import machine_line, run_step
+from run import machine_line, run_step  # noqa: E402  -- run.py is found through the sys.path line above
 
 GCA = [sys.executable, "-m", "gpucluster_analysis"]
 

@@ -51,7 +51,8 @@ def _noise(rng: random.Random, n: int) -> list[str]:
             )
         elif r < 0.85:
             out.append(
-                f"[rank{rng.randrange(8)}]: /usr/lib/python3.10/site-packages/torch/utils/checkpoint.py:429: UserWarning: "
+                f"[rank{rng.randrange(8)}]: /usr/lib/python3.10/site-packages/torch/utils/checkpoint.py:429: "
+                "UserWarning: "
                 "torch.utils.checkpoint: please pass in use_reentrant=True or use_reentrant=False explicitly."
             )
         else:
@@ -64,7 +65,10 @@ def _noise(rng: random.Random, n: int) -> list[str]:
 
 def _bar(desc: str, n: int, total: int, sec: int, rate: float, post: str = "") -> str:
     pct = 100 * n // total
-    return f"{desc}{pct:3d}%|{'█' * (pct // 10):10s}| {n}/{total} [{sec // 60:02d}:{sec % 60:02d}<{(total - n) // 60:02d}:00, {rate:.2f}it/s{post}]"
+    return (
+        f"{desc}{pct:3d}%|{'█' * (pct // 10):10s}| {n}/{total} "
+        f"[{sec // 60:02d}:{sec % 60:02d}<{(total - n) // 60:02d}:00, {rate:.2f}it/s{post}]"
+    )
 
 
 def hf(rng: random.Random, k: int) -> list[str]:
@@ -72,14 +76,15 @@ def hf(rng: random.Random, k: int) -> list[str]:
     evals = "\r".join(_bar("", j * 7, 63, j, 11.0) for j in range(1, 10))
     line = "\r".join(states) + (f"\r{evals}\r{states[-1]}" if k % 20 == 0 else "")
     return [
-        line
-        + f"{{'loss': {rng.uniform(0.5, 3):.4f}, 'grad_norm': {rng.uniform(0, 5):.3f}, 'learning_rate': 5e-05, 'epoch': {k / 1000:.3f}}}"
+        line + f"{{'loss': {rng.uniform(0.5, 3):.4f}, 'grad_norm': {rng.uniform(0, 5):.3f}, 'learning_rate': 5e-05, "
+        f"'epoch': {k / 1000:.3f}}}"
     ]
 
 
 def hf_end() -> list[str]:
     return [
-        "{'train_runtime': 5000.1, 'train_samples_per_second': 15.997, 'train_steps_per_second': 2.0, 'train_loss': 2.4, 'epoch': 1.0}",
+        "{'train_runtime': 5000.1, 'train_samples_per_second': 15.997, 'train_steps_per_second': 2.0, "
+        "'train_loss': 2.4, 'epoch': 1.0}",
         "***** train metrics *****",
         "  train_samples_per_second =     15.997",
     ]
@@ -96,17 +101,22 @@ def lightning(rng: random.Random, k: int) -> list[str]:
 
 def megatron(rng: random.Random, k: int) -> list[str]:
     return [
-        f" [2024-04-06 03:02:12] iteration {k:8d}/  500000 | consumed samples: {128 * k:12d} | elapsed time per iteration (ms): "
-        f"{rng.uniform(5300, 5500):.1f} | throughput per GPU (TFLOP/s/GPU): {rng.uniform(235, 245):.1f} | learning rate: 1.420000E-05 | "
-        "global batch size:   128 | lm loss: 1.818812E+00 | loss scale: 1.0 | grad norm: 1.300 | number of skipped iterations:   0 |"
+        f" [2024-04-06 03:02:12] iteration {k:8d}/  500000 | consumed samples: {128 * k:12d} | elapsed time "
+        "per iteration (ms): "
+        f"{rng.uniform(5300, 5500):.1f} | throughput per GPU (TFLOP/s/GPU): {rng.uniform(235, 245):.1f} | "
+        "learning rate: 1.420000E-05 | "
+        "global batch size:   128 | lm loss: 1.818812E+00 | loss scale: 1.0 | grad norm: 1.300 | number of "
+        "skipped iterations:   0 |"
     ]
 
 
 def megatron_deepspeed(rng: random.Random, k: int) -> list[str]:
     return [
-        f"[2024-03-07 15:27:17,188] [INFO] [timer.py:260:stop] epoch=0/micro_step={k}/global_step={k}, RunningAvgSamplesPerSec=53.1, "
+        f"[2024-03-07 15:27:17,188] [INFO] [timer.py:260:stop] epoch=0/micro_step={k}/global_step={k}, "
+        "RunningAvgSamplesPerSec=53.1, "
         f"CurrSamplesPerSec={rng.uniform(52, 55):.4f}, MemAllocated=20.1GB, MaxMemAllocated=30.2GB",
-        f" iteration {k:8d}/ 1000 | consumed samples: {768 * k:12d} | elapsed time per iteration (ms): 14287.5 | samples per second: 53.753 | "
+        f" iteration {k:8d}/ 1000 | consumed samples: {768 * k:12d} | elapsed time per iteration (ms): "
+        "14287.5 | samples per second: 53.753 | "
         f"tokens per gpu per second (tgs): 1146.733 | TFLOPs: {rng.uniform(69, 71):.2f} |",
     ]
 
@@ -207,12 +217,13 @@ def main() -> None:
             seconds = time.perf_counter() - t
             rows.append((label, len(group), disk, read, seconds, right))
             for key, value in zip(
-                ("files", "disk", "read", "seconds", "right"), (len(group), disk, read, seconds, right)
+                ("files", "disk", "read", "seconds", "right"), (len(group), disk, read, seconds, right), strict=True
             ):
                 total[key] += value
         rows.append(("all", total["files"], total["disk"], total["read"], total["seconds"], total["right"]))
     print(
-        f"Python {platform.python_version()}, {os.cpu_count()} cores, head {HEAD_BYTES >> 20} MiB + tail {TAIL_BYTES >> 20} MiB\n"
+        f"Python {platform.python_version()}, {os.cpu_count()} cores, head {HEAD_BYTES >> 20} MiB + tail "
+        f"{TAIL_BYTES >> 20} MiB\n"
     )
     print("| logs | files | on disk MB | read MB | seconds | read MB/s | files/s | ms/file | right winner |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")

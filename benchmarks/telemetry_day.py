@@ -23,7 +23,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from run import machine_line, run_step
+from run import machine_line, run_step  # noqa: E402  -- run.py is found through the sys.path line above
 
 # what the logs were queried with; nvidia-smi prints clocks.sm as clocks.current.sm in the header
 FIELDS = (

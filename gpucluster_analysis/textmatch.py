@@ -66,7 +66,7 @@ class LinearPattern:
 
     def __init__(self, pattern: str, compiled: Any) -> None:
         self.pattern = pattern
-        self._match = getattr(getattr(compiled, "_regexp", None), "Match", None)
+        self._match: Any = getattr(getattr(compiled, "_regexp", None), "Match", None)
         if self._match is None:  # another google-re2 than the one this was written for: its public way
             self._match = lambda _anchor, data, _pos, _end: ((0, 0),) if compiled.search(data) else (_NO_MATCH,)
 

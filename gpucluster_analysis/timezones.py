@@ -38,7 +38,7 @@ def _offset_periods(zone: ZoneInfo) -> list[tuple[datetime, int]]:
     """(UTC start, offset seconds) of each period with one UTC offset, in order."""
 
     def offset_at(t: datetime) -> int:
-        return int(t.astimezone(zone).utcoffset().total_seconds())
+        return int(t.astimezone(zone).utcoffset().total_seconds())  # type: ignore[union-attr]  # aware: never None
 
     # the years every reader accepts (bounds.py): a few hundred periods per zone
     start = datetime(FIRST_YEAR, 1, 1, tzinfo=UTC)

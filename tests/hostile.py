@@ -180,7 +180,7 @@ def hostile_pumps(
         for lead in leads:
             pump(lead, ch)
     # neighbours in the pattern, then a sample of the other pairs
-    neighbours = {(a, b) for a, b in zip(walk.chars, walk.chars[1:]) if a != b}
+    neighbours = {(a, b) for a, b in zip(walk.chars, walk.chars[1:], strict=False) if a != b}
     rng = random.Random(seed)
     others = [(a, b) for a in chars for b in chars if a != b and (a, b) not in neighbours]
     for a, b in sorted(neighbours) + rng.sample(others, min(pairs, len(others))):

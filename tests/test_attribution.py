@@ -12,7 +12,8 @@ from gpucluster_analysis.db import open_store
 
 STORE = """
 INSERT INTO ingested_files VALUES (1, 'x', 1, 'a', 'slurm_sacct', 'UTC', 0, 0, 0, now());
-INSERT INTO machines (machine_id, listed_gpus, gpu_memory_gb, file_id) VALUES ('n1', 4, NULL, 1), ('n2', 4, NULL, 1), ('n3', 2, NULL, 1);
+INSERT INTO machines (machine_id, listed_gpus, gpu_memory_gb, file_id) VALUES
+  ('n1', 4, NULL, 1), ('n2', 4, NULL, 1), ('n3', 2, NULL, 1);
 INSERT INTO jobs (source, job_id, user_name, vc, status, submit_at, eligible_at, file_id) VALUES
   ('slurm', 'S1', 'u', 'a', 'passed', '2024-01-01 09:00:00', '2024-01-01 09:30:00', 1),
   ('slurm', 'S2', 'u', 'a', 'passed', '2024-01-01 09:00:00', NULL, 1),
@@ -108,7 +109,8 @@ def test_gpu_time_share_per_attribution_mode(jobs: dict) -> None:  # type: ignor
 
 EVIDENCE_LIMITS = """
 INSERT INTO ingested_files VALUES (1, 'x', 1, 'a', 'slurm_sacct', 'UTC', 0, 0, 0, now());
-INSERT INTO machines (machine_id, listed_gpus, gpu_memory_gb, file_id) VALUES ('n4', 4, NULL, 1), ('n5', 4, NULL, 1), ('n6', 2, NULL, 1), ('n7', 2, NULL, 1);
+INSERT INTO machines (machine_id, listed_gpus, gpu_memory_gb, file_id) VALUES
+  ('n4', 4, NULL, 1), ('n5', 4, NULL, 1), ('n6', 2, NULL, 1), ('n7', 2, NULL, 1);
 INSERT INTO jobs (source, job_id, user_name, vc, status, submit_at, file_id) VALUES
   ('slurm', 'S6', 'u', 'a', 'passed', '2024-01-01 09:00:00', 1),
   ('slurm', 'S7', 'u', 'a', 'passed', '2024-01-01 09:00:00', 1),
@@ -169,7 +171,10 @@ INSERT INTO allocations VALUES ('philly', 'P1', 1, 'm1', 0, 1), ('philly', 'P1',
 """)
         prepare(con)
         jobs = {r["job_id"]: r for r in jobs_table(con).to_dicts()}
-    pick = lambda j: (jobs[j]["num_gpus"], jobs[j]["num_servers"], jobs[j]["gpu_time_s"])  # noqa: E731
+
+    def pick(j):
+        return (jobs[j]["num_gpus"], jobs[j]["num_servers"], jobs[j]["gpu_time_s"])
+
     assert pick("U1") == (None, 2, None)  # 2 nodes known, GPUs not: GPU time unknown, not 0
     assert pick("C1") == (0, 1, 0)  # a known 0 on one node
     assert pick("P1") == (2, 2, 2 * 1800)  # the first attempt WITH GPUs; the empty one adds 0

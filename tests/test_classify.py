@@ -1,4 +1,5 @@
-"""Failure classification: signatures, failure evidence, precedence on realistic logs, benign logs, the synthetic truth, the CLI."""
+"""Failure classification: signatures, failure evidence, precedence on realistic logs, benign logs,
+the synthetic truth, the CLI."""
 
 from __future__ import annotations
 
@@ -200,7 +201,8 @@ def test_progress_bar_glued_to_traceback_and_duplicated_ranks() -> None:
 
 def test_timestamps_ansi_hosts_and_rich_boxes() -> None:
     text = (
-        "2024-03-01T12:00:00.123Z node07: \x1b[1;31mRuntimeError\x1b[0m: CUDA error: an illegal memory access was encountered\n"
+        "2024-03-01T12:00:00.123Z node07: \x1b[1;31mRuntimeError\x1b[0m: CUDA error: an illegal memory "
+        "access was encountered\n"
         "│ ❱ 566 │   │   return torch._C._cuda_synchronize()   │\n"
         "╰──────────────────────────────────────────────────────╯\n"
     )
@@ -353,7 +355,10 @@ def test_retried_request_warning_yields_to_the_real_error() -> None:
 
 
 def test_minimal_user_signature_needs_no_description_or_counter_examples() -> None:
-    text = '[[signature]]\nid = "my_sig"\nreason = "value_error"\npattern = "frobnicate failed"\npriority = 999\nexamples = ["frobnicate failed"]\n'
+    text = (
+        '[[signature]]\nid = "my_sig"\nreason = "value_error"\npattern = "frobnicate failed"\npriority = '
+        '999\nexamples = ["frobnicate failed"]\n'
+    )
     (sig,) = parse_signatures(text, "my.toml")
     assert sig.description == "" and sig.counter_examples == ()
     assert classify_text("frobnicate failed\n", [sig]).signature_id == "my_sig"
@@ -489,7 +494,10 @@ def test_unknown_when_a_failure_has_no_name(text: str, line_number: int, evidenc
 
 def test_a_bare_nccl_warn_is_a_note_not_an_nccl_error() -> None:
     # issue 10: a healthy run that printed this answered nccl_error through nccl_watchdog_timeout
-    note = "node1:42:42 [0] NCCL INFO Using network Socket\nnode1:42:42 [0] NCCL WARN NET/IB : No device found.\nstep 1 loss 2.0\n"
+    note = (
+        "node1:42:42 [0] NCCL INFO Using network Socket\nnode1:42:42 [0] NCCL WARN NET/IB : No device "
+        "found.\nstep 1 loss 2.0\n"
+    )
     result = classify_text(note, SIGNATURES)
     assert (result.reason, [e.evidence_id for e in result.evidence]) == ("none", ["nccl_transport_fallback"])
     assert "a routine note, not a failure" in result.explain()[0]
@@ -498,7 +506,10 @@ def test_a_bare_nccl_warn_is_a_note_not_an_nccl_error() -> None:
 
 
 def test_success_discounts_what_came_before_it() -> None:
-    setup = "srun: error: node2: task 0: Exited with exit code 1\nls: cannot access '/pkl_coco': No such file or directory\n"
+    setup = (
+        "srun: error: node2: task 0: Exited with exit code 1\nls: cannot access '/pkl_coco': No such file or "
+        "directory\n"
+    )
     done = ':::MLLOG {"key": "run_stop", "value": null, "metadata": {"status": "success"}}\n'
     result = classify_text(setup + "epoch 3\n" + done, SIGNATURES)
     assert result.reason == "none"
@@ -537,7 +548,8 @@ def test_handled_traceback_does_not_count() -> None:
     assert result.reason == "none"
     assert any("in a traceback the program caught (exception_ignored, line 2)" in line for line in result.explain())
     finalizer = (
-        'Traceback (most recent call last):\n  File "/usr/lib/python3.10/multiprocessing/util.py", line 300, in _run_finalizers\n'
+        'Traceback (most recent call last):\n  File "/usr/lib/python3.10/multiprocessing/util.py", line 300, '
+        "in _run_finalizers\n"
         "FileNotFoundError: [Errno 2] No such file or directory\n"
     )
     assert classify_text(finalizer, SIGNATURES).reason == "none"
@@ -554,7 +566,8 @@ def test_handled_traceback_does_not_count() -> None:
 
 def test_warning_names_its_reason_only_beside_a_failure() -> None:
     fallback = (
-        "W tensorflow/core/common_runtime/gpu/gpu_device.cc:1850] Cannot dlopen some GPU libraries. Please make sure the"
+        "W tensorflow/core/common_runtime/gpu/gpu_device.cc:1850] Cannot dlopen some GPU libraries. Please "
+        "make sure the"
         " missing libraries mentioned above are installed properly if you would like to use GPU.\n"
     )
     result = classify_text(fallback + "Epoch 1/10\n", SIGNATURES)

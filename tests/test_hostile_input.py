@@ -194,7 +194,8 @@ def _check_one(con: duckdb.DuckDBPyConnection, path: Path, content: bytes, fmt: 
     if fmt in ONE_JOB_PER_LINE:
         data_lines = sum(1 for line in content.replace(b"\r", b"").split(b"\n")[1:] if line.strip())
         assert report.rows + report.rejects + report.superseded + report.unchanged == data_lines, (
-            f"{fmt}: {data_lines} data lines, {report.rows} stored, {report.rejects} rejected, {report.superseded + report.unchanged} met again"
+            f"{fmt}: {data_lines} data lines, {report.rows} stored, {report.rejects} rejected, "
+            f"{report.superseded + report.unchanged} met again"
         )
 
 

@@ -62,7 +62,8 @@ def test_the_gpu_node_list_after_the_full_one_is_rejected_node_for_node(tmp_path
     assert report.status == "failed"
     assert report.message.startswith(
         f"{GPU_NODES}:2: every row was rejected, nothing stored ({gpu_nodes:,} rows); the likely cause, in all:"
-        f" node openb-node-0000 already stored from {ALL_NODES} (the node lists describe the same cluster: ingest one per store)"
+        f" node openb-node-0000 already stored from {ALL_NODES} (the node lists describe the same cluster: "
+        "ingest one per store)"
     )
     assert rows(db, "SELECT count(*) FROM rejects") == [(0,)]
 
@@ -150,7 +151,8 @@ def test_a_node_listed_by_another_machine_list_is_rejected(tmp_path: Path) -> No
         ("", ": the file is empty (expected an Alibaba cluster-trace-gpu-v2023 node list CSV with its header line)"),
         (
             "sn,cpu_milli,gpu,model\nn1,1000,1,T4\n",
-            ":1: the header has no memory_mib column (expected an Alibaba cluster-trace-gpu-v2023 node list CSV whose first"
+            ":1: the header has no memory_mib column (expected an Alibaba cluster-trace-gpu-v2023 node list "
+            "CSV whose first"
             " line names its columns (sn, cpu_milli, memory_mib, gpu, ...))",
         ),
     ],

@@ -34,9 +34,12 @@ def profile(db: Path, machine: str) -> list[tuple]:  # type: ignore[type-arg]
     """Each detail row's time, GPU, instance and the profiling fields dmon printed, rounded to 6 places."""
     return rows(
         db,
-        "SELECT sample_at, gpu_index, gpu_instance_id, round(CAST(gr_engine_active AS DOUBLE), 6), round(CAST(sm_active AS DOUBLE), 6),"
-        " round(CAST(sm_occupancy AS DOUBLE), 6), round(CAST(tensor_active AS DOUBLE), 6), round(CAST(dram_active AS DOUBLE), 6),"
-        " round(CAST(fp64_active AS DOUBLE), 6), round(CAST(fp32_active AS DOUBLE), 6), round(CAST(fp16_active AS DOUBLE), 6)"
+        "SELECT sample_at, gpu_index, gpu_instance_id, round(CAST(gr_engine_active AS DOUBLE), 6), "
+        "round(CAST(sm_active AS DOUBLE), 6),"
+        " round(CAST(sm_occupancy AS DOUBLE), 6), round(CAST(tensor_active AS DOUBLE), 6), "
+        "round(CAST(dram_active AS DOUBLE), 6),"
+        " round(CAST(fp64_active AS DOUBLE), 6), round(CAST(fp32_active AS DOUBLE), 6), "
+        "round(CAST(fp16_active AS DOUBLE), 6)"
         " FROM gpu_sample_details WHERE machine_id = ? ORDER BY 1, 2, 3 NULLS FIRST",
         machine,
     )

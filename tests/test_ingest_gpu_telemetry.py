@@ -40,8 +40,10 @@ def samples(db: Path, machine: str) -> list[tuple]:  # type: ignore[type-arg]
 def details(db: Path, machine: str) -> list[tuple]:  # type: ignore[type-arg]
     return rows(
         db,
-        "SELECT sample_at, gpu_index, gpu_instance_id, mem_util_pct, mem_used_mib, mem_total_mib, round(CAST(power_w AS DOUBLE), 2), temp_c,"
-        " sm_clock_mhz, round(CAST(gr_engine_active AS DOUBLE), 2), throttle_reasons FROM gpu_sample_details WHERE machine_id = ?"
+        "SELECT sample_at, gpu_index, gpu_instance_id, mem_util_pct, mem_used_mib, mem_total_mib, "
+        "round(CAST(power_w AS DOUBLE), 2), temp_c,"
+        " sm_clock_mhz, round(CAST(gr_engine_active AS DOUBLE), 2), throttle_reasons FROM gpu_sample_details "
+        "WHERE machine_id = ?"
         " ORDER BY 1, 2, 3 NULLS FIRST",
         machine,
     )
@@ -51,8 +53,10 @@ def profile(db: Path, machine: str) -> list[tuple]:  # type: ignore[type-arg]
     """DCGM's profiling fields of each detail row, ratios rounded to 6 places (stored as REAL)."""
     return rows(
         db,
-        "SELECT gpu_index, gpu_instance_id, round(CAST(sm_active AS DOUBLE), 6), round(CAST(sm_occupancy AS DOUBLE), 6), round(CAST(tensor_active AS DOUBLE), 6),"
-        " round(CAST(fp64_active AS DOUBLE), 6), round(CAST(fp32_active AS DOUBLE), 6), round(CAST(fp16_active AS DOUBLE), 6), round(CAST(dram_active AS DOUBLE), 6),"
+        "SELECT gpu_index, gpu_instance_id, round(CAST(sm_active AS DOUBLE), 6), round(CAST(sm_occupancy AS "
+        "DOUBLE), 6), round(CAST(tensor_active AS DOUBLE), 6),"
+        " round(CAST(fp64_active AS DOUBLE), 6), round(CAST(fp32_active AS DOUBLE), 6), "
+        "round(CAST(fp16_active AS DOUBLE), 6), round(CAST(dram_active AS DOUBLE), 6),"
         " pcie_rx_bytes, pcie_tx_bytes, nvlink_tx_bytes, nvlink_rx_bytes"
         " FROM gpu_sample_details WHERE machine_id = ? ORDER BY sample_at, gpu_index, gpu_instance_id NULLS FIRST",
         machine,
@@ -443,7 +447,8 @@ def test_query_range_several_metrics_and_hosts(tmp_path: Path) -> None:
     ]
     assert rows(
         db,
-        "SELECT sample_at, round(CAST(gr_engine_active AS DOUBLE), 2) FROM gpu_sample_details WHERE machine_id = 'n1' ORDER BY 1",
+        "SELECT sample_at, round(CAST(gr_engine_active AS DOUBLE), 2) FROM gpu_sample_details WHERE "
+        "machine_id = 'n1' ORDER BY 1",
     ) == [
         (t(2023, 11, 14, 22, 13, 20), 0.41),
         (t(2023, 11, 14, 22, 13, 35), 0.43),
@@ -705,7 +710,8 @@ def test_real_uuid_only_log_waits_for_a_file_that_gives_the_index(tmp_path: Path
         first.status == "failed"
         and (
             f"{p100}:2: every row was rejected, nothing stored (1 rows); the likely cause, in all:"
-            " GPU GPU-ef1b2c9b-38d8-2090-2bd1-f567a3eb42a6 has no index in this file: first ingest one that pairs it with"
+            " GPU GPU-ef1b2c9b-38d8-2090-2bd1-f567a3eb42a6 has no index in this file: first ingest one that "
+            "pairs it with"
             " its index (e.g. nvidia-smi --query-gpu=index,uuid,pci.bus_id --format=csv)"
         )
         in first.message
@@ -713,7 +719,8 @@ def test_real_uuid_only_log_waits_for_a_file_that_gives_the_index(tmp_path: Path
     assert rows(db, "SELECT count(*) FROM ingested_files") == [(0,)]
     mapping = tmp_path / "p100-index.csv"
     mapping.write_text(
-        "timestamp, index, uuid, utilization.gpu [%]\n2023/01/01 00:00:00.000, 3, GPU-ef1b2c9b-38d8-2090-2bd1-f567a3eb42a6, 0 %\n"
+        "timestamp, index, uuid, utilization.gpu [%]\n2023/01/01 00:00:00.000, 3, "
+        "GPU-ef1b2c9b-38d8-2090-2bd1-f567a3eb42a6, 0 %\n"
     )
     ok(ingest(db, mapping, host="p100", zone="UTC")[0], 1, 0)
     again = ingest(db, p100, host="p100", time="2023-01-01T00:00:01Z")[0]
@@ -965,7 +972,8 @@ def test_duplicate_series_in_a_scrape(tmp_path: Path) -> None:
         # the same series with two values at one time: which one is right cannot be told
         f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} 42\nDCGM_FI_DEV_GPU_UTIL{{{labels}}} 43\n"
         # two GPUs claiming index 1 on one host
-        'DCGM_FI_DEV_GPU_TEMP{gpu="1",UUID="GPU-b",Hostname="node39"} 50\nDCGM_FI_DEV_GPU_TEMP{gpu="1",UUID="GPU-c",Hostname="node39"} 50\n'
+        'DCGM_FI_DEV_GPU_TEMP{gpu="1",UUID="GPU-b",Hostname="node39"} '
+        '50\nDCGM_FI_DEV_GPU_TEMP{gpu="1",UUID="GPU-c",Hostname="node39"} 50\n'
     )
     ok(ingest(db, scrape)[0], 1, 2)
     assert samples(db, "node39") == [(t(2026, 7, 14, 8), 0, 40.0)]
@@ -1212,7 +1220,8 @@ def test_other_exporters_lines_in_a_scrape_are_not_dcgm_samples(tmp_path: Path) 
         "# HELP node_cpu_seconds_total Seconds the CPUs spent in each mode.\n# TYPE node_cpu_seconds_total counter\n"
         'node_cpu_seconds_total{cpu="0",mode="idle"} 1.23456789e+06\n'
         "# TYPE http_request_duration_seconds histogram\n"
-        'http_request_duration_seconds_bucket{le="0.05"} 24054\nhttp_request_duration_seconds_bucket{le="+Inf"} 144320\n'
+        'http_request_duration_seconds_bucket{le="0.05"} '
+        '24054\nhttp_request_duration_seconds_bucket{le="+Inf"} 144320\n'
         "http_request_duration_seconds_sum 53423\nhttp_request_duration_seconds_count 144320\n"
         'go_gc_duration_seconds{quantile="0.5"} 4.5e-05\n'
         'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-a",Hostname="node48"} 42\n'
@@ -1262,7 +1271,7 @@ def test_query_range_series_of_different_lengths(tmp_path: Path) -> None:
     ]
 
 
-# ------------------------------------------------------------------ full --query-gpu captures, pasted commands (issue #9)
+# ---------------------------------------------------------- full --query-gpu captures, pasted commands (issue #9)
 
 
 def _query_rows(path: Path) -> list[dict[str, str]]:
@@ -1377,7 +1386,8 @@ def test_real_noheader_paste_takes_its_fields_from_the_command(tmp_path: Path) -
         "$ nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader,nounits -l 5",
         "user@gpu01:~$ nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader --loop=5",
         'PS C:\\> nvidia-smi.exe --query-gpu="index,utilization.gpu,memory.used" --format=csv,noheader -l 5',
-        "> nvidia-smi -lms 5000 --query-gpu index,utilization.gpu,memory.used --format csv,noheader,nounits > gpu.csv &",
+        "> nvidia-smi -lms 5000 --query-gpu index,utilization.gpu,memory.used --format csv,noheader,nounits "
+        "> gpu.csv &",
     ],
 )
 def test_a_pasted_command_names_the_fields_and_its_loop_the_interval(tmp_path: Path, command: str) -> None:
@@ -1491,7 +1501,7 @@ DCGM_FI_PROF_PCIE_TX_BYTES{gpu="3",UUID="GPU-d",Hostname="n1"} -5
 # time: 2026-07-14T06:00:30Z
 DCGM_FI_PROF_SM_ACTIVE{gpu="0",UUID="GPU-a",Hostname="n1",exported_pod="train-0",exported_namespace="ml",pod="dcgm-exporter-x7"} 0.5
 DCGM_FI_PROF_SM_ACTIVE{gpu="2",UUID="GPU-c",GPU_I_ID="3",Hostname="n1",hpc_job="4242"} 0.7
-"""
+"""  # noqa: E501  -- a dcgm-exporter scrape as served: its label sets unbroken
 
 
 def test_profiling_only_scrape_stores_every_field_and_the_workloads(tmp_path: Path) -> None:

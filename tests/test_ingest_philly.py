@@ -40,7 +40,7 @@ JOB_LOG = """[
     {"status": "Pass", "vc": "vc1", "jobid": "job_a", "attempts": [], "submitted_time": "2017-11-01 00:00:00", "user": "u1"},
     {"status": "Running", "vc": "vc1", "jobid": "job_e", "attempts": [{"start_time": "2017-11-05 01:00:00", "end_time": "None", "detail": [{"ip": "m4", "gpus": ["gpu7"]}]}], "submitted_time": "2017-03-12 02:30:00", "user": "u1"}
 ]
-"""
+"""  # noqa: E501  -- a Philly job log as published: one job per line, its JSON unbroken
 
 
 @pytest.fixture()
@@ -170,7 +170,8 @@ def test_cpu_and_memory_util(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     cpu = write(
         tmp_path / "cluster_cpu_util",
-        "time,machine_id,cpu_util\n2017-11-27 00:04:00 PST,m29,31.845\n2017-11-27 00:05:00 PST,m29,NA\n2017-11-27 00:06:00 PST,m29,-3\n",
+        "time,machine_id,cpu_util\n2017-11-27 00:04:00 PST,m29,31.845\n2017-11-27 00:05:00 "
+        "PST,m29,NA\n2017-11-27 00:06:00 PST,m29,-3\n",
     )
     mem = write(
         tmp_path / "cluster_mem_util",
@@ -254,7 +255,8 @@ def test_strict_stores_nothing_from_a_file_with_rejects(tmp_path: Path) -> None:
     assert report.message.startswith(f"{tmp_path / 'cluster_gpu_util'}:4: too many fields")
     assert rows(
         db,
-        "SELECT (SELECT count(*) FROM gpu_samples), (SELECT count(*) FROM rejects), (SELECT count(*) FROM ingested_files)",
+        "SELECT (SELECT count(*) FROM gpu_samples), (SELECT count(*) FROM rejects), (SELECT count(*) FROM "
+        "ingested_files)",
     ) == [(0, 0, 0)]
 
 
@@ -268,8 +270,8 @@ def test_same_job_in_two_logs_is_rejected_not_doubled(tmp_path: Path) -> None:
     # its only row rejected: the second file failed, with the reason as the likely cause
     assert reports[1].status == "failed"
     assert (
-        f"every row was rejected, nothing stored (1 rows); the likely cause, in all: jobid already stored from {first.resolve()}"
-        in reports[1].message
+        "every row was rejected, nothing stored (1 rows); the likely cause, in all: jobid already stored "
+        f"from {first.resolve()}" in reports[1].message
     )
     assert rows(db, "SELECT count(*) FROM ingested_files") == [(1,)]
 

@@ -53,7 +53,8 @@ def test_rejects_are_stored_with_their_lines(store: Path) -> None:
         store,
         """
         SELECT f.format, r.line, r.reason FROM rejects r JOIN ingested_files f USING (file_id)
-        WHERE f.path LIKE '%cluster_log.csv' OR f.path LIKE '%trace_seren.csv' OR f.path LIKE '%openb_pod_list_sample.csv'
+        WHERE f.path LIKE '%cluster_log.csv' OR f.path LIKE '%trace_seren.csv'
+           OR f.path LIKE '%openb_pod_list_sample.csv'
         ORDER BY f.file_id, r.line""",
     )
     assert got == [
@@ -80,7 +81,8 @@ def test_rejects_are_stored_with_their_lines(store: Path) -> None:
 def test_helios_jobs_and_attempts(store: Path) -> None:
     jobs = rows(
         store,
-        "SELECT job_id, user_name, vc, status, source_status, submit_at, cancelled_by FROM jobs WHERE source = 'helios' ORDER BY job_id",
+        "SELECT job_id, user_name, vc, status, source_status, submit_at, cancelled_by FROM jobs WHERE source "
+        "= 'helios' ORDER BY job_id",
     )
     assert jobs == [
         (
@@ -100,7 +102,8 @@ def test_helios_jobs_and_attempts(store: Path) -> None:
     ]
     attempts = rows(
         store,
-        "SELECT job_id, attempt_no, start_at, end_at, status, num_gpus, num_nodes FROM attempts WHERE source = 'helios' ORDER BY job_id",
+        "SELECT job_id, attempt_no, start_at, end_at, status, num_gpus, num_nodes FROM attempts WHERE source "
+        "= 'helios' ORDER BY job_id",
     )
     assert attempts == [
         ("1425511", 0, datetime(2020, 6, 9, 10, 41, 1), datetime(2020, 6, 9, 20, 55, 9), "passed", 1.0, 1),
@@ -444,7 +447,7 @@ def test_unreadable_files_fail_with_one_clear_line(tmp_path: Path, text: str, me
     assert "Traceback" not in report.message
 
 
-# ---------------------------------------------------------------- real excerpts and hostile files (tests/data/traces/SOURCES.md)
+# ------------------------------------------------------- real excerpts and hostile files (tests/data/traces/SOURCES.md)
 
 GPUSPEC = TRACES / "openb_pod_list_gpuspec33_head.csv"
 
@@ -607,24 +610,29 @@ def test_header_only_and_binary_files(tmp_path: Path) -> None:
         # CRLF lines, then LF lines: two files concatenated
         (
             HELIOS_HEADER + b"\r\n" + HELIOS_ROW % b"1" + b"\r\n" + HELIOS_ROW % b"2" + b"\n",
-            ":3: the line ends change here (LF after CRLF), as when files are concatenated (normalize them first, e.g. dos2unix cluster_log.csv)",
+            ":3: the line ends change here (LF after CRLF), as when files are concatenated (normalize them "
+            "first, e.g. dos2unix cluster_log.csv)",
         ),
         (
             HELIOS_HEADER + b"\n" + HELIOS_ROW % b"1" + b"\r\n",
-            ":2: the line ends change here (CRLF after LF), as when files are concatenated (normalize them first, e.g. dos2unix cluster_log.csv)",
+            ":2: the line ends change here (CRLF after LF), as when files are concatenated (normalize them "
+            "first, e.g. dos2unix cluster_log.csv)",
         ),
         (
             HELIOS_HEADER + b"\n" + HELIOS_ROW % b"1\r2" + b"\n",
-            ":2: a carriage return inside the line (remove it, or normalize the line ends (e.g. dos2unix cluster_log.csv))",
+            ":2: a carriage return inside the line (remove it, or normalize the line ends (e.g. dos2unix "
+            "cluster_log.csv))",
         ),
         (
             HELIOS_HEADER + b"\n" + HELIOS_ROW % b"1" + b"\n" + HELIOS_ROW % b"\x01" + b"\n",
-            ":3: a control character (0x01): binary data, not a CSV text file (give gca the CSV as published (gzip-compressed is fine))",
+            ":3: a control character (0x01): binary data, not a CSV text file (give gca the CSV as published "
+            "(gzip-compressed is fine))",
         ),
         # Windows-1252 curly quotes: neither UTF-8 nor Latin-1 (DuckDB's Latin-1 has no 0x80-0x9f)
         (
             HELIOS_HEADER + b"\n" + HELIOS_ROW % b"\x93q\x94" + b"\n",
-            ":2: neither UTF-8 nor Latin-1 text (convert it to UTF-8 first, e.g. iconv -f CP1252 -t UTF-8 cluster_log.csv)",
+            ":2: neither UTF-8 nor Latin-1 text (convert it to UTF-8 first, e.g. iconv -f CP1252 -t UTF-8 "
+            "cluster_log.csv)",
         ),
     ],
 )
@@ -741,7 +749,8 @@ def test_philly_in_helios_layout_is_read_in_philly_zone(tmp_path: Path) -> None:
         for r in rows(
             db,
             """
-        SELECT j.job_id, j.status, j.submit_at, a.start_at, a.end_at, a.num_gpus FROM jobs j JOIN attempts a USING (job_id)""",
+        SELECT j.job_id, j.status, j.submit_at, a.start_at, a.end_at, a.num_gpus
+        FROM jobs j JOIN attempts a USING (job_id)""",
         )
     }
     assert got == {
@@ -848,7 +857,8 @@ def test_helios_absurd_rows_are_rejected_and_the_headline_is_the_sane_jobs(tmp_p
     """Issue #26, item 4: a GPU count or a time no cluster has poisoned the headline. Reproduction:
 
         printf 'job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue\\n'\\
-        '1,u,v,1000000000,4,1,COMPLETED,2020-06-09 18:00:00,2020-06-09 18:00:00,2020-06-09 19:00:00,0,0\\n' > cluster_log.csv
+        '1,u,v,1000000000,4,1,COMPLETED,2020-06-09 18:00:00,'\\
+        '2020-06-09 18:00:00,2020-06-09 19:00:00,0,0\\n' > cluster_log.csv
         gca ingest cluster_log.csv --db h.duckdb && gca report --db h.duckdb --out r --json
 
     Now such a row is rejected with its reason, and the headline numbers are the sane jobs',
@@ -893,11 +903,15 @@ def test_acme_times_with_an_offset_are_held_to_the_years_in_utc(tmp_path: Path) 
         "\n".join(
             [
                 header,
-                "1,u1,1,8,128,Other,COMPLETED,2023-03-01 00:18:22+08:00,2023-03-01 00:18:54+08:00,2023-03-01 00:20:51+08:00,0,0,0",
+                "1,u1,1,8,128,Other,COMPLETED,2023-03-01 00:18:22+08:00,2023-03-01 00:18:54+08:00,2023-03-01 "
+                "00:20:51+08:00,0,0,0",
                 # 2060-01-01 05:00 at +08:00 is 2059-12-31 21:00 UTC: in the years; 2060-01-01 09:00 +08:00 is not
-                "2,u1,1,8,128,Other,COMPLETED,2059-12-31 00:00:00+08:00,2060-01-01 05:00:00+08:00,2060-01-01 07:00:00+08:00,0,0,0",
-                "3,u1,1,8,128,Other,COMPLETED,2059-12-31 00:00:00+08:00,2060-01-01 05:00:00+08:00,2060-01-01 09:00:00+08:00,0,0,0",
-                "4,u1,1,2048,128,Other,COMPLETED,2023-03-01 00:18:22+08:00,2023-03-01 00:18:54+08:00,2023-03-01 00:20:51+08:00,0,0,0",
+                "2,u1,1,8,128,Other,COMPLETED,2059-12-31 00:00:00+08:00,2060-01-01 05:00:00+08:00,2060-01-01 "
+                "07:00:00+08:00,0,0,0",
+                "3,u1,1,8,128,Other,COMPLETED,2059-12-31 00:00:00+08:00,2060-01-01 05:00:00+08:00,2060-01-01 "
+                "09:00:00+08:00,0,0,0",
+                "4,u1,1,2048,128,Other,COMPLETED,2023-03-01 00:18:22+08:00,2023-03-01 "
+                "00:18:54+08:00,2023-03-01 00:20:51+08:00,0,0,0",
             ]
         )
         + "\n",

@@ -240,7 +240,8 @@ def test_attempts(main_store: Path) -> None:
         (r[0], r[1]): r[2:]
         for r in rows(
             main_store,
-            "SELECT job_id, attempt_no, source_index, start_at, end_at, status, source_status, num_gpus, num_nodes FROM attempts",
+            "SELECT job_id, attempt_no, source_index, start_at, end_at, status, source_status, num_gpus, "
+            "num_nodes FROM attempts",
         )
     }
     assert got[("1001", 0)] == (
@@ -474,7 +475,8 @@ def test_fixed_width(tmp_path: Path) -> None:
         r[0]: r[1:]
         for r in rows(
             db,
-            "SELECT j.job_id, j.status, j.exit_code, j.vc, a.start_at, a.end_at, a.num_gpus FROM jobs j JOIN attempts a USING (job_id)",
+            "SELECT j.job_id, j.status, j.exit_code, j.vc, a.start_at, a.end_at, a.num_gpus FROM jobs j JOIN "
+            "attempts a USING (job_id)",
         )
     }
     assert got == {
@@ -527,7 +529,8 @@ def test_requeued_then_pending(tmp_path: Path) -> None:
 # Real `sacct -a -D -P` of Slurm 22.05 (scripts/slurm_live.sh, tests/data/slurm/live): job 17 ran,
 # was requeued at 23:53:43 and ran again from 23:55:44. sacct lists each run where its own
 # submission falls, so other jobs come between the two runs of 17 (16 is the job listed before it).
-REQUEUED_APART = """JobID|JobName|User|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|Timelimit|NNodes|ReqTRES|AllocTRES|NodeList
+REQUEUED_APART = """\
+JobID|JobName|User|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|Timelimit|NNodes|ReqTRES|AllocTRES|NodeList
 16|infra-filler|gcauser1|infra|gpu|normal|COMPLETED|0:0|2026-11-26T23:53:23|2026-11-26T23:53:23|2026-11-26T23:53:24|2026-11-26T23:54:34|00:02:00|1|billing=1,cpu=1,gres/gpu=1,mem=250G,node=1|billing=1,cpu=1,gres/gpu=1,node=1|gpu4
 16.batch|batch||infra|||COMPLETED|0:0|2026-11-26T23:53:24|2026-11-26T23:53:24|2026-11-26T23:53:24|2026-11-26T23:54:34||1||cpu=1,gres/gpu=1,mem=0,node=1|gpu4
 17|requeue-me|gcauser4|nlp|gpu|normal|REQUEUED|0:0|2026-11-26T23:53:23|2026-11-26T23:53:23|2026-11-26T23:53:24|2026-11-26T23:53:43|00:02:00|1|billing=1,cpu=1,gres/gpu=1,mem=250G,node=1|billing=1,cpu=1,gres/gpu=1,node=1|gpu4
@@ -586,7 +589,8 @@ def test_broken_rows_are_rejected_with_their_lines(tmp_path: Path) -> None:
     assert rows(db, "SELECT line, reason FROM rejects ORDER BY line") == [
         (
             4,
-            "unreadable Start '2024-13-45T99:00:00' (expected 2025-09-12T14:06:12; export with SLURM_TIME_FORMAT=standard)",
+            "unreadable Start '2024-13-45T99:00:00' (expected 2025-09-12T14:06:12; export with "
+            "SLURM_TIME_FORMAT=standard)",
         ),
         (5, "step of the allocation row at line 4, which was rejected"),
         (6, "step of job 5003 without its allocation row above it"),
@@ -886,7 +890,8 @@ def test_real_fixed_width_with_a_cut_job_name_is_refused(tmp_path: Path) -> None
     (report,) = ingest(tmp_path / "s.duckdb", DATA / "real_fixed_maestro.txt", zone="UTC")
     assert report.status == "failed"
     assert report.message == (
-        f"{DATA / 'real_fixed_maestro.txt'}:3: sacct cut the JobName field to 'hello_wor+': its fixed-width output loses"
+        f"{DATA / 'real_fixed_maestro.txt'}:3: sacct cut the JobName field to 'hello_wor+': its fixed-width "
+        "output loses"
         " what does not fit (export with sacct --parsable2 (-P), or widen the column, e.g. --format=JobName%60)"
     )
 
@@ -1069,7 +1074,8 @@ def test_scontrol_without_d_is_refused(tmp_path: Path) -> None:
     (report,) = ingest(tmp_path / "s.duckdb", DATA / "scontrol_without_d.txt")
     assert report.status == "failed"
     assert report.message == (
-        f"{DATA / 'scontrol_without_d.txt'}:2: a running job without its per-node lines (Nodes=... CPU_IDs=... GRES=...):"
+        f"{DATA / 'scontrol_without_d.txt'}:2: a running job without its per-node lines (Nodes=... "
+        "CPU_IDs=... GRES=...):"
         " this is `scontrol show job` without -d, which does not say which GPUs a job holds"
         " (save `scontrol show job -d` (or -d -o) instead)"
     )
@@ -1271,7 +1277,8 @@ def test_fixed_width_slices_bytes_whatever_the_encoding(tmp_path: Path) -> None:
     assert (report.status, report.rows, report.rejects) == ("loaded", 2, 0)
     assert rows(
         db,
-        "SELECT j.job_id, j.job_name, j.status, a.start_at, a.end_at FROM jobs j JOIN attempts a USING (job_id) ORDER BY 1",
+        "SELECT j.job_id, j.job_name, j.status, a.start_at, a.end_at FROM jobs j JOIN attempts a USING "
+        "(job_id) ORDER BY 1",
     ) == [
         ("16001", "café", "passed", datetime(2024, 6, 1, 10), datetime(2024, 6, 1, 11)),
         ("16002", "naïve", "passed", datetime(2024, 6, 1, 10), datetime(2024, 6, 1, 11)),
@@ -1477,7 +1484,10 @@ def test_the_sacct_reader_keeps_its_own_arrow_pool_and_gives_the_default_back(
 
 # ---------------------------------------------------------------- sanity bounds (issue #26)
 
-SANE_HEADER = "JobID|JobName|User|Account|Partition|State|ExitCode|Submit|Eligible|Start|End|Timelimit|NNodes|ReqTRES|AllocTRES|NodeList"
+SANE_HEADER = (
+    "JobID|JobName|User|Account|Partition|State|ExitCode|Submit|Eligible|Start|End|Timelimit|NNodes|"
+    "ReqTRES|AllocTRES|NodeList"
+)
 
 
 def _sacct_row(
@@ -1540,7 +1550,8 @@ def test_absurd_gpu_and_node_counts_reject_their_job_whole_and_the_headline_is_t
 
         printf 'JobID|State|Submit|Start|End|NNodes|AllocTRES|NodeList\\n'\\
         'a|COMPLETED|2024-01-01T10:00:00|2024-01-01T10:00:00|2024-01-01T11:00:00|1|gres/gpu=8|g01\\n'\\
-        'b|COMPLETED|2024-01-01T10:00:00|2024-01-01T10:00:00|2024-01-01T11:00:00|1|gres/gpu=1000000000|g02\\n' > sacct.txt
+        'b|COMPLETED|2024-01-01T10:00:00|2024-01-01T10:00:00|2024-01-01T11:00:00|1|'\\
+        'gres/gpu=1000000000|g02\\n' > sacct.txt
         gca ingest sacct.txt --db s.duckdb --tz UTC && gca report --db s.duckdb --out r --json
 
     Now a row naming more GPUs on a node than the bound (1,024, --max-gpus-per-node), in

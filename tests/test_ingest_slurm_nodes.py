@@ -38,11 +38,13 @@ def test_one_line_records_and_odd_gres(tmp_path: Path) -> None:
         tmp_path / "nodes.txt",
         "\n".join(
             [
-                "NodeName=a1 Arch=x86_64 CPUTot=128 RealMemory=1024000 Gres=gpu:a100:8(S:0-1) State=IDLE CfgTRES=cpu=128,mem=1000G,billing=128,gres/gpu=8",
+                "NodeName=a1 Arch=x86_64 CPUTot=128 RealMemory=1024000 Gres=gpu:a100:8(S:0-1) State=IDLE "
+                "CfgTRES=cpu=128,mem=1000G,billing=128,gres/gpu=8",
                 "NodeName=a2 CPUTot=64 RealMemory=512000 Gres=gpu:a100:4,gpu:v100:4 State=MIXED",
                 "NodeName=a3 CPUTot=32 Gres=gpu:tesla:2(IDX:0,1),mps:200 State=IDLE",
                 "NodeName=c1 CPUTot=64 Gres=(null) CfgTRES=cpu=64,mem=256000M",
-                "NodeName=a4 Gres=gpu:8 CfgTRES=cpu=64,gres/gpu=6 State=DRAIN Reason=two GPUs off the bus [admin@2026-01-01T00:00:00]",
+                "NodeName=a4 Gres=gpu:8 CfgTRES=cpu=64,gres/gpu=6 State=DRAIN Reason=two GPUs off the bus "
+                "[admin@2026-01-01T00:00:00]",
                 "NodeName=bad Gres=gpu:lots State=IDLE",
                 "this is not a node",
             ]

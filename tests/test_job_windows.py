@@ -68,7 +68,10 @@ def test_windows_merge_as_a_union_of_intervals_would(tmp_path: Path, seed: int) 
                 )
             ],
         )
-        minutes = lambda t: int((t - T0).total_seconds() // 60)  # noqa: E731
+
+        def minutes(t):
+            return int((t - T0).total_seconds() // 60)
+
         got_gpu = sorted(
             (r[0], r[1], r[2], minutes(r[3]), minutes(r[4]))
             for r in con.execute(
@@ -178,7 +181,10 @@ def test_whole_machine_windows_hold_every_gpu_of_the_machine(tmp_path: Path, see
                 )
             ],
         )
-        minutes = lambda t: int((t - T0).total_seconds() // 60)  # noqa: E731
+
+        def minutes(t):
+            return int((t - T0).total_seconds() // 60)
+
         rows = con.execute(
             f"SELECT job_id, machine_id, gpu_index, {GPUS}, start_at, end_at FROM attempt_windows"
         ).fetchall()

@@ -146,9 +146,13 @@ def expected_waits(
             row = {c: 0.0 for c in row}
             # the stretches between event times that the wait [submit, until) overlaps
             cuts = sorted({submit, until, *(t for t in grid if submit < t < until)})
-            for a, b in zip(cuts, cuts[1:]):
+            for a, b in zip(cuts, cuts[1:], strict=False):
                 row[f"wait_{cause(a, job['vc'], g)}_s"] += (b - a).total_seconds()
-        gaps = [(s2 - e1).total_seconds() for (_, e1, _), (s2, _, _) in zip(attempts, attempts[1:]) if e1 and s2]
+        gaps = [
+            (s2 - e1).total_seconds()
+            for (_, e1, _), (s2, _, _) in zip(attempts, attempts[1:], strict=False)
+            if e1 and s2
+        ]
         row["wait_retry_s"] = float(sum(max(x, 0.0) for x in gaps)) if starts else None
         out[job["jobid"]] = row
     return out

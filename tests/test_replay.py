@@ -119,7 +119,8 @@ def build_store(path: Path) -> Path:
         )
         con.execute("INSERT INTO allocations VALUES " + ", ".join(allocs))
         con.execute(
-            "INSERT INTO machines (machine_id, listed_gpus, gpu_memory_gb, file_id) VALUES ('m1', 8, NULL, 1), ('m2', 8, NULL, 1)"
+            "INSERT INTO machines (machine_id, listed_gpus, gpu_memory_gb, file_id) VALUES ('m1', 8, NULL, "
+            "1), ('m2', 8, NULL, 1)"
         )
         con.execute("INSERT INTO gpu_samples VALUES " + ", ".join(f"('{at(5)}', 'm3', {g}, 10, 1)" for g in range(4)))
         con.execute(
@@ -299,7 +300,8 @@ def test_sources_without_placement_split_no_fragmentation(tmp_path: Path) -> Non
             f"('helios', 'h3', 'u', 'w', 'passed', NULL, '{at(10)}', 1)"
         )
         con.execute(
-            "INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id, num_gpus, num_nodes)"
+            "INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, file_id, "
+            "num_gpus, num_nodes)"
             f" VALUES ('helios', 'h1', 0, 0, '{at(0)}', '{at(60)}', 1, 8, 1),"
             f" ('helios', 'h2', 0, 0, '{at(60)}', '{at(90)}', 1, 4, 1),"
             f" ('helios', 'h3', 0, 0, '{at(30)}', '{at(90)}', 1, 2, 1)"

@@ -52,7 +52,10 @@ def _random_site(d: Path, seed: int) -> list[Path]:
             seen = submit + (start - submit) / 2
             squeue.append(f"# {seen.strftime('%Y-%m-%dT%H:%M:%SZ')}\n{100 + k}|{rng.choice(['Resources', 'Priority'])}")
     nodes = "".join(f"NodeName=n{i} Gres=gpu:8 CfgTRES=cpu=64,gres/gpu=8\n" for i in range(1, 4))
-    assoc = "Account|User|GrpTRES\nml||gres/gpu=12\nml|ann|gres/gpu=2\nml|bob|gres/gpu=4\nvision||gres/gpu=10\nvision|cy|gres/gpu=3\n"
+    assoc = (
+        "Account|User|GrpTRES\nml||gres/gpu=12\nml|ann|gres/gpu=2\nml|bob|gres/gpu=4\n"
+        "vision||gres/gpu=10\nvision|cy|gres/gpu=3\n"
+    )
     qos = "Name|MaxTRESPU\nnormal|\ngpu|gres/gpu=5\n"
     return [
         write(d / "sacct.txt", "\n".join(sacct) + "\n"),

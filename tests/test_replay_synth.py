@@ -104,7 +104,8 @@ def test_replay_recovers_the_simulators_causes_on_philly_files(philly: tuple[Pat
     trace, db = philly
     must, may, compared, unsplit = compare(trace, db, "submit_time")
     print(
-        f"philly: {len(compared)} compared, {len(must)} differ outside blind stretches, {len(may)} inside, {unsplit} unsplit"
+        f"philly: {len(compared)} compared, {len(must)} differ outside blind stretches, {len(may)} inside, "
+        f"{unsplit} unsplit"
     )
     assert must == []
     # How much the blind stretches cost (docs/waits.md, docs/synth.md): few jobs, stated here.
@@ -132,7 +133,8 @@ def test_replay_recovers_the_simulators_causes_on_slurm_files(slurm: tuple[Path,
     trace, db = slurm
     must, may, compared, unsplit = compare(trace, db, "eligible_time")
     print(
-        f"slurm: {len(compared)} compared, {len(must)} differ outside blind stretches, {len(may)} inside, {unsplit} unsplit"
+        f"slurm: {len(compared)} compared, {len(must)} differ outside blind stretches, {len(may)} inside, "
+        f"{unsplit} unsplit"
     )
     # Every job whose wait sees none of the blind stretches above matches to the second.
     assert must == []

@@ -50,7 +50,10 @@ SACCT = """JobID|User|Account|Partition|QOS|State|Submit|Eligible|Start|End|Allo
 NODES = "NodeName=n1 Gres=gpu:8 CfgTRES=cpu=64,gres/gpu=8\nNodeName=n2 Gres=gpu:8 CfgTRES=cpu=64,gres/gpu=8\n"
 ASSOC = "Account|User|GrpTRES|QOS\nml||gres/gpu=10|normal,gpu\nml|dave|gres/gpu=2|normal\nvision||gres/gpu=16|gpu\n"
 QOS = "Name|Priority|MaxTRESPU\nnormal|0|\ngpu|500|gres/gpu=4\n"
-SQUEUE = "# 2026-11-25T10:10:00Z\n2|QOSMaxGRESPerUser\n6|AssocGrpGRES\n# 2026-11-25T10:30:00Z\n4|AssocGrpGRES\n2|QOSMaxGRESPerUser\n"
+SQUEUE = (
+    "# 2026-11-25T10:10:00Z\n2|QOSMaxGRESPerUser\n6|AssocGrpGRES\n# "
+    "2026-11-25T10:30:00Z\n4|AssocGrpGRES\n2|QOSMaxGRESPerUser\n"
+)
 CAUSES = ("wait_user_limit_s", "wait_fair_share_s", "wait_capacity_s", "wait_fragmentation_s", "wait_other_s")
 BY_HAND = {  # (user_limit, fair_share, capacity, fragmentation, other), from the docstring
     "1": (0, 0, 0, 0, 0),

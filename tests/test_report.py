@@ -289,7 +289,8 @@ def test_store_missing_a_table_is_a_query_error_naming_the_query(tmp_path: Path)
     db = tmp_path / "old.duckdb"
     with open_store(db) as con:
         con.execute(
-            "INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id) VALUES ('philly', 'A', 'u', 'v', 'passed', 'Pass', '2017-10-10 10:00:00', 1)"
+            "INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id) "
+            "VALUES ('philly', 'A', 'u', 'v', 'passed', 'Pass', '2017-10-10 10:00:00', 1)"
         )
         con.execute("DROP TABLE host_samples")
     with pytest.raises(QueryError, match=r"query \w+ failed: .*host_samples"):
@@ -332,7 +333,8 @@ INSERT INTO ingested_files VALUES
   (3, 'host.csv', 1, 'c', 'philly_cpu_util', NULL, 2, 0, 0, now()),
   (4, 'machines.csv', 1, 'd', 'philly_machine_list', NULL, 3, 0, 0, now());
 INSERT INTO rejects VALUES (1, 3, 'bad json', '{');
-INSERT INTO machines (machine_id, listed_gpus, gpu_memory_gb, file_id) VALUES ('m1', 2, 12, 4), ('m2', 8, 24, 4), ('m4', 8, 24, 4);
+INSERT INTO machines (machine_id, listed_gpus, gpu_memory_gb, file_id) VALUES
+  ('m1', 2, 12, 4), ('m2', 8, 24, 4), ('m4', 8, 24, 4);
 INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id) VALUES
   ('philly', 'A', 'u1', 'vc1', 'passed', 'Pass', '2017-10-10 09:50:00', 1),
   ('philly', 'B', 'u1', 'vc1', 'failed', 'Failed', '2017-10-10 11:00:00', 1),

@@ -57,7 +57,8 @@ def test_helios_jobs_keep_gpu_num_as_their_request(tmp_path: Path) -> None:
                 "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue",
                 "1,u,v,8,32,1,COMPLETED,2020-06-09 18:00:00,2020-06-09 18:00:10,2020-06-09 19:00:10,3600,10",
                 "2,u,v,16,64,2,CANCELLED by 7,2020-06-09 18:00:00,,,0,0",  # cancelled while pending
-                "3,u,v,4,8,1,CANCELLED,2020-06-09 18:00:00,2020-06-09 18:30:00,2020-06-09 18:30:00,0,0",  # Slurm's start = end
+                # Slurm's start = end
+                "3,u,v,4,8,1,CANCELLED,2020-06-09 18:00:00,2020-06-09 18:30:00,2020-06-09 18:30:00,0,0",
                 "4,u,v,,8,1,PENDING,2020-06-09 18:00:00,,,0,0",  # no GPU count
             ]
         )

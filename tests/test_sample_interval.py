@@ -16,11 +16,11 @@ T0 = datetime(2026, 7, 14)
 
 def _interval(rows: list[tuple[datetime, str, int]]) -> tuple[float | None, int]:
     con = duckdb.connect()
-    frame = pl.DataFrame(
+    frame = pl.DataFrame(  # noqa: F841  -- read by DuckDB by its name (FROM frame)
         rows,
         schema={
             "sample_at": pl.Datetime("us"),
-            "machine_id": pl.String,  # noqa: F841
+            "machine_id": pl.String,
             "gpu_index": pl.Int16,
         },
         orient="row",

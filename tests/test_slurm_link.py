@@ -91,8 +91,8 @@ def test_links_follow_the_rules(seed: int, het: bool) -> None:
     assert links.alloc_line.to_pylist() == alloc_line
     # only allocation rows are read for `alone`
     is_alloc = keys.column("is_alloc").to_pylist()
-    assert [a for a, keep in zip(links.alone.to_pylist(), is_alloc) if keep] == [
-        a for a, keep in zip(alone, is_alloc) if keep
+    assert [a for a, keep in zip(links.alone.to_pylist(), is_alloc, strict=True) if keep] == [
+        a for a, keep in zip(alone, is_alloc, strict=True) if keep
     ]
     assert links.blocks.to_pylist() == blocks
     assert any(a is None for a in alloc_line) and len(blocks) < len(
@@ -116,8 +116,8 @@ def test_met_once_never_says_once_of_a_job_met_again() -> None:
     jobs = ["7", "07", "8", "9", "9", "123_4", "123_4", "123_5", "c1/5", "c2/5", "+10", "10", "11", " 12", "12"]
     once = link._met_once(pl.Series(jobs)).tolist()
     exact = [jobs.count(j) == 1 for j in jobs]
-    assert all(e or not o for o, e in zip(once, exact))  # never once where the text repeats
-    assert dict(zip(jobs, once)) == {
+    assert all(e or not o for o, e in zip(once, exact, strict=True))  # never once where the text repeats
+    assert dict(zip(jobs, once, strict=True)) == {
         "7": False,
         "07": False,
         "8": True,

@@ -215,7 +215,8 @@ def test_hf_trainer_log_killed_before_the_end_reads_its_bar_with_warmup() -> Non
 
 def test_hf_trainer_full_log_prefers_train_samples_per_second() -> None:
     end = [
-        "{'train_runtime': 500.1, 'train_samples_per_second': 15.997, 'train_steps_per_second': 2.0, 'train_loss': 2.4, 'epoch': 1.0}",
+        "{'train_runtime': 500.1, 'train_samples_per_second': 15.997, 'train_steps_per_second': 2.0, "
+        "'train_loss': 2.4, 'epoch': 1.0}",
         _bar(1000, 1000, 500, 2.0),
         "***** train metrics *****",
         "  epoch                    =        1.0",
@@ -288,7 +289,8 @@ def test_a_log_with_samples_per_second_and_tflops_reports_tflops() -> None:
             f"RunningAvgSamplesPerSec=53.1, CurrSamplesPerSec={53 + i}.5, MemAllocated=20.1GB, MaxMemAllocated=30.2GB"
         )
         lines.append(
-            f" iteration {i:8d}/    1000 | consumed samples: {768 * i:12d} | elapsed time per iteration (ms): 14287.5 | "
+            f" iteration {i:8d}/    1000 | consumed samples: {768 * i:12d} | elapsed time per iteration "
+            "(ms): 14287.5 | "
             f"samples per second: 53.753 | tokens per gpu per second (tgs): 1146.733 | TFLOPs: {69 + i}.85 |"
         )
     s = extract_speed("\n".join(lines))

@@ -236,7 +236,7 @@ def test_no_gpu_is_double_booked(job_log: list[dict[str, Any]]) -> None:
     assert windows
     for key, spans in windows.items():
         spans.sort()
-        for (_, end, who), (start, _, other) in zip(spans, spans[1:]):
+        for (_, end, who), (start, _, other) in zip(spans, spans[1:], strict=False):
             assert end <= start, f"{key} held by {who} until {end} and by {other} from {start}"
 
 
@@ -248,7 +248,7 @@ def test_trace_crosses_the_fall_back_with_correct_suffixes(
     )
     assert "2017-11-05 01:30:00 PDT" in times and "2017-11-05 01:30:00 PST" in times
     instants = [suffixed_to_utc(t) for t in times]
-    assert all(b - a == timedelta(minutes=1) for a, b in zip(instants, instants[1:])), (
+    assert all(b - a == timedelta(minutes=1) for a, b in zip(instants, instants[1:], strict=False)), (
         "one row set per minute, in order"
     )
     for text, instant in zip(times, instants, strict=True):

@@ -119,7 +119,7 @@ def brute_force_split(
         b = a + (job["queue_delay_s"] if job["queue_delay_s"] is not None else sum(job[c] for c in CAUSES))
         split = [0, 0, 0, 0]
         points = [a, *(t for t in cuts if a < t < b), b]
-        for lo, hi in zip(points, points[1:]):
+        for lo, hi in zip(points, points[1:], strict=False):
             split[cause(lo, job["job_id"], job["vc"], gpus)] += hi - lo
         out[job["job_id"]] = tuple(split)
     return out
@@ -228,7 +228,9 @@ def test_retry_waits_follow_from_the_job_log(philly: Path) -> None:
             for i, a in enumerate(job["attempts"])
             if a["start_time"] != "None"
         )
-        want = sum(max(0, b[0] - a[2]) for a, b in zip(runs, runs[1:]) if a[2] is not None) if runs else None
+        want = (
+            sum(max(0, b[0] - a[2]) for a, b in zip(runs, runs[1:], strict=False) if a[2] is not None) if runs else None
+        )
         assert truth[job["jobid"]]["wait_retry_s"] == want, job["jobid"]
         with_gaps += bool(want)
     assert with_gaps > 5
@@ -244,7 +246,7 @@ def test_retry_waits_follow_from_sacct(slurm: Path) -> None:
     with_gaps = 0
     for job in load(slurm)["jobs"]:
         mine = sorted(runs.get(job["job_id"], []))
-        want = sum(max(0, b[0] - a[1]) for a, b in zip(mine, mine[1:])) if mine else None
+        want = sum(max(0, b[0] - a[1]) for a, b in zip(mine, mine[1:], strict=False)) if mine else None
         assert job["wait_retry_s"] == want, job["job_id"]
         with_gaps += bool(want)
     assert with_gaps > 5

@@ -340,7 +340,10 @@ def _decide(hits: list[_Hit], notes: list[Evidence]) -> Classification:
         if last_success is not None and h.seq < last_success.seq:
             why = f"before the success at {_where(last_success.line_number)}"
         elif h.block is not None and h.block.handled is not None:
-            why = f"in a traceback the program caught ({h.block.handled.evidence_id}, {_where(h.block.handled.line_number)})"
+            why = (
+                f"in a traceback the program caught ({h.block.handled.evidence_id}, "
+                f"{_where(h.block.handled.line_number)})"
+            )
             if id(h.block) not in handled_seen:
                 handled_seen.add(id(h.block))
                 out.append(h.block.handled)

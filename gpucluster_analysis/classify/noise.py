@@ -37,12 +37,13 @@ _PREFIX = re.compile(
             r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} ++\d{1,2} \d{2}:\d{2}:\d{2}(?: \d{4})?",  # ctime
             r"[A-Z][a-z]{2} ++\d{1,2} \d{2}:\d{2}:\d{2} \S++ (?:[\w.()-]++(?:\[\d++\])?: )?",  # syslog: host proc[pid]:
             r"[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d++ ++\d++ ++[\w./-]++:\d++\] ?",  # glog
-            r"\((?:[\w.-]++ )?(?:\w++=[^\s,()]++,?+ ?+)++\) ?",  # Ray / vLLM tags: (Worker pid=1, ip=..), (VllmWorker rank=2 pid=3)
+            # Ray / vLLM tags: (Worker pid=1, ip=..), (VllmWorker rank=2 pid=3)
+            r"\((?:[\w.-]++ )?(?:\w++=[^\s,()]++,?+ ?+)++\) ?",
             r"[\w.-]++ ++\| ",  # docker compose: service |
             r"-++ (?:[\w.]++ - )?" + _LEVEL + r" ++- ",  # "- mmengine - INFO - "
             _LEVEL + r" \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d++)? ",  # vLLM: "ERROR 05-12 19:01:18 "
-            _LEVEL
-            + r" *+(?:\| *+(?:[\w.<>]++:[\w.<>]++:\d++ ++- )?|- |: ?(?=[A-Z]))",  # loguru, "ERROR | ", "INFO - ", "ERROR: X"
+            # loguru, "ERROR | ", "INFO - ", "ERROR: X"
+            _LEVEL + r" *+(?:\| *+(?:[\w.<>]++:[\w.<>]++:\d++ ++- )?|- |: ?(?=[A-Z]))",
             r"[a-z][\w-]*+(?<=\d)(?:\.[\w.-]++)?: ++",  # host: node01: / gpu-12.cluster: (the name ends in a digit)
             r"\d{1,3}(?:\.\d{1,3}){3}: ++",  # ip:
             r"#015",  # syslog's escaped carriage return

@@ -28,9 +28,11 @@ DERIVED_REASONS = ("unknown", "none")
 CAUSE = "cause"  # the kind of a [[signature]] table: it names a root cause
 # kind of an [[evidence]] table -> what a line it matches means
 EVIDENCE_KINDS: dict[str, str] = {
-    "failure": "the log shows a failure (a traceback, a non-zero exit, a fatal signal); unknown when no signature names it",
+    "failure": "the log shows a failure (a traceback, a non-zero exit, a fatal signal); "
+    "unknown when no signature names it",
     "success": "the run finished or recovered here: what matched before this line does not count",
-    "handled": "the traceback this line heads or sits in was caught and reported by the program: its lines do not count",
+    "handled": "the traceback this line heads or sits in was caught and reported by the program: "
+    "its lines do not count",
     "note": "a routine note that reads like a failure: neither a cause nor failure evidence",
 }
 
@@ -138,7 +140,7 @@ def parse_signatures(text: str, source: str) -> list[Signature]:
 
 def _checked_table(
     table: object, n: int, source: str, seen: set[str], noun: str, keys: set[str], optional: set[str]
-) -> tuple[dict, str]:  # type: ignore[type-arg]
+) -> tuple[dict, str]:
     """The table with its optional keys defaulted, and how errors name it; checks keys, strings and the id."""
     if not isinstance(table, dict):
         raise RulesError(f"{source}: {noun} #{n} is not a table")
@@ -160,11 +162,11 @@ def _checked_table(
         raise RulesError(f"{where}: description must be a string")
     if not isinstance(table["unless"], str):
         raise RulesError(f"{where}: unless must be a string (a pattern)")
-    if not _ID.match(sid):  # type: ignore[arg-type]
+    if not _ID.match(sid):  # type: ignore[arg-type]  # id: checked a string above
         raise RulesError(f"{where}: id must be snake_case")
     if sid in seen:
         raise RulesError(f"{where}: duplicate id", "ids must be unique within a file, signatures and evidence together")
-    seen.add(sid)  # type: ignore[arg-type]
+    seen.add(sid)  # type: ignore[arg-type]  # id: checked a string above
     return table, where
 
 
@@ -218,7 +220,7 @@ def _signature(table: object, n: int, source: str, seen: set[str]) -> Signature:
     )
 
 
-def _checked_literals(table: dict, where: str) -> tuple[str, ...]:  # type: ignore[type-arg]
+def _checked_literals(table: dict, where: str) -> tuple[str, ...]:
     """The lower-cased prefilter literals, once examples and counter-examples are lists of strings,
     there is an example, and every example holds a literal."""
     for key in ("examples", "counter_examples"):

@@ -72,7 +72,7 @@ def main() -> None:
     _signals.install()
     try:
         app()
-        status: object = 0
+        status: str | int | None = 0
     except SystemExit as e:
         status = e.code
     finally:

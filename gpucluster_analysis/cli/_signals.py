@@ -69,7 +69,7 @@ def restore() -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     for sig, handler in _installed.items():
-        signal.signal(sig, handler)  # type: ignore[arg-type]
+        signal.signal(sig, handler)  # type: ignore[arg-type]  # what signal.signal() gave back
     _installed.clear()
     if _wakeup:
         signal.set_wakeup_fd(-1)

@@ -22,7 +22,8 @@ def classify(
         bool,
         typer.Option(
             "--explain",
-            help="List every matching signature in precedence order and why the winner won; for unknown and none, the failure evidence or its absence, and what did not count.",
+            help="List every matching signature in precedence order and why the winner won; for unknown and none, "
+            "the failure evidence or its absence, and what did not count.",
         ),
     ] = False,
     signatures: Annotated[

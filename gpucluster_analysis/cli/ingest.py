@@ -51,28 +51,32 @@ def ingest(
         str | None,
         typer.Option(
             "--tz",
-            help="Zone of zone-less times in the input (default: the format's own, e.g. America/Los_Angeles for Philly).",
+            help="Zone of zone-less times in the input (default: the format's own, e.g. America/Los_Angeles for "
+            "Philly).",
         ),
     ] = None,
     log_pattern: Annotated[
         str | None,
         typer.Option(
             "--log-pattern",
-            help="Where job logs name their job: a path template such as '{job_id}/{attempt}/stderr.txt' ({stream}, * also allowed).",
+            help="Where job logs name their job: a path template such as '{job_id}/{attempt}/stderr.txt' "
+            "({stream}, * also allowed).",
         ),
     ] = None,
     signatures: Annotated[
         list[Path] | None,
         typer.Option(
             "--signatures",
-            help="A TOML file of extra failure signatures for classifying job logs; one with a shipped id replaces it. Repeatable.",
+            help="A TOML file of extra failure signatures for classifying job logs; one with a shipped id "
+            "replaces it. Repeatable.",
         ),
     ] = None,
     columns: Annotated[
         str | None,
         typer.Option(
             "--columns",
-            help="Field order of headerless sacct output (sacct -n), as given to sacct --format: JobID,JobName,State,...; "
+            help="Field order of headerless sacct output (sacct -n), as given to sacct --format: "
+            "JobID,JobName,State,...; "
             "for nvidia-smi --format=csv,noheader the --query-gpu list (timestamp,index,utilization.gpu,...)",
         ),
     ] = None,
@@ -87,14 +91,16 @@ def ingest(
         str | None,
         typer.Option(
             "--time",
-            help="When a timeless DCGM scrape was taken, or a dmon/dcgmi dmon/--query-gpu log without times started: ISO 8601 (site zone unless Z/offset) or epoch seconds.",
+            help="When a timeless DCGM scrape was taken, or a dmon/dcgmi dmon/--query-gpu log without times "
+            "started: ISO 8601 (site zone unless Z/offset) or epoch seconds.",
         ),
     ] = None,
     interval: Annotated[
         float | None,
         typer.Option(
             "--interval",
-            help="Seconds between the samples of a dmon, dcgmi dmon or --query-gpu log without times (dmon -d, dcgmi dmon -d / 1000, nvidia-smi -l).",
+            help="Seconds between the samples of a dmon, dcgmi dmon or --query-gpu log without times (dmon -d, "
+            "dcgmi dmon -d / 1000, nvidia-smi -l).",
             min=0.001,
         ),
     ] = None,
@@ -290,7 +296,8 @@ def _ingest(
             _print_summary(reports, db)
             if orphans:
                 stderr.print(
-                    f"gca: warning: job logs name {orphans:,} jobs that are not in the store (e.g. {', '.join(examples)}); "
+                    f"gca: warning: job logs name {orphans:,} jobs that are not in the store (e.g. "
+                    f"{', '.join(examples)}); "
                     "ingest their scheduler log, or check --log-pattern",
                     markup=False,
                 )
@@ -355,7 +362,8 @@ def _pull(con: duckdb.DuckDBPyConnection, pull: PullPlan, options: IngestOptions
             raise
     for start, end, chunks in report.covered:
         stderr.print(
-            f"gca: {report.server}: {iso(start)} to {iso(end)} was pulled before ({chunks:,} chunk{'s' if chunks > 1 else ''}); skipped",
+            f"gca: {report.server}: {iso(start)} to {iso(end)} was pulled before ({chunks:,} "
+            f"chunk{'s' if chunks > 1 else ''}); skipped",
             markup=False,
         )
     if not report.chunks:
@@ -365,7 +373,8 @@ def _pull(con: duckdb.DuckDBPyConnection, pull: PullPlan, options: IngestOptions
     if report.duplicates:
         rejects += f", {report.duplicates:,} GPU samples stored before from another file (not stored again)"
     stderr.print(
-        f"gca: {report.server}: stored {len(report.chunks):,} chunk{'s' if len(report.chunks) > 1 else ''} from {iso(report.chunks[0].start_ms)} to "
+        f"gca: {report.server}: stored {len(report.chunks):,} chunk{'s' if len(report.chunks) > 1 else ''} "
+        f"from {iso(report.chunks[0].start_ms)} to "
         f"{iso(report.chunks[-1].end_ms)}: {sum(c.samples for c in report.chunks):,} values of "
         f"{max(c.series for c in report.chunks):,} series, {report.rows:,} GPU samples{rejects}",
         markup=False,
@@ -376,7 +385,7 @@ class _PullProgress:
     """A progress bar on stderr over the sample times a pull has to fetch."""
 
     def __init__(self, server: str) -> None:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
         self.server = server
         self.stored = 0
@@ -389,7 +398,7 @@ class _PullProgress:
             console=stderr,
             transient=True,
         )
-        self._task = None
+        self._task: TaskID | None = None
 
     def __enter__(self) -> _PullProgress:
         return self
@@ -410,7 +419,7 @@ class _PullProgress:
 
     def chunk_stored(self, chunk: object, points: int) -> None:
         self.stored += 1
-        self.last_ms = chunk.end_ms  # type: ignore[attr-defined]
+        self.last_ms = chunk.end_ms  # type: ignore[attr-defined]  # a prometheus Chunk, typed object here
         if self._task is not None:
             self._progress.advance(self._task, points)
 
@@ -419,7 +428,7 @@ class _RichListener:
     """Progress bars on stderr for big files; a line per skipped file."""
 
     def __init__(self) -> None:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
         self._progress = Progress(
             TextColumn("{task.description}", markup=False),
@@ -429,8 +438,8 @@ class _RichListener:
             console=stderr,
             transient=True,
         )
-        self._task = None
-        self._overall = None
+        self._task: TaskID | None = None
+        self._overall: TaskID | None = None
         self._skipped: dict[str, list[Path]] = {}
 
     def __enter__(self) -> _RichListener:
@@ -477,7 +486,7 @@ def _short(path: Path) -> str:
     return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
 
 
-def _print_summary(reports: list, db: Path) -> None:  # type: ignore[type-arg]
+def _print_summary(reports: list, db: Path) -> None:
     from collections import Counter
 
     from rich.table import Table
@@ -491,7 +500,7 @@ def _print_summary(reports: list, db: Path) -> None:  # type: ignore[type-arg]
         ("rejects", "right"),
         ("seconds", "right"),
     ):
-        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]  # justify: one of rich's literals
     single = [r for r in reports if r.format not in _GROUPED_FORMATS or r.status == "failed"]
     for r in single:
         table.add_row(_short(r.path), r.format or "", r.status, f"{r.rows:,}", f"{r.rejects:,}", f"{r.seconds:.1f}")

@@ -226,7 +226,8 @@ def check_dataset_manifest(path: Path, data: dict[str, Any]) -> None:
         if data.get(key) != expected[key]:
             raise InputError(
                 f"{path}: a dataset of {data.get('layout')} {data.get('layout_version')}, schema version"
-                f" {data.get('schema_version')}; this gca writes and reads {LAYOUT} {LAYOUT_VERSION}, schema {SCHEMA_VERSION}",
+                f" {data.get('schema_version')}; this gca writes and reads {LAYOUT} {LAYOUT_VERSION}, schema "
+                f"{SCHEMA_VERSION}",
                 hint="write it again with this gca into a new directory",
             )
 

@@ -110,7 +110,7 @@ def write_shard(
     log: Callable[[str], None] = lambda _msg: None,
 ) -> Written:
     """Write every canonical table of the store `con` holds as shard `shard` of `root`."""
-    import pyarrow.parquet  # noqa: F401  (fail here, not halfway, if pyarrow is broken)
+    import pyarrow.parquet  # noqa: F401  -- fail here, not halfway, if pyarrow is broken
 
     root = Path(root)
     prepare_root(root)

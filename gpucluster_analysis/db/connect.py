@@ -118,7 +118,8 @@ def _check_store_catalog(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         return
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3:,} more" if len(names) > 3 else "")
     raise NotAStoreError(
-        f"{path}: not a gca store (a DuckDB database of another application, holding {shown}); nothing was written to it",
+        f"{path}: not a gca store (a DuckDB database of another application, holding {shown}); nothing was "
+        "written to it",
         hint=_NOT_A_STORE_HINT,
     )
 
@@ -197,4 +198,4 @@ def store_is_empty(con: duckdb.DuckDBPyConnection) -> bool:
     tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
     if "ingested_files" not in tables:
         return True
-    return con.execute("SELECT count(*) FROM ingested_files").fetchone()[0] == 0
+    return con.execute("SELECT count(*) FROM ingested_files").fetchone()[0] == 0  # type: ignore[index]  # count(*): one row

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 import duckdb
 import numpy as np
 import polars as pl
+from polars.datatypes import DataTypeClass
 
 from gpucluster_analysis import wait_causes
 from gpucluster_analysis.db.queries import create_temp_tables, run_query, temp_table_exists
@@ -302,7 +303,7 @@ def _replay_source(
             "saved_borrowing_s": _col(result["borrow"], splittable & (idle_quota is not None)),
         }
     )
-    jobs_out = jobs_out.cast(JOB_COLUMNS)  # type: ignore[arg-type]
+    jobs_out = jobs_out.cast(JOB_COLUMNS)  # type: ignore[arg-type]  # polars' stubs: cast()'s keys wider than str
     in_period = tl.durations_within(*period)
     in_period[0] = 0.0  # as weights[0]
     return (
@@ -564,7 +565,7 @@ def _quota_rows(
 
 
 def _epoch_bounds(period: tuple[datetime | None, datetime | None]) -> tuple[float | None, float | None]:
-    return tuple(None if t is None else t.replace(tzinfo=UTC).timestamp() for t in period)  # type: ignore[return-value]
+    return tuple(None if t is None else t.replace(tzinfo=UTC).timestamp() for t in period)  # type: ignore[return-value]  # two in, two out
 
 
 def _timeline(source: str, tl: Timeline, period: tuple[float | None, float | None] = (None, None)) -> pl.DataFrame:
@@ -573,7 +574,7 @@ def _timeline(source: str, tl: Timeline, period: tuple[float | None, float | Non
     first = first if period[0] is None else max(first, period[0])
     last = last if period[1] is None else min(last, period[1])
     span = last - first
-    schema = {
+    schema: dict[str, pl.DataType | DataTypeClass] = {
         "source": pl.Utf8,
         "bin_start": pl.Datetime("us"),
         "bin_s": pl.Int64,

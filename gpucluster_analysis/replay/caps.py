@@ -122,10 +122,10 @@ def build_user_caps(T: np.ndarray, limits: pl.DataFrame, holdings: pl.DataFrame,
     job_assoc, job_qos = job_groups
     n_groups = sum(len(c) for c in caps)
     members = [np.zeros(0, dtype=np.int64)] * n_groups
-    for groups in holding_groups:
-        rows = np.flatnonzero(groups >= 0)
-        order = rows[np.argsort(groups[rows], kind="stable")]
-        for g, part in zip(*_split_by(groups[order], order), strict=True):
+    for holding in holding_groups:
+        rows = np.flatnonzero(holding >= 0)
+        order = rows[np.argsort(holding[rows], kind="stable")]
+        for g, part in zip(*_split_by(holding[order], order), strict=True):
             members[g] = part
     return UserCaps(
         caps=np.concatenate(caps).astype(float),

@@ -22,6 +22,7 @@ tests/test_spark.py runs the translated queries in Spark and compares with DuckD
 from __future__ import annotations
 
 from functools import cache
+from typing import TypeGuard
 
 from gpucluster_analysis.sqlfiles import load_sql
 
@@ -37,7 +38,7 @@ def to_spark(sql: str) -> str:
     if tree.find(exp.Parameter, exp.Placeholder):
         raise ValueError("a query with parameters is not translated")
 
-    def integral(node: exp.Expression) -> bool:
+    def integral(node: exp.Expression) -> TypeGuard[exp.Cast]:
         return isinstance(node, exp.Cast) and node.to.this.name in _INTEGER_TYPES
 
     def round_operand(cast: exp.Cast) -> None:

@@ -152,20 +152,20 @@ def _line_hits(pattern: SpeedPattern, line: str) -> list[_Hit]:
         if any(piece.startswith(desc) and f"/{total} " in piece for desc, total in seen):
             continue
         piece = piece[:PIECE_CHARS]
-        m = match(piece)
-        if m is None or (unless is not None and unless.search(piece) is not None):
+        bar = match(piece)
+        if bar is None or (unless is not None and unless.search(piece) is not None):
             continue
-        key = (m.group("desc"), m.group("total"))
+        key = (bar.group("desc"), bar.group("total"))
         if key in seen:
             continue
         seen.add(key)
-        raw = float(m.group("value"))
-        unit = m.group("unit") if has_unit else None
+        raw = float(bar.group("value"))
+        unit = bar.group("unit") if has_unit else None
         value = pattern.to_canonical(raw, unit)
         family = _family(*key)
         if value is None or family in last:
             continue
-        last[family] = (pos + 1, family, _seconds(m.group("elapsed")), raw, unit or pattern.unit, value)
+        last[family] = (pos + 1, family, _seconds(bar.group("elapsed")), raw, unit or pattern.unit, value)
     return sorted(last.values())
 
 

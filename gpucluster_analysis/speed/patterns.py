@@ -241,7 +241,7 @@ def _examples(value: object, where: str, key: str, *, with_value: bool) -> tuple
         number = ex.get("value")
         if with_value and (not isinstance(number, (int, float)) or isinstance(number, bool)):
             raise RulesError(f"{where}: {key} {i}: value must be a number")
-        out.append(Example(ex["line"], float(number) if with_value else None, ex["source"]))  # type: ignore[arg-type]
+        out.append(Example(ex["line"], float(number) if with_value else None, ex["source"]))  # type: ignore[arg-type]  # number: checked above
     return tuple(out)
 
 
@@ -255,7 +255,8 @@ def _check_examples(pattern: SpeedPattern, where: str) -> None:
                 "every line the regex can match must contain one of them",
             )
         got = line_values(pattern, ex.line)
-        if len(got) != 1 or not math.isclose(got[0], ex.value, rel_tol=1e-6):  # type: ignore[arg-type]  # values written to 7-8 digits
+        # rel_tol: the examples' values are written to 7-8 digits
+        if len(got) != 1 or not math.isclose(got[0], ex.value, rel_tol=1e-6):  # type: ignore[arg-type]  # examples have values here
             raise RulesError(
                 f"{where}: example {i} gives {got}, expected [{ex.value}]: {ex.line[:80]!r}",
                 "fix the regex, the conversion or the expected value",

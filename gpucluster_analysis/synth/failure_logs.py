@@ -58,9 +58,11 @@ _FRAMEWORK_FRAMES = (
 def _preamble(ctx: LogContext, rng: np.random.Generator) -> list[str]:
     script = _pick(rng, _SCRIPTS)
     lines = [
-        f"Container: container_e{int(rng.integers(10, 99))}_{ctx.job_id.removeprefix('application_')}_{ctx.attempt + 1:02d}_000001 on {ctx.hosts[0] if ctx.hosts else 'unknown'}",
+        f"Container: container_e{int(rng.integers(10, 99))}_{ctx.job_id.removeprefix('application_')}"
+        f"_{ctx.attempt + 1:02d}_000001 on {ctx.hosts[0] if ctx.hosts else 'unknown'}",
         f"LogType: stdout  User: {ctx.user}",
-        f"+ python {script} --config configs/{_pick(rng, ('resnet50', 'bert_base', 'seq2seq', 'lstm_lm', 'vgg16'))}.yaml --batch-size {int(rng.choice([32, 64, 128, 256]))}",
+        f"+ python {script} --config configs/{_pick(rng, ('resnet50', 'bert_base', 'seq2seq', 'lstm_lm', 'vgg16'))}"
+        f".yaml --batch-size {int(rng.choice([32, 64, 128, 256]))}",
         f"world_size={ctx.gpus} local_rank=0 master_addr={ctx.hosts[0] if ctx.hosts else 'localhost'}",
     ]
     return lines
@@ -108,7 +110,8 @@ def _torchrun_summary(
         "------------------------------------------------------------",
         "Root Cause (first observed failure):",
         "[0]:",
-        f"  time      : 2017-11-{int(rng.integers(1, 28)):02d}_{int(rng.integers(0, 24)):02d}:{int(rng.integers(0, 60)):02d}:{int(rng.integers(0, 60)):02d}",
+        f"  time      : 2017-11-{int(rng.integers(1, 28)):02d}_{int(rng.integers(0, 24)):02d}"
+        f":{int(rng.integers(0, 60)):02d}:{int(rng.integers(0, 60)):02d}",
         f"  host      : {host}",
         f"  rank      : {rank} (local_rank: {rank % 8})",
         f"  exitcode  : {exitcode} (pid: {pid})",
@@ -130,7 +133,8 @@ def _cuda_oom(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
             rng,
             [
                 (
-                    '/usr/local/lib/python3.6/dist-packages/tensorflow/python/client/session.py", line 1350, in _do_call',
+                    '/usr/local/lib/python3.6/dist-packages/tensorflow/python/client/session.py", line 1350, '
+                    "in _do_call",
                     "raise type(e)(node_def, op, message)",
                 )
             ],
@@ -155,11 +159,12 @@ def _cuda_oom(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
         f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {_gib(rng, 0.1, 4.0)}. "
         f"GPU {gpu} has a total capacity of {total:.2f} GiB of which {float(rng.uniform(0.01, 1.0)):.2f} GiB is free. "
         f"Including non-PyTorch memory, this process has {total - 0.5:.2f} GiB memory in use. Of the allocated memory "
-        f"{_gib(rng, 5, total - 1)} is allocated by PyTorch, and {_gib(rng, 0.1, 1.5)} is reserved by PyTorch but unallocated. "
-        "If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
+        f"{_gib(rng, 5, total - 1)} is allocated by PyTorch, and {_gib(rng, 0.1, 1.5)} is reserved by "
+        "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
         "fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
     )
-    err: list[str] = []
+    err = []
     if ctx.gpus > 1:
         rank = int(rng.integers(0, ctx.gpus))
         err += _ranked(tb, rank)
@@ -213,7 +218,8 @@ def _import_error(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
     if rng.random() < 0.3:
         err[-2:] = [
             f"    from {module} import amp",
-            f"ImportError: cannot import name 'amp' from '{module}' (/usr/local/lib/python3.10/dist-packages/{module}/__init__.py)",
+            f"ImportError: cannot import name 'amp' from '{module}' "
+            f"(/usr/local/lib/python3.10/dist-packages/{module}/__init__.py)",
         ]
     if ctx.gpus > 1:
         err = [ln for r in range(min(ctx.gpus, 3)) for ln in _ranked(err, r)]
@@ -295,10 +301,12 @@ def _nan_loss(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
     step = int(rng.integers(1000, 90000))
     for i in range(int(rng.integers(3, 7))):
         lines.append(
-            f"| epoch {int(rng.integers(1, 40)):03d} | step {step + 100 * i} | loss {float(rng.uniform(2, 9)):.3f} | lr {float(rng.uniform(1e-5, 1e-3)):.2e}"
+            f"| epoch {int(rng.integers(1, 40)):03d} | step {step + 100 * i} | loss "
+            f"{float(rng.uniform(2, 9)):.3f} | lr {float(rng.uniform(1e-5, 1e-3)):.2e}"
         )
     lines.append(
-        f"| epoch {int(rng.integers(1, 40)):03d} | step {step + 900} | loss nan | lr {float(rng.uniform(1e-5, 1e-3)):.2e}"
+        f"| epoch {int(rng.integers(1, 40)):03d} | step {step + 900} | loss nan | lr "
+        f"{float(rng.uniform(1e-5, 1e-3)):.2e}"
     )
     variant = int(rng.integers(0, 4))
     if variant == 3:
@@ -310,13 +318,15 @@ def _nan_loss(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
             rng,
             [
                 (
-                    '/usr/local/lib/python3.10/dist-packages/fairseq/optim/dynamic_loss_scaler.py", line 61, in check_overflow',
+                    '/usr/local/lib/python3.10/dist-packages/fairseq/optim/dynamic_loss_scaler.py", line 61, '
+                    "in check_overflow",
                     "raise FloatingPointError(",
                 )
             ],
         )
         err.append(
-            "FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding. Try lowering the learning rate, using gradient clipping or increasing the batch size."
+            "FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding. Try "
+            "lowering the learning rate, using gradient clipping or increasing the batch size."
         )
     elif variant == 1:
         err = _traceback(
@@ -346,9 +356,10 @@ def _nccl_error(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
     err: list[str] = []
     for r in ranks:
         err.append(
-            f"[rank{r}]:[E ProcessGroupNCCL.cpp:{int(rng.choice([563, 616, 1537]))}] [Rank {r}] Watchdog caught collective operation timeout: "
-            f"WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn={int(rng.integers(1, 30_000_000))}, NumelOut=same, Timeout(ms)=1800000) "
-            f"ran for {1800000 + int(rng.integers(1, 900))} milliseconds before timing out."
+            f"[rank{r}]:[E ProcessGroupNCCL.cpp:{int(rng.choice([563, 616, 1537]))}] [Rank {r}] Watchdog caught "
+            f"collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, "
+            f"NumelIn={int(rng.integers(1, 30_000_000))}, NumelOut=same, Timeout(ms)=1800000) ran for "
+            f"{1800000 + int(rng.integers(1, 900))} milliseconds before timing out."
         )
     if rng.random() < 0.5:
         err.append(
@@ -356,10 +367,12 @@ def _nccl_error(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
             "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.1"
         )
         err.append(
-            f"[rank{ranks[0]}]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error."
+            f"[rank{ranks[0]}]: ncclSystemError: System call (e.g. socket, malloc) or external library call "
+            "failed or device error."
         )
     err.append(
-        f"[rank{ranks[-1]}]:[E ProcessGroupNCCL.cpp:1182] [Rank {ranks[-1]}] NCCL watchdog thread terminated with exception: NCCL communicator was aborted"
+        f"[rank{ranks[-1]}]:[E ProcessGroupNCCL.cpp:1182] [Rank {ranks[-1]}] NCCL watchdog thread terminated "
+        "with exception: NCCL communicator was aborted"
     )
     err.append("terminate called after throwing an instance of 'c10::DistBackendError'")
     err += _torchrun_summary(ctx, rng, -6, ranks[0])
@@ -380,7 +393,10 @@ def _gpu_hw(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
             "detected on GPU in the framebuffer at partition 0, subpartition 0."
         )
     else:
-        kernel = f"{stamp} NVRM: Xid (PCI:0000:{bus}:00): 74, pid={pid}, NVLink: fatal error detected on link 2(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)"
+        kernel = (
+            f"{stamp} NVRM: Xid (PCI:0000:{bus}:00): 74, pid={pid}, NVLink: fatal error detected on link 2(0x0, "
+            "0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)"
+        )
     err = [kernel]
     tb = _traceback(rng, [('/job/src/trainer.py", line 140, in train_step', "loss.backward()")])
     tb.append(
@@ -394,7 +410,8 @@ def _gpu_hw(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
         )
     )
     tb.append(
-        "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect."
+        "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+        "might be incorrect."
     )
     if ctx.gpus > 1:
         rank = int(rng.integers(0, ctx.gpus))
@@ -402,7 +419,8 @@ def _gpu_hw(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
         other = (rank + 1) % ctx.gpus
         err.append(
             f"[rank{other}]:[E ProcessGroupNCCL.cpp:616] [Rank {other}] Watchdog caught collective operation timeout: "
-            f"WorkNCCL(SeqNum={int(rng.integers(100, 99999))}, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800377 milliseconds before timing out."
+            f"WorkNCCL(SeqNum={int(rng.integers(100, 99999))}, OpType=ALLREDUCE, Timeout(ms)=1800000) ran "
+            "for 1800377 milliseconds before timing out."
         )
         err += _torchrun_summary(ctx, rng, 1, rank)
     else:
@@ -432,7 +450,8 @@ def _mpi_failure(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
             rule,
             "ORTE has lost communication with a remote daemon.",
             "",
-            f"  HNP daemon   : [[{int(rng.integers(10000, 65000))},0],0] on node {ctx.hosts[0] if ctx.hosts else 'localhost'}",
+            f"  HNP daemon   : [[{int(rng.integers(10000, 65000))},0],0] on node "
+            f"{ctx.hosts[0] if ctx.hosts else 'localhost'}",
             f"  Remote daemon: [[{int(rng.integers(10000, 65000))},0],1] on node {host}",
             "",
             "This is usually due to either a failure of the TCP network",
@@ -442,7 +461,9 @@ def _mpi_failure(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
             rule,
         ]
     err.append(
-        f"mpirun detected that one or more processes exited with non-zero status, thus causing the job to be terminated. The first process to do so was:\n\n  Process name: [[{int(rng.integers(10000, 65000))},1],{rank}]\n  Exit code:    1"
+        "mpirun detected that one or more processes exited with non-zero status, thus causing the job to be "
+        "terminated. The first process to do so was:\n\n  Process name: "
+        f"[[{int(rng.integers(10000, 65000))},1],{rank}]\n  Exit code:    1"
     )
     return out, "\n".join(err) + "\n"
 
@@ -451,7 +472,8 @@ def _node_fail(ctx: LogContext, rng: np.random.Generator) -> tuple[str, str]:
     host = ctx.hosts[0] if ctx.hosts else f"m{int(rng.integers(0, 500))}"
     out = f"Launching container for {ctx.job_id} attempt {ctx.attempt}\n"
     err = [
-        f"Container launch failed for container_e{int(rng.integers(10, 99))}_{ctx.job_id.removeprefix('application_')}_{ctx.attempt + 1:02d}_000001 : "
+        f"Container launch failed for container_e{int(rng.integers(10, 99))}_{ctx.job_id.removeprefix('application_')}"
+        f"_{ctx.attempt + 1:02d}_000001 : "
         f"Node {host}:{int(rng.integers(30000, 60000))} lost: NodeManager heartbeat timed out after 600000 ms",
         "Diagnostics: Container released on a *lost* node",
     ]

@@ -146,10 +146,10 @@ def simulate(
     bucket_keys = sorted({(j.vc, j.gpus) for j in jobs})
     buckets: dict[tuple[int, int], list[tuple[int, int]]] = {k: [] for k in bucket_keys}
 
-    for j in jobs:
-        push(j.ready, _READY, j.index)
-        if j.kill_kind in ("cancel", "patience"):
-            push(j.submit + j.kill_delay, _KILL, j.index)
+    for spec in jobs:
+        push(spec.ready, _READY, spec.index)
+        if spec.kill_kind in ("cancel", "patience"):
+            push(spec.submit + spec.kill_delay, _KILL, spec.index)
 
     def start(j: int, now: int, relaxed: bool) -> None:
         spec = jobs[j]

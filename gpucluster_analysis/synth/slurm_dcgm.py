@@ -121,7 +121,7 @@ def write_dcgm_logs(
         for name, _ in FIELDS
     ]
     headers = [f"# HELP {name} {text}\n# TYPE {name} gauge\n" for name, text in FIELDS]
-    files = [open(folder / f"{h}.prom", "w", encoding="ascii", newline="\n") for h in hosts]  # noqa: SIM115
+    files = [open(folder / f"{h}.prom", "w", encoding="ascii", newline="\n") for h in hosts]  # closed below, in finally
     rows = 0
     try:
         for chunk in sample_chunks(runs, grid, gpus=gpus, interval_s=interval_s, seed=seed, stream=stream):

@@ -165,7 +165,7 @@ def write_gpu_logs(
     util_sum = np.zeros(n_jobs)
     util_count = np.zeros(n_jobs, dtype=np.int64)
     uuids = [[gpu_uuid(seed, h, i) for i in range(GPUS_PER_MACHINE)] for h in hosts]
-    files = [open(folder / f"{h}.csv", "w", encoding="ascii", newline="\n") for h in hosts]  # noqa: SIM115
+    files = [open(folder / f"{h}.csv", "w", encoding="ascii", newline="\n") for h in hosts]  # closed below, in finally
     rows = 0
     try:
         for chunk in sample_chunks(runs, grid, gpus=gpus, interval_s=interval_s, seed=seed, stream=stream):

@@ -140,7 +140,14 @@ def _check_arguments(jobs: int, machines: int, days: float, seed: int) -> None:
 
 def _occupancy(specs: list[JobSpec], records: list[list[RecordedAttempt]]) -> Occupancy:
     """Every attempt that really ran on GPUs, plus one idle sentinel so lookups never fail."""
-    start, end, job, base, noise, counted, owner, gpu = [], [], [], [], [], [], [], []
+    start: list[int] = []
+    end: list[int] = []
+    job: list[int] = []
+    base: list[float] = []
+    noise: list[float] = []
+    counted: list[bool] = []
+    owner: list[int] = []
+    gpu: list[int] = []
     for spec, recs in zip(specs, records, strict=True):
         for r in recs:
             a = r.real
@@ -157,7 +164,13 @@ def _occupancy(specs: list[JobSpec], records: list[list[RecordedAttempt]]) -> Oc
                 for g in gpus:
                     owner.append(i)
                     gpu.append(m * GPUS_PER_MACHINE + g)
-    start.append(0), end.append(0), job.append(0), base.append(0.0), noise.append(0.0), counted.append(False)
+    # the idle sentinel
+    start.append(0)
+    end.append(0)
+    job.append(0)
+    base.append(0.0)
+    noise.append(0.0)
+    counted.append(False)
     return Occupancy(
         start=np.array(start, dtype=np.int64),
         end=np.array(end, dtype=np.int64),
@@ -325,7 +338,8 @@ def generate_trace(
         "telemetry": {"gpu_rows": telemetry.gpu_rows, "cpu_rows": telemetry.cpu_rows, "mem_rows": telemetry.mem_rows},
         "slow_machines": slow_machines_truth(slow, lambda m: f"m{m}"),
         "speed_rule": SPEED_RULE,
-        "truth_times": "job-log times are never in a repeated hour's second occurrence, so naive text read as the first occurrence is exact",
+        "truth_times": "job-log times are never in a repeated hour's second occurrence, "
+        "so naive text read as the first occurrence is exact",
     }
     write_truth(out / "truth.json", generator, zone_name, job_rows, attempt_rows)
     return SynthResult(out=out, jobs=jobs, attempts=n_attempts, gpu_rows=telemetry.gpu_rows, failed_attempt_logs=n_logs)

@@ -248,12 +248,16 @@ def _hf_lines(speed: AttemptSpeed, rng: np.random.Generator, glue_last: bool) ->
         elapsed += step / rate
         line = _bar("", done, total, elapsed, (total - done) / rate, text)
         if not (glue_last and k == n):
-            line += f"{{'loss': {float(rng.uniform(0.3, 3.0)):.4f}, 'learning_rate': {5e-05 * (1 - done / total):.4e}, 'epoch': {3 * done / total:.2f}}}"
+            line += (
+                f"{{'loss': {float(rng.uniform(0.3, 3.0)):.4f}, 'learning_rate': "
+                f"{5e-05 * (1 - done / total):.4e}, 'epoch': {3 * done / total:.2f}}}"
+            )
         lines.append(line)
     if speed.run_average is not None:
         lines.append(
             f"{{'train_runtime': {elapsed:.4f}, 'train_samples_per_second': {speed.run_average}, "
-            f"'train_steps_per_second': {total / elapsed:.3f}, 'train_loss': {float(rng.uniform(0.3, 2.0)):.4f}, 'epoch': 3.0}}"
+            f"'train_steps_per_second': {total / elapsed:.3f}, 'train_loss': "
+            f"{float(rng.uniform(0.3, 2.0)):.4f}, 'epoch': 3.0}}"
         )
     return lines
 
@@ -264,7 +268,8 @@ def _megatron_lines(speed: AttemptSpeed, rng: np.random.Generator) -> list[str]:
     batch = int(rng.choice([256, 512, 1024]))
     return [
         f" iteration {interval * k:8d}/{total:8d} | consumed samples: {interval * k * batch:12d} | elapsed time per"
-        f" iteration (ms): {text} | learning rate: {float(rng.uniform(1e-5, 3e-4)):.3E} | global batch size: {batch:5d} |"
+        f" iteration (ms): {text} | learning rate: {float(rng.uniform(1e-5, 3e-4)):.3E} | global batch size: "
+        f"{batch:5d} |"
         f" lm loss: {float(rng.uniform(2.0, 9.0)):.6E} | loss scale: 1.0 |"
         for k, text in enumerate(speed.printed, 1)
     ]

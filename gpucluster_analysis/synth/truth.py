@@ -124,7 +124,7 @@ def job_truth(
                 "num_servers": len(sized.alloc) if sized else None,
                 "queue_delay_s": first_start - spec.submit if first_start is not None else None,
                 "run_time_s": end - first_start if end is not None and first_start is not None else None,
-                "gpu_time_s": sum((r.end - r.start) * r.gpus for r in timed) if timed else None,  # type: ignore[operator]
+                "gpu_time_s": sum((r.end - r.start) * r.gpus for r in timed) if timed else None,  # type: ignore[operator, misc]  # timed: start and end known
                 "mean_gpu_util_pct": float(util_sum[spec.index]) / count if count else None,
                 "util_samples": count,
                 "failure_reason": last_failure,

@@ -57,10 +57,10 @@ class StateLog:
     """The cluster state after each scheduling instant, in flat arrays: about 100 bytes an instant
     at 14 VCs, so 50 MB for Philly scale's half a million instants."""
 
-    times: array = field(default_factory=lambda: array("q"))  # type: ignore[type-arg]  # epoch seconds
-    free: array = field(default_factory=lambda: array("i"))  # type: ignore[type-arg]
-    quota_left: array = field(default_factory=lambda: array("i"))  # type: ignore[type-arg]  # n_vc per instant
-    hist: array = field(default_factory=lambda: array("i"))  # type: ignore[type-arg]  # 9 per instant
+    times: array = field(default_factory=lambda: array("q"))  # epoch seconds
+    free: array = field(default_factory=lambda: array("i"))
+    quota_left: array = field(default_factory=lambda: array("i"))  # n_vc per instant
+    hist: array = field(default_factory=lambda: array("i"))  # 9 per instant
     held: dict[tuple[int, int], Holding] = field(default_factory=dict)  # (instant, job) -> own launch failure
     n_vc: int = 0
 
@@ -191,8 +191,8 @@ def cause_columns(
     idx = np.array(rows, dtype=np.int64)
     vc = np.array([specs[i].vc for i in rows], dtype=np.int64)
     gpus = np.array([specs[i].gpus for i in rows], dtype=np.int64)
-    a = np.array([spans[i][0] for i in rows], dtype=np.int64)  # type: ignore[index]
-    b = np.array([spans[i][1] for i in rows], dtype=np.int64)  # type: ignore[index]
+    a = np.array([spans[i][0] for i in rows], dtype=np.int64)  # type: ignore[index]  # rows: spans that are not None
+    b = np.array([spans[i][1] for i in rows], dtype=np.int64)  # type: ignore[index]  # rows: spans that are not None
     assert (a <= b).all() and (a >= s.times[0]).all()
     seconds = np.zeros((len(rows), len(CAUSES)), dtype=np.int64)
     fits = {int(g): top_free(s.hist, _locality_k(int(g))) >= g for g in np.unique(gpus)}
@@ -205,7 +205,7 @@ def cause_columns(
     position = {int(j): k for k, j in enumerate(idx)}
     for i in rows:
         for attempt in own[i]:
-            lo, hi = max(attempt.start, spans[i][0]), min(attempt.end, spans[i][1])  # type: ignore[index]
+            lo, hi = max(attempt.start, spans[i][0]), min(attempt.end, spans[i][1])  # type: ignore[index]  # rows: spans that are not None
             if lo < hi:
                 spec = specs[i]
                 seconds[position[i]] += _own_correction(s, spec.vc, spec.gpus, spec.index, lo, hi)
@@ -218,7 +218,7 @@ def retry_wait(runs: list[tuple[int, int | None]]) -> int:
     """Sum of max(0, next start - previous end) over consecutive (start, end) runs, given in
     chronological order; a run without an end (only ever a job's last) adds nothing."""
     total = 0
-    for (_, end), (start, _) in zip(runs, runs[1:]):
+    for (_, end), (start, _) in zip(runs, runs[1:], strict=False):
         if end is not None:
             total += max(0, start - end)
     return total

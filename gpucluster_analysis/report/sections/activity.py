@@ -46,7 +46,8 @@ def section(r: dict[str, pl.DataFrame]) -> Section | None:
             "utilization.gpu is the share of time any kernel ran: one small kernel running all the time shows 100%."
             " DCGM's DCGM_FI_PROF_SM_ACTIVE is the share of SMs busy, averaged over the sample interval, and"
             " DCGM_FI_PROF_PIPE_TENSOR_ACTIVE the share of cycles the tensor cores worked. A job's mean is over the"
-            " samples on its allocated GPUs while its attempts ran (jobs.csv mean_sm_active_pct, mean_tensor_active_pct)."
+            " samples on its allocated GPUs while its attempts ran (jobs.csv mean_sm_active_pct, "
+            "mean_tensor_active_pct)."
         )
     )
     grid = r["gpu_activity_grid"]
@@ -63,7 +64,8 @@ def section(r: dict[str, pl.DataFrame]) -> Section | None:
                     "mean utilization.gpu (%)",
                     "mean SM activity (%)",
                 ),
-                f"Each cell counts jobs by their two means (10-point bins); jobs below the diagonal kept kernels running"
+                "Each cell counts jobs by their two means (10-point bins); jobs below the diagonal kept "
+                "kernels running"
                 f" on few SMs. {_diagonal_sentence(grid)}",
                 "gpu_activity_grid",
             )
@@ -113,7 +115,8 @@ def _locality(s: Section, r: dict[str, pl.DataFrame]) -> None:
         Table(
             "gpu_activity_by_placement",
             by_place,
-            "Does spreading a job over servers cost real work, not only utilization? Mean SM activity (of per-job means),"
+            "Does spreading a job over servers cost real work, not only utilization? Mean SM activity (of "
+            "per-job means),"
             f" packed vs spread: {join_list(parts)}. All sizes, per job: {describe_test(test)}.",
         )
     )

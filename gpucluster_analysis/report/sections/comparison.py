@@ -16,7 +16,7 @@ def _value(metric: str, x: object) -> str:
         return fmt_dur(x)
     if "%" in metric:
         return fmt_pct(x)
-    return f"{float(x):,.0f}"  # type: ignore[arg-type]
+    return f"{float(x):,.0f}"  # type: ignore[arg-type]  # x: a number here
 
 
 def _sentence(row: dict) -> str:

@@ -31,9 +31,11 @@ def section(r: dict[str, pl.DataFrame]) -> Section:
     coverage = cov.get("coverage_pct") if cov else None
     s.add(
         Paragraph(
-            f"{plural(n_rejects, 'input line')} of {plural(n_files, 'ingested file')} were rejected (kept, never dropped)"
+            f"{plural(n_rejects, 'input line')} of {plural(n_files, 'ingested file')} were rejected (kept, "
+            "never dropped)"
             + (
-                f"; the GPU samples attributed to jobs cover {fmt_pct(coverage)} of the samples their GPU time should have"
+                f"; the GPU samples attributed to jobs cover {fmt_pct(coverage)} of the samples their GPU "
+                "time should have"
                 " produced."
                 if coverage is not None
                 else "; the store has no GPU samples to cover the jobs' GPU time."
@@ -68,7 +70,8 @@ def section(r: dict[str, pl.DataFrame]) -> Section:
                 if (cov.get("covered_samples") or 0) < (cov.get("attributed_samples") or 0)
                 else ""
             )
-            + f": coverage {fmt_pct(cov['coverage_pct'])}. Of the telemetry's {fmt_int(cov['gpu_samples_non_null'])} non-null"
+            + f": coverage {fmt_pct(cov['coverage_pct'])}. Of the telemetry's "
+            f"{fmt_int(cov['gpu_samples_non_null'])} non-null"
             f" samples, {fmt_pct(cov['attributed_share_pct'])} fall inside some job's allocation."
         )
         if jobs_n:
@@ -102,7 +105,8 @@ def section(r: dict[str, pl.DataFrame]) -> Section:
         Table(
             "rejects_by_file",
             rej,
-            f"{plural(n_rej, 'rejected input line')} in {n_files} of {plural(all_files, 'ingested file')}; rejected lines are"
+            f"{plural(n_rej, 'rejected input line')} in {n_files} of {plural(all_files, 'ingested file')}; "
+            "rejected lines are"
             " kept in the store's rejects table, never silently dropped. Reasons are grouped by kind (the row's own"
             " values masked as …); reject_examples.csv has the first rows of each kind.",
             max_rows=30,
@@ -139,7 +143,8 @@ def section(r: dict[str, pl.DataFrame]) -> Section:
                 att,
                 "How each attempt's GPU samples were found, by share of GPU time: from the scheduler's own GPU list"
                 " (scheduler), GPU indices from scontrol or from CUDA_VISIBLE_DEVICES in the job's log, whole machines"
-                " the job had to itself, or every GPU of machines it shared with other jobs (node_level: its utilization"
+                " the job had to itself, or every GPU of machines it shared with other jobs (node_level: its "
+                "utilization"
                 f" mixes in theirs). {fmt_pct(guessed)} of the GPU time is node-level or has no machine at all (none),"
                 " and its utilization is either mixed or missing.",
             )

@@ -46,7 +46,8 @@ def section(r: dict[str, pl.DataFrame]) -> Section:
             " gives each attempt's status, one that ended failed, timeout, node_fail or preempted (killed is a"
             " decision, not a failure); otherwise every attempt that was retried, and the final attempt of a job whose"
             " final status is one of those, or of a killed job whose log names a cause other than user_kill. Its"
-            " runtime to failure is its end - start, and the GPU time it lost is that runtime x its GPUs. Its root cause is the highest-priority classification among its log files"
+            " runtime to failure is its end - start, and the GPU time it lost is that runtime x its GPUs. "
+            "Its root cause is the highest-priority classification among its log files"
             " (stdout/stderr); reasons and their categories (infrastructure, framework, user) are those of"
             " docs/domain.md, and jobs.csv's failure_reason is the cause of a failed job's last failed attempt."
         )
@@ -65,7 +66,8 @@ def section(r: dict[str, pl.DataFrame]) -> Section:
             Paragraph(
                 f"Not classified yet: no job logs were ingested, so why attempts failed is unknown; {unclassified}."
                 " What the scheduler records is below. Ingesting the jobs' stdout/stderr (gca ingest LOG_DIR; the"
-                " README lists the layouts it reads) classifies each failed attempt's root cause, fills jobs.csv's failure_reason and failure_category, and adds the"
+                " README lists the layouts it reads) classifies each failed attempt's root cause, fills "
+                "jobs.csv's failure_reason and failure_category, and adds the"
                 " failed attempts, jobs and GPU time lost per reason and category here.",
                 "note",
             )
@@ -110,7 +112,7 @@ def _headline(summary: dict, matching: pl.DataFrame) -> str:
     return text
 
 
-def _no_cause(summary: dict) -> str:  # type: ignore[type-arg]
+def _no_cause(summary: dict) -> str:
     """The failed attempts whose log shows no failure at all ('no cause in the log'), when there are any."""
     n = int(summary.get("no_cause_trials") or 0)
     return f" {fmt_int(n)} with a log that shows no failure at all (no cause in the log)," if n else ""
@@ -350,7 +352,8 @@ def _repetition(s: Section, r: dict[str, pl.DataFrame]) -> None:
             f"Over the {plural(job['trials'], 'classified failed attempt')}, each (job, reason) pair failed"
             f" {job['repetition_factor']:.2f} times on average and each (user, reason) pair"
             f" {an.safe_float(user.get('repetition_factor')) or 0:.2f} times (the study's repetition factor: failed"
-            f" attempts per distinct job or user and reason). {plural(job['repeated_pairs'], 'job')} failed twice or more"
+            f" attempts per distinct job or user and reason). {plural(job['repeated_pairs'], 'job')} failed "
+            "twice or more"
             f" for the same reason ({fmt_pct(job['repeated_trials_pct'])} of classified failed attempts), and their"
             f" repeats after the first lost {fmt_int(job['repeated_gpu_hours_lost'])} GPU-hours;"
             f" {plural(user.get('repeated_pairs'), '(user, reason) pair')} recurred, in one job or across a user's"
@@ -391,7 +394,8 @@ def _scheduler_failures(s: Section, r: dict[str, pl.DataFrame]) -> None:
         Table(
             "failures_by_status",
             fs,
-            f"Jobs not passed: {join_list(parts)}. {plural(retried, 'job')} retried ({plural(retries, 'retry', 'retries')}"
+            f"Jobs not passed: {join_list(parts)}. {plural(retried, 'job')} retried "
+            f"({plural(retries, 'retry', 'retries')}"
             " in all: attempts after the first).",
         )
     )
@@ -400,7 +404,7 @@ def _scheduler_failures(s: Section, r: dict[str, pl.DataFrame]) -> None:
     if not at.is_empty():
         total = int(at.get_column("jobs").sum())
         once = int(at.filter(pl.col("attempts") == 1).get_column("jobs").sum())
-        most = int(at.get_column("attempts").max())
+        most = int(at.get_column("attempts").max())  # type: ignore[arg-type]  # a count column's max
         s.add(
             Figure(
                 "fig-attempts-per-job",
@@ -494,7 +498,7 @@ def _scheduler_failures(s: Section, r: dict[str, pl.DataFrame]) -> None:
         s.add(Table("gpu_time_by_run_time_status", buckets, "Jobs and GPU time by run time, per final status."))
 
 
-def _lead(summary: dict, reasons: pl.DataFrame) -> str:  # type: ignore[type-arg]
+def _lead(summary: dict, reasons: pl.DataFrame) -> str:
     """The section's answer: how many attempts failed, the GPU time they lost, and the costliest known cause."""
     trials = int(summary.get("trials") or 0)
     if not trials:

@@ -50,7 +50,7 @@ def section(r: dict[str, pl.DataFrame], tests: list[an.TestResult]) -> Section:
         _host(s, r)
         return s
     overall = (status.get_column("mean_util_pct") * status.get_column("samples")).sum() / samples
-    s.blocks[-1].text += f" Mean utilization over all attributed samples: {fmt_pct(overall)}."
+    s.blocks[-1].text += f" Mean utilization over all attributed samples: {fmt_pct(overall)}."  # type: ignore[union-attr]  # a Paragraph
 
     grid = r["gpu_util_by_gpus_servers"]
     s.add(
@@ -216,14 +216,14 @@ def _grid_sentence(grid: pl.DataFrame) -> str:
             "No job size occurs both packed on one server and spread over several, so the effect of locality"
             " cannot be read off this grid."
         )
-    _, gpus, one, many = best
+    _, gpus, packed, many = best
     spread = [
         f"{x['mean_util_pct']:.1f}% on {x['num_servers']} servers (n={x['jobs']})" for x in many.iter_rows(named=True)
     ]
     return (
         f"Each cell is the mean utilization of the jobs with that many GPUs and servers (n = jobs). {gpus}-GPU"
-        f" jobs, the size with the most jobs in both placements, averaged {one['mean_util_pct']:.1f}% packed on"
-        f" one server (n={one['jobs']}) vs {', '.join(spread)}."
+        f" jobs, the size with the most jobs in both placements, averaged {packed['mean_util_pct']:.1f}% packed on"
+        f" one server (n={packed['jobs']}) vs {', '.join(spread)}."
     )
 
 
@@ -232,7 +232,7 @@ def _compact_tests(tests: pl.DataFrame, most: int = 4) -> pl.DataFrame:
     every server count) lists its first and last group, the jobs in all and the range of
     the means, so that the row fits its card."""
 
-    def compact(row: dict) -> dict:  # type: ignore[type-arg]
+    def compact(row: dict) -> dict:
         groups = str(row["groups"] or "").split(" vs ")
         if len(groups) <= most:
             return {

@@ -37,7 +37,8 @@ def section(r: dict[str, pl.DataFrame], store_name: str, selection: str = "all j
     failed = by_status.get("failed", {})
     s.add(
         Paragraph(
-            f"{fmt_int(o.get('jobs'))} jobs of {fmt_int(o.get('users'))} users used {fmt_int(o.get('gpu_hours'))} GPU-hours"
+            f"{fmt_int(o.get('jobs'))} jobs of {fmt_int(o.get('users'))} users used "
+            f"{fmt_int(o.get('gpu_hours'))} GPU-hours"
             f" over {'-' if span_days is None else f'{span_days:.1f}'} days on {fmt_int(o.get('machines'))} machines"
             f" ({fmt_int(o.get('gpus'))} GPUs); {fmt_pct(failed.get('jobs_pct') or 0)} of the jobs failed, holding"
             f" {fmt_pct(failed.get('gpu_time_pct') or 0)} of the GPU time.",
@@ -118,7 +119,8 @@ def section(r: dict[str, pl.DataFrame], store_name: str, selection: str = "all j
     )
     sz = r["jobs_by_size"]
     parts = [
-        f"{gpus_label(x['size_bucket'])}: {fmt_pct(x['jobs_pct'])} of all jobs, {fmt_pct(x['gpu_time_pct'])} of GPU time"
+        f"{gpus_label(x['size_bucket'])}: {fmt_pct(x['jobs_pct'])} of all jobs, {fmt_pct(x['gpu_time_pct'])} "
+        "of GPU time"
         for x in rows_of(sz)
     ]
     s.add(

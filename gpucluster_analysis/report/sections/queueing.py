@@ -37,8 +37,10 @@ def section(r: dict[str, pl.DataFrame]) -> Section:
     s.add(
         Paragraph(
             f"Queueing delay here is the time from {start} to the first start of any of its attempts"
-            f" ({measured_from} -> first start, jobs.csv queue_delay_s; queue_basis says which start was used); its split by cause is above."
-            " Waits between retries (attempt ends -> next attempt starts) are not part of it and are shown separately below."
+            f" ({measured_from} -> first start, jobs.csv queue_delay_s; queue_basis says which start was "
+            "used); its split by cause is above."
+            " Waits between retries (attempt ends -> next attempt starts) are not part of it and are shown "
+            "separately below."
         )
     )
     summ = r["queue_delay_summary_by_size"]
@@ -52,7 +54,8 @@ def section(r: dict[str, pl.DataFrame]) -> Section:
         )
     else:
         parts = [
-            f"{gpus_label(k)}: median {fmt_dur(v['p50_s'])}, p90 {fmt_dur(v['p90_s'])} (n={fmt_int(v['jobs_with_delay'])})"
+            f"{gpus_label(k)}: median {fmt_dur(v['p50_s'])}, p90 {fmt_dur(v['p90_s'])} "
+            f"(n={fmt_int(v['jobs_with_delay'])})"
             for k, v in by_size.items()
             if k != "all" and v["jobs_with_delay"]
         ]
@@ -67,8 +70,10 @@ def section(r: dict[str, pl.DataFrame]) -> Section:
                     "queueing delay (log scale)",
                     order=[b for b in fg.SIZE_ORDER if b in by_size],
                 ),
-                f"Over {fmt_int(overall['jobs_with_delay'])} jobs the median queueing delay was {fmt_dur(overall['p50_s'])}"
-                f" (p90 {fmt_dur(overall['p90_s'])}, p99 {fmt_dur(overall['p99_s'])}, mean {fmt_dur(overall['mean_s'])})."
+                f"Over {fmt_int(overall['jobs_with_delay'])} jobs the median queueing delay was "
+                f"{fmt_dur(overall['p50_s'])}"
+                f" (p90 {fmt_dur(overall['p90_s'])}, p99 {fmt_dur(overall['p99_s'])}, mean "
+                f"{fmt_dur(overall['mean_s'])})."
                 f" By size (all jobs, CPU-only ones included): {join_list(parts)}.",
                 "queue_delay_cdf_by_size",
             )
@@ -143,8 +148,10 @@ def section(r: dict[str, pl.DataFrame]) -> Section:
                     [("p50_s", "median"), ("p90_s", "p90")],
                     count="gaps",
                 ),
-                f"{plural(gaps.get_column('gaps').sum(), 'wait')} between consecutive attempts; before the first retry the"
-                f" median wait was {fmt_dur(g1['p50_s'])} (p90 {fmt_dur(g1['p90_s'])}, n={fmt_int(g1['gaps'])}), against a"
+                f"{plural(gaps.get_column('gaps').sum(), 'wait')} between consecutive attempts; before the "
+                "first retry the"
+                f" median wait was {fmt_dur(g1['p50_s'])} (p90 {fmt_dur(g1['p90_s'])}, "
+                f"n={fmt_int(g1['gaps'])}), against a"
                 f" median first wait (submit -> first start) of {fmt_dur(overall.get('p50_s'))}."
                 + (
                     f" {fmt_int(overlapping)} next attempts started before the previous one ended (negative gaps)."

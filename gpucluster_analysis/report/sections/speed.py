@@ -46,10 +46,14 @@ def section(r: dict[str, pl.DataFrame]) -> Section | None:
     s.add(
         Paragraph(
             "Speed is what each job's log prints (tqdm, HF Trainer, Megatron, DeepSpeed, Keras, nanoGPT, torchtitan...;"
-            " the median over the run after its warm-up, per GPU), compared only within a job family: the same user, job"
-            " name and GPU count (no job name, as in Philly: the same user and GPU count) and the same metric. A machine's"
-            " relative speed is the median, over the attempts it ran, of each attempt's speed divided by its family's median"
-            " on other machines (1.00 = as fast as elsewhere); the interval is a distribution-free 95% interval for that"
+            " the median over the run after its warm-up, per GPU), compared only within a job family: the "
+            "same user, job"
+            " name and GPU count (no job name, as in Philly: the same user and GPU count) and the same "
+            "metric. A machine's"
+            " relative speed is the median, over the attempts it ran, of each attempt's speed divided by its "
+            "family's median"
+            " on other machines (1.00 = as fast as elsewhere); the interval is a distribution-free 95% "
+            "interval for that"
             f" median. Flagged slow only where the whole interval lies below {var.SLOW_BELOW:.2f} and at least"
             f" {var.MIN_JOBS} jobs ran there; speed classes (after PAL): A at least 0.97, B 0.90-0.97, C below 0.90."
             " jobs.csv has each job's speed_metric, speed_median and speed_unit; machine_speed.csv and gpu_speed.csv"
@@ -120,7 +124,10 @@ def _locality_sentence(r: dict[str, pl.DataFrame]) -> str:
     summary = first_row(r.get("speed_summary"))
     n = summary.get("locality_families") or 0
     if not n:
-        return " No job family ran both packed on one server and spread over several, so locality's cost in speed is not measured."
+        return (
+            " No job family ran both packed on one server and spread over several, so locality's cost in speed "
+            "is not measured."
+        )
     ratio = summary["locality_median_ratio"]
     p = summary.get("locality_p_value")
     return (

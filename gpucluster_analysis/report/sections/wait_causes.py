@@ -1,8 +1,8 @@
 """Why jobs wait: the Queueing section's lead, from the replay (gpucluster_analysis.replay).
 
 Every second of a job's first wait has one cause (user limit where per-user caps are known,
-fair share, capacity, fragmentation, other); these blocks say how the waiting GPU-time divides among them overall, by job size
-and by VC, what the cluster looked like meanwhile, what two scheduler changes would have
+fair share, capacity, fragmentation, other); these blocks say how the waiting GPU-time divides
+among them overall, by job size and by VC, what the cluster looked like meanwhile, what two scheduler changes would have
 saved, which quotas were used, and how the scheduler's own pending reasons compare.
 """
 
@@ -53,7 +53,7 @@ def blocks(r: dict[str, pl.DataFrame]) -> list[Block]:
         )
         return out
     shares = {x["cause"]: x for x in rows_of(total)}
-    jobs = int(total.get_column("jobs").max())
+    jobs = int(total.get_column("jobs").max())  # type: ignore[arg-type]  # a count column's max
     parts = [f"{fmt_pct(shares[c]['share_pct'])} was {words}" for c, words in CAUSE_WORDS.items() if c in shares]
     out.append(
         Paragraph(
@@ -79,7 +79,8 @@ def _method(clusters: list[dict]) -> str:
         "How: the cluster is replayed from the stored attempts (an attempt holds its GPUs from its start to its end)"
         " and each second of a job's first wait (queue start -> first start) gets the first cause that holds at that"
         " second: user limit if the GPUs its user holds under one of its per-user caps (sacctmgr: the user's"
-        " association in its account, its QOS's MaxTRESPU) plus its own exceed that cap, fair share if the GPUs its VC held plus its own exceed the VC's quota, capacity if fewer GPUs were"
+        " association in its account, its QOS's MaxTRESPU) plus its own exceed that cap, fair share if the "
+        "GPUs its VC held plus its own exceed the VC's quota, capacity if fewer GPUs were"
         " free in the whole cluster than it needs, fragmentation if enough were free but not under the locality rule"
         f" ({c0['locality_rule']}), else other. Quotas: {c0['quotas_origin']}. Waiting GPU-time weighs each second by"
         " the job's GPUs; jobs with zero or unknown GPUs are not split. Retry waits (between attempts) are apart."
@@ -88,7 +89,8 @@ def _method(clusters: list[dict]) -> str:
         where = (
             f"{fmt_int(c['machines'])} machines with {fmt_int(c['capacity_gpus'])} GPUs"
             if c["placement_known"]
-            else f"{fmt_int(c['capacity_gpus'])} GPUs ({'the node list' if c['capacity_basis'] == 'machines' else 'the most ever held at once, inferred'})"
+            else f"{fmt_int(c['capacity_gpus'])} GPUs "
+            f"({'the node list' if c['capacity_basis'] == 'machines' else 'the most ever held at once, inferred'})"
         )
         text += f" Source {c['source']}: {where}"
         if not c["placement_known"]:
