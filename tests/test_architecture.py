@@ -20,48 +20,24 @@ MAX_LINES = 500
 
 # Import cycles, each the set of modules that import one another (a strongly connected component).
 KNOWN_CYCLES: set[frozenset[str]] = {
-    # slurm_fast imports 15 names back from slurm (branch ingest-rooms)
-    frozenset({"ingest/slurm.py", "ingest/slurm_fast.py"}),
-    # the kept results and the table wiring (branch analyze)
-    frozenset({"report/kept.py", "report/tables.py"}),
     # patterns checks its examples with extract's reading of a line, imported inside a function
-    # (no branch removes it yet)
     frozenset({"speed/extract.py", "speed/patterns.py"}),
 }
 
 # (importer, imported): the library reaching up into report/ or cli/.
-KNOWN_UPWARD: set[tuple[str, str]] = {
-    # the heavy queries' selection (branch analyze moves it to analyze/)
-    ("spark/engine.py", "report/selection.py"),
-}
+KNOWN_UPWARD: set[tuple[str, str]] = set()
 
-# Modules over MAX_LINES lines.
+# Modules over MAX_LINES lines, still to be split.
 KNOWN_LARGE: set[str] = {
-    "ingest/dcgm.py",  # branch ingest-rooms
-    "ingest/dcgm_fast.py",  # branch ingest-rooms
-    "ingest/load.py",  # branch ingest-rooms
-    "ingest/nvsmi.py",  # branch ingest-rooms
-    "ingest/prometheus.py",  # branch ingest-rooms
-    "ingest/slurm.py",  # branch ingest-rooms
-    "report/build.py",  # branch analyze
-    "report/figures.py",  # branch analyze
-    "synth/slurm.py",  # branch facts-once
-    # no branch splits these yet
     "cli/ingest.py",
     "replay/__init__.py",
+    "report/figures.py",
     "report/sections/failures.py",
 }
 
 # (importer, module imported from, name): a private name used outside its module.
 KNOWN_PRIVATE: set[tuple[str, str, str]] = {
-    # the slurm/slurm_fast circle (branch ingest-rooms)
-    ("ingest/slurm_fast.py", "ingest/slurm.py", "_Columns"),
-    ("ingest/slurm_fast.py", "ingest/slurm.py", "_JOB_ID"),
-    ("ingest/slurm_fast.py", "ingest/slurm.py", "_MISSING"),
-    ("ingest/slurm_fast.py", "ingest/slurm.py", "_STAGE_COLUMNS"),
-    ("ingest/slurm_fast.py", "ingest/slurm.py", "_STEP_COLUMNS"),
-    ("ingest/squeue.py", "ingest/public_traces.py", "_TextScan"),  # branch ingest-rooms
-    ("synth/slurm.py", "synth/trace.py", "_check_arguments"),  # branch facts-once
+    ("synth/slurm.py", "synth/trace.py", "_check_arguments"),
 }
 
 
@@ -267,9 +243,11 @@ def test_the_cycle_finder_finds_a_cycle_through_three_modules_and_not_a_chain() 
 
 def test_the_import_reader_resolves_relative_and_module_imports() -> None:
     imports = _imports()
-    # spark/engine.py: `from gpucluster_analysis.report.selection import PERIOD_TABLES, Selection`
+    # spark/engine.py: `from gpucluster_analysis.analyze.selection import Selection`
     assert any(
-        i.importer == "spark/engine.py" and i.module == "gpucluster_analysis.report.selection" and i.name == "Selection"
+        i.importer == "spark/engine.py"
+        and i.module == "gpucluster_analysis.analyze.selection"
+        and i.name == "Selection"
         for i in imports
     )
     # __main__.py imports cli/ (the entry point, allowed)

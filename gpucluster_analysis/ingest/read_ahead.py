@@ -63,5 +63,5 @@ def _read_ahead(prepare: Callable[[Path, IngestOptions], object], path: Path, op
     digest = sha256_of(path)
     try:
         return Prepared(digest, prepare(path, options), None)
-    except Exception as e:  # noqa: BLE001 (handed to the main thread, which raises it)
+    except Exception as e:
         return Prepared(digest, None, e)

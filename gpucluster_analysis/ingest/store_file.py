@@ -59,7 +59,8 @@ def ingest_file(
         digest = sha256_of(path, byte_progress(listener, size))
     previous = (
         con.execute(
-            "SELECT file_id, path, content_hash FROM ingested_files WHERE content_hash = ? OR path = ? ORDER BY file_id",
+            "SELECT file_id, path, content_hash FROM ingested_files WHERE content_hash = ? OR path = ? "
+            "ORDER BY file_id",
             [digest, resolved],
         ).fetchall()
         if hashing is None

@@ -154,7 +154,7 @@ def _store_parsed(con: duckdb.DuckDBPyConnection, parsed: list[_ParsedFile]) -> 
                 by_table.setdefault(table, []).extend({**r, "file_id": file_id} for r in table_rows)
         for table, table_rows in [("ingested_files", files), *by_table.items()]:
             if table_rows:
-                arrow_rows = pa.Table.from_pylist(table_rows)  # noqa: F841 (read by DuckDB by name)
+                arrow_rows = pa.Table.from_pylist(table_rows)  # noqa: F841  -- DuckDB reads it by name
                 con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM arrow_rows")
         con.execute("COMMIT")
     except BaseException as e:

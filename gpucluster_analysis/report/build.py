@@ -323,7 +323,8 @@ def render_html(content: list[Section], title: str) -> str:
         f"<title>{_html(title)}</title>\n<style>{CSS}</style>\n"
         f'<script type="text/javascript">{get_plotlyjs()}</script>\n</head>\n<body>\n'
         f"<header><h1>{_html(title)}</h1><p>Generated {generated} by gca {_html(__version__)}."
-        " All times UTC. Every figure's numbers are in the CSV named below it; jobs.csv has one row per job.</p></header>\n"
+        " All times UTC. Every figure's numbers are in the CSV named below it; jobs.csv has one row per "
+        "job.</p></header>\n"
         f"<nav>{nav}</nav>\n<main>\n" + "\n".join(body) + "\n</main>\n</body>\n</html>\n"
     )
 

@@ -91,7 +91,8 @@ class SlurmResult:
 
     def __str__(self) -> str:
         return (
-            f"{self.out}: {self.jobs:,} Slurm jobs, {self.allocation_rows:,} allocation rows in sacct.txt, {self.logs:,} job logs, "
+            f"{self.out}: {self.jobs:,} Slurm jobs, {self.allocation_rows:,} allocation rows in sacct.txt, "
+            f"{self.logs:,} job logs, "
             f"{self.gpu_rows:,} nvidia-smi rows, {self.dcgm_rows:,} DCGM samples, truth.json"
         )
 
@@ -212,7 +213,8 @@ def generate_slurm_trace(
     n_logs = write_job_logs(out, slurm_jobs, rng(_SLURM_LOGS), zone_name, speeds)
     shown = write_scontrol(out, slurm_jobs, rng(_SCONTROL), zone_name, blackout)
     emit(
-        f"wrote sacct.txt ({len(lines) - 1:,} rows), {n_logs:,} job logs, {len(shown):,} scontrol snapshots; writing nvidia-smi logs"
+        f"wrote sacct.txt ({len(lines) - 1:,} rows), {n_logs:,} job logs, {len(shown):,} scontrol snapshots; writing "
+        f"nvidia-smi logs"
     )
 
     runs = _levels(slurm_jobs, seed)
@@ -261,7 +263,8 @@ def generate_slurm_trace(
         "telemetry": {"gpu_rows": telemetry.rows, "dcgm_rows": dcgm.rows},
         "slow_machines": slow_machines_truth(slow, host_name),
         "speed_rule": SPEED_RULE,
-        "truth_times": "sacct and nvidia-smi times are never in a repeated hour's second occurrence, so naive text read as the first occurrence is exact",
+        "truth_times": "sacct and nvidia-smi times are never in a repeated hour's second occurrence, so naive text "
+        "read as the first occurrence is exact",
     }
     write_truth(out / "truth.json", generator, zone_name, job_rows, attempt_rows)
     return SlurmResult(

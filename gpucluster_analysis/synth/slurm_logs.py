@@ -121,22 +121,26 @@ def scontrol_text(job: SlurmJob, run: RealAttempt, at: int, zone_name: str) -> s
         f"   RunTime={slurm_duration(at - run.start)} TimeLimit={slurm_duration(job.time_limit_s)} TimeMin=N/A",
         f"   SubmitTime={local_time(spec.submit, zone_name)} EligibleTime={local_time(job.eligible, zone_name)}",
         f"   AccrueTime={local_time(job.eligible, zone_name)}",
-        f"   StartTime={local_time(run.start, zone_name)} EndTime={local_time(run.start + job.time_limit_s, zone_name)} Deadline=N/A",
+        f"   StartTime={local_time(run.start, zone_name)} "
+        f"EndTime={local_time(run.start + job.time_limit_s, zone_name)} Deadline=N/A",
         f"   Partition={PARTITION} AllocNode:Sid=login01:{20000 + spec.index % 9000}",
         "   ReqNodeList=(null) ExcNodeList=(null)",
         f"   NodeList={nodes}",
         f"   BatchHost={host_name(hosts[0])}",
-        f"   NumNodes={len(hosts)} NumCPUs={cpus} NumTasks={len(hosts)} CPUs/Task={cpus // len(hosts)} ReqB:S:C:T=0:0:*:*",
+        f"   NumNodes={len(hosts)} NumCPUs={cpus} NumTasks={len(hosts)} CPUs/Task={cpus // len(hosts)} "
+        f"ReqB:S:C:T=0:0:*:*",
         f"   TRES=cpu={cpus},mem={MEM_GB_PER_GPU * spec.gpus}G,node={len(hosts)},billing={cpus},gres/gpu={spec.gpus}",
         "   Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*",
     ]
     for m, gpus in run.alloc:
         lines.append(
-            f"     Nodes={host_name(m)} CPU_IDs=0-{CPUS_PER_GPU * len(gpus) - 1} Mem={MEM_GB_PER_GPU * 1024 * len(gpus)} "
+            f"     Nodes={host_name(m)} CPU_IDs=0-{CPUS_PER_GPU * len(gpus) - 1} "
+            f"Mem={MEM_GB_PER_GPU * 1024 * len(gpus)} "
             f"GRES=gpu:{GPU_TYPE}:{len(gpus)}(IDX:{_index_ranges(gpus)})"
         )
     lines += [
-        f"   MinCPUsNode={cpus // len(hosts)} MinMemoryNode={MEM_GB_PER_GPU * spec.gpus // len(hosts)}G MinTmpDiskNode=0",
+        f"   MinCPUsNode={cpus // len(hosts)} MinMemoryNode={MEM_GB_PER_GPU * spec.gpus // len(hosts)}G "
+        f"MinTmpDiskNode=0",
         "   Features=(null) DelayBoot=00:00:00",
         "   OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null)",
         f"   Command=/home/{user}/{job.name}.sh",

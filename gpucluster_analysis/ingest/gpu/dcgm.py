@@ -279,7 +279,7 @@ def _load_prom(ctx: LoadContext) -> LoadCounts:
             fast = pc.and_(fast, pa.array(np.arange(len(texts)) < len(texts) - 1))
         fast_mask = fast.to_numpy(zero_copy_only=False)
         if fast_mask.any():
-            batch = pa.table({"line": pa.array(numbers[fast_mask]), "text": texts.filter(fast)})  # noqa: F841 (read by DuckDB)
+            batch = pa.table({"line": pa.array(numbers[fast_mask]), "text": texts.filter(fast)})  # noqa: F841  -- DuckDB reads it by name
             ctx.con.execute("INSERT INTO stage_prom_plain SELECT * FROM batch")
         # the rest line by line: scrape times, promtool dumps, DCGM lines of another shape
         slow = pc.and_(
@@ -398,7 +398,7 @@ def _stage_plain(con: duckdb.DuckDBPyConnection, fallback: datetime | None) -> i
         values["series"] = text
         for column in columns:
             rows[column].append(values.get(column))
-    info = pa.table({c: pa.array(v, type=pa.string()) for c, v in rows.items()})  # noqa: F841 (read by DuckDB)
+    info = pa.table({c: pa.array(v, type=pa.string()) for c, v in rows.items()})  # noqa: F841  -- DuckDB reads it by name
     con.execute("CREATE OR REPLACE TEMP TABLE stage_prom_series AS SELECT * FROM info")
     before = con.execute("SELECT count(*) FROM stage_dcgm WHERE problem IS NULL").fetchall()[0][0]
     run_script(con, "ingest", "dcgm_plain", {"fallback": fallback, "epoch_ms_2001": _EPOCH_MS_2001})

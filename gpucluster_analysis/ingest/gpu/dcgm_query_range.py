@@ -51,7 +51,8 @@ def _load_query_range(ctx: LoadContext) -> LoadCounts:
         ctx.con.execute(
             "CREATE OR REPLACE TEMP TABLE stage_query_response AS "
             "SELECT status, error, data.resultType AS result_type, data.result AS result_json FROM read_json(?, "
-            f"format = 'auto', records = true, maximum_object_size = {_MAX_RESPONSE_BYTES}, columns = {{status: 'VARCHAR', "
+            f"format = 'auto', records = true, maximum_object_size = {_MAX_RESPONSE_BYTES}, columns = "
+            f"{{status: 'VARCHAR', "
             "error: 'VARCHAR', data: 'STRUCT(resultType VARCHAR, result JSON)'})",
             [str(ctx.path)],
         )

@@ -220,9 +220,9 @@ def _load(ctx: LoadContext) -> LoadCounts:
         ]
         if (block_of == -2).any():
             _orphan(ctx, first + int(positions[int(np.argmax(block_of == -2))]))
-        batch = pa.table(
+        batch = pa.table(  # noqa: F841  -- DuckDB reads it by name
             {
-                "line": pa.array(positions + first, type=pa.int64()),  # noqa: F841 (read by DuckDB)
+                "line": pa.array(positions + first, type=pa.int64()),
                 "block": pa.array(block_of),
                 "text": texts.take(pa.array(positions)),
             }
@@ -235,7 +235,7 @@ def _load(ctx: LoadContext) -> LoadCounts:
             f"{ctx.path}: no dcgmi dmon header (#Entity ...) and no data",
             hint="is this the right file? --format forces a format",
         )
-    blocks_table = pa.table({c: pa.array([r[c] for r in layouts], type=t) for c, t in _BLOCK_TYPES.items()})  # noqa: F841
+    blocks_table = pa.table({c: pa.array([r[c] for r in layouts], type=t) for c, t in _BLOCK_TYPES.items()})  # noqa: F841  -- DuckDB reads it by name
     ctx.con.execute("CREATE OR REPLACE TEMP TABLE stage_blocks AS SELECT * FROM blocks_table")
     start = interval = None
     if state["rows"]:
@@ -274,7 +274,8 @@ def _repeats(ctx: LoadContext) -> bool:
     return bool(
         ctx.con.execute(
             "SELECT 1 FROM stage_lines WHERE block >= 0 AND regexp_matches(text, ?) "
-            "GROUP BY regexp_extract(text, '^(?:GPU \\d+ LINK|SW \\d+ LINK|CPU Core|\\S+)\\s+\\d+') HAVING count(*) > 1 LIMIT 1",
+            "GROUP BY regexp_extract(text, '^(?:GPU \\d+ LINK|SW \\d+ LINK|CPU Core|\\S+)\\s+\\d+') HAVING count(*) > "
+            "1 LIMIT 1",
             [ENTITY_ROW],
         ).fetchall()
     )
@@ -290,7 +291,8 @@ FORMATS = [
     FileFormat(
         name="dcgmi_dmon",
         source="dcgm",
-        description="dcgmi dmon -e FIELDS text (profiling and device fields per GPU and MIG instance; --time/--interval for times)",
+        description="dcgmi dmon -e FIELDS text (profiling and device fields per GPU and MIG instance; "
+        "--time/--interval for times)",
         file_names=(),
         sniff=_sniff,
         load=bounded_memory(_load),

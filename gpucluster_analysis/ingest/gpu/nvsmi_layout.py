@@ -159,7 +159,7 @@ BLOCK_TYPES = {
 
 
 def stage_blocks(ctx: LoadContext, layouts: list[dict[str, Any]]) -> None:
-    blocks = pa.table({c: pa.array([r[c] for r in layouts], type=t) for c, t in BLOCK_TYPES.items()})  # noqa: F841
+    blocks = pa.table({c: pa.array([r[c] for r in layouts], type=t) for c, t in BLOCK_TYPES.items()})  # noqa: F841  -- DuckDB reads it by name
     ctx.con.execute("CREATE OR REPLACE TEMP TABLE stage_blocks AS SELECT * FROM blocks")
 
 

@@ -228,7 +228,8 @@ def _uncovered(
     step_ms: int,
     report: PullReport,
 ) -> list[tuple[int, int]]:
-    """Runs [a, b] of grid indices in first..last that no stored chunk of this query covers; records the covered ranges."""
+    """Runs [a, b] of grid indices in first..last that no stored chunk of this query covers;
+    records the covered ranges."""
     stored = con.execute(
         "SELECT epoch_ms(start_at), epoch_ms(end_at) + CAST(round(step_s * 1000) AS BIGINT) FROM prometheus_chunks"
         " WHERE server = ? AND query = ? ORDER BY 1",
@@ -279,7 +280,10 @@ def _pull_chunk(
         size, digest = fetch(source, url, shown, body, timeout_s, max_answer_bytes)
         empty = check_body(body, size, shown)
         # what ingested_files calls the chunk: the request, readable, never a header
-        request = f"{source.server}/api/v1/query_range?query={query}&start={iso(start_ms)}&end={iso(end_ms)}&step={params['step']}"
+        request = (
+            f"{source.server}/api/v1/query_range?query={query}"
+            f"&start={iso(start_ms)}&end={iso(end_ms)}&step={params['step']}"
+        )
         con.execute("BEGIN TRANSACTION")
         try:
             (file_id,) = con.execute(
@@ -301,7 +305,8 @@ def _pull_chunk(
                 [counts.rows, counts.rejects, seconds, file_id],
             )
             con.execute(
-                "INSERT INTO prometheus_chunks (server, query, start_at, end_at, step_s, series, samples, file_id, pulled_at)"
+                "INSERT INTO prometheus_chunks (server, query, start_at, end_at, step_s, series, samples, file_id, "
+                "pulled_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     source.server,

@@ -61,7 +61,8 @@ def fetch(
                     size += len(block)
                     if size > max_answer_bytes:
                         raise AnswerTooBig(
-                            f"{shown}: the answer is over {_megabytes(max_answer_bytes)}, the most gca reads of one request",
+                            f"{shown}: the answer is over {_megabytes(max_answer_bytes)}, the most gca reads of one "
+                            f"request",
                             hint="pull fewer series at once: a narrower --match (e.g. one metric at a time)",
                         )
                     digest.update(block)
@@ -89,7 +90,8 @@ def _late(shown: str, timeout_s: float, received: int) -> ServerError:
     if not received:
         return ServerError(
             f"{shown}: no answer after {timeout_s:g} s, the most a request may take",
-            hint="check that the server is up and reachable; if it is only slow, try again later or pull a narrower --match",
+            hint="check that the server is up and reachable; if it is only slow, try again later or pull a narrower "
+            "--match",
         )
     return ServerError(
         f"{shown}: the answer still incomplete ({received:,} bytes) after {timeout_s:g} s, the most a request may take",

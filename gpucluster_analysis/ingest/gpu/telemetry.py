@@ -101,10 +101,10 @@ class Batches:
     def add_arrow(self, line: pa.Array, block: int, text: pa.Array) -> None:
         """Many stage_lines rows at once, as Arrow arrays (no Python object per row)."""
         self.flush()
-        batch = pa.table(
+        batch = pa.table(  # noqa: F841  -- DuckDB reads it by name
             {
                 "line": line,
-                "block": pa.array(np.full(len(line), block, dtype=np.int32)),  # noqa: F841
+                "block": pa.array(np.full(len(line), block, dtype=np.int32)),
                 "text": text,
             }
         )
@@ -114,7 +114,7 @@ class Batches:
     def flush(self) -> None:
         if not self.rows["line"]:
             return
-        batch = pa.table({c: pa.array(v, type=self.columns[c]) for c, v in self.rows.items()})  # noqa: F841 (read by DuckDB)
+        batch = pa.table({c: pa.array(v, type=self.columns[c]) for c, v in self.rows.items()})  # noqa: F841  -- DuckDB reads it by name
         self.con.execute(f"INSERT INTO {self.table} SELECT * FROM batch")
         self.rows = {c: [] for c in self.columns}
 

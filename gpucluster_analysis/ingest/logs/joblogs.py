@@ -266,7 +266,8 @@ FORMATS = [
     FileFormat(
         name="job_log",
         source="logs",
-        description="a job's stdout/stderr; job and attempt from the path (synth layout, slurm-<jobid>.out, --log-pattern)",
+        description="a job's stdout/stderr; job and attempt from the path (synth layout, slurm-<jobid>.out, "
+        "--log-pattern)",
         file_names=(),
         sniff=lambda head: False,  # logs are recognized by their path, never by content
         load=None,

@@ -100,7 +100,7 @@ def off_columns(raw: bytes, spans: list[tuple[int, int]]) -> bool:
         return False
     gaps = [
         raw[: spans[0][0]],
-        *(raw[end:start] for (_, end), (start, _) in zip(spans, spans[1:])),
+        *(raw[end:start] for (_, end), (start, _) in zip(spans, spans[1:], strict=False)),
         raw[spans[-1][1] :],
     ]
     return any(gap.strip() for gap in gaps)

@@ -108,8 +108,8 @@ def _load(ctx: LoadContext) -> LoadCounts:
             f"{ctx.path}: no node in it", hint="expected `scontrol show node -o` or `sinfo -N -h -o '%N|%G'`"
         )
     rows = sorted(nodes.items(), key=lambda kv: kv[1]["line"])  # type: ignore[arg-type, return-value]
-    node_rows = pa.table(
-        {  # noqa: F841 (read by DuckDB)
+    node_rows = pa.table(  # noqa: F841  -- DuckDB reads it by name
+        {
             "line": pa.array([n["line"] for _, n in rows], type=pa.int64()),
             "text": pa.array([str(n["text"])[:500] for _, n in rows], type=pa.string()),
             "machine_id": [name for name, _ in rows],
@@ -143,10 +143,10 @@ def _load(ctx: LoadContext) -> LoadCounts:
     stored = ctx.con.execute("SELECT count(*) FILTER (WHERE sane) FROM stage_nodes").fetchall()[0][0]
     ctx.con.execute("DROP TABLE stage_nodes")
     if rejects:
-        bad = pa.table(
+        bad = pa.table(  # noqa: F841  -- DuckDB reads it by name
             {
                 "line": [r[0] for r in rejects],
-                "reason": [r[1] for r in rejects],  # noqa: F841
+                "reason": [r[1] for r in rejects],
                 "text": [r[2][:500] for r in rejects],
             }
         )

@@ -55,7 +55,8 @@ class Reader:
         names = set(layout.columns)
         if not ({"jobid", "jobidraw"} & names) or "state" not in names:
             raise ParseError(
-                f"{self.path}:{line_no}: the sacct columns lack JobID or State ({', '.join(layout.names or layout.columns)})",
+                f"{self.path}:{line_no}: the sacct columns lack JobID or State "
+                f"({', '.join(layout.names or layout.columns)})",
                 hint="gca needs at least JobID and State; add them to sacct --format",
             )
         self.layout, self.cols = layout, Columns(layout)
@@ -139,7 +140,7 @@ class Reader:
             if typed is not None:
                 yield typed
             # plain lines are data rows of this layout: what feed() does with them
-            for line_no, text in zip(numbers[other].tolist(), texts.filter(pa.array(other)).to_pylist()):
+            for line_no, text in zip(numbers[other].tolist(), texts.filter(pa.array(other)).to_pylist(), strict=True):
                 yield line_no, text, self._split(text, line_no)
 
     def feed(self, line_no: int, text: str) -> tuple[int, str, list[str] | int | str] | None:
@@ -192,7 +193,8 @@ class Reader:
         if not spec:
             raise ParseError(
                 f"{self.path}:{line_no}: sacct output without a header line (sacct -n/--noheader)",
-                hint="name its columns in sacct --format order with --columns, e.g. --columns JobID,JobName,State,Start,End",
+                hint="name its columns in sacct --format order with --columns, e.g. --columns "
+                "JobID,JobName,State,Start,End",
             )
         if "|" not in text:
             raise ParseError(

@@ -51,7 +51,8 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
     if is_slurm_json(ctx.head):
         raise ParseError(
             f"{ctx.path}:1: Slurm's JSON output (sacct --json or scontrol --json), which gca does not read",
-            hint=f"export with sacct -P (e.g. sacct -a -P -S 2024-01-01 --format {SACCT_FORMAT}) or scontrol show job -d",
+            hint=f"export with sacct -P (e.g. sacct -a -P -S 2024-01-01 --format {SACCT_FORMAT}) or scontrol show job "
+            f"-d",
         )
     zone = ctx.options.zone or local_zone()  # the machine's unless --tz says otherwise; recorded with the file
     install_zone(ctx.con, zone)
@@ -141,7 +142,8 @@ def _missing_columns(path: Path, missing: list[str]) -> tuple[str, ...]:
     columns = ",".join(missing)
     return (
         f"{path}: the sacct dump has no {', '.join(missing)} column{'s' if len(missing) > 1 else ''}, so {lost}"
-        f" {'is' if len(unknown) == 1 else 'are'} unknown; add {columns} to sacct --format (e.g. --format {SACCT_FORMAT})",
+        f" {'is' if len(unknown) == 1 else 'are'} unknown; add {columns} to sacct --format (e.g. --format "
+        f"{SACCT_FORMAT})",
     )
 
 
@@ -164,7 +166,7 @@ def _reject_texts(ctx: LoadContext) -> None:
                 found["text"].append(raw.decode("utf-8").rstrip("\r\n")[:TEXT_LIMIT])
             if number == last:  # the rest of the file holds none of them
                 break
-    texts = pa.Table.from_pydict(found, schema=pa.schema([("line", pa.int64()), ("text", pa.string())]))  # noqa: F841
+    texts = pa.Table.from_pydict(found, schema=pa.schema([("line", pa.int64()), ("text", pa.string())]))  # noqa: F841  -- DuckDB reads it by name
     ctx.con.execute(
         "UPDATE rejects SET text = t.text FROM texts t WHERE rejects.file_id = ? AND rejects.line = t.line",
         [ctx.file_id],

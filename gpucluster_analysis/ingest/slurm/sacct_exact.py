@@ -79,7 +79,8 @@ def parse_fields(
             row["time_limit_s"] = parse_limit_minutes(_value(fields, cols.timelimit_raw))
     except ValueError:
         problems.append(
-            f"unreadable Timelimit {_value(fields, cols.timelimit if cols.timelimit is not None else cols.timelimit_raw)!r}"
+            f"unreadable Timelimit "
+            f"{_value(fields, cols.timelimit if cols.timelimit is not None else cols.timelimit_raw)!r}"
         )
     tres = None
     requested: dict[str, Tres] = {}

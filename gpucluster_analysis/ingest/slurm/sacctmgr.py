@@ -166,7 +166,7 @@ def _parse(path: Path, what: str) -> list[dict[str, object]]:
 def _loader(what: str):  # type: ignore[no-untyped-def]
     def load(ctx: LoadContext) -> LoadCounts:
         rows = _parse(ctx.path, what)
-        staged = pa.Table.from_pylist(rows, schema=_STAGE_SCHEMA)  # noqa: F841 (read by DuckDB by name)
+        staged = pa.Table.from_pylist(rows, schema=_STAGE_SCHEMA)  # noqa: F841  -- DuckDB reads it by name
         ctx.con.execute("CREATE OR REPLACE TEMP TABLE stage_quotas AS SELECT * FROM staged")
         run_script(
             ctx.con, "ingest", "slurm_quotas", {"file_id": ctx.file_id, "source": SOURCE}, on_statement=ctx.on_statement

@@ -126,11 +126,9 @@ def _load_scontrol(ctx: LoadContext) -> LoadCounts:
 def _insert_bindings(ctx: LoadContext, bindings: dict[str, list]) -> None:  # type: ignore[type-arg]
     if not bindings["job_id"]:
         return
-    batch = pa.Table.from_pydict(
+    batch = pa.Table.from_pydict(  # noqa: F841  -- DuckDB reads it by name
         bindings,
-        schema=pa.schema(  # noqa: F841 (read by DuckDB by name)
-            [("job_id", pa.string()), ("machine_id", pa.string()), ("gpu_index", pa.int16())]
-        ),
+        schema=pa.schema([("job_id", pa.string()), ("machine_id", pa.string()), ("gpu_index", pa.int16())]),
     )
     # The same job in several snapshots of one file binds the same GPUs once.
     ctx.con.execute(

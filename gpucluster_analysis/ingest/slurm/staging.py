@@ -146,7 +146,7 @@ class Stager:
         """The segment's rows, in line order, after the rows before them."""
         if not self.segment:
             return
-        allocs, steps, keys = (pa.concat_tables(part) for part in zip(*self.segment))
+        allocs, steps, keys = (pa.concat_tables(part) for part in zip(*self.segment, strict=True))
         self.segment = []
         lines = keys.column("line").to_numpy()
         if np.any(lines[1:] < lines[:-1]):
@@ -268,7 +268,7 @@ def _line_digests(cursor: duckdb.DuckDBPyConnection, texts: pa.Array) -> pa.Chun
     """Each line's md5, of the line as staged (cut at TEXT_LIMIT characters), on `cursor`
     (queries of Arrow data alone: a result the loader left unread on the store's connection
     must not stop them)."""
-    lines = pa.table({"text": texts})  # noqa: F841 (read by DuckDB by name)
+    lines = pa.table({"text": texts})  # noqa: F841  -- DuckDB reads it by name
     # left() counts characters: a line of at most TEXT_LIMIT bytes is whole, so the cut is
     # only taken on the longer ones (it was a third of the md5's time)
     return (
