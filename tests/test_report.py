@@ -21,11 +21,11 @@ import polars as pl
 import pytest
 
 from gpucluster_analysis.analyze import statistics
+from gpucluster_analysis.analyze.catalog import result_queries
 from gpucluster_analysis.analyze.prepare import JOBS_COLUMNS, prepare, prepare_report, run_query
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import QueryError, ReportError, StoreError
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
-from gpucluster_analysis.analyze.catalog import result_queries
 from gpucluster_analysis.report.build import Written, build_report
 from gpucluster_analysis.report.directory import MARKER
 from gpucluster_analysis.sqlfiles import list_sql, load_sql, parameter_names
@@ -72,7 +72,9 @@ def test_writes_index_and_one_csv_per_table(sample_report: Written) -> None:
         "speed_locality.csv",
         "slow_machine_telemetry.csv",
     }
-    assert names == {"jobs.csv", "gpu_util_locality_tests.csv"} | replay | speed | {f"{q}.csv" for q in result_queries()}
+    assert names == {"jobs.csv", "gpu_util_locality_tests.csv"} | replay | speed | {
+        f"{q}.csv" for q in result_queries()
+    }
     assert all(p.is_file() and p.parent == out for p in sample_report.tables)
     # written through a new directory, nothing left behind but the marker listing the files
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == [MARKER]

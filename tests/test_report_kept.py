@@ -11,8 +11,8 @@ import duckdb
 import pytest
 
 from gpucluster_analysis.analyze import kept
-from gpucluster_analysis.analyze.prepare import prepare, prepare_report
 from gpucluster_analysis.analyze.catalog import kept_queries
+from gpucluster_analysis.analyze.prepare import prepare, prepare_report
 from gpucluster_analysis.analyze.selection import EVERY_JOB, Selection
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.db.queries import run_query
