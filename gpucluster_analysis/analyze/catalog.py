@@ -38,7 +38,7 @@ TABLE_STAGES = frozenset({"every_job", "selected", "after_replay"})
 REPLAY_JOBS_TABLE = "replay_job_waits"
 
 _STAGE_LINE = re.compile(r"^-- Stage: (.+)$", re.MULTILINE)
-_PERIOD_VIEW = re.compile(r"\bperiod_([a-z_]+)\b")
+_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,7 @@ class Query:
 
     name: str
     stage: str
+    words: frozenset[str]  # the names its SQL text holds, comments left out
     table: str | None  # the temp table it is stored as (table stages only)
     parameters: frozenset[str]
     reads: frozenset[str]  # the pipeline's temp tables it reads (REPLAY_JOBS_TABLE included)
@@ -80,15 +81,16 @@ def catalog() -> dict[str, Query]:
     tables = {table for _sql, (_stage, table, _h, _k) in headers.values() if table} | {REPLAY_JOBS_TABLE}
     found: dict[str, Query] = {}
     for name, (sql, (stage, table, heavy, kept)) in headers.items():
-        text = strip_comments(sql)
-        reads = frozenset(t for t in tables if t != table and re.search(rf"\b{t}\b", text))
+        words = frozenset(_WORD.findall(strip_comments(sql)))
+        reads = frozenset(t for t in tables & words if t != table)
         found[name] = Query(
             name=name,
             stage=stage,
+            words=words,
             table=table,
             parameters=frozenset(parameter_names(sql)),
             reads=reads,
-            period_tables=frozenset(t for t in _PERIOD_VIEW.findall(text) if f"period_{t}" not in tables),
+            period_tables=frozenset(w.removeprefix("period_") for w in words - tables if w.startswith("period_")),
             heavy=heavy,
             kept=kept,
         )
@@ -212,14 +214,13 @@ AFTER_SELECTION = frozenset({"selected", "after_replay", "input", "result"})
 
 
 @cache
+def _words_after_selection() -> frozenset[str]:
+    return frozenset().union(*(q.words for q in catalog().values() if q.stage in AFTER_SELECTION))
+
+
 def read_after_selection(table: str) -> bool:
     """Whether a query that runs after the selection names the table `table` (comments left out)."""
-    word = re.compile(rf"\b{re.escape(table)}\b")
-    return any(
-        word.search(strip_comments(load_sql("queries", q.name)))
-        for q in catalog().values()
-        if q.stage in AFTER_SELECTION
-    )
+    return table in _words_after_selection()
 
 
 def temp_tables_for(names: tuple[str, ...]) -> tuple[str, ...]:
