@@ -19,6 +19,7 @@ import hashlib
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import duckdb
@@ -36,8 +37,11 @@ def _gca(*args: str) -> None:
 
 def _cases(work: Path) -> list[tuple[str, list[str], list[list[str]]]]:
     """(name, ingest inputs, one argument list per report) for each case."""
-    slurm = work / "synth-slurm"
+    # The synthetic Slurm trace sits at one path for every run, since the store and the
+    # report name the files they read: a trace under --out would differ by its path alone.
+    slurm = Path(tempfile.gettempdir()) / "gca-behaviour-synth-slurm-seed3"
     if not slurm.exists():
+        scratch = Path(tempfile.mkdtemp(prefix="gca-behaviour-synth-"))
         subprocess.run(
             [
                 sys.executable,
@@ -47,7 +51,7 @@ def _cases(work: Path) -> list[tuple[str, list[str], list[list[str]]]]:
                 "--format",
                 "slurm",
                 "--out",
-                str(slurm),
+                str(scratch),
                 "--jobs",
                 "300",
                 "--machines",
@@ -60,6 +64,10 @@ def _cases(work: Path) -> list[tuple[str, list[str], list[list[str]]]]:
             check=True,
             stdout=subprocess.DEVNULL,
         )
+        try:
+            scratch.rename(slurm)
+        except OSError:  # another run made it first: the same seed gives the same trace
+            shutil.rmtree(scratch)
     synthetic = ROOT / "examples" / "synthetic"
     cases = [
         (
@@ -109,7 +117,8 @@ def _table_digests(db: Path) -> list[str]:
             columns = [
                 r[0]
                 for r in con.execute(
-                    "SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND NOT internal ORDER BY column_index",
+                    "SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND NOT internal "
+                    "ORDER BY column_index",
                     [table],
                 ).fetchall()
                 if r[0] not in skip
