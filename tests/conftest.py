@@ -34,6 +34,18 @@ def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def sample_report(sample_store: Path, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The report of sample_store, built once per worker and shared by the tests that read it
+    (none may write into its directory: a test that writes copies it or builds its own)."""
+    from gpucluster_analysis.report.build import build_report
+
+    messages: list[str] = []
+    written = build_report(sample_store, tmp_path_factory.mktemp("sample_report") / "out", log=messages.append)
+    assert any("report built" in m for m in messages), messages
+    return written
+
+
+@pytest.fixture(scope="session")
 def store_5910(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store holding the four files of ../shared/data/philly-5910."""
     data = require(PHILLY_5910)

@@ -112,7 +112,8 @@ def test_a_stop_signal_stops_a_running_query_at_once(sig: signal.Signals) -> Non
 
 
 @needs_proc
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+# SIGKILL in the default run; SIGTERM, the same checks, in the slow run
+@pytest.mark.parametrize("sig", [signal.SIGKILL, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
 def test_a_killed_ingest_leaves_no_process_behind(sig: signal.Signals, tmp_path: Path) -> None:
     """The parse pool of job logs (the forkserver, its workers, the resource tracker) ends
     with gca, even when gca is killed outright: nothing keeps its stdout and stderr open.
@@ -176,7 +177,8 @@ def test_shard_temporaries_are_removed_when_ingest_ends(tmp_path: Path, monkeypa
     assert _shard_temps(tmp) == []
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+# SIGKILL in the default run; SIGTERM, the same checks, in the slow run
+@pytest.mark.parametrize("sig", [signal.SIGKILL, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
 def test_shard_temporaries_of_a_killed_ingest_are_gone(
     sig: signal.Signals, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

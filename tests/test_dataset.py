@@ -132,6 +132,7 @@ def test_two_shards_report_what_one_store_of_every_file_reports(synthetic: Path,
     assert len(csv_files(whole.out_dir)) > 50
 
 
+@pytest.mark.slow  # two reports of examples/slurm; the Philly shards above stay in the default run
 def test_slurm_shards_report_what_one_store_reports(tmp_path: Path) -> None:
     """sacct, sacctmgr, scontrol and job logs in one shard; nvidia-smi and DCGM in one per node
     (gpu_sample_details, GPU bindings, quotas: the tables Philly does not fill)."""

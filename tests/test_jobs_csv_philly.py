@@ -235,6 +235,7 @@ def gca_jobs(sample_store: Path) -> list[dict[str, object]]:
         return format_for_csv(jobs_table(con)).to_dicts()
 
 
+@pytest.mark.slow  # every row of the real extract recomputed in Python, its GPU samples read line by line
 def test_jobs_csv_matches_independent_computation_on_every_row(gca_jobs: list[dict[str, object]]) -> None:
     expected = expected_jobs(require(PHILLY_SAMPLE))
     assert [r["job_id"] for r in gca_jobs if r["job_id"] not in expected] == []

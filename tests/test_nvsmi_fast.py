@@ -241,6 +241,7 @@ def test_absurd_times_and_indices_rejected_the_same_both_ways(tmp_path: Path, mo
         assert f"GPU index 5000: over the bound of {bound:,} GPUs per node (--max-gpus-per-node)" in reasons
 
 
+@pytest.mark.slow  # every real capture, three ways each; the generated cases above stay in the default run
 def test_every_real_capture_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     captures = sorted(DATA.glob("*.csv")) + sorted((DATA / "real").glob("*.csv"))
     assert len(captures) >= 12

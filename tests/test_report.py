@@ -12,6 +12,7 @@ import csv
 import json
 import math
 import re
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -49,15 +50,6 @@ def figure_ids(page: str) -> list[str]:
 
 
 # ---------------------------------------------------------------- philly-sample
-
-
-@pytest.fixture(scope="module")
-def sample_report(sample_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Written:
-    out = tmp_path_factory.mktemp("report") / "out"
-    messages: list[str] = []
-    written = build_report(sample_store, out, log=messages.append)
-    assert any("report built" in m for m in messages)
-    return written
 
 
 def test_writes_index_and_one_csv_per_table(sample_report: Written) -> None:
@@ -249,14 +241,13 @@ def _plotly_bundle() -> str:
     return get_plotlyjs()
 
 
-def test_rebuild_overwrites_in_place(sample_store: Path, tmp_path: Path) -> None:
+def test_rebuild_overwrites_in_place(sample_store: Path, sample_report: Written, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    out.mkdir()
+    shutil.copytree(sample_report.out_dir, out)  # a report built before, one of its tables gone stale
     (out / "jobs.csv").write_text("stale\n")
-    first = build_report(sample_store, out)
-    assert header(out / "jobs.csv") == JOBS_COLUMNS
     again = build_report(sample_store, out)
-    assert [p.name for p in again.tables] == [p.name for p in first.tables]
+    assert header(out / "jobs.csv") == JOBS_COLUMNS
+    assert [p.name for p in again.tables] == [p.name for p in sample_report.tables]
 
 
 # ---------------------------------------------------------------- missing, empty, partial stores
@@ -565,13 +556,11 @@ def test_counts_print_as_integers_and_fractions_stay() -> None:
     assert out.schema["jobs"] == pl.Float64  # NaN is not a whole number of jobs
 
 
-def test_the_page_opens_with_key_findings_linked_to_their_sections(sample_store: Path, tmp_path: Path) -> None:
+def test_the_page_opens_with_key_findings_linked_to_their_sections(sample_report: Written) -> None:
     import html as html_lib
     import re
 
-    from gpucluster_analysis.report.build import build_report
-
-    page = build_report(sample_store, tmp_path / "out").html.read_text()
+    page = sample_report.html.read_text()
     block = re.search(r'<section id="key-findings">.*?</section>', page, re.S)
     assert block is not None and page.index('id="key-findings"') < page.index('id="overview"')
     items = re.findall(r'<li><a href="#([\w-]+)">([^<]+)</a>: ([^<]+)</li>', block.group(0))

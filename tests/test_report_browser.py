@@ -58,6 +58,8 @@ def slurm_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module", params=["philly_sample", "synthetic_slurm", "philly_sample_compared"])
 def report(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Written:
+    if request.param == "philly_sample":
+        return request.getfixturevalue("sample_report")  # type: ignore[no-any-return]  # the session's, only read
     store = request.getfixturevalue("slurm_store" if request.param == "synthetic_slurm" else "sample_store")
     out = tmp_path_factory.mktemp("browser") / "out"
     if request.param != "philly_sample_compared":

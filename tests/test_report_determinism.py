@@ -28,6 +28,7 @@ def store(store_5910: Path) -> Path:
     return store_5910
 
 
+@pytest.mark.slow  # two reports of the real philly-5910 extract
 def test_two_reports_of_one_store_are_byte_identical(
     store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

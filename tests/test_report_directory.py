@@ -79,7 +79,8 @@ def csv_bytes(directory: Path) -> dict[str, bytes]:
     return {name: data for name, data in files(directory).items() if name != "index.html"}
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+# SIGKILL in the default run; SIGTERM, the same checks, in the slow run
+@pytest.mark.parametrize("sig", [signal.SIGKILL, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
 def test_a_killed_report_leaves_the_previous_one_byte_identical(
     sig: signal.Signals, stores: dict[str, Path], other_report: Path, out: Path, tmp_path: Path
 ) -> None:

@@ -248,11 +248,8 @@ def test_missing_sections_are_null_not_errors() -> None:
     assert "no failed attempts" in summary.text(h)
 
 
-def test_philly_sample_summary_equals_its_jobs_csv(sample_store: Path, tmp_path: Path) -> None:
-    from gpucluster_analysis.report.build import build_report
-
-    written = build_report(sample_store, tmp_path / "r")
-    h, jobs = written.summary, read_csv(tmp_path / "r" / "jobs.csv")
+def test_philly_sample_summary_equals_its_jobs_csv(sample_report) -> None:  # type: ignore[no-untyped-def]
+    h, jobs = sample_report.summary, read_csv(sample_report.out_dir / "jobs.csv")
     assert h["overview"]["jobs"] == len(jobs)
     assert h["overview"]["gpu_hours"] == pytest.approx(floats(jobs, "gpu_time_s").sum() / 3600, rel=1e-9)
     delays = floats(jobs, "queue_delay_s")

@@ -118,6 +118,7 @@ def _sacct_captures() -> list[Path]:
     return found
 
 
+@pytest.mark.slow  # every capture under tests/ and examples/ twice; the hostile dumps stay in the default run
 def test_every_sacct_capture_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     captures = _sacct_captures()
     assert len(captures) >= 12, captures
@@ -504,6 +505,7 @@ def test_a_layout_whose_head_is_the_whole_row_the_same_both_ways(
     assert fast_rows > 800 and sent_back > 100, (fast_rows, sent_back)
 
 
+@pytest.mark.slow  # four stores; test_alone_rows_stored_as_the_general_way_stores_them meets dumps again by default
 def test_overlapping_nightly_dumps_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two dumps that share jobs (some identical, some finished only in the later one), in
     both orders: the superseded and unchanged records come out the same."""
@@ -524,6 +526,14 @@ def test_overlapping_nightly_dumps_the_same_both_ways(tmp_path: Path, monkeypatc
         assert second[3] > 20 and second[4] > 20, exact[1]
 
 
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small generated trace whose sacct.txt benchmarks/slurm_year.py repeats (tests only read it)."""
+    trace = tmp_path_factory.mktemp("slurm_fast") / "trace"
+    generate_slurm_trace(trace, jobs=60, machines=3, days=0.5, seed=3, interval_s=3600, dcgm_interval_s=3600)
+    return trace
+
+
 def _benchmark_module():  # type: ignore[no-untyped-def]
     spec = importlib.util.spec_from_file_location("slurm_year", ROOT / "benchmarks" / "slurm_year.py")
     assert spec is not None and spec.loader is not None
@@ -532,10 +542,9 @@ def _benchmark_module():  # type: ignore[no-untyped-def]
     return module
 
 
-def test_benchmark_dump_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.slow  # the benchmark's dump of a generated trace, twice
+def test_benchmark_dump_the_same_both_ways(tmp_path: Path, trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """benchmarks/slurm_year.py's dump (a synthetic trace repeated), small."""
-    trace = tmp_path / "trace"
-    generate_slurm_trace(trace, jobs=60, machines=3, days=0.5, seed=3, interval_s=3600, dcgm_interval_s=3600)
     dump = tmp_path / "sacct_year.txt"
     _benchmark_module().write_dump(trace / "sacct.txt", dump, 240)
     exact, fast, fast_rows, sent_back = _both_ways(tmp_path, monkeypatch, [dump], zone="America/Los_Angeles")
@@ -654,7 +663,9 @@ def _general_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, paths: list[Pa
     return (_store(tmp_path / "general.duckdb"), general), (_store(tmp_path / "shortcut.duckdb"), outcomes)
 
 
-def test_alone_rows_stored_as_the_general_way_stores_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_alone_rows_stored_as_the_general_way_stores_them(
+    tmp_path: Path, trace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The SQL's shortcuts for a job's only allocation row (no window, group or join over it)
     store what the general way does: on hostile dumps (one a file of its own, then overlapping
     nightly dumps met again) and on the benchmark's dump."""
@@ -666,8 +677,6 @@ def test_alone_rows_stored_as_the_general_way_stores_them(tmp_path: Path, monkey
         line.replace("|RUNNING|", "|COMPLETED|") for line in early.lines[: len(early.lines) // 2]
     ] + late.lines[1:]
     late.write(tmp_path / "b.txt", 100)
-    trace = tmp_path / "trace"
-    generate_slurm_trace(trace, jobs=60, machines=3, days=0.5, seed=3, interval_s=3600, dcgm_interval_s=3600)
     year = tmp_path / "year.txt"
     _benchmark_module().write_dump(trace / "sacct.txt", year, 120)
     for name, paths in (("hostile", [hostile, tmp_path / "a.txt", tmp_path / "b.txt"]), ("year", [year])):

@@ -39,6 +39,9 @@ from gpucluster_analysis.speed import variability
 from gpucluster_analysis.synth import generate_trace
 from gpucluster_analysis.synth.slurm import generate_slurm_trace
 
+# Traces at scale (the sizes above), each ingested and reported.
+pytestmark = pytest.mark.slow
+
 TOLERANCE = 0.05  # |relative_speed - factor| on each slow machine (measured: at most 0.017, see above)
 SEED = 4  # two slow machines of 20, at 0.71 and 0.84 (m7 and m0; gpu008 and gpu001 in the Slurm view)
 
