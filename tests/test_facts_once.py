@@ -103,13 +103,14 @@ def contiguous(sequence: list[str], part: tuple[str, ...]) -> bool:
 
 
 def test_wait_cause_consumers_take_the_definition() -> None:
+    from gpucluster_analysis.analyze import prepare
     from gpucluster_analysis.replay import JOB_COLUMNS, split
-    from gpucluster_analysis.report import figures, summary, tables
+    from gpucluster_analysis.report import figures, summary
     from gpucluster_analysis.report.sections import wait_causes as section
     from gpucluster_analysis.synth import waits as synth_waits
 
     assert contiguous(list(JOB_COLUMNS), wait_causes.COLUMNS)
-    assert contiguous(list(tables.JOBS_COLUMNS), wait_causes.COLUMNS)
+    assert contiguous(list(prepare.JOBS_COLUMNS), wait_causes.COLUMNS)
     assert split.CAUSES == wait_causes.NAMES
     codes = {split.USER_LIMIT, split.FAIR_SHARE, split.CAPACITY, split.FRAGMENTATION, split.OTHER}
     assert codes == set(range(len(wait_causes.NAMES)))
@@ -292,7 +293,7 @@ def test_measure_ranges_are_written_nowhere_else() -> None:
 
 
 def test_range_consumers_agree() -> None:
-    from gpucluster_analysis.ingest import dcgm_fast, nvsmi_fast
+    from gpucluster_analysis.ingest.gpu import dcgm_fast, nvsmi_fast
 
     assert dcgm_fast.RANGES is bounds.MEASURE_RANGES
     assert {m for _, _, m in nvsmi_fast._MEASURES.values()} <= set(bounds.MEASURE_RANGES)
