@@ -307,7 +307,7 @@ def safe_float(value: object) -> float | None:
     if value is None:
         return None
     try:
-        f = float(value)  # type: ignore[arg-type]
+        f = float(value)  # type: ignore[arg-type]  # what float() refuses is None below
     except (TypeError, ValueError):
         return None
     return f if math.isfinite(f) else None

@@ -9,6 +9,7 @@ number; `place_rejects` finds those lines with one streaming pass.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -49,7 +50,9 @@ def collect_reader_rejects(con: duckdb.DuckDBPyConnection, file_id: int) -> int:
         """,
         [file_id],
     )
-    count = con.execute(f"SELECT count(DISTINCT line) FROM {READER_REJECTS}").fetchone()[0]
+    row = con.execute(f"SELECT count(DISTINCT line) FROM {READER_REJECTS}").fetchone()
+    assert row is not None  # an aggregate without GROUP BY: always one row
+    count = row[0]
     reset_reader_rejects(con)
     return int(count)
 
@@ -69,7 +72,12 @@ def place_json_rejects(con: duckdb.DuckDBPyConnection, file_id: int, path: Path,
     _place(con, file_id, lambda values: locate_json_keys(path, key, values), value_of)
 
 
-def _place(con, file_id, locate, key_of) -> None:  # type: ignore[no-untyped-def]
+def _place(
+    con: duckdb.DuckDBPyConnection,
+    file_id: int,
+    locate: Callable[[set[str]], dict[str, list[int]]],
+    key_of: Callable[[str], str],
+) -> None:
     rows = con.execute(
         "SELECT rowid, text FROM rejects WHERE file_id = ? AND line IS NULL ORDER BY rowid LIMIT ?",
         [file_id, _MAX_PLACED],

@@ -8,7 +8,10 @@ import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from gpucluster_analysis.errors import InputError
 
 HEAD_BYTES = 8192
 # What a cut or corrupt .gz raises while it is being read.
@@ -18,7 +21,8 @@ DAMAGED_GZIP = (EOFError, gzip.BadGzipFile, zlib.error)
 def open_binary(path: Path) -> IO[bytes]:
     """Open a file for reading, transparently decompressing `.gz`."""
     if path.suffix == ".gz":
-        return gzip.open(path, "rb")
+        # a GzipFile reads as a binary file does; typeshed does not derive it from IO[bytes]
+        return cast(IO[bytes], gzip.open(path, "rb"))
     return path.open("rb")
 
 
@@ -58,7 +62,7 @@ def read_head(path: Path, size: int = HEAD_BYTES) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def damaged_gzip(path: Path, error: BaseException) -> Exception:
+def damaged_gzip(path: Path, error: BaseException) -> InputError:
     from gpucluster_analysis.errors import InputError
 
     return InputError(
@@ -116,7 +120,7 @@ def sha256_of(path: Path, on_bytes: Callable[[int], None] | None = None) -> str:
     buffer = bytearray(4 << 20)  # one buffer for the whole file: no new 4 MiB of pages per chunk
     view = memoryview(buffer)
     with path.open("rb", buffering=0) as f:
-        while size := f.readinto(buffer):  # type: ignore[attr-defined]
+        while size := f.readinto(buffer):
             digest.update(view[:size])
             if on_bytes:
                 on_bytes(size)

@@ -57,8 +57,8 @@ def ingest_paths(
                 done = None
                 if pool is not None:
                     # keep the workers busy with the next batches while this one is stored
-                    for ahead in batches[batches.index(k) : batches.index(k) + 3]:
-                        pool.submit(ahead, plan[segments[ahead][0] : segments[ahead][1]])
+                    for next_batch in batches[batches.index(k) : batches.index(k) + 3]:
+                        pool.submit(next_batch, plan[segments[next_batch][0] : segments[next_batch][1]])
                     done = pool.results(k)
                     if done is None:  # the workers could not start or died: parse here from now on
                         pool.close()

@@ -32,7 +32,7 @@ class Silent:
     def file_finished(self, report: FileReport) -> None: ...
 
 
-def byte_progress(listener: IngestListener, size: int):  # type: ignore[no-untyped-def]
+def byte_progress(listener: IngestListener, size: int) -> Callable[[int], None]:
     # Hashing is the first ~10% of a file's work; loading the rest.
     done = 0
 

@@ -92,6 +92,7 @@ def ingest_file(
             )
             if ahead is not None and ahead.error is not None:
                 raise ahead.error
+            assert fmt.load is not None  # a format that loads: plan_segments sends the parse-only ones elsewhere
             counts = fmt.load(ctx)
         if hashing is not None:
             digest = hashing.result()

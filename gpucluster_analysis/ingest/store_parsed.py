@@ -134,7 +134,8 @@ def _store_parsed(con: duckdb.DuckDBPyConnection, parsed: list[_ParsedFile]) -> 
             forget_file(con, old_file_id)
         (next_id,) = con.execute("SELECT coalesce(max(file_id), 0) + 1 FROM ingested_files").fetchall()[0]
         now = datetime.now(UTC).replace(tzinfo=None)
-        files, by_table = [], {}  # type: ignore[var-annotated]
+        files: list[dict[str, object]] = []
+        by_table: dict[str, list[dict[str, object]]] = {}
         for file_id, p in enumerate(parsed, start=next_id):
             files.append(
                 {

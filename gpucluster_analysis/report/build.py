@@ -126,7 +126,7 @@ def _build(
     log(f"report built in {time.perf_counter() - started:.1f} s")
     headline = summary.headline(results, name, out / "index.html", selection.describe())
     if before is not None:
-        headline["comparison"] = summary.comparison(results["comparison"], baseline.describe())  # type: ignore[union-attr]
+        headline["comparison"] = summary.comparison(results["comparison"], baseline.describe())  # type: ignore[union-attr]  # baseline: set if before is
     return Written(html=out / "index.html", tables=tables, out_dir=out, summary=headline)
 
 

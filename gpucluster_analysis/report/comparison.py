@@ -152,7 +152,7 @@ def _delays(period: Period) -> pl.DataFrame:
 
 
 def _median(values: pl.Series) -> float | None:
-    return None if values.is_empty() else float(values.median())  # type: ignore[arg-type]
+    return None if values.is_empty() else float(values.median())  # type: ignore[arg-type]  # a number column's median
 
 
 def _pct(part: float, whole: float) -> float | None:

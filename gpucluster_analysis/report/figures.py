@@ -462,7 +462,7 @@ def time_lines(
     fig = go.Figure()
     groups = list(dict.fromkeys(df.get_column(group).to_list())) if group else [None]
     for g in groups:
-        part = df if g is None else df.filter(pl.col(group) == g)
+        part = df if group is None or g is None else df.filter(pl.col(group) == g)
         for col, label, axis in series:
             values = part.get_column(col).to_list()
             if all(v is None for v in values):

@@ -252,7 +252,7 @@ COMPARED = (
 
 
 def _g(x: object) -> str:
-    return "-" if x is None else f"{float(x):,.4g}"  # type: ignore[arg-type]
+    return "-" if x is None else f"{float(x):,.4g}"  # type: ignore[arg-type]  # x: a number when not None
 
 
 def text(h: dict[str, Any]) -> str:

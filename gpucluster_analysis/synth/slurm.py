@@ -137,7 +137,14 @@ def _levels(jobs: list[SlurmJob], seed: int) -> Runs:
     """Every run's GPUs with the utilization level its job keeps on them (as in trace.py:
     efficiency x sync(GPUs) x locality(servers)); one idle sentinel so lookups never fail."""
     rng = np.random.default_rng([seed, _LEVELS])
-    start, end, owner_job, level, noise, memory, gpu_owner, gpu_global = [], [], [], [], [], [], [], []
+    start: list[int] = []
+    end: list[int] = []
+    owner_job: list[int] = []
+    level: list[float] = []
+    noise: list[float] = []
+    memory: list[float] = []
+    gpu_owner: list[int] = []
+    gpu_global: list[int] = []
     for job in jobs:
         spec = job.spec
         mem = float(rng.integers(4_000, 30_000))
@@ -157,7 +164,13 @@ def _levels(jobs: list[SlurmJob], seed: int) -> Runs:
                 for g in gpus:
                     gpu_owner.append(i)
                     gpu_global.append(m * GPUS_PER_MACHINE + g)
-    start.append(0), end.append(0), owner_job.append(0), level.append(0.0), noise.append(0.0), memory.append(0.0)
+    # the idle sentinel
+    start.append(0)
+    end.append(0)
+    owner_job.append(0)
+    level.append(0.0)
+    noise.append(0.0)
+    memory.append(0.0)
     return Runs(
         start=np.array(start, dtype=np.int64),
         end=np.array(end, dtype=np.int64),

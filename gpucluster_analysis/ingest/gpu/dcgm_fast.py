@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import polars as pl
 
@@ -102,7 +103,7 @@ def _typed(answer: pl.DataFrame, metrics: dict[str, str], fallback: str | None, 
     series = series.unnest("result")
     if set(series.columns) != {"metric", "values"} or not isinstance(series.schema["metric"], pl.Struct):
         return None
-    names = series.schema["metric"].fields  # type: ignore[union-attr]
+    names = series.schema["metric"].fields
     keys = [f.name.lower() for f in names]
     if len(set(keys)) != len(keys) or any(f.dtype != pl.String for f in names):
         return None  # two labels one name but for case, or a label that is no string: the exact way
@@ -228,7 +229,7 @@ def _checked(
     )
     for measure, first, last in spans.iter_rows():
         start, end = order.search_sorted(first, side="left"), order.search_sorted(last, side="right")
-        slices[measure] = points.slice(start, end - start)  # type: ignore[operator]
+        slices[measure] = points.slice(start, end - start)
     for measure, part in slices.items():
         if measure == "xid":
             continue
@@ -236,8 +237,12 @@ def _checked(
         values = part.get_column("value").fill_nan(None)
         if part.get_column("value").is_infinite().any() or (
             values.null_count() < len(values)
-            and ((low is not None and values.min() < low) or (high is not None and values.max() > high))
-        ):  # type: ignore[operator]
+            # a Float64 column with a value in it: its min and max are floats
+            and (
+                (low is not None and cast(float, values.min()) < low)
+                or (high is not None and cast(float, values.max()) > high)
+            )
+        ):
             return None
     xid = slices.pop("xid", None)
     if not slices:
@@ -343,8 +348,8 @@ def _pivot(slices: dict[str, pl.DataFrame], devices: pl.DataFrame) -> tuple[pl.D
             ).alias("has_details"),
         )
     )
-    totals = typed.get_column("mem_total_mib").drop_nulls()
-    if not totals.is_empty() and (totals.min() < 0 or not totals.is_finite().all()):  # type: ignore[operator]
+    totals = typed.get_column("mem_total_mib").drop_nulls()  # floats, so its min() is one
+    if not totals.is_empty() and (cast(float, totals.min()) < 0 or not totals.is_finite().all()):
         return None  # a total nvsmi_check.sql would reject
     # the devices of GPUs with a row, as nvsmi_store.sql keeps them
     sampled = named.filter(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -198,13 +198,18 @@ def split_clean(
     if not good.all():
         mask[np.flatnonzero(mask)[~good.to_numpy()]] = False
         typed = typed.filter(good)
-    offset = constant_offset(periods, typed["local_at"].min(), typed["local_at"].max()) if typed.height else 0
+    # with rows left, each with a local time, their min and max are datetimes
+    offset = (
+        constant_offset(periods, cast(datetime, typed["local_at"].min()), cast(datetime, typed["local_at"].max()))
+        if typed.height
+        else 0
+    )
     if offset is None:  # the clocks change in this batch: all of it the exact way
         return typed.clear().drop("local_at").with_columns(sample_at=pl.lit(None, dtype=pl.Datetime("us"))).cast(
-            FAST_COLUMNS
+            FAST_COLUMNS  # type: ignore[arg-type]  # polars' stubs: cast()'s keys wider than str
         ), np.ones(len(mask), dtype=bool)
     typed = typed.with_columns(sample_at=pl.col("local_at") - pl.duration(seconds=offset)).drop("local_at")
-    return typed.select(list(FAST_COLUMNS)).cast(FAST_COLUMNS), ~mask
+    return typed.select(list(FAST_COLUMNS)).cast(FAST_COLUMNS), ~mask  # type: ignore[arg-type]  # polars' stubs: cast()'s keys wider than str
 
 
 def concat(frames: list[pl.DataFrame]) -> pa.Table:

@@ -17,6 +17,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from gpucluster_analysis import __version__
 from gpucluster_analysis.errors import GcaError, InputError, ServerError
@@ -155,17 +156,18 @@ class _Watching:
         super().__init__()
         self._watch = watch
 
-    def do_open(self, http_class: type, req: urllib.request.Request, **kwargs: object) -> http.client.HTTPResponse:
+    # urllib's arguments, passed on as they come (typeshed has them as Any too)
+    def do_open(self, http_class: Any, req: urllib.request.Request, **kwargs: Any) -> http.client.HTTPResponse:
         watched = (
             _WatchedSecureConnection if issubclass(http_class, http.client.HTTPSConnection) else _WatchedConnection
         )
 
-        def connection(*args: object, **options: object) -> http.client.HTTPConnection:
-            made = watched(*args, **options)  # type: ignore[arg-type]
+        def connection(*args: Any, **options: Any) -> http.client.HTTPConnection:
+            made = watched(*args, **options)
             made.watch = self._watch
             return made
 
-        return super().do_open(connection, req, **kwargs)  # type: ignore[misc]
+        return super().do_open(connection, req, **kwargs)  # type: ignore[misc]  # a mixin: the handler after it has do_open
 
 
 class _HTTPHandler(_Watching, urllib.request.HTTPHandler):

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from gpucluster_analysis.bounds import DEFAULT_MAX_GPUS_PER_NODE
-from gpucluster_analysis.classify import classify_bytes, load_signatures
+from gpucluster_analysis.classify import Signature, classify_bytes, load_signatures
 from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.ingest.base import FileFormat, IngestOptions
 from gpucluster_analysis.ingest.files import open_binary
@@ -133,7 +133,7 @@ def claims(path: Path, options: IngestOptions) -> bool:
 
 
 @lru_cache(maxsize=8)
-def _signatures(extra: tuple[Path, ...]):  # type: ignore[no-untyped-def]
+def _signatures(extra: tuple[Path, ...]) -> list[Signature]:
     return load_signatures(list(extra))
 
 
@@ -248,7 +248,7 @@ def _parse(path: Path, options: IngestOptions, digest: Any) -> dict[str, list[di
         "truncated": tail is not None,
         **_speed_columns(data, None if tail is None else head.count(b"\n") + 2),
     }
-    bindings = [
+    bindings: list[dict[str, object]] = [
         {
             "source": None,
             "job_id": place.job_id,

@@ -107,7 +107,7 @@ def _load(ctx: LoadContext) -> LoadCounts:
         raise ParseError(
             f"{ctx.path}: no node in it", hint="expected `scontrol show node -o` or `sinfo -N -h -o '%N|%G'`"
         )
-    rows = sorted(nodes.items(), key=lambda kv: kv[1]["line"])  # type: ignore[arg-type, return-value]
+    rows = sorted(nodes.items(), key=lambda kv: kv[1]["line"])  # type: ignore[arg-type, return-value]  # line: an int
     node_rows = pa.table(  # noqa: F841  -- DuckDB reads it by name
         {
             "line": pa.array([n["line"] for _, n in rows], type=pa.int64()),

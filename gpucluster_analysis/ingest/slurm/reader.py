@@ -170,10 +170,10 @@ class Reader:
             return line_no, text, "the shell's prompt and command, not a row"  # a pasted terminal session
         # The header comes first, and again wherever dumps were concatenated.
         if self.layout is None or text == self.header_text or text.lstrip()[:5].lower() == "jobid":
-            header = header_fields(text)
-            if header is not None:
+            found = header_fields(text)
+            if found is not None:
                 self.header_text = text
-                fields, delimiter = header
+                fields, delimiter = found
                 if delimiter is None:
                     self.pending_header = (line_no, text)
                 else:

@@ -19,6 +19,7 @@ cancelled while pending...) are listed in docs/schema.md, "Reading Slurm".
 """
 
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -157,7 +158,7 @@ def _reject_texts(ctx: LoadContext) -> None:
     }
     if not lines:
         return
-    found: dict[str, list] = {"line": [], "text": []}  # type: ignore[type-arg]
+    found: dict[str, list[Any]] = {"line": [], "text": []}
     last = max(lines)
     with open_binary(ctx.path) as f:
         for number, raw in enumerate(f, start=1):

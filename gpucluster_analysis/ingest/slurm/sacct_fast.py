@@ -439,7 +439,7 @@ def split_clean(
     gpu_keyed = bool(out["gpu_keyed"].fill_null(False).any())
     return FastRows(
         allocs,
-        steps.cast(STEP_SCHEMA),
+        steps.cast(STEP_SCHEMA),  # type: ignore[arg-type]  # polars' stubs: cast()'s keys wider than str
         keys,
         texts if clean.all() else texts.filter(pa.array(clean)),
         hosts.cast({"line": pl.Int64, "machine_id": pl.String}),

@@ -17,6 +17,7 @@ row that cannot be read, or repeats an earlier row's holder, is a counted reject
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -72,17 +73,16 @@ def _head_columns(head: str) -> list[str] | None:
 
 def _sniff_assoc(head: str) -> bool:
     names = _head_columns(head)
-    return bool(names) and "account" in names and "grptres" in names and "jobid" not in names and "name" not in names  # type: ignore[operator]
+    if not names:
+        return False
+    return "account" in names and "grptres" in names and "jobid" not in names and "name" not in names
 
 
 def _sniff_qos(head: str) -> bool:
     names = _head_columns(head)
-    return (
-        bool(names)
-        and names[0] == "name"
-        and "account" not in names
-        and any(n in names for n in (*_MAX_TRES_PER_USER, "grptres"))
-    )  # type: ignore[index, operator]
+    if not names:
+        return False
+    return names[0] == "name" and "account" not in names and any(n in names for n in (*_MAX_TRES_PER_USER, "grptres"))
 
 
 def _fields(text: str, width: int) -> list[str] | str:
@@ -163,7 +163,7 @@ def _parse(path: Path, what: str) -> list[dict[str, object]]:
     return rows
 
 
-def _loader(what: str):  # type: ignore[no-untyped-def]
+def _loader(what: str) -> Callable[[LoadContext], LoadCounts]:
     def load(ctx: LoadContext) -> LoadCounts:
         rows = _parse(ctx.path, what)
         staged = pa.Table.from_pylist(rows, schema=_STAGE_SCHEMA)  # noqa: F841  -- DuckDB reads it by name
@@ -171,13 +171,15 @@ def _loader(what: str):  # type: ignore[no-untyped-def]
         run_script(
             ctx.con, "ingest", "slurm_quotas", {"file_id": ctx.file_id, "source": SOURCE}, on_statement=ctx.on_statement
         )
-        counts = [
-            ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchone()[0]
-            for table in ("quotas", "rejects")
-        ]
-        return LoadCounts(rows=int(counts[0]), rejects=int(counts[1]))
+        return LoadCounts(rows=_count(ctx, "quotas"), rejects=_count(ctx, "rejects"))
 
     return load
+
+
+def _count(ctx: LoadContext, table: str) -> int:
+    row = ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchone()
+    assert row is not None  # count(*) without GROUP BY: always one row
+    return int(row[0])
 
 
 FORMATS = [

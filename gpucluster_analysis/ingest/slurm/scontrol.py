@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pyarrow as pa
 
@@ -68,7 +69,7 @@ def _scontrol_job_id(pairs: dict[str, str]) -> str | None:
 
 
 def _load_scontrol(ctx: LoadContext) -> LoadCounts:
-    bindings: dict[str, list] = {"job_id": [], "machine_id": [], "gpu_index": []}  # type: ignore[type-arg]
+    bindings: dict[str, list[Any]] = {"job_id": [], "machine_id": [], "gpu_index": []}
     rejects: list[tuple[int, str, str]] = []
     job_id: str | None = None
     job_line = 0
@@ -123,7 +124,7 @@ def _load_scontrol(ctx: LoadContext) -> LoadCounts:
     return LoadCounts(rows=_count(ctx, "gpu_bindings"), rejects=_count(ctx, "rejects"))
 
 
-def _insert_bindings(ctx: LoadContext, bindings: dict[str, list]) -> None:  # type: ignore[type-arg]
+def _insert_bindings(ctx: LoadContext, bindings: dict[str, list[Any]]) -> None:
     if not bindings["job_id"]:
         return
     batch = pa.Table.from_pydict(  # noqa: F841  -- DuckDB reads it by name

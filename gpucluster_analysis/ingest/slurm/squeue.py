@@ -51,7 +51,9 @@ def _sniff(head: str) -> bool:
 
 
 def _count(ctx: LoadContext, table: str) -> int:
-    return int(ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchone()[0])
+    row = ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchone()
+    assert row is not None  # count(*) without GROUP BY: always one row
+    return int(row[0])
 
 
 def _load(ctx: LoadContext) -> LoadCounts:
@@ -72,9 +74,11 @@ def _load(ctx: LoadContext) -> LoadCounts:
         **ctx.options.bounds(),
     }
     run_script(ctx.con, "ingest", "slurm_squeue", params, on_statement=ctx.on_statement)
-    (zone_read,) = ctx.con.execute(
+    stamps = ctx.con.execute(
         "SELECT count(*) > 0 FROM stage_squeue_stamp WHERE own_offset_s IS NULL AND problem IS NULL"
     ).fetchone()
+    assert stamps is not None  # count(*) without GROUP BY: always one row
+    (zone_read,) = stamps
     superseded, unchanged = ctx.con.execute(
         "SELECT coalesce(sum(superseded), 0), coalesce(sum(unchanged), 0) FROM stage_squeue_choice"
     ).fetchall()[0]

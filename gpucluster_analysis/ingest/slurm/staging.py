@@ -95,8 +95,8 @@ class Stager:
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
-        self.rows: dict[str, list] = {name: [] for name, _ in STAGE_COLUMNS}  # type: ignore[type-arg]
-        self.hosts: dict[str, list] = {"line": [], "machine_id": []}  # type: ignore[type-arg]
+        self.rows: dict[str, list[Any]] = {name: [] for name, _ in STAGE_COLUMNS}
+        self.hosts: dict[str, list[Any]] = {"line": [], "machine_id": []}
         self.allocs: list[pa.Table] = []
         self.steps: list[pa.Table] = []
         self.keys: list[pa.Table] = []

@@ -162,7 +162,9 @@ def _load_csv(ctx: LoadContext, script: str, table: str, fixed: list[tuple[str, 
 
 
 def _count(ctx: LoadContext, table: str) -> int:
-    return int(ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchone()[0])
+    row = ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchone()
+    assert row is not None  # count(*) without GROUP BY: always one row
+    return int(row[0])
 
 
 def _count_rejects(ctx: LoadContext) -> int:

@@ -144,7 +144,9 @@ def _encoding(path: Path) -> str:
 
 
 def _count(ctx: LoadContext, table: str) -> int:
-    return int(ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchone()[0])
+    row = ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchone()
+    assert row is not None  # count(*) without GROUP BY: always one row
+    return int(row[0])
 
 
 def _is_philly(head: str) -> bool:
