@@ -43,7 +43,7 @@ KNOWN_PRIVATE: set[tuple[str, str, str]] = {
 
 @dataclass(frozen=True)
 class Import:
-    importer: str  # path under the package, e.g. "ingest/slurm.py"
+    importer: str  # path under the package, e.g. "ingest/slurm/sacct.py"
     module: str  # the package module the name comes from (or is)
     name: str | None  # the name taken from `module`; None when `module` itself is imported
     line: int
