@@ -26,7 +26,11 @@ needs_proc = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason=
 # Stops at the call GCA_TEST_STOP names ([module, function, n, "before" | "after"]), having
 # set the attributes GCA_TEST_SET names ([[module, name, value], ...]), then runs gca's main.
 _DRIVER = r"""
-import importlib, json, os, sys, time
+import importlib, json, os, signal, sys, time
+# gca as a terminal or a scheduler starts it, whatever this test run inherited (a suite started
+# under nohup ignores SIGHUP, and gca rightly keeps an ignored signal ignored)
+for stop_signal in (signal.SIGHUP, signal.SIGTERM):
+    signal.signal(stop_signal, signal.SIG_DFL)
 for module, name, value in json.loads(os.environ.get("GCA_TEST_SET", "[]")):
     setattr(importlib.import_module(module), name, value)
 module, name, nth, when = json.loads(os.environ["GCA_TEST_STOP"])

@@ -84,7 +84,10 @@ def test_a_stop_signal_stops_a_running_query_at_once(sig: signal.Signals) -> Non
         # was: nothing happened until the running query ended (minutes at scale), then exit 143
     """
     program = (
-        "import atexit\n"
+        "import atexit, signal\n"
+        # as a terminal starts it, whatever this test run inherited (nohup, a background job)
+        "signal.signal(signal.SIGTERM, signal.SIG_DFL)\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "from gpucluster_analysis.cli import _signals\n"
         "from gpucluster_analysis.db import open_memory\n"
         "_signals.install()\n"
