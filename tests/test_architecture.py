@@ -29,10 +29,8 @@ KNOWN_UPWARD: set[tuple[str, str]] = set()
 
 # Modules over MAX_LINES lines, still to be split.
 KNOWN_LARGE: set[str] = {
-    "cli/ingest.py",
     "replay/__init__.py",
     "report/figures.py",
-    "report/sections/failures.py",
 }
 
 # (importer, module imported from, name): a private name used outside its module.

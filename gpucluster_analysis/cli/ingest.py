@@ -10,8 +10,8 @@ import typer
 from gpucluster_analysis.bounds import DEFAULT_MAX_GPUS_PER_NODE
 from gpucluster_analysis.cli._options import DEFAULT_DB, DbOption, OverwriteOption, ShardOption
 from gpucluster_analysis.cli._output import guarded, stderr
+from gpucluster_analysis.cli._progress import SKIPPED_SHOWN, IngestProgress, PullProgress
 from gpucluster_analysis.errors import ExitCode, GcaError, InputError
-from gpucluster_analysis.printable import printable
 
 if TYPE_CHECKING:  # heavy: imported inside the command
     import duckdb
@@ -19,10 +19,6 @@ if TYPE_CHECKING:  # heavy: imported inside the command
     from gpucluster_analysis.ingest import IngestOptions
     from gpucluster_analysis.ingest.gpu.prometheus_plan import PullPlan
 
-# Files smaller than this finish before a progress bar would be worth drawing.
-_PROGRESS_MIN_BYTES = 32 << 20
-_SKIPPED_SHOWN = 3
-_OVERALL_MIN_FILES = 50
 # Formats whose files come by the thousand: the summary gives them one row, not one per file.
 _GROUPED_FORMATS = ("job_log",)
 
@@ -286,7 +282,7 @@ def _ingest(
     from gpucluster_analysis.ingest import ingest_paths
     from gpucluster_analysis.ingest.load import logs_without_jobs
 
-    listener = _RichListener()
+    listener = IngestProgress()
     reports = []
     with open_store(db) as con:
         if files:
@@ -334,7 +330,7 @@ def _pull(con: duckdb.DuckDBPyConnection, pull: PullPlan, options: IngestOptions
     from gpucluster_analysis.ingest.gpu.prometheus import iso
     from gpucluster_analysis.ingest.gpu.prometheus import pull as pull_from
 
-    listener = _PullProgress(pull.source.server)
+    listener = PullProgress(pull.source.server)
     until_ms = pull.until_ms if pull.until_ms is not None else int(clock.time() * 1000)
     with listener:
         try:
@@ -381,106 +377,6 @@ def _pull(con: duckdb.DuckDBPyConnection, pull: PullPlan, options: IngestOptions
     )
 
 
-class _PullProgress:
-    """A progress bar on stderr over the sample times a pull has to fetch."""
-
-    def __init__(self, server: str) -> None:
-        from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-
-        self.server = server
-        self.stored = 0
-        self.last_ms = 0
-        self._progress = Progress(
-            TextColumn("{task.description}", markup=False),
-            BarColumn(),
-            TextColumn("{task.percentage:>3.0f}%"),
-            TimeElapsedColumn(),
-            console=stderr,
-            transient=True,
-        )
-        self._task: TaskID | None = None
-
-    def __enter__(self) -> _PullProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def stop(self) -> None:
-        if self._task is not None:
-            self._progress.stop()
-
-    def covered(self, start_ms: int, end_ms: int, chunks: int) -> None: ...
-
-    def planned(self, points: int) -> None:
-        if points and stderr.is_terminal:  # a log or a capture gets the summary line only
-            self._progress.start()
-            self._task = self._progress.add_task(printable(f"pulling from {self.server}"), total=points)
-
-    def chunk_stored(self, chunk: object, points: int) -> None:
-        self.stored += 1
-        self.last_ms = chunk.end_ms  # type: ignore[attr-defined]  # a prometheus Chunk, typed object here
-        if self._task is not None:
-            self._progress.advance(self._task, points)
-
-
-class _RichListener:
-    """Progress bars on stderr for big files; a line per skipped file."""
-
-    def __init__(self) -> None:
-        from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-
-        self._progress = Progress(
-            TextColumn("{task.description}", markup=False),
-            BarColumn(),
-            TextColumn("{task.percentage:>3.0f}%"),
-            TimeElapsedColumn(),
-            console=stderr,
-            transient=True,
-        )
-        self._task: TaskID | None = None
-        self._overall: TaskID | None = None
-        self._skipped: dict[str, list[Path]] = {}
-
-    def __enter__(self) -> _RichListener:
-        self._progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
-        # A directory can hold thousands of files gca does not read (notes, unplaced logs): one line per reason.
-        for reason, paths in self._skipped.items():
-            if len(paths) == 1:
-                stderr.print(f"gca: warning: skipped {paths[0]}: {reason}", markup=False)
-                continue
-            examples = ", ".join(str(p) for p in paths[:_SKIPPED_SHOWN])
-            more = ", ..." if len(paths) > _SKIPPED_SHOWN else ""
-            stderr.print(f"gca: warning: skipped {len(paths)} files, each {reason}: {examples}{more}", markup=False)
-
-    def skipped(self, path: Path, reason: str) -> None:
-        self._skipped.setdefault(reason, []).append(path)
-
-    def planned(self, files: int) -> None:
-        # Thousands of small files (job logs) need a bar of their own: each is too quick for one.
-        if files >= _OVERALL_MIN_FILES:
-            self._overall = self._progress.add_task(f"{files:,} files", total=files)
-
-    def file_started(self, path: Path, format_name: str, size: int) -> None:
-        if size >= _PROGRESS_MIN_BYTES:
-            self._task = self._progress.add_task(printable(f"{path.name} ({format_name})"), total=1.0)
-
-    def file_progress(self, fraction: float) -> None:
-        if self._task is not None:
-            self._progress.update(self._task, completed=fraction)
-
-    def file_finished(self, report: object) -> None:
-        if self._task is not None:
-            self._progress.remove_task(self._task)
-            self._task = None
-        if self._overall is not None:
-            self._progress.advance(self._overall)
-
-
 def _short(path: Path) -> str:
     # The summary is for reading: the file and its folder say enough; messages give full paths.
     return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
@@ -518,11 +414,11 @@ def _print_summary(reports: list, db: Path) -> None:
             )
     stderr.print(table)
     unchanged = [r for r in reports if r.status == "unchanged"]
-    for r in unchanged[:_SKIPPED_SHOWN]:
+    for r in unchanged[:SKIPPED_SHOWN]:
         stderr.print(f"gca: {r.path}: {r.message}", markup=False)
-    if len(unchanged) > _SKIPPED_SHOWN:
+    if len(unchanged) > SKIPPED_SHOWN:
         stderr.print(
-            f"gca: ... and {len(unchanged) - _SKIPPED_SHOWN:,} more files ingested before with the same content",
+            f"gca: ... and {len(unchanged) - SKIPPED_SHOWN:,} more files ingested before with the same content",
             markup=False,
         )
     for r in reports:

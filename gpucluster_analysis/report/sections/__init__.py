@@ -4,7 +4,8 @@
 (by query name) and returns `Section`s whose sentences carry the numbers behind each figure.
 Rendering to HTML and writing files is `build.py`'s job.
 
-One module per section (overview, queueing, locality, activity, speed, failures, data_quality), each with a
+One module per section (overview, queueing, locality, activity, speed, failures with its part
+scheduler_failures, data_quality), each with a
 `section(r, ...)` function and its own constants; `blocks` holds the dataclasses a section is
 made of and `text` the formatting its sentences share.
 """
