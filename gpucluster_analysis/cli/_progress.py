@@ -4,9 +4,13 @@ files, one over the sample times of a Prometheus pull; a line per kind of file s
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpucluster_analysis.cli._output import stderr
 from gpucluster_analysis.printable import printable
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 # Files smaller than this finish before a progress bar would be worth drawing.
 _PROGRESS_MIN_BYTES = 32 << 20
@@ -14,23 +18,30 @@ SKIPPED_SHOWN = 3  # files named where many are skipped or unchanged; the rest c
 _OVERALL_MIN_FILES = 50
 
 
+def _bars() -> Progress:
+    """Bars on stderr that vanish when done (rich is imported here, where bars are drawn)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=True,
+    )
+
+
 class PullProgress:
     """A progress bar on stderr over the sample times a pull has to fetch."""
 
     def __init__(self, server: str) -> None:
-        from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+        from rich.progress import TaskID
 
         self.server = server
         self.stored = 0
         self.last_ms = 0
-        self._progress = Progress(
-            TextColumn("{task.description}", markup=False),
-            BarColumn(),
-            TextColumn("{task.percentage:>3.0f}%"),
-            TimeElapsedColumn(),
-            console=stderr,
-            transient=True,
-        )
+        self._progress = _bars()
         self._task: TaskID | None = None
 
     def __enter__(self) -> PullProgress:
@@ -61,16 +72,9 @@ class IngestProgress:
     """Progress bars on stderr for big files; a line per skipped file."""
 
     def __init__(self) -> None:
-        from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+        from rich.progress import TaskID
 
-        self._progress = Progress(
-            TextColumn("{task.description}", markup=False),
-            BarColumn(),
-            TextColumn("{task.percentage:>3.0f}%"),
-            TimeElapsedColumn(),
-            console=stderr,
-            transient=True,
-        )
+        self._progress = _bars()
         self._task: TaskID | None = None
         self._overall: TaskID | None = None
         self._skipped: dict[str, list[Path]] = {}

@@ -54,6 +54,10 @@ class LoadContext:
     on_statement: Callable[[int, int], None] | None = None
     prepared: object | None = None  # what the format's `prepare` read of this file ahead of time
 
+    def rows_in(self, table: str) -> int:
+        """How many rows of `table` this file has stored so far."""
+        return int(self.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [self.file_id]).fetchall()[0][0])
+
 
 @dataclass(frozen=True)
 class LoadCounts:

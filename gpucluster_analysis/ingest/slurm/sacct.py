@@ -124,8 +124,8 @@ def _stage_and_store(ctx: LoadContext, reader: Reader, stager: Stager, zone: str
         "SELECT coalesce(sum(superseded), 0), coalesce(sum(unchanged), 0) FROM stage_sacct_choice"
     ).fetchall()[0]
     return LoadCounts(
-        rows=_count(ctx, "jobs"),
-        rejects=_count(ctx, "rejects"),
+        rows=ctx.rows_in("jobs"),
+        rejects=ctx.rows_in("rejects"),
         time_zone=zone,
         superseded=int(superseded),
         unchanged=int(unchanged),
@@ -176,10 +176,6 @@ def _reject_texts(ctx: LoadContext) -> None:
 
 def _forget_sacct(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
     run_script(con, "ingest", "slurm_sacct_forget", {"file_id": file_id})
-
-
-def _count(ctx: LoadContext, table: str) -> int:
-    return int(ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchall()[0][0])
 
 
 FORMATS = [

@@ -171,15 +171,9 @@ def _loader(what: str) -> Callable[[LoadContext], LoadCounts]:
         run_script(
             ctx.con, "ingest", "slurm_quotas", {"file_id": ctx.file_id, "source": SOURCE}, on_statement=ctx.on_statement
         )
-        return LoadCounts(rows=_count(ctx, "quotas"), rejects=_count(ctx, "rejects"))
+        return LoadCounts(rows=ctx.rows_in("quotas"), rejects=ctx.rows_in("rejects"))
 
     return load
-
-
-def _count(ctx: LoadContext, table: str) -> int:
-    row = ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchone()
-    assert row is not None  # count(*) without GROUP BY: always one row
-    return int(row[0])
 
 
 FORMATS = [

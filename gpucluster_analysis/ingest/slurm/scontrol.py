@@ -121,7 +121,7 @@ def _load_scontrol(ctx: LoadContext) -> LoadCounts:
             "INSERT INTO rejects (file_id, line, reason, text) VALUES (?, ?, ?, ?)",
             [(ctx.file_id, line, reason, text[:TEXT_LIMIT]) for line, reason, text in rejects],
         )
-    return LoadCounts(rows=_count(ctx, "gpu_bindings"), rejects=_count(ctx, "rejects"))
+    return LoadCounts(rows=ctx.rows_in("gpu_bindings"), rejects=ctx.rows_in("rejects"))
 
 
 def _insert_bindings(ctx: LoadContext, bindings: dict[str, list[Any]]) -> None:
@@ -139,10 +139,6 @@ def _insert_bindings(ctx: LoadContext, bindings: dict[str, list[Any]]) -> None:
         "AND g.job_id = b.job_id AND g.machine_id = b.machine_id AND g.gpu_index = b.gpu_index)",
         [SOURCE, ctx.file_id, ctx.file_id],
     ).fetchall()
-
-
-def _count(ctx: LoadContext, table: str) -> int:
-    return int(ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchall()[0][0])
 
 
 FORMATS = [

@@ -50,12 +50,6 @@ def _sniff(head: str) -> bool:
     return bool(_DATA.match(rest[0]) or _HEADER.match(rest[0]))
 
 
-def _count(ctx: LoadContext, table: str) -> int:
-    row = ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchone()
-    assert row is not None  # count(*) without GROUP BY: always one row
-    return int(row[0])
-
-
 def _load(ctx: LoadContext) -> LoadCounts:
     scan = TextScan(ctx.path)  # one streaming pass: refuses UTF-16, binary data and mixed line ends, with the line
     encoding = scan.encoding()
@@ -84,8 +78,8 @@ def _load(ctx: LoadContext) -> LoadCounts:
     ).fetchall()[0]
     # Recorded with the file only when some timestamp was read in it (`date -u ...Z` needs none).
     return LoadCounts(
-        rows=_count(ctx, "pending_reasons"),
-        rejects=_count(ctx, "rejects"),
+        rows=ctx.rows_in("pending_reasons"),
+        rejects=ctx.rows_in("rejects"),
         time_zone=zone if zone_read else None,
         superseded=int(superseded),
         unchanged=int(unchanged),

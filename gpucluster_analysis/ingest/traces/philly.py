@@ -139,7 +139,7 @@ def _check_gpu_columns(ctx: LoadContext, columns: dict[str, str], has_header: bo
 
 def _load_csv(ctx: LoadContext, script: str, table: str, fixed: list[tuple[str, str]], what: str) -> LoadCounts:
     columns, has_header = _csv_layout(ctx, fixed, what)
-    before = _count(ctx, table)
+    before = ctx.rows_in(table)
     reset_reader_rejects(ctx.con)
     gpu_indexes = [int(name[1:]) for name in columns if re.fullmatch(r"g\d+", name)]
     run_script(
@@ -158,17 +158,7 @@ def _load_csv(ctx: LoadContext, script: str, table: str, fixed: list[tuple[str, 
     )
     collect_reader_rejects(ctx.con, ctx.file_id)
     place_csv_rejects(ctx.con, ctx.file_id, ctx.path)
-    return LoadCounts(rows=_count(ctx, table) - before, rejects=_count_rejects(ctx))
-
-
-def _count(ctx: LoadContext, table: str) -> int:
-    row = ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchone()
-    assert row is not None  # count(*) without GROUP BY: always one row
-    return int(row[0])
-
-
-def _count_rejects(ctx: LoadContext) -> int:
-    return _count(ctx, "rejects")
+    return LoadCounts(rows=ctx.rows_in(table) - before, rejects=ctx.rows_in("rejects"))
 
 
 # --- loaders -----------------------------------------------------------------
@@ -194,7 +184,7 @@ def _load_job_log(ctx: LoadContext) -> LoadCounts:
             _json_error_message(ctx, str(e)), hint="expected a Philly cluster_job_log (a JSON array of jobs)"
         ) from e
     place_json_rejects(ctx.con, ctx.file_id, ctx.path, "jobid")
-    return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count_rejects(ctx))
+    return LoadCounts(rows=ctx.rows_in("jobs"), rejects=ctx.rows_in("rejects"))
 
 
 def _json_error_message(ctx: LoadContext, error: str) -> str:

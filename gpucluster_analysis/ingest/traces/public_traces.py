@@ -143,12 +143,6 @@ def _encoding(path: Path) -> str:
     return TextScan(path).encoding()
 
 
-def _count(ctx: LoadContext, table: str) -> int:
-    row = ctx.con.execute(f"SELECT count(*) FROM {table} WHERE file_id = ?", [ctx.file_id]).fetchone()
-    assert row is not None  # count(*) without GROUP BY: always one row
-    return int(row[0])
-
-
 def _is_philly(head: str) -> bool:
     """Philly's trace in this layout (HeliosData and HeliosArtifact ship one to compare with):
     its jobs ran in 2017 (Helios' in 2020) and, where converted word for word, its states
@@ -186,7 +180,7 @@ def _load_jobs(ctx: LoadContext, source: str, what: str) -> LoadCounts:
     )
     run_script(ctx.con, "ingest", "trace_macros", {})
     run_script(ctx.con, "ingest", "helios_acme_jobs", params, on_statement=ctx.on_statement)
-    return LoadCounts(rows=_count(ctx, "jobs"), rejects=_count(ctx, "rejects"), time_zone=zone)
+    return LoadCounts(rows=ctx.rows_in("jobs"), rejects=ctx.rows_in("rejects"), time_zone=zone)
 
 
 def _load_helios(ctx: LoadContext) -> LoadCounts:
@@ -221,8 +215,8 @@ def _load_alibaba(ctx: LoadContext) -> LoadCounts:
     run_script(ctx.con, "ingest", "alibaba_pods", params, on_statement=ctx.on_statement)
     # Recorded with the file: its times were read as UTC offsets from the epoch (--tz does not apply).
     return LoadCounts(
-        rows=_count(ctx, "jobs"),
-        rejects=_count(ctx, "rejects"),
+        rows=ctx.rows_in("jobs"),
+        rejects=ctx.rows_in("rejects"),
         time_zone=f"UTC, relative seconds from {epoch:%Y-%m-%dT%H:%M:%S}Z",
     )
 
@@ -235,7 +229,7 @@ def _load_alibaba_nodes(ctx: LoadContext) -> LoadCounts:
     )
     run_script(ctx.con, "ingest", "trace_macros", {})
     run_script(ctx.con, "ingest", "alibaba_nodes", params, on_statement=ctx.on_statement)
-    return LoadCounts(rows=_count(ctx, "machines"), rejects=_count(ctx, "rejects"))
+    return LoadCounts(rows=ctx.rows_in("machines"), rejects=ctx.rows_in("rejects"))
 
 
 FORMATS = [
