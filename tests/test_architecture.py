@@ -19,24 +19,16 @@ PACKAGE = Path(__file__).resolve().parents[1] / "gpucluster_analysis"
 MAX_LINES = 500
 
 # Import cycles, each the set of modules that import one another (a strongly connected component).
-KNOWN_CYCLES: set[frozenset[str]] = {
-    # patterns checks its examples with extract's reading of a line, imported inside a function
-    frozenset({"speed/extract.py", "speed/patterns.py"}),
-}
+KNOWN_CYCLES: set[frozenset[str]] = set()
 
 # (importer, imported): the library reaching up into report/ or cli/.
 KNOWN_UPWARD: set[tuple[str, str]] = set()
 
 # Modules over MAX_LINES lines, still to be split.
-KNOWN_LARGE: set[str] = {
-    "replay/__init__.py",
-    "report/figures.py",
-}
+KNOWN_LARGE: set[str] = set()
 
 # (importer, module imported from, name): a private name used outside its module.
-KNOWN_PRIVATE: set[tuple[str, str, str]] = {
-    ("synth/slurm.py", "synth/trace.py", "_check_arguments"),
-}
+KNOWN_PRIVATE: set[tuple[str, str, str]] = set()
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,7 @@ def contiguous(sequence: list[str], part: tuple[str, ...]) -> bool:
 def test_wait_cause_consumers_take_the_definition() -> None:
     from gpucluster_analysis.analyze import prepare
     from gpucluster_analysis.replay import JOB_COLUMNS, split
-    from gpucluster_analysis.report import figures, summary
+    from gpucluster_analysis.report import figure_style, summary
     from gpucluster_analysis.report.sections import wait_causes as section
     from gpucluster_analysis.synth import waits as synth_waits
 
@@ -115,8 +115,8 @@ def test_wait_cause_consumers_take_the_definition() -> None:
     codes = {split.USER_LIMIT, split.FAIR_SHARE, split.CAPACITY, split.FRAGMENTATION, split.OTHER}
     assert codes == set(range(len(wait_causes.NAMES)))
     assert wait_causes.NAMES[split.FRAGMENTATION] == "fragmentation" and wait_causes.NAMES[split.OTHER] == "other"
-    assert tuple(figures.CAUSE_COLORS) == tuple(section.CAUSE_WORDS) == summary.CAUSES == wait_causes.NAMES
-    assert len(set(figures.CAUSE_COLORS.values())) == len(wait_causes.NAMES)  # one colour each
+    assert tuple(figure_style.CAUSE_COLORS) == tuple(section.CAUSE_WORDS) == summary.CAUSES == wait_causes.NAMES
+    assert len(set(figure_style.CAUSE_COLORS.values())) == len(wait_causes.NAMES)  # one colour each
     # the generator writes no per-user caps: every cause but user_limit, in the same order
     assert synth_waits.CAUSES == tuple(c for c in wait_causes.NAMES if c != "user_limit")
     assert synth_waits.CAUSE_COLUMNS == tuple(f"wait_{c}_s" for c in synth_waits.CAUSES)
@@ -193,12 +193,12 @@ def test_failure_categories_are_listed_nowhere_else() -> None:
 def test_failure_category_consumers_agree() -> None:
     from gpucluster_analysis.classify import load_signatures
     from gpucluster_analysis.classify.rules import CATEGORIES
-    from gpucluster_analysis.report import figures
+    from gpucluster_analysis.report import figure_style
     from gpucluster_analysis.synth.model import REASON_CATEGORY
 
     assert CATEGORIES is failure_categories.CATEGORIES
     assert failure_categories.TAXONOMY == ("infrastructure", "framework", "user", "unknown")  # docs/domain.md
-    assert tuple(figures.CATEGORY_COLORS) == failure_categories.REPORT_ORDER
+    assert tuple(figure_style.CATEGORY_COLORS) == failure_categories.REPORT_ORDER
     assert {s.category for s in load_signatures() if s.reason} <= set(failure_categories.TAXONOMY)
     assert all(CATEGORIES[reason] == category for reason, category in REASON_CATEGORY.items())
     con = connection()

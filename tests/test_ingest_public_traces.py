@@ -17,6 +17,7 @@ import pytest
 
 from gpucluster_analysis.ingest import detect_format
 from gpucluster_analysis.ingest.files import read_head
+from tests.marks import keep_by_default
 from tests.store_helpers import headline, ingest, jobs_csv, rows, write
 
 TRACES = Path(__file__).resolve().parent / "data" / "traces"
@@ -678,7 +679,7 @@ def test_alibaba_hostile_rows(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.parametrize("seed", range(24))
+@pytest.mark.parametrize("seed", keep_by_default(range(24), range(8)))
 def test_damaged_files_load_or_fail_in_one_line_and_store_no_impossible_times(tmp_path: Path, seed: int) -> None:
     import random
 

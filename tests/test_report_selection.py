@@ -20,6 +20,7 @@ from gpucluster_analysis.cli import app
 from gpucluster_analysis.errors import ExitCode
 from gpucluster_analysis.report.build import build_report
 from tests.conftest import PHILLY_5910
+from tests.marks import keep_by_default
 
 LA = ZoneInfo("America/Los_Angeles")
 SINCE, UNTIL = datetime(2017, 10, 9), datetime(2017, 10, 16)
@@ -73,7 +74,7 @@ def busiest(n: int, key: str) -> set[str]:
     return set(sorted(counts, key=lambda k: (-counts[k], k))[:n])
 
 
-@pytest.mark.parametrize("case", ["week", "vcs", "users", "week_and_vc"])
+@pytest.mark.parametrize("case", keep_by_default(["week", "vcs", "users", "week_and_vc"], {"week_and_vc"}))
 def test_filtered_jobs_are_those_the_raw_job_log_selects(
     store_5910: Path, whole: pl.DataFrame, tmp_path: Path, case: str
 ) -> None:

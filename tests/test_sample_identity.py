@@ -13,6 +13,7 @@ import gzip
 import hashlib
 import re
 from datetime import datetime, timedelta
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,7 @@ KEY = "sample_at, machine_id, gpu_index"
 # ------------------------------------------------------------------ independent readings of the inputs
 
 
+@cache  # the same minute is on every machine's row
 def philly_utc(text: str) -> datetime:
     local, zone = text.rsplit(" ", 1)
     return datetime.strptime(local, "%Y-%m-%d %H:%M:%S") + timedelta(hours={"PDT": 7, "PST": 8}[zone])
@@ -46,9 +48,10 @@ def philly_gpu_cells(path: Path) -> dict[tuple[datetime, str, int], float]:
         lines = list(csv.reader(f))
     out = {}
     for row in lines[1:]:
+        at = philly_utc(row[0])
         for gpu, value in enumerate(row[2:]):
             if value not in ("", "NA"):
-                out[(philly_utc(row[0]), row[1], gpu)] = float(value)
+                out[(at, row[1], gpu)] = float(value)
     return out
 
 

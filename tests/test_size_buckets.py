@@ -13,7 +13,7 @@ from pathlib import Path
 from gpucluster_analysis.analyze.prepare import prepare
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.report.build import build_report
-from gpucluster_analysis.report.figures import SIZE_ORDER
+from gpucluster_analysis.report.figure_style import SIZE_ORDER
 from tests.store_helpers import ingest, write
 
 PODS = (

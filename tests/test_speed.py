@@ -19,8 +19,8 @@ from gpucluster_analysis.speed import (
     summarize,
     warmup_count,
 )
-from gpucluster_analysis.speed.extract import line_values
 from gpucluster_analysis.speed.patterns import parse_patterns, shipped_path
+from gpucluster_analysis.speed.reading import line_values
 from tests.conftest import REPO
 
 PATTERNS = load_patterns()

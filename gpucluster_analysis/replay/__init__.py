@@ -19,17 +19,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 import duckdb
 import numpy as np
 import polars as pl
-from polars.datatypes import DataTypeClass
 
 from gpucluster_analysis import wait_causes
 from gpucluster_analysis.db.queries import create_temp_tables, run_query, temp_table_exists
 from gpucluster_analysis.replay import split
 from gpucluster_analysis.replay.caps import UserCaps, build_user_caps
+from gpucluster_analysis.replay.outputs import cluster_row, epoch_bounds, quota_rows, timeline_bins
+from gpucluster_analysis.replay.pending import pending_vs_causes
 from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas, load_quotas, parse_locality
 from gpucluster_analysis.replay.split import CAUSES, RELAX_ABOVE_GPUS, RELAX_AFTER_MIN, WaitJobs
 from gpucluster_analysis.replay.timeline import (
@@ -40,7 +41,6 @@ from gpucluster_analysis.replay.timeline import (
     build_timeline,
     event_grid,
     grid_index,
-    integral_at,
     vc_usage,
     weighted_quantile,
 )
@@ -58,8 +58,6 @@ __all__ = [
     "replay_store",
 ]
 
-TIMELINE_MAX_BINS = 1500
-_BIN_WIDTHS_S = (60, 300, 600, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 86400, 28 * 86400)
 # Tables the replay's queries join; the report builds them too (the same named queries).
 _NEEDED = (
     ("gpu_samples_by_machine", "gpu_samples_by_machine"),
@@ -149,7 +147,7 @@ def replay_inputs(
             limits.filter(pl.col("source") == source),
             locality,
             log,
-            _epoch_bounds(period),
+            epoch_bounds(period),
         )
         for source in sources
     ]
@@ -276,7 +274,7 @@ def _replay_source(
     splittable = has_wait & np.isfinite(gpus) & (gpus > 0)
     waits = WaitJobs(job_vc, gpus, wait_from, wait_until)
     result = _split_classes(tl, waits, splittable, usage, quota, idle_quota, rule, caps)
-    pending = _pending(source, pend_df, job_df, tl, waits, splittable, usage, quota, rule, caps)
+    pending = pending_vs_causes(source, pend_df, job_df, tl, waits, splittable, usage, quota, rule, caps)
 
     by_cause = result["seconds"]
     frag_known = tl.placement_known
@@ -308,9 +306,9 @@ def _replay_source(
     in_period[0] = 0.0  # as weights[0]
     return (
         jobs_out,
-        _cluster_row(source, tl, in_period, rule, mach_df, hold_df),
-        _quota_rows(source, vcs, quota, quota_origin, usage, weights, limits),
-        _timeline(source, tl, period),
+        cluster_row(source, tl, in_period, rule, mach_df, hold_df),
+        quota_rows(source, vcs, quota, quota_origin, usage, weights, limits),
+        timeline_bins(source, tl, period),
         pending,
     )
 
@@ -405,206 +403,3 @@ def _split_classes(
         if state.borrowable is not None:
             borrow[members] = split.saved_by_first(state, state.borrowable, a, b)
     return {"seconds": seconds, "relax": relax, "borrow": borrow}
-
-
-def _pending(
-    source: str,
-    pend_df: pl.DataFrame,
-    job_df: pl.DataFrame,
-    tl: Timeline,
-    jobs: WaitJobs,
-    splittable: np.ndarray,
-    usage: dict[int, Steps],
-    quota: dict[int, float | None],
-    rule: LocalityRule,
-    caps: UserCaps,
-) -> pl.DataFrame:
-    """Per (scheduler's reason, replay's cause): snapshots and jobs."""
-    schema = {"source": pl.Utf8, "reason": pl.Utf8, "replay_cause": pl.Utf8, "snapshots": pl.Int64, "jobs": pl.Int64}
-    if pend_df.is_empty():
-        return pl.DataFrame(schema=schema)
-    index = job_df.select("job_id").with_row_index("row")
-    rows = pend_df.join(index, on="job_id", how="left")
-    row = rows.get_column("row").to_numpy()
-    t = rows.get_column("observed_s").to_numpy().astype(float)
-    label = np.full(len(rows), "not in the store", dtype=object)
-    in_store = ~rows.get_column("row").is_null().to_numpy()
-    r = np.where(in_store, row, 0).astype(np.int64)
-    can = in_store & splittable[r]
-    label[in_store & ~can] = "no split (GPUs or times unknown)"
-    waiting = can & (t >= jobs.wait_from[r]) & (t < jobs.wait_until[r])
-    label[can & ~waiting & (t < jobs.wait_from[r])] = "before its queue start"
-    label[can & ~waiting & (t >= jobs.wait_until[r])] = "after its start"
-    wait_rows = np.flatnonzero(waiting)
-    if wait_rows.size:
-        w = r[wait_rows]
-        keys = np.stack([jobs.vc[w], jobs.gpus[w], caps.job_assoc[w], caps.job_qos[w]], axis=1)
-        for key in np.unique(keys, axis=0):
-            sel = wait_rows[np.all(keys == key, axis=1)]
-            vc, g = int(key[0]), float(key[1])
-            at = tl.index(t[sel])
-            part = split.covered_intervals(at, at)
-            q = quota.get(vc) if vc >= 0 else None
-            user_over = caps.over(part, g, (int(key[2]), int(key[3])))
-            state = split.class_state(tl, part, g, usage.get(vc) if q is not None else None, q, None, rule, user_over)
-            causes = split.cause_at(state, t[sel])
-            label[sel] = np.array(CAUSES, dtype=object)[causes]
-            if not tl.placement_known:
-                label[sel[causes == split.OTHER]] = "other (fragmentation unknown)"
-    out = pl.DataFrame(
-        {
-            "source": source,
-            "reason": rows.get_column("reason"),
-            "replay_cause": label.astype(str),
-            "job_id": rows.get_column("job_id"),
-        }
-    )
-    return (
-        out.group_by("source", "reason", "replay_cause")
-        .agg(pl.len().cast(pl.Int64).alias("snapshots"), pl.col("job_id").n_unique().cast(pl.Int64).alias("jobs"))
-        .sort("reason", "replay_cause")
-    )
-
-
-def _cluster_row(
-    source: str, tl: Timeline, weights: np.ndarray, rule: LocalityRule, mach_df: pl.DataFrame, hold_df: pl.DataFrame
-) -> pl.DataFrame:
-    span = float(weights.sum())
-
-    def mean(values: np.ndarray) -> float | None:  # time-weighted over the trace
-        return float((values * weights).sum() / span) if span > 0 else None
-
-    idle_any = float(weights[tl.idle_machines > 0].sum() / span * 100) if span > 0 and tl.placement_known else None
-    known = hold_df.filter(pl.col("gpus").is_not_null())
-    gpu_s = (known.get_column("end_s") - known.get_column("start_s")) * known.get_column("gpus")
-    placed_s = float(gpu_s.filter(known.get_column("machine_id").is_not_null()).sum() or 0.0)
-    total_s = float(gpu_s.sum() or 0.0)
-    return pl.DataFrame(
-        [
-            {
-                "source": source,
-                "machines": tl.machines,
-                "capacity_gpus": tl.capacity,
-                "capacity_basis": tl.capacity_basis,
-                "largest_machine_gpus": tl.largest_machine if tl.placement_known else None,
-                "placement_known": tl.placement_known,
-                "placed_gpu_time_pct": placed_s / total_s * 100 if total_s > 0 else None,
-                "attempts_unknown_gpus": hold_df.filter(pl.col("gpus").is_null())
-                .select("job_id", "attempt_no")
-                .unique()
-                .height,
-                "locality_rule": rule.describe(),
-                "mean_held_gpus": mean(tl.held),
-                "mean_load_pct": (mean(tl.held) or 0.0) / tl.capacity * 100 if tl.capacity > 0 and span > 0 else None,
-                "mean_free_gpus": mean(tl.free),
-                "mean_idle_machines": mean(tl.idle_machines) if tl.placement_known else None,
-                "time_with_idle_machine_pct": idle_any,
-                "listed_machines": int(mach_df.get_column("listed_gpus").is_not_null().sum()),
-            }
-        ]
-    )
-
-
-def _quota_rows(
-    source: str,
-    vcs: list[str],
-    quota: dict[int, float | None],
-    origin: dict[int, str],
-    usage: dict[int, Steps],
-    weights: np.ndarray,
-    limits: pl.DataFrame,
-) -> pl.DataFrame:
-    """One row per VC (kind vc: its quota, held GPUs beside it), then one per per-user cap
-    sacctmgr gave (kind user: a user in an account; qos_user: each user in a QOS)."""
-    span = float(weights.sum())
-    rows = [
-        {
-            "source": source,
-            "vc": vc,
-            "quota_gpus": quota[c],
-            "origin": origin[c],
-            "peak_held_gpus": float(usage[c].values.max()) if usage[c].values.size else 0.0,
-            # the dense product, summed as before (one VC's grid at a time: memory of one grid)
-            "mean_held_gpus": float((usage[c].dense() * weights).sum() / span) if span > 0 else None,
-            "p95_held_gpus": weighted_quantile(usage[c].values, usage[c].weights(weights), QUOTA_QUANTILE),
-            "kind": "vc",
-            "user": None,
-            "qos": None,
-        }
-        for c, vc in enumerate(vcs)
-    ]
-    caps = limits.filter(pl.col("kind").is_in(["user", "qos_user"]) & pl.col("gpus").is_not_null())
-    rows += [
-        {
-            "source": source,
-            "vc": x["vc"],
-            "quota_gpus": x["gpus"],
-            "origin": "sacctmgr",
-            "peak_held_gpus": None,
-            "mean_held_gpus": None,
-            "p95_held_gpus": None,
-            "kind": x["kind"],
-            "user": x["user_name"],
-            "qos": x["qos"],
-        }
-        for x in caps.iter_rows(named=True)
-    ]
-    schema = {
-        "source": pl.Utf8,
-        "vc": pl.Utf8,
-        "quota_gpus": pl.Float64,
-        "origin": pl.Utf8,
-        "peak_held_gpus": pl.Float64,
-        "mean_held_gpus": pl.Float64,
-        "p95_held_gpus": pl.Float64,
-        "kind": pl.Utf8,
-        "user": pl.Utf8,
-        "qos": pl.Utf8,
-    }
-    return pl.DataFrame(rows, schema=schema)
-
-
-def _epoch_bounds(period: tuple[datetime | None, datetime | None]) -> tuple[float | None, float | None]:
-    return tuple(None if t is None else t.replace(tzinfo=UTC).timestamp() for t in period)  # type: ignore[return-value]  # two in, two out
-
-
-def _timeline(source: str, tl: Timeline, period: tuple[float | None, float | None] = (None, None)) -> pl.DataFrame:
-    """Time-weighted means per bin of at most TIMELINE_MAX_BINS bins over the trace (or the period)."""
-    first, last = (tl.T[1], tl.T[-1]) if tl.n > 1 else (tl.T[0], tl.T[0])
-    first = first if period[0] is None else max(first, period[0])
-    last = last if period[1] is None else min(last, period[1])
-    span = last - first
-    schema: dict[str, pl.DataType | DataTypeClass] = {
-        "source": pl.Utf8,
-        "bin_start": pl.Datetime("us"),
-        "bin_s": pl.Int64,
-        "free_gpus": pl.Float64,
-        "held_gpus": pl.Float64,
-        "idle_machines": pl.Float64,
-        "capacity_gpus": pl.Float64,
-    }
-    if span <= 0:
-        return pl.DataFrame(schema=schema)
-    width = next((w for w in _BIN_WIDTHS_S if span / w <= TIMELINE_MAX_BINS), _BIN_WIDTHS_S[-1])
-    edges = np.arange(np.floor(first / width) * width, last + width, width)
-    edges = np.clip(edges, first, last)
-    lengths = np.diff(edges)
-    keep = lengths > 0
-
-    def means(values: np.ndarray) -> np.ndarray:
-        total = integral_at(tl.T, values, edges)
-        return np.diff(total)[keep] / lengths[keep]
-
-    starts = edges[:-1][keep]
-    return pl.DataFrame(
-        {
-            "source": [source] * int(keep.sum()),
-            "bin_start": [datetime.fromtimestamp(float(s), UTC).replace(tzinfo=None) for s in starts],
-            "bin_s": np.full(int(keep.sum()), width, dtype=np.int64),
-            "free_gpus": means(tl.free),
-            "held_gpus": means(tl.held),
-            "idle_machines": means(tl.idle_machines) if tl.placement_known else np.full(int(keep.sum()), np.nan),
-            "capacity_gpus": np.full(int(keep.sum()), tl.capacity),
-        },
-        schema=schema,
-    ).with_columns(pl.col("idle_machines").fill_nan(None))

@@ -33,6 +33,7 @@ from gpucluster_analysis.printable import printable
 from gpucluster_analysis.replay.rules import DEFAULT_LOCALITY, LocalityRule, Quotas
 from gpucluster_analysis.report import comparison, sections, summary
 from gpucluster_analysis.report.directory import ReportDirectory
+from gpucluster_analysis.report.figure_style import page_template
 from gpucluster_analysis.report.sections.blocks import Figure, Findings, Paragraph, Section, Table
 from gpucluster_analysis.report.sections.text import fmt_dur
 
@@ -288,8 +289,12 @@ def render_html(content: list[Section], title: str) -> str:
         body.append(f'<section id="{_html(s.id)}"><h2>{_html(s.title)}</h2>')
         for block in s.blocks:
             if isinstance(block, Figure):
+                # the figure as drawn, with the page's template (made without one: figure_style.new_figure)
+                drawn = block.figure.to_plotly_json()
+                drawn["layout"] = {**drawn["layout"], "template": page_template()}
                 div = pio.to_html(
-                    block.figure,
+                    drawn,
+                    validate=False,
                     include_plotlyjs=False,
                     full_html=False,
                     div_id=block.div_id,

@@ -6,151 +6,33 @@ same input always gives the same figure (`fig.to_dict()` can be golden-tested).
 
 Names from the data (VCs, users, machines, reasons, statuses) are plain text in every figure:
 each function takes its frame's text columns and the category orders it is given through
-`plain` first, once.
+`plain` first, once. Colours, orders, the layout and axes are figure_style.py's.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
 import polars as pl
 
-from gpucluster_analysis import failure_categories, wait_causes
-from gpucluster_analysis.printable import printable
-
-HEIGHT = 420
-STATUS_COLORS = {
-    "passed": "#2ca02c",
-    "failed": "#d62728",
-    "killed": "#ff7f0e",
-    "timeout": "#9467bd",
-    "node_fail": "#8c564b",
-    "preempted": "#e377c2",
-    "running": "#17becf",
-    "pending": "#bcbd22",
-    "unknown": "#7f7f7f",
-}
-
-
-def status_rank(status: object) -> tuple[int, str]:
-    """Sort key: statuses in STATUS_COLORS order (passed first), unknown ones after, by name."""
-    order = list(STATUS_COLORS)
-    return (order.index(status) if status in order else len(order), str(status))
-
-
-# Plotly renders a subset of HTML in titles, tick labels, legend names, hover text and annotations
-# (<a href>, <b>, <br>, <span style>, ...) and substitutes %{...} in hover templates. Written as
-# entities, these characters show as themselves (Plotly decodes &amp; &lt; &gt; &#37;).
-_PLOTLY_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "%": "&#37;"}
-_PLOTLY_SPECIAL = str.maketrans(_PLOTLY_ENTITIES)
-
-
-def plain(value: object) -> str:
-    """A value from the data as plain text in a figure: printable, and no markup or template."""
-    return printable(str(value)).translate(_PLOTLY_SPECIAL)
-
-
-def _plain_text(df: pl.DataFrame) -> pl.DataFrame:
-    """The frame with its text columns as `plain` text (the frames drawn are small: query results)."""
-    text = [c for c, t in df.schema.items() if t in (pl.String, pl.Categorical) or isinstance(t, pl.Enum)]
-    return df.with_columns(
-        pl.Series(c, [None if v is None else plain(v) for v in df.get_column(c).to_list()], dtype=pl.String)
-        for c in text
-    )
-
-
-def _plain_order(order: Sequence[str] | None) -> list[str] | None:
-    return None if order is None else [plain(v) for v in order]
-
-
-PLACEMENT_COLORS = {"packed": "#1f77b4", "spread": "#d62728"}
-# job_keys.sql's size buckets in size_order: CPU-only, a fraction of a GPU, 1, ... GPUs
-SIZE_ORDER = ["0", "<1", "1", "2-4", "5-8", ">8", "unknown"]
-
-
-def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, height: int = HEIGHT) -> go.Figure:
-    fig.update_layout(
-        title=dict(text=title, x=0.0, xanchor="left", font=dict(size=15)),
-        template="plotly_white",
-        height=height,
-        margin=dict(l=70, r=20, t=60, b=60),
-        font=dict(size=12),
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0),
-        xaxis_title=x_title,
-        yaxis_title=y_title,
-    )
-    return fig
-
-
-# Log-axis ticks for durations in seconds: a fine set for narrow ranges, a coarse one for wide.
-FINE_TICKS = (
-    (1, "1 s"),
-    (2, "2 s"),
-    (5, "5 s"),
-    (10, "10 s"),
-    (30, "30 s"),
-    (60, "1 min"),
-    (120, "2 min"),
-    (300, "5 min"),
-    (600, "10 min"),
-    (1800, "30 min"),
-    (3600, "1 h"),
-    (2 * 3600, "2 h"),
-    (6 * 3600, "6 h"),
-    (12 * 3600, "12 h"),
-    (86400, "1 day"),
-    (2 * 86400, "2 days"),
-    (7 * 86400, "1 week"),
-    (30 * 86400, "30 days"),
-    (365 * 86400, "1 year"),
+from gpucluster_analysis.report.figure_style import (
+    HEIGHT,
+    STATUS_COLORS,
+    duration_axis,
+    house_layout,
+    new_figure,
+    plain_order,
+    plain_text,
+    status_rank,
 )
-COARSE_TICKS = (
-    (1, "1 s"),
-    (10, "10 s"),
-    (60, "1 min"),
-    (600, "10 min"),
-    (3600, "1 h"),
-    (6 * 3600, "6 h"),
-    (86400, "1 day"),
-    (7 * 86400, "1 week"),
-    (30 * 86400, "30 days"),
-    (365 * 86400, "1 year"),
-)
-
-
-def duration_axis(fig: go.Figure, axis: str, values: Sequence[float | None]) -> go.Figure:
-    """A log axis of seconds labelled in human units (1 min, 1 h, 1 day...).
-
-    The axis runs from the tick at or below the smallest value to the tick at or above the
-    largest, so there are always labelled ticks and bars keep a visible base.
-    """
-    present = [float(v) for v in values if v is not None and v > 0]
-    lo, hi = (min(present), max(present)) if present else (1.0, 86400.0)
-    for ticks in (FINE_TICKS, COARSE_TICKS):
-        below = [t for t in ticks if t[0] <= lo] or [ticks[0]]
-        above = [t for t in ticks if t[0] >= hi] or [ticks[-1]]
-        first, last = below[-1][0], above[0][0]
-        shown = [t for t in ticks if first <= t[0] <= last]
-        if len(shown) <= 10:
-            break
-    pad = 0.04 * max(math.log10(last) - math.log10(first), 1.0)
-    update = fig.update_xaxes if axis == "x" else fig.update_yaxes
-    update(
-        type="log",
-        tickvals=[v for v, _ in shown],
-        ticktext=[t for _, t in shown],
-        range=[math.log10(first) - pad, math.log10(last) + pad],
-    )
-    return fig
 
 
 def share_bars(df: pl.DataFrame, category: str, title: str, category_title: str) -> go.Figure:
     """Side-by-side bars per category: % of jobs and % of GPU time (queries jobs_by_status/size)."""
-    df = _plain_text(df)
+    df = plain_text(df)
     cats = [str(c) for c in df.get_column(category).to_list()]
-    fig = go.Figure()
+    fig = new_figure()
     fig.add_bar(
         x=cats,
         y=df.get_column("jobs_pct").to_list(),
@@ -167,7 +49,7 @@ def share_bars(df: pl.DataFrame, category: str, title: str, category_title: str)
     )
     fig.update_layout(barmode="group")
     fig.update_xaxes(type="category")
-    return _layout(fig, title, category_title, "share (%)")
+    return house_layout(fig, title, category_title, "share (%)")
 
 
 def cdf_lines(
@@ -189,8 +71,8 @@ def cdf_lines(
     On the log axis, values below `x_floor` are drawn at `x_floor` (a zero wait cannot be
     placed on a log scale); hover shows the true value.
     """
-    df, order = _plain_text(df), _plain_order(order)
-    fig = go.Figure()
+    df, order = plain_text(df), plain_order(order)
+    fig = new_figure()
     groups = list(order) if order else list(dict.fromkeys(df.get_column(group).to_list()))
     for g in groups:
         part = df.filter(pl.col(group) == g)
@@ -210,7 +92,7 @@ def cdf_lines(
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
     if log_x:
         duration_axis(fig, "x", [max(v, x_floor) for v in df.get_column(x).to_list() if v is not None])
-    return _layout(fig, title, x_title, y_title)
+    return house_layout(fig, title, x_title, y_title)
 
 
 def hist_cdf(
@@ -227,8 +109,8 @@ def hist_cdf(
 
     A bin b holds values in [b, b+1), so its cumulative share is drawn at x = b + 1.
     """
-    df, order = _plain_text(df), _plain_order(order)
-    fig = go.Figure()
+    df, order = plain_text(df), plain_order(order)
+    fig = new_figure()
     groups = list(order) if order else list(dict.fromkeys(df.get_column(group).to_list()))
     for g in groups:
         part = df.filter(pl.col(group) == g).sort("util_bin")
@@ -247,7 +129,7 @@ def hist_cdf(
         )
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
     fig.update_xaxes(range=[0, 100])
-    return _layout(fig, title, x_title, y_title)
+    return house_layout(fig, title, x_title, y_title)
 
 
 def grouped_bars(
@@ -267,8 +149,8 @@ def grouped_bars(
     y_format: str = ",.1f",
 ) -> go.Figure:
     """Bars of `y` by category `x`, one trace per value of `color` (or a single trace)."""
-    df, color_order = _plain_text(df), _plain_order(color_order)
-    fig = go.Figure()
+    df, color_order = plain_text(df), plain_order(color_order)
+    fig = new_figure()
     if color is None:
         traces: list[tuple[str, pl.DataFrame]] = [(y_title, df)]
     else:
@@ -293,7 +175,7 @@ def grouped_bars(
     fig.update_xaxes(type="category")
     if log_y:
         fig.update_yaxes(type="log")
-    return _layout(fig, title, x_title, y_title)
+    return house_layout(fig, title, x_title, y_title)
 
 
 def quantile_bars(
@@ -303,8 +185,8 @@ def quantile_bars(
 
     Values below 1 s are drawn at 1 s (log scale); hover shows the true value.
     """
-    df = _plain_text(df)
-    fig = go.Figure()
+    df = plain_text(df)
+    fig = new_figure()
     cats = [str(v) for v in df.get_column(x).to_list()]
     n = df.get_column(count).to_list()
     for col, label in columns:
@@ -319,7 +201,7 @@ def quantile_bars(
     fig.update_layout(barmode="group")
     fig.update_xaxes(type="category")
     duration_axis(fig, "y", [max(v, 1.0) for c, _ in columns for v in df.get_column(c).to_list() if v is not None])
-    return _layout(fig, title, x_title, "duration (log scale)")
+    return house_layout(fig, title, x_title, "duration (log scale)")
 
 
 def util_heatmap(df: pl.DataFrame, title: str) -> go.Figure:
@@ -338,7 +220,7 @@ def util_heatmap(df: pl.DataFrame, title: str) -> go.Figure:
         z.append(z_row)
         text.append(t_row)
         custom.append(c_row)
-    fig = go.Figure(
+    fig = new_figure(
         go.Heatmap(
             x=[str(s) for s in servers],
             y=[str(g) for g in gpus],
@@ -356,7 +238,7 @@ def util_heatmap(df: pl.DataFrame, title: str) -> go.Figure:
     )
     fig.update_xaxes(type="category")
     fig.update_yaxes(type="category")
-    return _layout(fig, title, "servers spanned", "GPUs per job", height=max(HEIGHT, 60 + 40 * len(gpus)))
+    return house_layout(fig, title, "servers spanned", "GPUs per job", height=max(HEIGHT, 60 + 40 * len(gpus)))
 
 
 def stacked_status_bars(
@@ -367,11 +249,6 @@ def stacked_status_bars(
     return stacked_bars(
         df, x, y, "status", title, x_title, y_title, x_order=x_order, stack_order=statuses, colors=STATUS_COLORS
     )
-
-
-# Failure categories (failure_categories.py): the taxonomy of docs/domain.md, plus the report's
-# 'no cause in the log' and 'no log'.
-CATEGORY_COLORS = failure_categories.COLORS
 
 
 def pct_bars(
@@ -388,8 +265,8 @@ def pct_bars(
     `series` holds (percentage column, legend label, count column shown on hover, its unit).
     Horizontal bars list the categories top-down in the frame's order.
     """
-    df = _plain_text(df)
-    fig = go.Figure()
+    df = plain_text(df)
+    fig = new_figure()
     cats = [str(v) for v in df.get_column(x).to_list()]
     cat, val = ("y", "x") if horizontal else ("x", "y")
     for col, label, count, unit in series:
@@ -404,9 +281,9 @@ def pct_bars(
     fig.update_layout(barmode="group")
     if horizontal:
         fig.update_yaxes(type="category", categoryorder="array", categoryarray=cats, autorange="reversed")
-        return _layout(fig, title, "share (%)", x_title, height=max(HEIGHT, 90 + 34 * len(cats)))
+        return house_layout(fig, title, "share (%)", x_title, height=max(HEIGHT, 90 + 34 * len(cats)))
     fig.update_xaxes(type="category")
-    return _layout(fig, title, x_title, "share (%)")
+    return house_layout(fig, title, x_title, "share (%)")
 
 
 def stacked_bars(
@@ -423,8 +300,8 @@ def stacked_bars(
     colors: dict[str, str] | None = None,
 ) -> go.Figure:
     """Bars of `y` by `x`, stacked by the values of `stack` (query failure_by_size, by category)."""
-    df, x_order, stack_order = _plain_text(df), _plain_order(x_order), _plain_order(stack_order)
-    fig = go.Figure()
+    df, x_order, stack_order = plain_text(df), plain_order(x_order), plain_order(stack_order)
+    fig = new_figure()
     xs = list(x_order) if x_order else [str(v) for v in dict.fromkeys(df.get_column(x).to_list())]
     present = [str(v) for v in dict.fromkeys(df.get_column(stack).to_list())]
     keys = [k for k in (stack_order or []) if k in present] + [k for k in present if k not in (stack_order or [])]
@@ -440,11 +317,7 @@ def stacked_bars(
         )
     fig.update_layout(barmode="stack")
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=xs)
-    return _layout(fig, title, x_title, y_title)
-
-
-# Causes of waiting (gpucluster_analysis.replay), in their first-match order.
-CAUSE_COLORS = wait_causes.COLORS
+    return house_layout(fig, title, x_title, y_title)
 
 
 def time_lines(
@@ -458,8 +331,8 @@ def time_lines(
 ) -> go.Figure:
     """Lines over time (query wait_timeline): `series` holds (column, legend label, axis 'y' or 'y2');
     with `group`, one line per group and series (e.g. per source)."""
-    df = _plain_text(df)
-    fig = go.Figure()
+    df = plain_text(df)
+    fig = new_figure()
     groups = list(dict.fromkeys(df.get_column(group).to_list())) if group else [None]
     for g in groups:
         part = df if group is None or g is None else df.filter(pl.col(group) == g)
@@ -479,7 +352,7 @@ def time_lines(
             )
     fig.update_layout(yaxis2=dict(title=y_titles[1], overlaying="y", side="right", rangemode="tozero"))
     fig.update_yaxes(rangemode="tozero", selector=dict(overlaying=None))
-    return _layout(fig, title, "time (UTC)", y_titles[0])
+    return house_layout(fig, title, "time (UTC)", y_titles[0])
 
 
 def bin_heatmap(df: pl.DataFrame, x: str, y: str, z: str, title: str, x_title: str, y_title: str) -> go.Figure:
@@ -488,7 +361,7 @@ def bin_heatmap(df: pl.DataFrame, x: str, y: str, z: str, title: str, x_title: s
     cell = {(r[x], r[y]): r[z] for r in df.iter_rows(named=True)}
     values = [[cell.get((bx, by)) for bx in bins] for by in bins]
     labels = [f"{b}-{b + 10}" for b in bins]
-    fig = go.Figure(
+    fig = new_figure(
         go.Heatmap(
             x=labels,
             y=labels,
@@ -502,15 +375,15 @@ def bin_heatmap(df: pl.DataFrame, x: str, y: str, z: str, title: str, x_title: s
     )
     fig.update_xaxes(type="category")
     fig.update_yaxes(type="category")
-    return _layout(fig, title, x_title, y_title, height=520)
+    return house_layout(fig, title, x_title, y_title, height=520)
 
 
 def interval_points(
     df: pl.DataFrame, x: str, y: str, low: str, high: str, color: str, title: str, x_title: str, y_title: str
 ) -> go.Figure:
     """One point per row with its interval as an error bar, coloured by `color` (query machine_speed)."""
-    df = _plain_text(df)
-    fig = go.Figure()
+    df = plain_text(df)
+    fig = new_figure()
     names = [str(v) for v in df.get_column(x).to_list()]
     colors = {"slow": "#d62728", "fast": "#2ca02c", "ok": "#1f77b4"}
     for key in dict.fromkeys(df.get_column(color).to_list()):
@@ -532,4 +405,4 @@ def interval_points(
         )
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888")
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=names)
-    return _layout(fig, title, x_title, y_title)
+    return house_layout(fig, title, x_title, y_title)

@@ -53,7 +53,8 @@ from gpucluster_analysis.speed.extract import (
     summarize,
     warmup_count,
 )
-from gpucluster_analysis.speed.patterns import METRICS, SpeedPattern, load_patterns
+from gpucluster_analysis.speed.pattern import METRICS, SpeedPattern
+from gpucluster_analysis.speed.patterns import load_patterns
 
 __all__ = [
     "METRICS",

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from gpucluster_analysis.classify.noise import normalize_line
 from gpucluster_analysis.logscan import HEAD_BYTES, TAIL_BYTES, lines_holding, read_parts, trie_pattern
-from gpucluster_analysis.speed.patterns import SpeedPattern, load_patterns
-from gpucluster_analysis.textmatch import PIECE_CHARS
+from gpucluster_analysis.speed.pattern import SpeedPattern
+from gpucluster_analysis.speed.patterns import load_patterns
+from gpucluster_analysis.speed.reading import line_hits
 
 __all__ = [
     "SLOW_START_FRACTION",
@@ -31,7 +31,6 @@ __all__ = [
     "default_patterns",
     "extract_speed",
     "extract_speed_bytes",
-    "line_values",
     "read_speed",
     "summarize",
     "warmup_count",
@@ -102,80 +101,7 @@ def _plan(patterns: tuple[SpeedPattern, ...]) -> _Plan:
     return _Plan(trigger, tuple((lit, tuple(ids)) for lit, ids in sorted(owners.items())))
 
 
-def _seconds(clock: str) -> int:
-    """tqdm / rich elapsed time ("05:59", "1:02:03") in seconds."""
-    total = 0
-    for part in clock.split(":"):
-        total = total * 60 + int(part)
-    return total
-
-
-@lru_cache(maxsize=4096)
-def _family(desc: str, total: str) -> str:
-    """A bar's family: its description without rank/host/time prefixes and with digits
-    masked ("Epoch 3:" -> "Epoch #:"), and its total."""
-    return re.sub(r"\d+", "#", normalize_line(desc)).strip() + "/" + total
-
-
-_Hit = tuple[int, str, int, float, str, float]  # position, family, elapsed s, raw, printed unit, canonical value
-
-
-def _line_hits(pattern: SpeedPattern, line: str) -> list[_Hit]:
-    """The samples `pattern` reads from one physical line (\\r pieces included), in order; each
-    piece is read up to its PIECE_CHARS-th character (textmatch.py). A step pattern reads every
-    piece. A bar pattern keeps only the last state of each bar family on the line: its pieces are
-    read from the end, and a piece that starts with the description and holds the "/total " of a
-    bar already read later on the line is skipped unmatched."""
-    has_unit = "unit" in pattern.regex.groupindex
-    unless = pattern.unless
-    if pattern.kind != "bar":
-        hits: list[_Hit] = []
-        start = 0
-        for whole in line.split("\r"):
-            piece = whole[:PIECE_CHARS]
-            if unless is None or unless.search(piece) is None:
-                for m in pattern.regex.finditer(piece):
-                    raw = float(m.group("value").replace(",", ""))
-                    unit = m.group("unit") if has_unit else None
-                    value = pattern.to_canonical(raw, unit)
-                    if value is not None:
-                        hits.append((start + m.start(), "", 0, raw, unit or pattern.unit, value))
-            start += len(whole) + 1
-        return hits
-    last: dict[str, _Hit] = {}
-    seen: set[tuple[str, str]] = set()
-    match = pattern.regex.match
-    pos = len(line)
-    for piece in reversed(line.split("\r")):
-        pos -= len(piece) + 1
-        # an earlier state of a bar already read: same description, same "/total "
-        if any(piece.startswith(desc) and f"/{total} " in piece for desc, total in seen):
-            continue
-        piece = piece[:PIECE_CHARS]
-        bar = match(piece)
-        if bar is None or (unless is not None and unless.search(piece) is not None):
-            continue
-        key = (bar.group("desc"), bar.group("total"))
-        if key in seen:
-            continue
-        seen.add(key)
-        raw = float(bar.group("value"))
-        unit = bar.group("unit") if has_unit else None
-        value = pattern.to_canonical(raw, unit)
-        family = _family(*key)
-        if value is None or family in last:
-            continue
-        last[family] = (pos + 1, family, _seconds(bar.group("elapsed")), raw, unit or pattern.unit, value)
-    return sorted(last.values())
-
-
-def line_values(pattern: SpeedPattern, line: str) -> list[float]:
-    """The canonical values `pattern` reads from one log line, as the extractor would
-    (used to check the examples of patterns.toml)."""
-    return [hit[5] for hit in _line_hits(pattern, line.replace("#015", "\r"))]
-
-
-def _bar_family(hits: list[tuple[str, int, SpeedSample]]) -> str:
+def _main_bar_family(hits: list[tuple[str, int, SpeedSample]]) -> str:
     """The family the job spent the most time in: per family, the sum of elapsed-time
     increases between its samples, a decrease starting a new bar."""
     spent: dict[str, int] = {}
@@ -259,14 +185,14 @@ def extract_speed_bytes(
         to_try = {i for lit, ids in plan.owners if lit in low for i in ids}
         for i in sorted(to_try):
             pattern = patterns[i]
-            for _, family, elapsed, raw, unit, value in _line_hits(pattern, line):
+            for _, family, elapsed, raw, unit, value in line_hits(pattern, line):
                 sample = SpeedSample(line_number, value, raw, unit)
                 if pattern.kind == "bar":
                     bars.setdefault(i, []).append((family, elapsed, sample))
                 else:
                     steps.setdefault(i, []).append(sample)
     for i, hits in bars.items():
-        family = _bar_family(hits)
+        family = _main_bar_family(hits)
         steps[i] = [sample for f, _, sample in hits if f == family]
     if not steps:
         return None

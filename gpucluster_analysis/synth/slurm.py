@@ -53,7 +53,7 @@ from gpucluster_analysis.synth.trace import (
     SLOW_MACHINES_STREAM,
     SPEED_RULE,
     SYNTH_VERSION,
-    _check_arguments,
+    check_arguments,
     prepare_output,
     simulate_window,
     slow_machines_truth,
@@ -197,7 +197,7 @@ def generate_slurm_trace(
 ) -> SlurmResult:
     """Simulate like `generate_trace` (same arguments, same jobs) and write the Slurm view."""
     emit = log or (lambda _: None)
-    _check_arguments(jobs, machines, days, seed)
+    check_arguments(jobs, machines, days, seed)
     if isinstance(interval_s, bool) or not isinstance(interval_s, int) or not 1 <= interval_s <= 3600:
         raise InputError(f"--interval must be a whole number of seconds between 1 and 3600, not {interval_s!r}")
     if isinstance(dcgm_interval_s, bool) or not isinstance(dcgm_interval_s, int) or not 1 <= dcgm_interval_s <= 3600:

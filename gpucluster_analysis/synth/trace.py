@@ -127,7 +127,7 @@ def prepare_output(out: Path, ours: frozenset[str] = frozenset(OUTPUT_FILES) | f
     out.mkdir(parents=True, exist_ok=True)
 
 
-def _check_arguments(jobs: int, machines: int, days: float, seed: int) -> None:
+def check_arguments(jobs: int, machines: int, days: float, seed: int) -> None:
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise InputError(f"--jobs must be a whole number of at least 1, not {jobs!r}")
     if isinstance(machines, bool) or not isinstance(machines, int) or machines < 1:
@@ -290,7 +290,7 @@ def generate_trace(
     default makes a three-day window cross the 2017-11-05 fall-back.
     """
     emit = log or (lambda _: None)
-    _check_arguments(jobs, machines, days, seed)
+    check_arguments(jobs, machines, days, seed)
     out = Path(out)
     prepare_output(out)
     sim = simulate_window(jobs, machines, days, seed, start, emit)

@@ -9,6 +9,7 @@ import polars as pl
 from gpucluster_analysis import failure_categories
 from gpucluster_analysis.analyze import parameters
 from gpucluster_analysis.analyze import statistics as an
+from gpucluster_analysis.report import figure_style as style
 from gpucluster_analysis.report import figures as fg
 from gpucluster_analysis.report.sections import scheduler_failures
 from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Section, Table
@@ -178,8 +179,8 @@ def _failed_attempts(s: Section, r: dict[str, pl.DataFrame], trials: int, classi
                 "runtime_to_failure_s",
                 title,
                 "runtime to failure (log scale)",
-                order=[c for c in fg.CATEGORY_COLORS if c in present] if classified else None,
-                colors=fg.CATEGORY_COLORS if classified else None,
+                order=[c for c in style.CATEGORY_COLORS if c in present] if classified else None,
+                colors=style.CATEGORY_COLORS if classified else None,
                 y_title="share of failed attempts (CDF)",
             ),
             f"Runtime to failure (end - start) of the {plural(n_rtf, 'failed attempt')} that have both times, of"
@@ -300,7 +301,7 @@ def _reasons(s: Section, r: dict[str, pl.DataFrame]) -> None:
     )
     if not lost.is_empty() and float(lost.get_column("gpu_hours_lost").sum()) > 0:
         parts = []
-        for bucket in [b for b in fg.SIZE_ORDER if b in set(lost.get_column("size_bucket").to_list())]:
+        for bucket in [b for b in style.SIZE_ORDER if b in set(lost.get_column("size_bucket").to_list())]:
             part = by_size.filter(pl.col("size_bucket") == bucket)
             worst = part.sort("gpu_hours_lost", descending=True).row(0, named=True)
             parts.append(
@@ -319,9 +320,9 @@ def _reasons(s: Section, r: dict[str, pl.DataFrame]) -> None:
                     "GPU time lost to failed attempts by job size and failure category (all jobs)",
                     "GPUs per job",
                     "GPU-hours lost",
-                    x_order=[b for b in fg.SIZE_ORDER if b in set(lost.get_column("size_bucket").to_list())],
-                    stack_order=list(fg.CATEGORY_COLORS),
-                    colors=fg.CATEGORY_COLORS,
+                    x_order=[b for b in style.SIZE_ORDER if b in set(lost.get_column("size_bucket").to_list())],
+                    stack_order=list(style.CATEGORY_COLORS),
+                    colors=style.CATEGORY_COLORS,
                 ),
                 f"By job size (all jobs; GPUs of the job's first allocated attempt): {join_list(parts)}.",
                 "failure_by_size",

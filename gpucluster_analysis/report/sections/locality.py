@@ -7,6 +7,7 @@ from __future__ import annotations
 import polars as pl
 
 from gpucluster_analysis.analyze import statistics as an
+from gpucluster_analysis.report import figure_style as style
 from gpucluster_analysis.report import figures as fg
 from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Section, Table
 from gpucluster_analysis.report.sections.text import (
@@ -87,7 +88,7 @@ def section(r: dict[str, pl.DataFrame], tests: list[an.TestResult]) -> Section:
                 "placement",
                 "GPU utilization per sample: packed (1 server) vs spread (2+ servers)",
                 order=["packed", "spread"],
-                colors=fg.PLACEMENT_COLORS,
+                colors=style.PLACEMENT_COLORS,
             ),
             sentence,
             "gpu_util_cdf_by_placement",
@@ -116,8 +117,8 @@ def section(r: dict[str, pl.DataFrame], tests: list[an.TestResult]) -> Section:
                 st_cdf,
                 "status",
                 "GPU utilization per sample by final status",
-                colors=fg.STATUS_COLORS,
-                order=sorted(set(st_cdf.get_column("status").to_list()), key=fg.status_rank),
+                colors=style.STATUS_COLORS,
+                order=sorted(set(st_cdf.get_column("status").to_list()), key=style.status_rank),
             ),
             f"Mean utilization by final status: {join_list(parts)}.",
             "gpu_util_cdf_by_status",

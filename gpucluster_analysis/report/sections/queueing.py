@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from gpucluster_analysis.analyze import parameters
+from gpucluster_analysis.report import figure_style as style
 from gpucluster_analysis.report import figures as fg
 from gpucluster_analysis.report.sections import wait_causes
 from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Section, Table
@@ -68,7 +69,7 @@ def section(r: dict[str, pl.DataFrame]) -> Section:
                     "queue_delay_s",
                     f"Queueing delay ({measured_from} -> first start) by job size (all jobs)",
                     "queueing delay (log scale)",
-                    order=[b for b in fg.SIZE_ORDER if b in by_size],
+                    order=[b for b in style.SIZE_ORDER if b in by_size],
                 ),
                 f"Over {fmt_int(overall['jobs_with_delay'])} jobs the median queueing delay was "
                 f"{fmt_dur(overall['p50_s'])}"
@@ -180,7 +181,7 @@ def _servers_sentence(srv: pl.DataFrame) -> str:
         f" count, weighted by jobs)."
     )
     by_size = []
-    for bucket in fg.SIZE_ORDER:
+    for bucket in style.SIZE_ORDER:
         part = srv.filter(pl.col("size_bucket") == bucket)
         one, many = part.filter(pl.col("num_servers") == 1), part.filter(pl.col("num_servers") > 1)
         if not one.is_empty() and not many.is_empty():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from gpucluster_analysis.report import figure_style as style
 from gpucluster_analysis.report import figures as fg
 from gpucluster_analysis.report.sections.blocks import Figure, Section, Table
 from gpucluster_analysis.report.sections.text import (
@@ -30,7 +31,7 @@ def add_to(s: Section, r: dict[str, pl.DataFrame]) -> None:
     parts = [
         f"{v['status']}: {fmt_int(v['jobs'])} jobs ({fmt_pct(v['jobs_pct'])}), {fmt_int(v['attempts'])} attempts,"
         f" {fmt_pct(v['gpu_time_pct'])} of GPU time"
-        for v in sorted(bad, key=lambda v: fg.status_rank(v["status"]))
+        for v in sorted(bad, key=lambda v: style.status_rank(v["status"]))
     ]
     s.add(
         Table(
@@ -88,7 +89,7 @@ def add_to(s: Section, r: dict[str, pl.DataFrame]) -> None:
                     "GPU time by job size and final status (all jobs)",
                     "GPUs per job",
                     "GPU-hours",
-                    x_order=[b for b in fg.SIZE_ORDER if b in set(gs.get_column("size_bucket").to_list())],
+                    x_order=[b for b in style.SIZE_ORDER if b in set(gs.get_column("size_bucket").to_list())],
                 ),
                 text,
                 "gpu_time_by_status_size",
@@ -130,8 +131,8 @@ def add_to(s: Section, r: dict[str, pl.DataFrame]) -> None:
                     "run_time_s",
                     "Run time by final status (time to failure for failed jobs)",
                     "run time (log scale)",
-                    colors=fg.STATUS_COLORS,
-                    order=sorted(set(rt.get_column("status").to_list()), key=fg.status_rank),
+                    colors=style.STATUS_COLORS,
+                    order=sorted(set(rt.get_column("status").to_list()), key=style.status_rank),
                 ),
                 text,
                 "run_time_cdf_by_status",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from gpucluster_analysis import wait_causes
+from gpucluster_analysis.report import figure_style as style
 from gpucluster_analysis.report import figures as fg
 from gpucluster_analysis.report.sections.blocks import Figure, Paragraph, Table
 from gpucluster_analysis.report.sections.text import fmt_int, fmt_pct, gpus_label, join_list, rows_of
@@ -142,8 +143,8 @@ def _by_size(by_size: pl.DataFrame) -> list[Block]:
                 "GPUs per job",
                 "share of waiting GPU-time (%)",
                 x_order=buckets,
-                stack_order=list(fg.CAUSE_COLORS),
-                colors=fg.CAUSE_COLORS,
+                stack_order=list(style.CAUSE_COLORS),
+                colors=style.CAUSE_COLORS,
             ),
             f"By job size (GPU jobs only; the study: fragmentation dominates for large jobs): {join_list(parts)}.",
             "wait_causes_by_size",
@@ -173,8 +174,8 @@ def _by_vc(by_vc: pl.DataFrame) -> list[Block]:
                 "virtual cluster",
                 "waiting GPU-hours",
                 x_order=[str(v) for v in vcs],
-                stack_order=list(fg.CAUSE_COLORS),
-                colors=fg.CAUSE_COLORS,
+                stack_order=list(style.CAUSE_COLORS),
+                colors=style.CAUSE_COLORS,
             ),
             f"The VCs that waited most (waiting GPU-hours, main cause): {join_list(parts)}.",
             "wait_causes_by_vc",
