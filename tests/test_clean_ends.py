@@ -25,6 +25,7 @@ from gpucluster_analysis.dataset.write import SHARD_TEMP_PREFIX
 from gpucluster_analysis.errors import ExitCode
 from gpucluster_analysis.tempdirs import OwnedTempDir
 from tests.conftest import REPO
+from tests.marks import keep_by_default
 from tests.process_helpers import needs_proc, parent_of, start_gca
 from tests.store_helpers import ingest
 
@@ -45,7 +46,7 @@ def dump(db: Path) -> dict[str, list[str]]:
         return {t: sorted(map(repr, con.execute(f'SELECT * FROM "{t}"').fetchall())) for t in tables}
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("sig", keep_by_default([signal.SIGTERM, signal.SIGHUP], {signal.SIGTERM}))
 def test_a_stop_signal_interrupts_an_ingest_as_ctrl_c_does(sig: signal.Signals, tmp_path: Path) -> None:
     """SIGTERM (systemd, `timeout`, a batch scheduler) and SIGHUP (a closed terminal) end
     gca as Ctrl-C does: the file being stored is rolled back, one line, exit 130.
@@ -74,7 +75,7 @@ def test_a_stop_signal_interrupts_an_ingest_as_ctrl_c_does(sig: signal.Signals, 
     assert report.status == "loaded" and report.rows == len(dump(db)["jobs"]) > 0
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", keep_by_default([signal.SIGTERM, signal.SIGINT], {signal.SIGINT}))
 def test_a_stop_signal_stops_a_running_query_at_once(sig: signal.Signals) -> None:
     """Python runs a signal's handler in the main thread, and DuckDB lets it only between parts
     of a query; gca stops the running query from a thread that wakes on the signal.

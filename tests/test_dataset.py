@@ -95,6 +95,7 @@ def test_a_dataset_read_back_holds_what_the_store_holds(synthetic: Path, tmp_pat
 # ---------------------------------------------------------------- shards
 
 
+@pytest.mark.slow  # three stores and three reports compared; the export tests above run by default
 def test_two_shards_report_what_one_store_of_every_file_reports(synthetic: Path, tmp_path: Path) -> None:
     """Scheduler log, machine list and job logs in one shard, telemetry in another (named by
     host, pid and time), as two nodes would write them; the report from the shards is the

@@ -36,6 +36,7 @@ def logs(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow  # every log stored both ways (worker processes and in process), compared
 def test_worker_processes_store_the_same_rows(logs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     serial = ingest(tmp_path / "serial.duckdb", logs)
     monkeypatch.setattr(parse_pool, "PARALLEL_PARSE_MIN_FILES", 1)

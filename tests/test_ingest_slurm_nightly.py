@@ -149,6 +149,7 @@ def test_the_cut_is_a_real_overlap(dumps: dict) -> None:  # type: ignore[type-ar
     assert "|RUNNING|" in a and "|PENDING|" in a and "|REQUEUED|" in a
 
 
+@pytest.mark.slow  # five merges compared; the replace below merges in the default run
 def test_either_order_and_one_file_give_the_union(dumps: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
     zone = dumps["truth"]["zone"]
     ab, ba, one, full = (tmp_path / f"{name}.duckdb" for name in ("ab", "ba", "one", "full"))

@@ -211,6 +211,7 @@ def test_fast_and_exact_ways_store_the_same(
     assert len(exact["rejects"]) > 300 and len(reasons) >= 5
 
 
+@pytest.mark.slow  # both ways compared; the bounds themselves are tested by default (test_ingest_gpu_telemetry.py)
 def test_absurd_times_and_indices_rejected_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue #26: a sample in 2999 or of a GPU index past the bound of GPUs per node is rejected
     whichever way the row was typed: the fast way leaves it to the exact way, which says why."""

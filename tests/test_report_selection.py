@@ -20,7 +20,6 @@ from gpucluster_analysis.cli import app
 from gpucluster_analysis.errors import ExitCode
 from gpucluster_analysis.report.build import build_report
 from tests.conftest import PHILLY_5910
-from tests.marks import keep_by_default
 
 LA = ZoneInfo("America/Los_Angeles")
 SINCE, UNTIL = datetime(2017, 10, 9), datetime(2017, 10, 16)
@@ -74,7 +73,8 @@ def busiest(n: int, key: str) -> set[str]:
     return set(sorted(counts, key=lambda k: (-counts[k], k))[:n])
 
 
-@pytest.mark.parametrize("case", keep_by_default(["week", "vcs", "users", "week_and_vc"], {"week_and_vc"}))
+@pytest.mark.slow  # reports of the real philly-5910 extract (as test_report_comparison.py); so below
+@pytest.mark.parametrize("case", ["week", "vcs", "users", "week_and_vc"])
 def test_filtered_jobs_are_those_the_raw_job_log_selects(
     store_5910: Path, whole: pl.DataFrame, tmp_path: Path, case: str
 ) -> None:
@@ -101,6 +101,7 @@ def test_filtered_jobs_are_those_the_raw_job_log_selects(
     assert selection.describe() in written.html.read_text()
 
 
+@pytest.mark.slow
 def test_machine_figures_count_the_periods_samples(store_5910: Path, tmp_path: Path) -> None:
     """overview_totals.gpu_samples: the non-NA GPU cells of the raw file whose time is in the period."""
     offsets = {"PDT": timedelta(hours=-7), "PST": timedelta(hours=-8)}
@@ -119,6 +120,7 @@ def test_machine_figures_count_the_periods_samples(store_5910: Path, tmp_path: P
     assert totals.get_column("gpu_samples")[0] == cells
 
 
+@pytest.mark.slow
 def test_cli_selection_and_its_errors(store_5910: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     vc = min(busiest(2, "vc"))

@@ -467,6 +467,7 @@ def test_hostile_dumps_the_same_both_ways(
     assert len(rejects) > 100 and len(reasons) >= 8, reasons
 
 
+@pytest.mark.slow  # both ways compared; the bounds themselves are tested by default (test_ingest_slurm.py)
 def test_absurd_counts_rejected_the_same_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue #26: rows over the bound of GPUs per node or of nodes per job, and the rest of
     their jobs' records, are rejected alike whichever way typed them (the bounds are checked in

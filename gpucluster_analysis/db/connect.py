@@ -11,6 +11,7 @@ from pathlib import Path
 
 import duckdb
 
+from gpucluster_analysis.cores import threads_asked
 from gpucluster_analysis.db.fact_macros import create_fact_macros
 from gpucluster_analysis.db.schema import SCHEMA_VERSION, apply_schema, stored_version
 from gpucluster_analysis.errors import NotAStoreError, StoreError
@@ -170,9 +171,15 @@ def _check_store_catalog(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     )
 
 
+def _duckdb_config() -> dict[str, str | bool | int | float | list[str]]:
+    """DuckDB's settings at connect: its threads where GCA_THREADS names them (cores.py)."""
+    threads = threads_asked()
+    return {} if threads is None else {"threads": threads}
+
+
 def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     try:
-        return duckdb.connect(str(path), read_only=read_only)
+        return duckdb.connect(str(path), read_only=read_only, config=_duckdb_config())
     except duckdb.Error as e:
         first_line = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise StoreError(
@@ -190,7 +197,7 @@ def open_memory() -> Iterator[duckdb.DuckDBPyConnection]:
 
     spill = OwnedTempDir("gca-duckdb-")
     try:
-        con = duckdb.connect(":memory:", config={"temp_directory": str(spill.path)})
+        con = duckdb.connect(":memory:", config={"temp_directory": str(spill.path), **_duckdb_config()})
         _open_connections.add(con)
         try:
             configure_session(con)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpucluster_analysis.cores import cores
 from gpucluster_analysis.errors import GcaError, InputError
 from gpucluster_analysis.ingest.base import FileFormat, IngestOptions
 from gpucluster_analysis.ingest.files import DAMAGED_GZIP, damaged_gzip, sha256_of
@@ -24,7 +25,7 @@ if TYPE_CHECKING:  # multiprocessing is imported only where worker processes sta
 # Reading, hashing and classifying job logs is most of their ingest (100k logs: ~30 s on
 # one core); worker processes do it for big runs while this one stores the batches.
 PARALLEL_PARSE_MIN_FILES = 2_000
-_WORKERS = min(os.cpu_count() or 1, 8)
+_WORKERS = min(cores(), 8)
 _CHUNK_FILES = 100
 _worker_options: IngestOptions | None = None
 
