@@ -58,7 +58,12 @@ def export_store(
     if upgrade_older_store(db):
         log(f"upgraded {db} to the current schema (it came from an older gca)")
     with open_store(db, read_only=True) as con:
-        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        tables = {
+            r[0]
+            for r in con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
+            ).fetchall()
+        }
         if "jobs" not in tables or "ingested_files" not in tables:
             raise StoreError(f"{db}: not a gca store (it has no jobs table)", hint="pass --db a store gca ingest wrote")
         return write_shard(con, root, name, overwrite=overwrite, log=log)

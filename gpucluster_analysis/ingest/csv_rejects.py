@@ -30,8 +30,12 @@ def reset_reader_rejects(con: duckdb.DuckDBPyConnection) -> None:
 
 def collect_reader_rejects(con: duckdb.DuckDBPyConnection, file_id: int) -> int:
     """Move DuckDB's CSV reader rejects into `rejects`, one per bad line; return how many."""
-    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-    if READER_REJECTS not in tables:
+    # DuckDB makes the rejects table a temporary one of this connection
+    found = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND (temporary OR database_name = current_database())",
+        [READER_REJECTS],
+    ).fetchall()[0][0]
+    if not found:
         return 0
     con.execute(
         f"""
