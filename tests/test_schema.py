@@ -100,3 +100,18 @@ def test_a_version_8_store_is_upgraded_and_its_duplicates_set_aside(
         ingest_paths(con, [examples / "cluster_machine_list"], IngestOptions())
         assert con.execute("SELECT count(*) FROM gpu_samples").fetchall() == [(cells,)]
         assert con.execute("SELECT rows_loaded FROM ingested_files WHERE path = ?", [str(copy)]).fetchall() == [(0,)]
+
+
+def test_a_view_another_gca_made_is_made_again(tmp_path: Path) -> None:
+    """The store's views are this gca's SQL after a writable open: one an older gca made (its
+    comment another mark, or none) is replaced."""
+    from gpucluster_analysis.db.schema import store_views
+
+    db = tmp_path / "s.duckdb"
+    with open_store(db) as con:
+        con.execute("CREATE OR REPLACE VIEW log_attempts AS SELECT 1 AS stale")
+        con.execute("COMMENT ON VIEW attempt_root_causes IS 'gca 0000000000000000'")
+    with open_store(db) as con:
+        marks = dict(con.execute("SELECT view_name, comment FROM duckdb_views() WHERE NOT internal").fetchall())
+        assert "stale" not in [c[0] for c in con.execute("DESCRIBE log_attempts").fetchall()]
+    assert {v: marks[v] for v in store_views()} == {v: mark for v, (_, mark) in store_views().items()}

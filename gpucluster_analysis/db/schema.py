@@ -8,6 +8,7 @@ The schema's version is written once, in the first line of the file that brings 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from functools import cache
 
@@ -41,16 +42,42 @@ def stored_version(con: duckdb.DuckDBPyConnection) -> int | None:
     return int(version) if version is not None else None
 
 
+@cache
+def store_views() -> dict[str, tuple[str, str]]:
+    """The views a store keeps, by name: (their SQL, the mark of that SQL written as the view's
+    comment). Each failed attempt's root cause is kept as a view over job_logs so that it is
+    never stale: the same named queries the report uses (which materializes log_attempts as a
+    temp table of that name, shadowing the view). A view whose mark is not this gca's SQL is
+    made again as the store opens for writing."""
+    views = {
+        "log_attempts": load_sql("queries", "log_attempts"),
+        "attempt_root_causes": load_sql("queries", "attempt_failures"),
+    }
+    return {name: (sql, "gca " + hashlib.sha256(sql.encode()).hexdigest()[:16]) for name, sql in views.items()}
+
+
+def _views_current(con: duckdb.DuckDBPyConnection) -> bool:
+    marks = dict(
+        con.execute(
+            "SELECT view_name, comment FROM duckdb_views() WHERE database_name = current_database() AND NOT internal"
+        ).fetchall()
+    )
+    return all(marks.get(view) == mark for view, (_, mark) in store_views().items())
+
+
 def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Bring the store to the current schema in one transaction (a failed step leaves it as it
     was): every `sql/schema/*.sql` file in name order, each idempotent, unless the store is at
-    SCHEMA_VERSION already (a store reaches it only through every file before); then the views."""
+    SCHEMA_VERSION already (a store reaches it only through every file before); then the views,
+    unless they are this gca's already."""
     version = stored_version(con)
     if version is not None and version > SCHEMA_VERSION:
         raise StoreError(
             f"the store has schema version {version}, newer than this gca ({SCHEMA_VERSION})",
             hint="upgrade gca, or ingest into a new --db file",
         )
+    if version == SCHEMA_VERSION and _views_current(con):
+        return
     con.execute("BEGIN TRANSACTION")
     try:
         if version != SCHEMA_VERSION:
@@ -58,14 +85,9 @@ def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
                 con.execute("SET VARIABLE migration_version = ?", [declared])
                 con.execute(load_sql("schema", name)).fetchall()
             con.execute("RESET VARIABLE migration_version")
-        # Each failed attempt's root cause, kept in the store as a view over job_logs so that
-        # it is never stale (made again at each open, by this gca's SQL): the same named queries
-        # the report uses (which materializes log_attempts as a temp table of that name,
-        # shadowing the view).
-        con.execute(f"CREATE OR REPLACE VIEW log_attempts AS {load_sql('queries', 'log_attempts')}").fetchall()
-        con.execute(
-            f"CREATE OR REPLACE VIEW attempt_root_causes AS {load_sql('queries', 'attempt_failures')}"
-        ).fetchall()
+        for view, (sql, mark) in store_views().items():
+            con.execute(f"CREATE OR REPLACE VIEW {view} AS {sql}").fetchall()
+            con.execute(f"COMMENT ON VIEW {view} IS '{mark}'").fetchall()
         if not con.execute("SELECT count(*) FROM schema_version").fetchall()[0][0]:
             con.execute("INSERT INTO schema_version VALUES (?)", [SCHEMA_VERSION]).fetchall()
         con.execute("COMMIT")

@@ -32,7 +32,8 @@ def collect_reader_rejects(con: duckdb.DuckDBPyConnection, file_id: int) -> int:
     """Move DuckDB's CSV reader rejects into `rejects`, one per bad line; return how many."""
     # DuckDB makes the rejects table a temporary one of this connection
     found = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND (temporary OR database_name = current_database())",
+        "SELECT count(*) FROM duckdb_tables()"
+        " WHERE table_name = ? AND (temporary OR database_name = current_database())",
         [READER_REJECTS],
     ).fetchall()[0][0]
     if not found:
