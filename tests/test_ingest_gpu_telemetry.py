@@ -1529,6 +1529,9 @@ def test_profiling_only_scrape_stores_every_field_and_the_workloads(tmp_path: Pa
         ("n1", 2, 3, first, last, None, None, None, "4242"),
         ("n1", 2, 5, first, first, None, None, None, "4243"),
     ]
+    # --replace takes the file's workloads back with its samples (they were kept twice)
+    (again,) = ingest(db, scrape, replace=True)
+    assert again.status == "replaced" and len(workloads(db)) == 3
 
 
 def test_query_range_export_of_profiling_fields(tmp_path: Path) -> None:

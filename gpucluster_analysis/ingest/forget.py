@@ -8,30 +8,6 @@ import duckdb
 from gpucluster_analysis.ingest.registry import FORMATS, sample_kinds
 from gpucluster_analysis.ingest.samples import hand_over
 
-# Tables whose rows carry the file_id of the file they came from.
-_CONTRIBUTING_TABLES = (
-    "rejects",
-    "jobs",
-    "attempts",
-    "allocations",
-    "machines",
-    "gpu_samples",
-    "gpu_sample_details",
-    "host_samples",
-    "attempt_hosts",
-    "gpu_bindings",
-    "gpu_devices",
-    "gpu_events",
-    "job_logs",
-    "pending_reasons",
-    "quotas",
-    "sacct_records",
-    "sample_spans",
-    "gpu_samples_duplicates",
-    "gpu_sample_details_duplicates",
-    "host_samples_duplicates",
-)
-
 
 def forget_file(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
     (format_name,) = con.execute("SELECT format FROM ingested_files WHERE file_id = ?", [file_id]).fetchall()[0]
@@ -40,6 +16,20 @@ def forget_file(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
         fmt.forget(con, file_id)
     if fmt is not None and fmt.sample_kind:
         hand_over(con, file_id, sample_kinds()[fmt.sample_kind])
-    for table in _CONTRIBUTING_TABLES:
-        con.execute(f"DELETE FROM {table} WHERE file_id = ?", [file_id])
+    for table in contributing_tables(con):
+        con.execute(f'DELETE FROM "{table}" WHERE file_id = ?', [file_id])
     con.execute("DELETE FROM ingested_files WHERE file_id = ?", [file_id])
+
+
+def contributing_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The store's tables whose rows carry the file_id of the file they came from, read from its
+    catalog: a table a new format adds is forgotten with its file without being listed here."""
+    return [
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM duckdb_columns() WHERE database_name = current_database()"
+            " AND schema_name = 'main' AND column_name = 'file_id' AND table_name <> 'ingested_files'"
+            " AND table_name IN (SELECT table_name FROM duckdb_tables() WHERE database_name = current_database())"
+            " ORDER BY table_name"
+        ).fetchall()
+    ]
