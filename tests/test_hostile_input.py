@@ -51,6 +51,7 @@ SEEDS: dict[str, Path] = {
     "helios": DATA / "traces" / "cluster_log.csv",
     "acme": DATA / "traces" / "trace_seren.csv",
     "alibaba_gpu2023": DATA / "traces" / "openb_pod_list_sample.csv",
+    "stepfun_faults": DATA / "traces" / "fault_trace_sample.json",
     "nvsmi_csv": DATA / "gpu" / "nvidia-smi-node01.csv",
     "nvsmi_dmon": DATA / "gpu" / "node04.dmon.log",
     "nvsmi_xml": DATA / "gpu" / "node06.xml",

@@ -11,12 +11,13 @@ from gpucluster_analysis.ingest.files import looks_binary
 from gpucluster_analysis.ingest.gpu import dcgm, dcgm_query_range, dcgmi, nvsmi, nvsmi_xml
 from gpucluster_analysis.ingest.logs import joblogs
 from gpucluster_analysis.ingest.slurm import nodes, sacct, sacctmgr, scontrol, squeue
-from gpucluster_analysis.ingest.traces import philly, public_traces
+from gpucluster_analysis.ingest.traces import node_faults, philly, public_traces
 
 FORMATS: list[FileFormat] = [
     *philly.FORMATS,
     *joblogs.FORMATS,
     *public_traces.FORMATS,
+    *node_faults.FORMATS,
     *nvsmi.FORMATS,
     *nvsmi_xml.FORMATS,
     *dcgm.FORMATS,
