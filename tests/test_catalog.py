@@ -95,3 +95,50 @@ def test_a_header_without_a_known_stage_is_refused() -> None:
         False,
         False,
     )
+
+
+def _result_names_read_by_the_report() -> dict[str, set[str]]:
+    """Each name the report's modules read from the results by a literal (`r["name"]`,
+    `r.get("name")`, where `r` is the results mapping), with the modules that read it."""
+    import ast
+    from pathlib import Path
+
+    import gpucluster_analysis.report as report
+
+    found: dict[str, set[str]] = {}
+    for path in sorted(Path(report.__file__).parent.rglob("*.py")):
+        for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            # only where `r` is the results: a parameter `r: dict[str, pl.DataFrame]`
+            if not isinstance(function, ast.FunctionDef) or not any(
+                a.arg == "r" and a.annotation is not None and "DataFrame" in ast.unparse(a.annotation)
+                for a in function.args.args
+            ):
+                continue
+            for node in ast.walk(function):
+                name = None
+                if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "r":
+                    name = node.slice.value if isinstance(node.slice, ast.Constant) else None
+                elif (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "get"
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "r"
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                ):
+                    name = node.args[0].value
+                if isinstance(name, str):
+                    found.setdefault(name, set()).add(path.name)
+    return found
+
+
+def test_every_result_the_report_reads_is_one_the_analysis_computes(sample_report) -> None:  # type: ignore[no-untyped-def]
+    """The sections read their results by name: a name that is no result (a typo, a query
+    renamed) would read nothing. Every name read is one a report of the sample store wrote
+    (a CSV per result), or the baseline comparison's, which only a report with a baseline has."""
+    read = _result_names_read_by_the_report()
+    assert len(read) > 40  # the scan finds the sections' reads
+    written = {path.stem for path in sample_report.tables}
+    unknown = {name: sorted(modules) for name, modules in read.items() if name not in written | {"comparison"}}
+    assert not unknown, unknown
