@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 # Keep the compiled modules (gca's, and the tests as pytest rewrites them) in __pycache__ even
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from gpucluster_analysis import cores
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
 
@@ -19,6 +21,17 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"
 PHILLY_SAMPLE = SHARED_DATA / "philly-sample"
 PHILLY_5910 = SHARED_DATA / "philly-5910"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each worker process of the run (pytest-xdist) gives DuckDB its share of the cores, as
+    gca does when GCA_THREADS says so: every worker's DuckDB on every core only contends (the
+    ingest and report tests ran 12% faster on one thread each in two workers on two cores). A
+    GCA_THREADS already set wins; a run without workers (`-n0`) leaves DuckDB every core, and
+    test_report_determinism.py asks for every core."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers and cores.ENV not in os.environ:
+        os.environ[cores.ENV] = str(max(1, (os.cpu_count() or 1) // int(workers)))
 
 
 def require(path: Path) -> Path:

@@ -15,10 +15,18 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from gpucluster_analysis import cores
 from gpucluster_analysis.analyze import kept
 from gpucluster_analysis.analyze.catalog import kept_queries
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.report.build import CSV_SIGNIFICANT_DIGITS, build_report, csv_text
+
+
+@pytest.fixture(autouse=True)
+def every_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DuckDB on every core (conftest.py gives each worker of a run its share): the orders
+    threads add in are what this module is about."""
+    monkeypatch.delenv(cores.ENV, raising=False)
 
 
 @pytest.fixture(scope="module")
