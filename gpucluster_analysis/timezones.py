@@ -44,7 +44,10 @@ def _offset_periods(zone: ZoneInfo) -> list[tuple[datetime, int]]:
     start = datetime(FIRST_YEAR, 1, 1, tzinfo=UTC)
     end = datetime(LAST_YEAR + 1, 1, 1, tzinfo=UTC)
     periods = [(start, offset_at(start))]
-    step = timedelta(hours=6)
+    # A day: no zone changes its offset twice within one day in these years (each of the 599
+    # zones of this Python's tzdata gave the same periods stepping by 6 hours and by a day);
+    # 0.03 s a zone instead of 0.1 at 6 hours, paid by every process that reads local times.
+    step = timedelta(days=1)
     t = start
     while t < end:
         nxt = t + step
