@@ -47,6 +47,26 @@ def _clean(values: Sequence[float | None]) -> np.ndarray:
     return arr[np.isfinite(arr)]
 
 
+ALL_EQUAL = "all values are equal; nothing to test"
+
+
+def _not_run(base: dict[str, str], note: str) -> TestResult:
+    """A comparison whose test was not run (`base`: its comparison, groups, n and means, and its
+    effect measure where it names one), `note` saying why."""
+    return TestResult(
+        comparison=base["comparison"],
+        groups=base["groups"],
+        n=base["n"],
+        means=base["means"],
+        test="",
+        statistic=None,
+        p_value=None,
+        effect_measure=base.get("effect_measure", ""),
+        effect_size=None,
+        note=note,
+    )
+
+
 def _fmt_means(*groups: np.ndarray) -> str:
     return "/".join(f"{g.mean():.1f}" if g.size else "-" for g in groups)
 
@@ -72,25 +92,9 @@ def mann_whitney(
         comparison=comparison, groups=f"{label_a} vs {label_b}", n=f"{xa.size}/{xb.size}", means=_fmt_means(xa, xb)
     )
     if xa.size < min_n or xb.size < min_n:
-        return TestResult(
-            **base,
-            test="",
-            statistic=None,
-            p_value=None,
-            effect_measure="",
-            effect_size=None,
-            note=f"too few jobs to test (n={xa.size}/{xb.size}; need at least {min_n} in each group)",
-        )
+        return _not_run(base, f"too few jobs to test (n={xa.size}/{xb.size}; need at least {min_n} in each group)")
     if np.ptp(np.concatenate([xa, xb])) == 0:
-        return TestResult(
-            **base,
-            test="",
-            statistic=None,
-            p_value=None,
-            effect_measure="",
-            effect_size=None,
-            note="all values are equal; nothing to test",
-        )
+        return _not_run(base, ALL_EQUAL)
     res = stats.mannwhitneyu(xa, xb, alternative="two-sided")
     u = float(res.statistic)
     p = float(res.pvalue)
@@ -124,25 +128,9 @@ def kruskal_wallis(comparison: str, groups: Mapping[str, Sequence[float | None]]
         means=_fmt_means(*arrays),
     )
     if len(arrays) < 2:
-        return TestResult(
-            **base,
-            test="",
-            statistic=None,
-            p_value=None,
-            effect_measure="",
-            effect_size=None,
-            note=f"too few groups with at least {min_n} jobs to test",
-        )
+        return _not_run(base, f"too few groups with at least {min_n} jobs to test")
     if np.ptp(np.concatenate(arrays)) == 0:
-        return TestResult(
-            **base,
-            test="",
-            statistic=None,
-            p_value=None,
-            effect_measure="",
-            effect_size=None,
-            note="all values are equal; nothing to test",
-        )
+        return _not_run(base, ALL_EQUAL)
     res = stats.kruskal(*arrays)
     h, p = float(res.statistic), float(res.pvalue)
     n, k = sum(a.size for a in arrays), len(arrays)
@@ -220,14 +208,7 @@ def fisher_exact(what: str, k_now: int, n_now: int, k_before: int, n_before: int
         effect_measure="odds ratio",
     )
     if n_now < MIN_GROUP or n_before < MIN_GROUP:
-        return TestResult(
-            **base,
-            test="",
-            statistic=None,
-            p_value=None,
-            effect_size=None,
-            note=f"too few attempts to test (n={n_now}/{n_before})",
-        )
+        return _not_run(base, f"too few attempts to test (n={n_now}/{n_before})")
     res = stats.fisher_exact([[k_now, n_now - k_now], [k_before, n_before - k_before]])
     odds, p = float(res.statistic), float(res.pvalue)
     return TestResult(
