@@ -30,7 +30,7 @@ from gpucluster_analysis.bounds import WINDOW_END, WINDOW_START
 from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import DAMAGED_GZIP, damaged_gzip, open_binary
-from gpucluster_analysis.ingest.traces.public_traces import ALIBABA_EPOCH, parse_epoch
+from gpucluster_analysis.ingest.traces.public_traces import trace_epoch
 
 SOURCE = "stepfun"
 # A fault trace is a few thousand events; past this a file is no fault trace gca can read whole.
@@ -69,13 +69,14 @@ class Event:
     days: float
     start: bool
     cause: tuple[str | None, str | None, str | None]
+    text: str  # the element as JSON, for a reject
 
 
 @dataclass(frozen=True)
 class Reject:
     line: int
     reason: str
-    text: str | None = None  # the element as JSON, where it is not an event
+    text: str  # the element as JSON
 
 
 @dataclass(frozen=True)
@@ -109,9 +110,10 @@ def read_events(text: str, path: Path) -> tuple[list[Event], list[Reject]]:
             raise ParseError(f"{path}:{e.lineno}: not JSON: {e.msg}", hint=_HINT) from None
         except RecursionError:
             raise ParseError(f"{path}:{line}: JSON nested too deep to be a fault event", hint=_HINT) from None
-        event = _event(element, line)
+        shown = json.dumps(element)[:_TEXT_LIMIT]
+        event = _event(element, line, shown)
         if isinstance(event, str):
-            rejects.append(Reject(line, event, json.dumps(element)[:_TEXT_LIMIT]))
+            rejects.append(Reject(line, event, shown))
         else:
             events.append(event)
         at = _skip(text, at)
@@ -137,7 +139,7 @@ def _line_of(text: str, at: int) -> int:
     return text.count("\n", 0, at) + 1
 
 
-def _event(element: object, line: int) -> Event | str:
+def _event(element: object, line: int, shown: str) -> Event | str:
     """The event an array element is, or why it is none."""
     if not isinstance(element, dict):
         return "not an event: a JSON object was expected"
@@ -152,7 +154,8 @@ def _event(element: object, line: int) -> Event | str:
         cause = {}
     if not isinstance(cause, dict) or not all(cause.get(k) is None or isinstance(cause.get(k), str) for k in _CAUSE):
         return "fault_type is not an object of Level, Class and Desc texts"
-    return Event(line, machine.strip(), float(days), kind == _START, tuple(cause.get(k) for k in _CAUSE))  # type: ignore[arg-type]  # three texts or None, checked above
+    causes = tuple(cause.get(k) for k in _CAUSE)
+    return Event(line, machine.strip(), float(days), kind == _START, causes, shown)  # type: ignore[arg-type]  # three texts or None, checked above
 
 
 def pair_faults(events: list[Event], epoch: datetime, anchored: bool) -> Faults:
@@ -170,7 +173,7 @@ def pair_faults(events: list[Event], epoch: datetime, anchored: bool) -> Faults:
         except OverflowError:
             at = None
         if at is None or not lo <= at < hi:
-            rejects.append(Reject(e.line, f"event_time {e.days!r} days is outside the window"))
+            rejects.append(Reject(e.line, f"event_time {e.days!r} days is outside the window", e.text))
         else:
             timed.append((e, at))
     faults: list[dict[str, object]] = []
@@ -193,7 +196,7 @@ def pair_faults(events: list[Event], epoch: datetime, anchored: bool) -> Faults:
         elif open_faults[key]:
             open_faults[key].popleft()["ended_at"] = at
         else:
-            rejects.append(Reject(e.line, "a fault_end without a fault_start of its node and cause before it"))
+            rejects.append(Reject(e.line, "a fault_end without a fault_start of its node and cause before it", e.text))
     return Faults(faults, rejects)
 
 
@@ -214,17 +217,12 @@ def _load(ctx: LoadContext) -> LoadCounts:
         line = data.count(b"\n", 0, e.start) + 1
         raise ParseError(f"{ctx.path}:{line}: not UTF-8 text ({e.reason})", hint=_HINT) from None
     events, rejects = read_events(text, ctx.path)
-    epoch = parse_epoch(ctx.options.epoch) if ctx.options.epoch else ALIBABA_EPOCH
+    epoch = trace_epoch(ctx.options)
     paired = pair_faults(events, epoch, anchored=bool(ctx.options.epoch))
-    # an event the time or the pairing rejected, with its text; one reject per line
-    by_line = {e.line: e for e in events}
-    every = rejects + [
-        Reject(r.line, r.reason, json.dumps(_as_json(by_line[r.line]))[:_TEXT_LIMIT]) for r in paired.rejects
-    ]
-    kept = {r.line: r for r in reversed(every)}
+    every = sorted(rejects + paired.rejects, key=lambda r: r.line)  # one per element (a one-line file: all line 1)
     faults = pa.Table.from_pylist(paired.faults, schema=_FAULTS)  # noqa: F841  -- DuckDB reads it by name
     bad = pa.Table.from_pylist(  # noqa: F841  -- DuckDB reads it by name
-        [{"line": r.line, "reason": r.reason, "text": r.text} for r in sorted(kept.values(), key=lambda r: r.line)],
+        [{"line": r.line, "reason": r.reason, "text": r.text} for r in every],
         schema=_REJECTS,
     )
     ctx.con.execute(
@@ -239,18 +237,9 @@ def _load(ctx: LoadContext) -> LoadCounts:
     )
     return LoadCounts(
         rows=len(paired.faults),
-        rejects=len(kept),
+        rejects=len(every),
         time_zone=f"UTC, relative days from {epoch:%Y-%m-%dT%H:%M:%S}Z",
     )
-
-
-def _as_json(e: Event) -> dict[str, object]:
-    return {
-        "node_id": e.machine,
-        "event_time": e.days,
-        "event_type": _START if e.start else _END,
-        "fault_type": dict(zip(_CAUSE, e.cause, strict=True)),
-    }
 
 
 FORMATS = [

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from gpucluster_analysis.errors import InputError, ParseError
-from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
+from gpucluster_analysis.ingest.base import FileFormat, IngestOptions, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.csv_scan import MAX_LINE_BYTES, TextScan
 from gpucluster_analysis.ingest.files import first_lines
 from gpucluster_analysis.ingest.traces.philly import PHILLY_ZONE
@@ -43,10 +43,10 @@ from gpucluster_analysis.timezones import install_zone
 # Helios and Acme come from clusters in China; Acme's own offsets (+08:00) agree.
 CHINA_ZONE = "Asia/Shanghai"
 PHILLY_STATES = frozenset({"Pass", "Killed", "Failed"})
-# Alibaba's times count seconds from an undisclosed trace start. Unless --epoch names that
-# start, gca reads them as seconds since 1970-01-01 00:00 UTC, so stored times are the
-# trace's own numbers and every duration and delay is exact; calendar dates (1970-...) mean nothing.
-ALIBABA_EPOCH = datetime(1970, 1, 1)
+# Alibaba's times count seconds (StepFun's fault trace days) from an undisclosed trace start.
+# Unless --epoch names that start, gca reads them from 1970-01-01 00:00 UTC, so stored times are
+# the trace's own numbers and every duration and delay is exact; calendar dates (1970-...) mean nothing.
+RELATIVE_EPOCH = datetime(1970, 1, 1)
 # A byte no text line holds: DuckDB then reads each line as one field.
 _WHOLE_LINE = "\x01"
 
@@ -122,6 +122,11 @@ def _layout(ctx: LoadContext, wanted: tuple[str, ...], required: tuple[str, ...]
     # The header as DuckDB will return the line: without a byte-order mark or line end.
     params.update(header_text=lines[0].lstrip("\ufeff"), n_fields=len(names), delim=_WHOLE_LINE)
     return params
+
+
+def trace_epoch(options: IngestOptions) -> datetime:
+    """The instant a trace's relative times count from: --epoch, else RELATIVE_EPOCH."""
+    return parse_epoch(options.epoch) if options.epoch else RELATIVE_EPOCH
 
 
 def parse_epoch(text: str) -> datetime:
@@ -201,7 +206,7 @@ def _load_alibaba(ctx: LoadContext) -> LoadCounts:
         )
     encoding = _encoding(ctx.path)
     params = _layout(ctx, _POD_COLUMNS, _POD_COLUMNS, "an Alibaba cluster-trace-gpu-v2023 pod list")
-    epoch = parse_epoch(ctx.options.epoch) if ctx.options.epoch else ALIBABA_EPOCH
+    epoch = trace_epoch(ctx.options)
     params.update(
         path=str(ctx.path),
         file_id=ctx.file_id,
