@@ -197,3 +197,14 @@ def test_the_sample_in_the_trace_s_layout(tmp_path: Path) -> None:
     assert (report.format, report.rows, report.rejects) == ("stepfun_faults", 5, 0)
     open_faults = rows(db, "SELECT reason FROM node_faults WHERE ended_at IS NULL ORDER BY reason")
     assert open_faults == [("Node NotReady",), ("Speed Critical (Sensor)",)]
+
+
+def test_every_rejected_element_of_a_one_line_file_counts(tmp_path: Path) -> None:
+    """`json.dumps(events)` writes one line: two bad elements there are two rejects, both on line 1."""
+    path = write(
+        tmp_path / "faults.json", json.dumps([event("n1", 1.0), 7, event("n2", "x"), event("n1", 2.0, "fault_end")])
+    )
+    db = tmp_path / "s.duckdb"
+    (report,) = ingest(db, path)
+    assert (report.rows, report.rejects) == (1, 2)
+    assert rows(db, "SELECT line, count(*) FROM rejects GROUP BY line") == [(1, 2)]
