@@ -13,6 +13,9 @@ TOP_REPEATERS = 10  # rows per scope (job, user) in the top repeaters table ($to
 BUSY_UTIL_PCT = 50.0  # $busy_util_pct
 IDLE_SM_PCT = 20.0  # $idle_sm_pct
 TOP_BUSY_IDLE = 20  # the most GPU time first, at most this many ($top_jobs)
+# Who wastes GPUs: a user or VC is ranked only with at least this share of the GPU-hours, so
+# that a small user is not named for one job ($waste_floor_pct).
+WASTE_FLOOR_PCT = 2.0
 
 
 def query_parameters(sample_interval_s: float | None) -> dict[str, object]:
@@ -24,4 +27,5 @@ def query_parameters(sample_interval_s: float | None) -> dict[str, object]:
         "busy_util_pct": BUSY_UTIL_PCT,
         "idle_sm_pct": IDLE_SM_PCT,
         "top_jobs": TOP_BUSY_IDLE,
+        "waste_floor_pct": WASTE_FLOOR_PCT,
     }

@@ -4,8 +4,8 @@
 (by query name) and returns `Section`s whose sentences carry the numbers behind each figure.
 Rendering to HTML and writing files is `build.py`'s job.
 
-One module per section (overview, queueing, locality, activity, speed, failures with its part
-scheduler_failures, data_quality), each with a
+One module per section (overview, queueing, locality, activity, waste, speed, failures with its
+part scheduler_failures, data_quality), each with a
 `section(r, ...)` function and its own constants; `blocks` holds the dataclasses a section is
 made of and `text` the formatting its sentences share.
 """
@@ -25,6 +25,7 @@ from gpucluster_analysis.report.sections import (
     overview,
     queueing,
     speed,
+    waste,
 )
 from gpucluster_analysis.report.sections.blocks import Figure, Findings, Paragraph, Section, Table
 
@@ -47,6 +48,7 @@ def compose(
         queueing.section(r),
         locality.section(r, tests),
         activity.section(r),  # only where DCGM profiling samples exist
+        waste.section(r),  # only where some GPU time has utilization samples
         speed.section(r),  # only where job logs print their training speed
         failures.section(r),
         data_quality.section(r),
