@@ -82,16 +82,33 @@ def new_figure(*traces: object) -> go.Figure:
 
 def house_layout(fig: go.Figure, title: str, x_title: str, y_title: str, height: int = HEIGHT) -> go.Figure:
     """The house layout: title at the left, legend above the plot at the right."""
-    fig.update_layout(
+    set_layout(
+        fig,
         title=dict(text=title, x=0.0, xanchor="left", font=dict(size=15)),
         height=height,
         margin=dict(l=70, r=20, t=60, b=60),
         font=dict(size=12),
         legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0),
-        xaxis_title=x_title,
-        yaxis_title=y_title,
     )
+    set_axis(fig, "x", title=dict(text=x_title))
+    set_axis(fig, "y", title=dict(text=y_title))
     return fig
+
+
+# Plotly's update_layout / update_xaxes go through a batch-update machinery that costs about a
+# millisecond per call, most of a report's figure time; setting each property is the same JSON.
+def set_layout(fig: go.Figure, **props: Any) -> None:
+    """Set layout properties of `fig`, as fig.update_layout(**props) would."""
+    for name, value in props.items():
+        fig.layout[name] = value
+
+
+def set_axis(fig: go.Figure, axis: str, **props: Any) -> None:
+    """Set properties of the figure's x or y axis (its only one: no figure here has subplots),
+    as fig.update_xaxes(**props) / update_yaxes would."""
+    target = fig.layout.xaxis if axis == "x" else fig.layout.yaxis
+    for name, value in props.items():
+        target[name] = value
 
 
 @cache
@@ -154,8 +171,9 @@ def duration_axis(fig: go.Figure, axis: str, values: Sequence[float | None]) -> 
         if len(shown) <= 10:
             break
     pad = 0.04 * max(math.log10(last) - math.log10(first), 1.0)
-    update = fig.update_xaxes if axis == "x" else fig.update_yaxes
-    update(
+    set_axis(
+        fig,
+        axis,
         type="log",
         tickvals=[v for v, _ in shown],
         ticktext=[t for _, t in shown],

@@ -24,6 +24,8 @@ from gpucluster_analysis.report.figure_style import (
     new_figure,
     plain_order,
     plain_text,
+    set_axis,
+    set_layout,
     status_rank,
 )
 
@@ -47,8 +49,8 @@ def share_bars(df: pl.DataFrame, category: str, title: str, category_title: str)
         customdata=df.get_column("gpu_hours").to_list(),
         hovertemplate="%{x}: %{y:.1f}% of GPU time (%{customdata:,.0f} GPU-hours)<extra></extra>",
     )
-    fig.update_layout(barmode="group")
-    fig.update_xaxes(type="category")
+    set_layout(fig, barmode="group")
+    set_axis(fig, "x", type="category")
     return house_layout(fig, title, category_title, "share (%)")
 
 
@@ -89,7 +91,7 @@ def cdf_lines(
             line=dict(shape="hv", width=2, color=(colors or {}).get(str(g))),
             hovertemplate=f"{g}: " + "%{y:.1%} at or below %{customdata:,.0f} s<extra></extra>",
         )
-    fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
+    set_axis(fig, "y", range=[0, 1.02], tickformat=".0%")
     if log_x:
         duration_axis(fig, "x", [max(v, x_floor) for v in df.get_column(x).to_list() if v is not None])
     return house_layout(fig, title, x_title, y_title)
@@ -127,8 +129,8 @@ def hist_cdf(
             line=dict(width=2, color=(colors or {}).get(str(g))),
             hovertemplate=f"{g}: " + "%{y:.1%} of samples below %{x}%<extra></extra>",
         )
-    fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
-    fig.update_xaxes(range=[0, 100])
+    set_axis(fig, "y", range=[0, 1.02], tickformat=".0%")
+    set_axis(fig, "x", range=[0, 100])
     return house_layout(fig, title, x_title, y_title)
 
 
@@ -171,10 +173,10 @@ def grouped_bars(
             hovertemplate=hover + "<extra></extra>",
             marker_color=(colors or {}).get(name),
         )
-    fig.update_layout(barmode=barmode, showlegend=color is not None)
-    fig.update_xaxes(type="category")
+    set_layout(fig, barmode=barmode, showlegend=color is not None)
+    set_axis(fig, "x", type="category")
     if log_y:
-        fig.update_yaxes(type="log")
+        set_axis(fig, "y", type="log")
     return house_layout(fig, title, x_title, y_title)
 
 
@@ -198,8 +200,8 @@ def quantile_bars(
             customdata=list(zip(secs, n, strict=True)),
             hovertemplate=f"%{{x}} {label}: %{{customdata[0]:,.0f}} s (n=%{{customdata[1]:,}})<extra></extra>",
         )
-    fig.update_layout(barmode="group")
-    fig.update_xaxes(type="category")
+    set_layout(fig, barmode="group")
+    set_axis(fig, "x", type="category")
     duration_axis(fig, "y", [max(v, 1.0) for c, _ in columns for v in df.get_column(c).to_list() if v is not None])
     return house_layout(fig, title, x_title, "duration (log scale)")
 
@@ -236,8 +238,8 @@ def util_heatmap(df: pl.DataFrame, title: str) -> go.Figure:
             "<br>%{customdata[0]:,} jobs, %{customdata[1]:,} samples<extra></extra>",
         )
     )
-    fig.update_xaxes(type="category")
-    fig.update_yaxes(type="category")
+    set_axis(fig, "x", type="category")
+    set_axis(fig, "y", type="category")
     return house_layout(fig, title, "servers spanned", "GPUs per job", height=max(HEIGHT, 60 + 40 * len(gpus)))
 
 
@@ -278,11 +280,11 @@ def pct_bars(
             fig.add_bar(y=cats, x=pct, name=label, orientation="h", customdata=custom, hovertemplate=hover)
         else:
             fig.add_bar(x=cats, y=pct, name=label, customdata=custom, hovertemplate=hover)
-    fig.update_layout(barmode="group")
+    set_layout(fig, barmode="group")
     if horizontal:
-        fig.update_yaxes(type="category", categoryorder="array", categoryarray=cats, autorange="reversed")
+        set_axis(fig, "y", type="category", categoryorder="array", categoryarray=cats, autorange="reversed")
         return house_layout(fig, title, "share (%)", x_title, height=max(HEIGHT, 90 + 34 * len(cats)))
-    fig.update_xaxes(type="category")
+    set_axis(fig, "x", type="category")
     return house_layout(fig, title, x_title, "share (%)")
 
 
@@ -315,8 +317,8 @@ def stacked_bars(
             marker_color=(colors or {}).get(key),
             hovertemplate=f"{key}, %{{x}}: %{{y:,.1f}}<extra></extra>",
         )
-    fig.update_layout(barmode="stack")
-    fig.update_xaxes(type="category", categoryorder="array", categoryarray=xs)
+    set_layout(fig, barmode="stack")
+    set_axis(fig, "x", type="category", categoryorder="array", categoryarray=xs)
     return house_layout(fig, title, x_title, y_title)
 
 
@@ -350,8 +352,8 @@ def time_lines(
                 line=dict(shape="hv", width=1.5),
                 hovertemplate=f"{name}: %{{y:,.1f}} at %{{x}}<extra></extra>",
             )
-    fig.update_layout(yaxis2=dict(title=y_titles[1], overlaying="y", side="right", rangemode="tozero"))
-    fig.update_yaxes(rangemode="tozero", selector=dict(overlaying=None))
+    set_layout(fig, yaxis2=dict(title=y_titles[1], overlaying="y", side="right", rangemode="tozero"))
+    set_axis(fig, "y", rangemode="tozero")  # the left axis; yaxis2 has its own
     return house_layout(fig, title, "time (UTC)", y_titles[0])
 
 
@@ -373,8 +375,8 @@ def bin_heatmap(df: pl.DataFrame, x: str, y: str, z: str, title: str, x_title: s
             hovertemplate=f"{x_title} %{{x}}, {y_title} %{{y}}: %{{z:,}} {z}<extra></extra>",
         )
     )
-    fig.update_xaxes(type="category")
-    fig.update_yaxes(type="category")
+    set_axis(fig, "x", type="category")
+    set_axis(fig, "y", type="category")
     return house_layout(fig, title, x_title, y_title, height=520)
 
 
@@ -404,5 +406,5 @@ def interval_points(
             hovertemplate=f"%{{x}}: %{{y:.3f}} ({key})<extra></extra>",
         )
     fig.add_hline(y=1.0, line_dash="dot", line_color="#888")
-    fig.update_xaxes(type="category", categoryorder="array", categoryarray=names)
+    set_axis(fig, "x", type="category", categoryorder="array", categoryarray=names)
     return house_layout(fig, title, x_title, y_title)
