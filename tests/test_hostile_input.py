@@ -165,7 +165,9 @@ def _store() -> duckdb.DuckDBPyConnection:
 
 def _counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT internal").fetchall()]
-    return {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchall()[0][0] for t in tables}
+    # one statement for all tables: a statement per table cost more than the ingest it checks
+    union = " UNION ALL ".join(f"SELECT '{t}', count(*) FROM \"{t}\"" for t in tables)
+    return dict(con.execute(union).fetchall()) if tables else {}
 
 
 def _check_one(con: duckdb.DuckDBPyConnection, path: Path, content: bytes, fmt: str | None) -> None:
