@@ -65,3 +65,28 @@ def test_a_name_with_a_quote_opens(tmp_path: Path) -> None:
     with open_store(db) as con:
         assert con.execute("SELECT current_database()").fetchall()[0][0].startswith("gca_store_")
     assert duckdb.connect(str(db), read_only=True).execute("SELECT count(*) FROM schema_version").fetchall() == [(1,)]
+
+
+def test_every_open_has_the_session_and_the_store_holds_none_of_it(tmp_path: Path) -> None:
+    """The session's macros and settings are the process database's: each connection to each
+    store finds them (and its own temporary macros first), and no store file gets them."""
+    first, second = tmp_path / "a.duckdb", tmp_path / "b.duckdb"
+    with open_store(first) as a, open_store(second) as b:
+        for con in (a, b):
+            assert con.execute(
+                "SELECT reason_kind('7 fields where the header has 11', ''), list_contains(wait_cause_columns(),"
+                " 'wait_other_s'), current_setting('TimeZone'), current_setting('enable_progress_bar_print')"
+            ).fetchone() == ("… fields where the header has …", True, "UTC", False)
+        a.execute("CREATE TEMP MACRO reason_kind(reason, row_text) AS 'own'")
+        a.execute("CREATE TABLE made_here (x INTEGER)")
+        assert a.execute("SELECT reason_kind('7', '')").fetchone() == ("own",)
+        assert b.execute("SELECT reason_kind('7', '')").fetchone() == ("…",)
+    con = duckdb.connect(str(first), read_only=True)
+    try:
+        functions = con.execute(
+            "SELECT function_name FROM duckdb_functions() WHERE database_name = current_database()"
+        ).fetchall()
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    finally:
+        con.close()
+    assert functions == [] and "made_here" in tables

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import threading
 import weakref
 from collections.abc import Iterator
@@ -16,10 +17,10 @@ from pathlib import Path
 import duckdb
 
 from gpucluster_analysis.cores import threads_asked
-from gpucluster_analysis.db.fact_macros import create_fact_macros
+from gpucluster_analysis.db.fact_macros import create_fact_macros, fact_macros_sql
 from gpucluster_analysis.db.schema import SCHEMA_VERSION, apply_schema, stored_version
 from gpucluster_analysis.errors import NotAStoreError, StoreError
-from gpucluster_analysis.sqlfiles import run_script
+from gpucluster_analysis.sqlfiles import load_sql, run_script, split_statements
 
 # A DuckDB database file starts with an 8-byte checksum and then these magic bytes. DuckDB
 # itself opens other files too (a CSV as an empty database that lives in memory only), so
@@ -81,7 +82,6 @@ def open_store(path: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDB
     _open_connections.add(con)
     try:
         _check_store_catalog(con, path)
-        configure_session(con)
         if not read_only:
             apply_schema(con)
         yield con
@@ -185,7 +185,10 @@ def _duckdb_config() -> dict[str, str | bool | int | float | list[str]]:
 # DuckDB database costs ~20 ms (its catalog of functions, its threads), an ATTACH ~1 ms, and a
 # test run opens thousands of stores. Each open is a connection of its own (`cursor()`: its own
 # temporary tables and macros) that USEs its store. A store opened twice at once (in the same
-# mode) is attached once, and detached when the last of them closes.
+# mode) is attached once, and detached when the last of them closes. The session's settings and
+# macros are the process database's, made once (setting them on each connection cost a third of
+# an open): settings global, macros in the in-memory database's own schema, which each
+# connection's search path names after its store.
 @dataclass
 class _Attached:
     alias: str
@@ -199,10 +202,18 @@ _attached: dict[str, _Attached] = {}  # by resolved path
 _aliases = itertools.count()
 
 
+_PROCESS_SCHEMA = "memory.main"
+
+
 def _process_database() -> duckdb.DuckDBPyConnection:
     global _process_db
     if _process_db is None:
-        _process_db = duckdb.connect(":memory:")
+        base = duckdb.connect(":memory:")
+        for setting in _GLOBAL_SETTINGS:
+            base.execute(f"SET GLOBAL {setting}")
+        for statement in _session_macros():
+            base.execute(_TEMP_MACRO.sub(rf"CREATE OR REPLACE MACRO {_PROCESS_SCHEMA}.\1", statement, count=1))
+        _process_db = base
     return _process_db
 
 
@@ -221,7 +232,10 @@ def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
             con = base.cursor()
             store.users += 1
             try:
-                con.execute(f"USE {store.alias}")
+                con.execute(
+                    f"USE {store.alias}; SET search_path = '{store.alias}.main,{_PROCESS_SCHEMA}';"
+                    + "".join(f" SET {setting};" for setting in _CONNECTION_SETTINGS)
+                )
             except duckdb.Error:
                 _release_locked(con, key)
                 raise
@@ -285,13 +299,31 @@ def open_memory() -> Iterator[duckdb.DuckDBPyConnection]:
         spill.remove()
 
 
+# What every gca connection needs before the named queries run: times are stored as naive UTC
+# (nothing may convert them on the way); progress is tracked (gca draws its own bar on stderr)
+# but DuckDB never prints one (settings DuckDB keeps per connection only).
+_GLOBAL_SETTINGS = ("TimeZone = 'UTC'",)
+_CONNECTION_SETTINGS = ("enable_progress_bar = true", "enable_progress_bar_print = false")
+_SESSION_SETTINGS = (*_GLOBAL_SETTINGS, *_CONNECTION_SETTINGS)
+_TEMP_MACRO = re.compile(r"CREATE OR REPLACE TEMP MACRO (\w+)")
+
+
+@cache
+def _session_macros() -> tuple[str, ...]:
+    """The session's macros (sql/session/macros.sql and the fact macros), each `CREATE OR
+    REPLACE TEMP MACRO name ...`."""
+    statements = (*split_statements(load_sql("session", "macros")), *fact_macros_sql())
+    for statement in statements:
+        if not _TEMP_MACRO.search(statement):
+            raise AssertionError(f"a session statement that is not a temporary macro: {statement[:80]!r}")
+    return statements
+
+
 def configure_session(con: duckdb.DuckDBPyConnection) -> None:
-    """What every gca connection needs before the named queries run (a store or a dataset's views)."""
-    # Times are stored as naive UTC; make sure nothing converts them on the way.
-    con.execute("SET TimeZone = 'UTC'")
-    # Keep progress tracking (gca draws its own bar on stderr) but never let DuckDB print one.
-    con.execute("SET enable_progress_bar = true")
-    con.execute("SET enable_progress_bar_print = false")
+    """The session's settings and macros on a connection of its own (an in-memory database or a
+    dataset's views; a store's connections have the process database's)."""
+    for setting in _SESSION_SETTINGS:
+        con.execute(f"SET {setting}")
     run_script(con, "session", "macros", {})
     create_fact_macros(con)
 
