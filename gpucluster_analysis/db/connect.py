@@ -17,10 +17,10 @@ from pathlib import Path
 import duckdb
 
 from gpucluster_analysis.cores import threads_asked
-from gpucluster_analysis.db.fact_macros import create_fact_macros, fact_macros_sql
+from gpucluster_analysis.db.fact_macros import fact_macros_sql
 from gpucluster_analysis.db.schema import SCHEMA_VERSION, apply_schema, stored_version
 from gpucluster_analysis.errors import NotAStoreError, StoreError
-from gpucluster_analysis.sqlfiles import load_sql, run_script, split_statements
+from gpucluster_analysis.sqlfiles import load_sql, split_statements
 
 # A DuckDB database file starts with an 8-byte checksum and then these magic bytes. DuckDB
 # itself opens other files too (a CSV as an empty database that lives in memory only), so
@@ -324,8 +324,8 @@ def configure_session(con: duckdb.DuckDBPyConnection) -> None:
     dataset's views; a store's connections have the process database's)."""
     for setting in _SESSION_SETTINGS:
         con.execute(f"SET {setting}")
-    run_script(con, "session", "macros", {})
-    create_fact_macros(con)
+    for statement in _session_macros():
+        con.execute(statement)
 
 
 def upgrade_older_store(path: Path) -> bool:
