@@ -43,9 +43,12 @@ def _q(t: datetime) -> str:
 
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
-    db = tmp_path / "w.duckdb"
+    return _write_store(tmp_path / "w.duckdb", JOBS)
+
+
+def _write_store(db: Path, plan: dict) -> Path:  # type: ignore[type-arg]
     jobs, attempts, allocations, samples, details = [], [], [], [], []
-    for job, (user, vc, start, minutes, gpus, sm) in JOBS.items():
+    for job, (user, vc, start, minutes, gpus, sm) in plan.items():
         end = start + timedelta(minutes=minutes)
         jobs.append(f"('philly', '{job}', '{user}', '{vc}', 'passed', {_q(start)}, 1)")
         attempts.append(f"('philly', '{job}', 0, 0, {_q(start)}, {_q(end)}, 1)")
@@ -69,10 +72,11 @@ def store(tmp_path: Path) -> Path:
         )
         con.execute("INSERT INTO allocations VALUES " + ", ".join(allocations))
         con.execute("INSERT INTO gpu_samples VALUES " + ", ".join(samples))
-        con.execute(
-            "INSERT INTO gpu_sample_details (sample_at, machine_id, gpu_index, gpu_instance_id, sm_active,"
-            " tensor_active, file_id) VALUES " + ", ".join(details)
-        )
+        if details:
+            con.execute(
+                "INSERT INTO gpu_sample_details (sample_at, machine_id, gpu_index, gpu_instance_id, sm_active,"
+                " tensor_active, file_id) VALUES " + ", ".join(details)
+            )
     return db
 
 
@@ -137,6 +141,14 @@ def test_section_leads_with_the_unused_share_and_needs_utilization(store: Path, 
         prepare_report(con)
         unmeasured = run_query(con, "gpu_waste", waste_floor_pct=2.0)
     assert unmeasured.height == 8 and waste.section({"gpu_waste": unmeasured}) is None
+
+
+def test_a_long_even_trace_has_no_week_over_the_floor_and_still_gets_its_section(tmp_path: Path) -> None:
+    """60 weeks of one equal job each: every week holds 1/60 of the GPU-hours, under the 2% floor
+    of the weeks' sentence, which then speaks of all of them."""
+    plan = {f"J{week}": ("u", "v", MONDAY + timedelta(weeks=week), 60, [("n1", 0, 50)], None) for week in range(60)}
+    page = build_report(_write_store(tmp_path / "long.duckdb", plan), tmp_path / "out").html.read_text()
+    assert "Over the 60 weeks with utilization samples, the unused share ranged from 50.0%" in page
 
 
 def test_real_sample_matches_a_plain_sum_over_jobs_csv(sample_report) -> None:  # type: ignore[no-untyped-def]

@@ -160,13 +160,17 @@ def _users_sentence(users: pl.DataFrame) -> str:
 
 def _weeks_sentence(weeks: pl.DataFrame) -> str:
     """The range of the unused share over the weeks that hold at least the floor's share of the
-    measured GPU-hours (a week of two short jobs says little)."""
+    measured GPU-hours (a week of two short jobs says little), or over every week where none
+    does (a long trace of even weeks)."""
     floor = parameters.WASTE_FLOOR_PCT / 100 * float(weeks.get_column("measured_gpu_hours").sum())
     busy = weeks.filter(pl.col("measured_gpu_hours") >= floor)
+    which = f"with at least {parameters.WASTE_FLOOR_PCT:g}% of the measured GPU-hours"
+    if busy.is_empty():
+        busy, which = weeks, "with utilization samples"
     best = busy.sort("unused_pct", "source", "name").row(0, named=True)
     worst = busy.sort(pl.col("unused_pct"), "source", "name", descending=[True, False, False]).row(0, named=True)
     return (
-        f"Over the {plural(busy.height, 'week')} with at least {parameters.WASTE_FLOOR_PCT:g}% of the measured"
-        f" GPU-hours, the unused share ranged from {fmt_pct(best['unused_pct'])} (week of {best['name']}) to"
+        f"Over the {plural(busy.height, 'week')} {which}, the unused share ranged from"
+        f" {fmt_pct(best['unused_pct'])} (week of {best['name']}) to"
         f" {fmt_pct(worst['unused_pct'])} (week of {worst['name']})."
     )
