@@ -104,8 +104,8 @@ def main(argv: list[str]) -> int:
     rows, by_reason = compare(out)
     print(f"{'job':<10} {'name':<15} {'Slurm: snapshots by reason':<44} gca: seconds by cause")
     for r in rows:
-        reasons = ", ".join(f"{k} {v}" for k, v in r["reasons"].most_common())  # type: ignore[attr-defined]  # a Counter
-        split = ", ".join(f"{c} {s:.0f}" for c, s in r["split"].items() if s)  # type: ignore[attr-defined]  # a dict
+        reasons = ", ".join(f"{k} {v}" for k, v in r["reasons"].most_common())  # a Counter
+        split = ", ".join(f"{c} {s:.0f}" for c, s in r["split"].items() if s)  # a dict
         print(f"{r['job']:<10} {r['name']:<15} {reasons:<44} {split or '-'}")
     print("\nmain reason -> gca's main cause (jobs)")
     ok = True

@@ -53,7 +53,7 @@ def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def sample_report(sample_store: Path, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def sample_report(sample_store: Path, tmp_path_factory: pytest.TempPathFactory):
     """The report of sample_store, built once per worker and shared by the tests that read it
     (none may write into its directory: a test that writes copies it or builds its own)."""
     from gpucluster_analysis.report.build import build_report

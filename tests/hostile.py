@@ -22,8 +22,8 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
-from re import _constants as c  # type: ignore[attr-defined]
-from re import _parser as sre_parse  # type: ignore[attr-defined]
+from re import _constants as c
+from re import _parser as sre_parse
 
 # Characters tried against negated classes and categories.
 POOL = "a1 \t-_=,:;.|/\\()[]{}<>\"'%#@!?*+^$~&Z\u00e9\u2022\u2501"
@@ -38,7 +38,7 @@ _CATEGORY_SAMPLES = {
 }
 
 
-def _in_class(ch: str, items: list) -> bool:  # type: ignore[type-arg]
+def _in_class(ch: str, items: list) -> bool:
     """Whether `ch` is in a parsed character class (its NEGATE already removed)."""
     code = ord(ch)
     for op, av in items:
@@ -60,7 +60,7 @@ def _in_class(ch: str, items: list) -> bool:  # type: ignore[type-arg]
     return False
 
 
-def _class_chars(items: list) -> list[str]:  # type: ignore[type-arg]
+def _class_chars(items: list) -> list[str]:
     """A few characters a parsed character class accepts."""
     if items and items[0][0] is c.NEGATE:
         return [ch for ch in POOL if not _in_class(ch, items[1:])][:6]
@@ -86,7 +86,7 @@ class _Walk:
         self.literals: list[str] = []  # runs of literal characters
         self.pumps: list[tuple[str, str]] = []  # (lead, body) of each repetition
 
-    def text(self, nodes: sre_parse.SubPattern | list, lead: str) -> str:  # type: ignore[type-arg]
+    def text(self, nodes: sre_parse.SubPattern | list, lead: str) -> str:
         """One representative pass through `nodes` (walking them on the way), after `lead`."""
         out = ""
         run = ""
@@ -197,4 +197,4 @@ def hostile_pumps(
 
 def hostile_lines(pattern: str | re.Pattern[str], length: int = 20_000, **kwargs: object) -> list[str]:
     """The hostile lines of `pattern` (hostile_pumps), each about `length` characters long."""
-    return [p.at(length) for p in hostile_pumps(pattern, **kwargs)]  # type: ignore[arg-type]
+    return [p.at(length) for p in hostile_pumps(pattern, **kwargs)]

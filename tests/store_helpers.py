@@ -15,12 +15,12 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def ingest(db: Path, *paths: Path, format_name: str | None = None, **options: object):  # type: ignore[no-untyped-def]
+def ingest(db: Path, *paths: Path, format_name: str | None = None, **options: object):
     with open_store(db) as con:
-        return ingest_paths(con, list(paths), IngestOptions(**options), format_name=format_name)  # type: ignore[arg-type]
+        return ingest_paths(con, list(paths), IngestOptions(**options), format_name=format_name)
 
 
-def assert_loaded(report, rows_: int, rejects_: int) -> None:  # type: ignore[no-untyped-def]
+def assert_loaded(report, rows_: int, rejects_: int) -> None:
     """Loaded with these counts; or, for 0 rows and some rejects, failed as a file that
     stores nothing (every row rejected), saying so."""
     if rows_ == 0 and rejects_:
@@ -30,7 +30,7 @@ def assert_loaded(report, rows_: int, rejects_: int) -> None:  # type: ignore[no
     assert (report.status, report.rows, report.rejects) == ("loaded", rows_, rejects_), report.message
 
 
-def rows(db: Path, sql: str, *params: object) -> list[tuple]:  # type: ignore[type-arg]
+def rows(db: Path, sql: str, *params: object) -> list[tuple]:
     with open_store(db, read_only=True) as con:
         return con.execute(sql, list(params)).fetchall()
 
@@ -55,7 +55,7 @@ TELEMETRY_TABLES = {
 }
 
 
-def telemetry_stored(db: Path, path: Path, format_name: str, **options: object) -> dict[str, list[tuple]]:  # type: ignore[type-arg]
+def telemetry_stored(db: Path, path: Path, format_name: str, **options: object) -> dict[str, list[tuple]]:
     """Ingest one telemetry file into a new store; every TELEMETRY_TABLES table (rows sorted)
     and the file's status and message."""
     (report,) = ingest(db, path, format_name=format_name, **options)
@@ -65,8 +65,8 @@ def telemetry_stored(db: Path, path: Path, format_name: str, **options: object) 
     return out
 
 
-def headline(db: Path, out: Path) -> dict:  # type: ignore[type-arg]
+def headline(db: Path, out: Path) -> dict:
     """The headline numbers (`gca report --json`) of a report on the store at `db`."""
     from gpucluster_analysis.report.build import build_report
 
-    return build_report(db, out).summary  # type: ignore[no-any-return]
+    return build_report(db, out).summary

@@ -60,7 +60,7 @@ def jobs(tmp_path: Path) -> dict[str, dict[str, object]]:
     return rows
 
 
-def test_each_job_gets_the_most_precise_attribution_its_sources_allow(jobs: dict) -> None:  # type: ignore[type-arg]
+def test_each_job_gets_the_most_precise_attribution_its_sources_allow(jobs: dict) -> None:
     assert {j: jobs[j]["attribution"] for j in ("S1", "S2", "S3", "S4", "S5", "H1", "A1")} == {
         "S1": "whole_node",
         "S2": "scontrol",
@@ -72,7 +72,7 @@ def test_each_job_gets_the_most_precise_attribution_its_sources_allow(jobs: dict
     }
 
 
-def test_samples_follow_the_attribution(jobs: dict) -> None:  # type: ignore[type-arg]
+def test_samples_follow_the_attribution(jobs: dict) -> None:
     got = {j: (jobs[j]["util_samples"], jobs[j]["mean_gpu_util_pct"]) for j in ("S1", "S2", "S3", "S4", "S5", "H1")}
     assert got == {
         "S1": (2, pytest.approx(60.0)),  # (40 + 80) / 2
@@ -84,7 +84,7 @@ def test_samples_follow_the_attribution(jobs: dict) -> None:  # type: ignore[typ
     }
 
 
-def test_sizes_fall_back_to_the_sources_counts(jobs: dict) -> None:  # type: ignore[type-arg]
+def test_sizes_fall_back_to_the_sources_counts(jobs: dict) -> None:
     assert (jobs["S1"]["num_gpus"], jobs["S1"]["num_servers"]) == (4, 1)
     assert (jobs["H1"]["num_gpus"], jobs["H1"]["num_servers"]) == (8, 2)
     assert jobs["A1"]["num_gpus"] == pytest.approx(0.5)
@@ -92,12 +92,12 @@ def test_sizes_fall_back_to_the_sources_counts(jobs: dict) -> None:  # type: ign
     assert jobs["H1"]["gpu_time_s"] == pytest.approx(8 * 3600)
 
 
-def test_queueing_counts_from_eligible_where_known(jobs: dict) -> None:  # type: ignore[type-arg]
+def test_queueing_counts_from_eligible_where_known(jobs: dict) -> None:
     assert (jobs["S1"]["queue_delay_s"], jobs["S1"]["queue_basis"]) == (1800, "eligible")  # 10:00 - 09:30
     assert (jobs["S2"]["queue_delay_s"], jobs["S2"]["queue_basis"]) == (3600, "submit")  # 10:00 - 09:00
 
 
-def test_gpu_time_share_per_attribution_mode(jobs: dict) -> None:  # type: ignore[type-arg]
+def test_gpu_time_share_per_attribution_mode(jobs: dict) -> None:
     modes = jobs["_modes"]
     # GPU-seconds: whole_node S1 4x3600; scontrol S2 2x3600; cuda_visible_devices S3 2x3600;
     # node_level S4 1x3600 + S5 1x900; none H1 8x3600 + A1 0.5x3600. Total 66,420.

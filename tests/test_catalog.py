@@ -133,7 +133,7 @@ def _result_names_read_by_the_report() -> dict[str, set[str]]:
     return found
 
 
-def test_every_result_the_report_reads_is_one_the_analysis_computes(sample_report) -> None:  # type: ignore[no-untyped-def]
+def test_every_result_the_report_reads_is_one_the_analysis_computes(sample_report) -> None:
     """The sections read their results by name: a name that is no result (a typo, a query
     renamed) would read nothing. Every name read is one a report of the sample store wrote
     (a CSV per result), or the baseline comparison's, which only a report with a baseline has."""

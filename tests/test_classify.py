@@ -120,7 +120,7 @@ def test_prefilters_never_hide_a_match() -> None:
         assert (fast.reason, fast.evidence) == (slow.reason, slow.evidence), log.stem
 
 
-def _synthetic_attempts() -> list[dict]:  # type: ignore[type-arg]
+def _synthetic_attempts() -> list[dict]:
     truth = json.loads((SYNTH / "truth.json").read_text())
     return [a for a in truth["attempts"] if a.get("log_dir") and a.get("failure_reason")]
 

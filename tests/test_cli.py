@@ -16,11 +16,11 @@ from tests.test_ingest_philly import GPU_UTIL, JOB_LOG
 runner = CliRunner()
 
 
-def run(*args: str):  # type: ignore[no-untyped-def]
+def run(*args: str):
     return runner.invoke(app, list(args))
 
 
-def assert_one_line_error(result, code: ExitCode, *fragments: str) -> None:  # type: ignore[no-untyped-def]
+def assert_one_line_error(result, code: ExitCode, *fragments: str) -> None:
     assert result.exit_code == code, result.output
     assert "Traceback" not in result.output
     errors = [line for line in result.stderr.splitlines() if line.startswith("gca: error:")]

@@ -29,13 +29,13 @@ SLURM = REPO / "examples" / "slurm"
 runner = CliRunner()
 
 
-def run(*args: object):  # type: ignore[no-untyped-def]
+def run(*args: object):
     return runner.invoke(app, [str(a) for a in args])
 
 
 def store_of(db: Path, paths: list[Path], **options: object) -> Path:
     with open_store(db) as con:
-        reports = ingest_paths(con, paths, IngestOptions(**options))  # type: ignore[arg-type]
+        reports = ingest_paths(con, paths, IngestOptions(**options))
     assert all(r.status == "loaded" for r in reports), [r.message for r in reports if r.status != "loaded"]
     return db
 

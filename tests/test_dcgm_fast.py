@@ -58,7 +58,7 @@ def answer(
     extra: dict | None = None,
     series_extra: list[dict] | None = None,
     gaps: bool = True,
-) -> dict:  # type: ignore[type-arg]
+) -> dict:
     """A clean answer: every field of every GPU of every host, 10 s apart, a few points
     missing here and there (scrapes that failed), NaN values, some FB_RESERVED and FB_TOTAL.
     Without `gaps`: every field of every GPU at every time (FB_RESERVED on all, no FB_TOTAL)."""
@@ -92,14 +92,14 @@ def answer(
     return {"status": "success", "data": {"resultType": "matrix", "result": result}}
 
 
-def both_ways(tmp_path: Path, path: Path, monkeypatch: pytest.MonkeyPatch, *, scrapes: bool = False, **options: object):  # type: ignore[no-untyped-def]
+def both_ways(tmp_path: Path, path: Path, monkeypatch: pytest.MonkeyPatch, *, scrapes: bool = False, **options: object):
     """The file stored with the fast way off, on, and (answers) read in this thread rather than
     ahead, as a live Prometheus pull does; and whether each fast read took the file."""
     reader, fmt = ("read_scrapes", "dcgm_prom") if scrapes else ("read", "dcgm_query_range")
     taken = []
     read = getattr(dcgm_fast, reader)
 
-    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def spy(*args, **kwargs):
         typed = read(*args, **kwargs)
         taken.append(typed is not None)
         return typed
@@ -115,7 +115,7 @@ def both_ways(tmp_path: Path, path: Path, monkeypatch: pytest.MonkeyPatch, *, sc
     return exact, fast, inline, taken
 
 
-def _mig(labels: dict) -> dict:  # type: ignore[type-arg]
+def _mig(labels: dict) -> dict:
     return {"metric": {"__name__": "DCGM_FI_DEV_FB_USED", **labels, "GPU_I_ID": "1"}, "values": [[T0, "100"]]}
 
 
@@ -436,7 +436,7 @@ def test_complete_files_line_measures_up_without_a_pivot(
     path.write_text(scrape_text(doc) if scrapes else json.dumps(doc))
     import polars as pl
 
-    def no_pivot(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def no_pivot(*args, **kwargs):
         raise AssertionError("pivoted")
 
     monkeypatch.setattr(pl.DataFrame, "pivot", no_pivot)
@@ -471,7 +471,7 @@ def test_every_json_capture_the_same_both_ways(tmp_path: Path, monkeypatch: pyte
 # ----------------------------------------------------------------- dcgm-exporter scrape files
 
 
-def scrape_text(doc: dict, *, extra_lines: dict[int, list[str]] | None = None) -> str:  # type: ignore[type-arg]
+def scrape_text(doc: dict, *, extra_lines: dict[int, list[str]] | None = None) -> str:
     """The answer's points as dcgm-exporter scrapes under `# time:` lines (integer times only),
     with the exporter's HELP/TYPE lines and another exporter's metric beside them."""
     by_time: dict[int, list[str]] = {}

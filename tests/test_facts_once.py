@@ -144,7 +144,7 @@ def plotted(html: str, div: str) -> list[dict[str, object]]:
     """The traces of one figure of the report's HTML, as Plotly.newPlot gets them."""
     at = html.index(f'Plotly.newPlot(                        "{div}",')
     start = html.index("[", at)
-    return json.JSONDecoder().raw_decode(html[start:])[0]  # type: ignore[no-any-return]
+    return json.JSONDecoder().raw_decode(html[start:])[0]
 
 
 def test_jobs_csv_tables_and_legend_follow_the_causes_order(live_report: Path) -> None:
@@ -160,7 +160,7 @@ def test_jobs_csv_tables_and_legend_follow_the_causes_order(live_report: Path) -
         traces = plotted(html, div)
         names = [t["name"] for t in traces]
         assert names == [c for c in wait_causes.NAMES if c in names] and len(names) >= 4, (div, names)
-        assert [t["marker"]["color"] for t in traces] == [wait_causes.COLORS[n] for n in names]  # type: ignore[index]
+        assert [t["marker"]["color"] for t in traces] == [wait_causes.COLORS[n] for n in names]
 
 
 # --- failure categories --------------------------------------------------------------------
@@ -287,7 +287,7 @@ def test_measure_ranges_are_written_nowhere_else() -> None:
             continue  # the generator draws values, it checks none
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Tuple) and all(isinstance(e, ast.Constant) for e in node.elts):
-                if tuple(e.value for e in node.elts) in ranges:  # type: ignore[attr-defined]
+                if tuple(e.value for e in node.elts) in ranges:
                     copies.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not copies, f"GPU measure ranges written outside gpucluster_analysis/bounds.py: {copies}"
 

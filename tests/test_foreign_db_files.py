@@ -19,7 +19,7 @@ from tests.test_cli import assert_one_line_error
 from tests.test_ingest_philly import JOB_LOG
 
 
-def run(*args: object):  # type: ignore[no-untyped-def]
+def run(*args: object):
     return CliRunner().invoke(app, [str(a) for a in args])
 
 

@@ -144,7 +144,7 @@ def _code_patterns() -> dict[str, tuple[re.Pattern[Any], str]]:
         if info.name.startswith(_OWN_TEXT):
             continue
         module = importlib.import_module(info.name)
-        tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))  # type: ignore[arg-type]
+        tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
         uses: dict[str, set[str]] = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):

@@ -26,12 +26,12 @@ REAL = DATA / "real"
 T0 = datetime(2026, 7, 14, 6)
 
 
-def ok(report, rows_: int, rejects_: int) -> None:  # type: ignore[no-untyped-def]
+def ok(report, rows_: int, rejects_: int) -> None:
     assert report.format == "dcgmi_dmon", report.message
     assert_loaded(report, rows_, rejects_)
 
 
-def profile(db: Path, machine: str) -> list[tuple]:  # type: ignore[type-arg]
+def profile(db: Path, machine: str) -> list[tuple]:
     """Each detail row's time, GPU, instance and the profiling fields dmon printed, rounded to 6 places."""
     return rows(
         db,
@@ -46,7 +46,7 @@ def profile(db: Path, machine: str) -> list[tuple]:  # type: ignore[type-arg]
     )
 
 
-def rejects(db: Path) -> list[tuple]:  # type: ignore[type-arg]
+def rejects(db: Path) -> list[tuple]:
     return rows(db, "SELECT line, reason FROM rejects ORDER BY line")
 
 
@@ -345,15 +345,15 @@ def test_lines_read_in_small_chunks_store_what_whole_reads_store(
 
     options = {"time": "2026-07-14T06:00:00Z", "host": "n"}
 
-    def stored(db: Path) -> tuple:  # type: ignore[type-arg]
+    def stored(db: Path) -> tuple:
         return (
             rows(db, "SELECT * EXCLUDE (file_id) FROM gpu_sample_details ORDER BY ALL"),
             rows(db, "SELECT line, reason, text FROM rejects ORDER BY ALL"),
         )
 
-    whole = ingest(tmp_path / "a.duckdb", REAL / name, **options)[0]  # type: ignore[arg-type]
+    whole = ingest(tmp_path / "a.duckdb", REAL / name, **options)[0]
     monkeypatch.setattr(tool_lines, "CHUNK_BYTES", 37)  # chunk ends inside lines, several chunks per line
-    chunked = ingest(tmp_path / "b.duckdb", REAL / name, **options)[0]  # type: ignore[arg-type]
+    chunked = ingest(tmp_path / "b.duckdb", REAL / name, **options)[0]
     assert (chunked.status, chunked.rows, chunked.rejects) == (whole.status, whole.rows, whole.rejects)
     assert stored(tmp_path / "b.duckdb") == stored(tmp_path / "a.duckdb")
 

@@ -32,13 +32,13 @@ DATA = Path(__file__).parent / "data" / "gpu"
 H100 = "NVIDIA H100 80GB HBM3"
 
 
-def samples(db: Path, machine: str) -> list[tuple]:  # type: ignore[type-arg]
+def samples(db: Path, machine: str) -> list[tuple]:
     return rows(
         db, "SELECT sample_at, gpu_index, util_pct FROM gpu_samples WHERE machine_id = ? ORDER BY 1, 2", machine
     )
 
 
-def details(db: Path, machine: str) -> list[tuple]:  # type: ignore[type-arg]
+def details(db: Path, machine: str) -> list[tuple]:
     return rows(
         db,
         "SELECT sample_at, gpu_index, gpu_instance_id, mem_util_pct, mem_used_mib, mem_total_mib, "
@@ -50,7 +50,7 @@ def details(db: Path, machine: str) -> list[tuple]:  # type: ignore[type-arg]
     )
 
 
-def profile(db: Path, machine: str) -> list[tuple]:  # type: ignore[type-arg]
+def profile(db: Path, machine: str) -> list[tuple]:
     """DCGM's profiling fields of each detail row, ratios rounded to 6 places (stored as REAL)."""
     return rows(
         db,
@@ -64,7 +64,7 @@ def profile(db: Path, machine: str) -> list[tuple]:  # type: ignore[type-arg]
     )
 
 
-def workloads(db: Path) -> list[tuple]:  # type: ignore[type-arg]
+def workloads(db: Path) -> list[tuple]:
     return rows(
         db,
         "SELECT machine_id, gpu_index, gpu_instance_id, first_at, last_at, pod, namespace, container, hpc_job"
@@ -72,7 +72,7 @@ def workloads(db: Path) -> list[tuple]:  # type: ignore[type-arg]
     )
 
 
-def rejects(db: Path, name: str) -> list[tuple]:  # type: ignore[type-arg]
+def rejects(db: Path, name: str) -> list[tuple]:
     return rows(
         db,
         "SELECT r.line, r.reason FROM rejects r JOIN ingested_files f USING (file_id) "
@@ -82,7 +82,7 @@ def rejects(db: Path, name: str) -> list[tuple]:  # type: ignore[type-arg]
 
 
 def t(*parts: int) -> datetime:
-    return datetime(*parts)  # type: ignore[arg-type]
+    return datetime(*parts)
 
 
 ok = assert_loaded
@@ -617,7 +617,7 @@ def test_a_log_holding_only_the_tool_failure_is_read_as_events(tmp_path: Path) -
 REAL = DATA / "real"
 
 
-def events(db: Path) -> list[tuple]:  # type: ignore[type-arg]
+def events(db: Path) -> list[tuple]:
     return rows(
         db, "SELECT event_at, machine_id, gpu_index, kind, detail, line FROM gpu_events ORDER BY line, gpu_index"
     )
@@ -1075,7 +1075,7 @@ def test_memory_is_bounded_while_a_file_loads_and_the_limit_put_back(
     seen: list[str] = []
     store = nvsmi.store_staged
 
-    def watching(ctx, zone, **kw):  # type: ignore[no-untyped-def]
+    def watching(ctx, zone, **kw):
         seen.append(ctx.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
         return store(ctx, zone, **kw)
 
@@ -1087,7 +1087,7 @@ def test_memory_is_bounded_while_a_file_loads_and_the_limit_put_back(
         assert seen == ["488.2 MiB"]  # 512 MB = 512e6 B = 488.28 MiB
         assert con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] == before
 
-        def failing(ctx, zone, **kw):  # type: ignore[no-untyped-def]
+        def failing(ctx, zone, **kw):
             ctx.con.execute("SELECT error('boom')")  # aborts the file's transaction
 
         monkeypatch.setattr(nvsmi, "store_staged", failing)
@@ -1320,7 +1320,7 @@ def test_real_full_query_gpu_captures_ingest(tmp_path: Path, name: str, driver: 
     ]
     assert [(d[4], d[6]) for d in details(db, host)] == [
         (_number(r["memory.used"], "MiB"), round(_number(r["power.draw"], "W"), 2)) for r in expected
-    ]  # type: ignore[arg-type]
+    ]
     assert rows(db, "SELECT pci_bus_id, model FROM gpu_devices") == [
         (expected[0]["pci.bus_id"].lower()[-12:], expected[0]["name"])
     ]
@@ -1451,7 +1451,7 @@ def test_lines_read_in_small_chunks_store_what_whole_reads_store(
     cut.write_bytes(source.read_bytes().rstrip(b"\n"))  # and a last line without its line end
     options = {"zone": "UTC", "time": "2026-07-14T08:00:00Z", "interval_s": 1.0, "host": "n"}
 
-    def stored(db: Path) -> tuple:  # type: ignore[type-arg]
+    def stored(db: Path) -> tuple:
         return (
             rows(db, "SELECT * EXCLUDE (file_id) FROM gpu_samples ORDER BY ALL"),
             rows(db, "SELECT * EXCLUDE (file_id) FROM gpu_sample_details ORDER BY ALL"),
@@ -1459,9 +1459,9 @@ def test_lines_read_in_small_chunks_store_what_whole_reads_store(
             rows(db, "SELECT * EXCLUDE (file_id) FROM gpu_events ORDER BY ALL"),
         )
 
-    whole = [ingest(tmp_path / "a.duckdb", f, **options)[0] for f in (source, cut)]  # type: ignore[arg-type]
+    whole = [ingest(tmp_path / "a.duckdb", f, **options)[0] for f in (source, cut)]
     monkeypatch.setattr(tool_lines, "CHUNK_BYTES", 37)  # chunk ends inside lines, several chunks per line
-    chunked = [ingest(tmp_path / "b.duckdb", f, **options)[0] for f in (source, cut)]  # type: ignore[arg-type]
+    chunked = [ingest(tmp_path / "b.duckdb", f, **options)[0] for f in (source, cut)]
     assert [(r.status, r.rows, r.rejects) for r in chunked] == [(r.status, r.rows, r.rejects) for r in whole]
     assert stored(tmp_path / "b.duckdb") == stored(tmp_path / "a.duckdb")
     assert whole[0].rows > 0

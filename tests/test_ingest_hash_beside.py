@@ -23,7 +23,7 @@ def hash_beside_every_file(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(store_file, "_HASH_BESIDE_MIN_BYTES", 0)
 
 
-def _snapshot(db: Path) -> dict[str, list[tuple]]:  # type: ignore[type-arg]
+def _snapshot(db: Path) -> dict[str, list[tuple]]:
     return {
         table: rows(db, f"SELECT * FROM {table} ORDER BY ALL")
         for table in ("jobs", "attempts", "attempt_hosts", "sacct_records", "rejects")

@@ -56,7 +56,7 @@ class Recorder:
         ("run/logs/job_7/stderr.log", None, None),
     ],
 )
-def test_paths_are_placed_by_layout(path: str, pattern: str | None, expected: tuple | None) -> None:  # type: ignore[type-arg]
+def test_paths_are_placed_by_layout(path: str, pattern: str | None, expected: tuple | None) -> None:
     place = place_log(Path(path), IngestOptions(log_pattern=pattern))
     got = None if place is None else (place.job_id, place.attempt_ref, place.stream, place.layout)
     assert got == expected
@@ -279,7 +279,7 @@ def test_a_file_that_cannot_be_read_when_loaded_fails_alone(tmp_path: Path, monk
     write(tmp_path / "logs" / "b" / "attempt_0" / "stderr.log", CUDA_OOM)
     real = joblogs.read_head_and_tail
 
-    def flaky(path: Path, digest=None):  # type: ignore[no-untyped-def]
+    def flaky(path: Path, digest=None):
         if "/a/" in path.as_posix():
             raise PermissionError(13, "Permission denied")
         return real(path, digest)
@@ -326,7 +326,7 @@ def test_many_logs_are_stored_in_batches_and_a_failing_write_stores_none_of_its_
     monkeypatch.setattr(plan, "PARSED_BATCH_FILES", 3)  # batches j0-j2, j3-j5, j6
     real_classify = joblogs.classify_bytes
 
-    def classify_with_poison(data, sigs, **kw):  # type: ignore[no-untyped-def]
+    def classify_with_poison(data, sigs, **kw):
         result = real_classify(data, sigs, **kw)
         # a row the store refuses (reason is NOT NULL): the write of j4's batch fails midway
         return dataclasses.replace(result, reason=None) if data.startswith(b"POISON") else result

@@ -29,7 +29,7 @@ EPOCH = datetime(1970, 1, 1)
 
 
 @pytest.fixture(scope="module")
-def trace() -> list[dict]:  # type: ignore[type-arg]
+def trace() -> list[dict]:
     return json.loads((require(STEPFUN) / "fault_trace.json").read_text())
 
 
@@ -59,7 +59,7 @@ def test_the_published_counts_per_level_class_and_cause_come_out_exact(store: Pa
     assert stored == expected and sum(expected.values()) == 584
 
 
-def test_faults_pair_as_each_cause_s_starts_and_ends_in_order(store: Path, trace: list[dict]) -> None:  # type: ignore[type-arg]
+def test_faults_pair_as_each_cause_s_starts_and_ends_in_order(store: Path, trace: list[dict]) -> None:
     """The simpler pairing: per machine and cause, the k-th start (by time) with the k-th end."""
     starts: dict[tuple[str, ...], list[float]] = defaultdict(list)
     ends: dict[tuple[str, ...], list[float]] = defaultdict(list)
@@ -81,11 +81,11 @@ def test_faults_pair_as_each_cause_s_starts_and_ends_in_order(store: Path, trace
 
 def test_the_trace_is_found_in_its_folder_and_the_statistics_beside_it_skipped() -> None:
     folder = require(STEPFUN)
-    assert detect_format(folder / "fault_trace.json", read_head(folder / "fault_trace.json")).name == "stepfun_faults"  # type: ignore[union-attr]
+    assert detect_format(folder / "fault_trace.json", read_head(folder / "fault_trace.json")).name == "stepfun_faults"
     assert detect_format(folder / "fault_statistics.json", read_head(folder / "fault_statistics.json")) is None
 
 
-def event(node: str, days: object, kind: str = "fault_start", cause: str = "GPU xid Error") -> dict:  # type: ignore[type-arg]
+def event(node: str, days: object, kind: str = "fault_start", cause: str = "GPU xid Error") -> dict:
     return {
         "node_id": node,
         "event_time": days,
@@ -117,7 +117,10 @@ def test_ends_without_starts_odd_elements_and_open_faults(tmp_path: Path) -> Non
     db = tmp_path / "s.duckdb"
     (report,) = ingest(db, path)
     assert (report.status, report.rows, report.rejects) == ("loaded", 5, 7), report.message
-    at = lambda days: EPOCH + timedelta(days=days)  # noqa: E731
+
+    def at(days: float) -> datetime:
+        return EPOCH + timedelta(days=days)
+
     stored = rows(
         db, "SELECT machine_id, started_at, ended_at, reason, line FROM node_faults ORDER BY machine_id, line"
     )
@@ -150,7 +153,7 @@ def test_epoch_places_the_days_and_holds_them_to_the_window(tmp_path: Path) -> N
     assert rows(db, "SELECT time_zone FROM ingested_files") == [("UTC, relative days from 2024-02-29T16:00:00Z",)]
 
 
-def test_a_gzip_copy_and_replace_store_the_same_once(tmp_path: Path, trace: list[dict]) -> None:  # type: ignore[type-arg]
+def test_a_gzip_copy_and_replace_store_the_same_once(tmp_path: Path, trace: list[dict]) -> None:
     gz = tmp_path / "fault_trace.json.gz"
     gz.write_bytes(gzip.compress((STEPFUN / "fault_trace.json").read_bytes()))
     db = tmp_path / "s.duckdb"

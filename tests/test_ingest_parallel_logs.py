@@ -21,7 +21,7 @@ TABLES = {
 }
 
 
-def stored(db: Path) -> dict[str, list[tuple]]:  # type: ignore[type-arg]
+def stored(db: Path) -> dict[str, list[tuple]]:
     return {name: rows(db, sql) for name, sql in TABLES.items()}
 
 
@@ -46,7 +46,7 @@ def test_worker_processes_store_the_same_rows(logs: Path, tmp_path: Path, monkey
     from_workers: list[bool] = []
     results = parse_pool.ParsePool.results
 
-    def spy(self, key):  # type: ignore[no-untyped-def]
+    def spy(self, key):
         done = results(self, key)
         from_workers.append(done is not None)
         return done

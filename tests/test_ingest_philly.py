@@ -370,7 +370,7 @@ ABSURD_JOBS = [
 ]
 
 
-def _philly_log(jobs: list) -> str:  # type: ignore[type-arg]
+def _philly_log(jobs: list) -> str:
     """A job log of `jobs`, one JSON record per line (so that a record's line is its job's)."""
     records = [
         json.dumps(

@@ -116,11 +116,11 @@ def at(k: int) -> datetime:
     return datetime.fromtimestamp(T0 + STEP * k, UTC).replace(tzinfo=None)
 
 
-def expected_samples(ks: range = range(MINUTES)) -> list[tuple]:  # type: ignore[type-arg]
+def expected_samples(ks: range = range(MINUTES)) -> list[tuple]:
     return sorted((at(k), HOSTS[h], g, float(util(h, g, k))) for h, g in whole_gpus() for k in minutes(h) if k in ks)
 
 
-def expected_memory(ks: range = range(MINUTES)) -> list[tuple]:  # type: ignore[type-arg]
+def expected_memory(ks: range = range(MINUTES)) -> list[tuple]:
     whole = [
         (at(k), HOSTS[h], g, None, float(fb_used(h, g, k))) for h, g in whole_gpus() for k in minutes(h) if k in ks
     ]
@@ -225,15 +225,15 @@ def ms(k: int) -> int:
     return (T0 + STEP * k) * 1000
 
 
-def chunks(db: Path) -> list[tuple]:  # type: ignore[type-arg]
+def chunks(db: Path) -> list[tuple]:
     return rows(db, "SELECT start_at, end_at, step_s, series, samples FROM prometheus_chunks ORDER BY start_at")
 
 
-def samples(db: Path) -> list[tuple]:  # type: ignore[type-arg]
+def samples(db: Path) -> list[tuple]:
     return rows(db, "SELECT sample_at, machine_id, gpu_index, util_pct FROM gpu_samples ORDER BY 1, 2, 3")
 
 
-def memory(db: Path) -> list[tuple]:  # type: ignore[type-arg]
+def memory(db: Path) -> list[tuple]:
     return rows(
         db,
         "SELECT sample_at, machine_id, gpu_index, gpu_instance_id, mem_used_mib FROM gpu_sample_details"
@@ -245,7 +245,7 @@ def run_pull(
     db: Path, source: PrometheusSource, first: int = 0, end: int = MINUTES, **kwargs: object
 ) -> prometheus.PullReport:
     with open_store(db) as con:
-        return pull(con, source, since_ms=ms(first), until_ms=ms(end), step_ms=STEP * 1000, **kwargs)  # type: ignore[arg-type]
+        return pull(con, source, since_ms=ms(first), until_ms=ms(end), step_ms=STEP * 1000, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -435,7 +435,7 @@ def test_a_pull_stores_no_sample_an_exported_file_gave(server: Server, tmp_path:
     assert samples(db) == expected_samples() and memory(db) == expected_memory()
 
 
-def one_error_line(result) -> str:  # type: ignore[no-untyped-def]
+def one_error_line(result) -> str:
     assert "Traceback" not in result.output
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("gca: error: "), result.stderr

@@ -849,7 +849,7 @@ HELIOS_ABSURD = [
 ]
 
 
-def _helios_line(job: tuple) -> str:  # type: ignore[type-arg]
+def _helios_line(job: tuple) -> str:
     job_id, gpus, nodes, submit, start, end = job
     return f"{job_id},u1,vc1,{gpus},4,{nodes},COMPLETED,{submit},{start},{end},0,0"
 

@@ -51,9 +51,9 @@ def test_formats_are_recognized_by_content(tmp_path: Path) -> None:
         found = detect_format(copy, read_head(copy))
         assert found is not None and found.name == fmt, name
     minimal = write(tmp_path / "a.txt", "Account|User|GrpTRES\nml||gres/gpu=8\n")
-    assert detect_format(minimal, read_head(minimal)).name == "slurm_assoc"  # type: ignore[union-attr]
+    assert detect_format(minimal, read_head(minimal)).name == "slurm_assoc"
     minimal = write(tmp_path / "q.txt", "Name|MaxTRESPU|GrpTRES\ngpu|gres/gpu=4|\n")
-    assert detect_format(minimal, read_head(minimal)).name == "slurm_qos"  # type: ignore[union-attr]
+    assert detect_format(minimal, read_head(minimal)).name == "slurm_qos"
 
 
 def test_no_other_file_is_taken_for_sacctmgr() -> None:

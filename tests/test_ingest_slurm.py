@@ -57,7 +57,7 @@ ZURICH = "Europe/Zurich"
         ("123.0+1", ("123", None, "0+1")),  # a het step of a plain job
     ],
 )
-def test_job_ids(text: str, expected: tuple) -> None:  # type: ignore[type-arg]
+def test_job_ids(text: str, expected: tuple) -> None:
     assert parse_job_id(text) == expected
 
 
@@ -545,7 +545,7 @@ JobID|JobName|User|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|En
 """
 
 
-def _runs_of_17(db: Path) -> list[tuple]:  # type: ignore[type-arg]
+def _runs_of_17(db: Path) -> list[tuple]:
     return rows(db, "SELECT attempt_no, status, start_at, end_at FROM attempts WHERE job_id = '17' ORDER BY attempt_no")
 
 
@@ -1143,7 +1143,7 @@ def test_sacct_json_is_recognized_and_refused(tmp_path: Path) -> None:
         '      "data_parser": "data_parser/v0.0.40"\n    },\n    "command": [\n      "sacct",\n      "--json"\n'
         '    ]\n  },\n  "jobs": [\n  ]\n}\n'
     )
-    assert detect_format(path, read_head(path)).name == "slurm_sacct"  # type: ignore[union-attr]
+    assert detect_format(path, read_head(path)).name == "slurm_sacct"
     result = CliRunner().invoke(app, ["ingest", str(path), "--db", str(tmp_path / "s.duckdb")])
     assert result.exit_code == 2 and "Traceback" not in result.output + result.stderr
     (error,) = [line for line in result.stderr.splitlines() if line.startswith("gca: error:")]
@@ -1239,7 +1239,7 @@ def test_a_pasted_terminal_session_is_recognized(tmp_path: Path) -> None:
         "JobID|State|Start|End\n"
         "14001|COMPLETED|2024-06-01T10:00:00|2024-06-01T11:00:00\n"
     )
-    assert detect_format(path, read_head(path)).name == "slurm_sacct"  # type: ignore[union-attr]
+    assert detect_format(path, read_head(path)).name == "slurm_sacct"
     db = tmp_path / "s.duckdb"
     (report,) = ingest(db, path, zone="UTC")
     assert (report.status, report.rows, report.rejects) == ("loaded", 1, 2)
@@ -1257,7 +1257,7 @@ def test_scontrol_pasted_with_its_prompt(tmp_path: Path) -> None:
         "JobId=15001 JobName=x\n   JobState=RUNNING Reason=None\n"
         "     Nodes=gpu01 CPU_IDs=0-3 Mem=0 GRES=gpu:1(IDX:6)\n"
     )
-    assert detect_format(path, read_head(path)).name == "slurm_scontrol"  # type: ignore[union-attr]
+    assert detect_format(path, read_head(path)).name == "slurm_scontrol"
     db = tmp_path / "s.duckdb"
     ingest(db, path)
     assert rows(db, "SELECT job_id, machine_id, gpu_index FROM gpu_bindings") == [("15001", "gpu01", 6)]
@@ -1463,7 +1463,7 @@ def test_the_sacct_reader_keeps_its_own_arrow_pool_and_gives_the_default_back(
     seen: list[str] = []
     real = sacct._stage_and_store
 
-    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def spy(*args, **kwargs):
         seen.append(pa.default_memory_pool().backend_name)
         return real(*args, **kwargs)
 

@@ -98,7 +98,7 @@ def cut_at_t(record: list[list[str]]) -> tuple[list[list[str]], bool]:
 
 
 @pytest.fixture(scope="module")
-def dumps(tmp_path_factory: pytest.TempPathFactory) -> dict:  # type: ignore[type-arg]
+def dumps(tmp_path_factory: pytest.TempPathFactory) -> dict:
     out = tmp_path_factory.mktemp("nightly")
     trace = out / "trace"
     generate_slurm_trace(trace, jobs=160, machines=6, days=1.0, seed=11, interval_s=1800, start=START)
@@ -137,11 +137,11 @@ def dumps(tmp_path_factory: pytest.TempPathFactory) -> dict:  # type: ignore[typ
     }
 
 
-def _table(db: Path, table: str) -> list[tuple]:  # type: ignore[type-arg]
+def _table(db: Path, table: str) -> list[tuple]:
     return rows(db, f"SELECT * EXCLUDE (file_id) FROM {table} ORDER BY {TABLES[table]}")
 
 
-def test_the_cut_is_a_real_overlap(dumps: dict) -> None:  # type: ignore[type-arg]
+def test_the_cut_is_a_real_overlap(dumps: dict) -> None:
     # guards against a vacuous pass: jobs running and pending at T, finished ones in both dumps
     assert dumps["superseded"] >= 8 and dumps["unchanged"] >= 10
     assert dumps["superseded"] + dumps["unchanged"] == dumps["overlap"]
@@ -150,7 +150,7 @@ def test_the_cut_is_a_real_overlap(dumps: dict) -> None:  # type: ignore[type-ar
 
 
 @pytest.mark.slow  # five merges compared; the replace below merges in the default run
-def test_either_order_and_one_file_give_the_union(dumps: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
+def test_either_order_and_one_file_give_the_union(dumps: dict, tmp_path: Path) -> None:
     zone = dumps["truth"]["zone"]
     ab, ba, one, full = (tmp_path / f"{name}.duckdb" for name in ("ab", "ba", "one", "full"))
     first_a, then_b = ingest(ab, dumps["a"], zone=zone)[0], ingest(ab, dumps["b"], zone=zone)[0]
@@ -188,7 +188,7 @@ def test_either_order_and_one_file_give_the_union(dumps: dict, tmp_path: Path) -
         assert [(j, csv[j][column]) for j in truth if csv[j][column] != truth[j][column]] == [], column
 
 
-def test_replace_of_the_older_dump_keeps_the_union(dumps: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
+def test_replace_of_the_older_dump_keeps_the_union(dumps: dict, tmp_path: Path) -> None:
     zone = dumps["truth"]["zone"]
     db, full = tmp_path / "s.duckdb", tmp_path / "full.duckdb"
     ingest(db, dumps["a"], zone=zone)
@@ -217,7 +217,7 @@ def test_replace_of_the_older_dump_keeps_the_union(dumps: dict, tmp_path: Path) 
         assert _table(db, table) == _table(full, table), table
 
 
-def test_a_store_from_before_version_8_merges_too(dumps: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
+def test_a_store_from_before_version_8_merges_too(dumps: dict, tmp_path: Path) -> None:
     from gpucluster_analysis.db import open_store
 
     zone = dumps["truth"]["zone"]

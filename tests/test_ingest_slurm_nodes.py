@@ -14,7 +14,7 @@ from tests.store_helpers import ingest, rows, write
 DATA = Path(__file__).parent / "data" / "slurm"
 
 
-def machines(db: Path) -> list[tuple]:  # type: ignore[type-arg]
+def machines(db: Path) -> list[tuple]:
     return rows(
         db, "SELECT machine_id, listed_gpus, cpus, memory_mib, gpu_model, source FROM machines ORDER BY machine_id"
     )
@@ -72,7 +72,7 @@ def test_sinfo_nodes_and_gres(tmp_path: Path) -> None:
     path = write(
         tmp_path / "sinfo.txt", "gpu[01-02]|gpu:a100:8(S:0-1)\ngpu01|gpu:a100:8(S:0-1)\ncpu01|(null)\ngpu03|gpu:4\n"
     )
-    assert detect_format(path, read_head(path)).name == "slurm_nodes"  # type: ignore[union-attr]
+    assert detect_format(path, read_head(path)).name == "slurm_nodes"
     db = tmp_path / "s.duckdb"
     (report,) = ingest(db, path)
     assert (report.rows, report.rejects) == (4, 0)

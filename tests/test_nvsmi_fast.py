@@ -155,15 +155,15 @@ def write_hostile(path: Path, *, seed: int, start: datetime, rows: int, step_s: 
     path.write_text("\n".join(lines) + "\n")
 
 
-def _store(db: Path, path: Path, zone: str, **extra: object) -> dict[str, list[tuple]]:  # type: ignore[type-arg]
+def _store(db: Path, path: Path, zone: str, **extra: object) -> dict[str, list[tuple]]:
     return telemetry_stored(db, path, "nvsmi_csv", zone=zone, host="node01", **extra)
 
 
-def _three_ways(tmp_path: Path, path: Path, zone: str, monkeypatch: pytest.MonkeyPatch, **extra: object):  # type: ignore[no-untyped-def]
+def _three_ways(tmp_path: Path, path: Path, zone: str, monkeypatch: pytest.MonkeyPatch, **extra: object):
     fast_rows = []
     split = nvsmi_fast.split_clean
 
-    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def counted(*args, **kwargs):
         clean, other = split(*args, **kwargs)
         fast_rows.append((clean.height, int(other.sum())))
         return clean, other
@@ -268,7 +268,7 @@ def _reference(local: datetime, zone: ZoneInfo) -> tuple[int, bool]:
     """(UTC offset in seconds, whether the local time is skipped or repeated), by zoneinfo."""
     first, second = local.replace(tzinfo=zone, fold=0), local.replace(tzinfo=zone, fold=1)
     odd = first.utcoffset() != second.utcoffset()
-    return int(first.utcoffset().total_seconds()), odd  # type: ignore[union-attr]
+    return int(first.utcoffset().total_seconds()), odd
 
 
 @pytest.mark.parametrize(

@@ -94,7 +94,7 @@ def compare(trace: Path, db: Path, queue_start: str) -> tuple[list[str], list[st
 def philly(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     base = tmp_path_factory.mktemp("replay-synth")
     trace = base / "philly"
-    generate_trace(trace, **ARGS)  # type: ignore[arg-type]
+    generate_trace(trace, **ARGS)
     db = base / "philly.duckdb"
     ingest(db, *[trace / n for n in ("cluster_job_log", "cluster_machine_list", "cluster_gpu_util")])
     return trace, db
@@ -123,7 +123,7 @@ def test_every_cause_is_compared(philly: tuple[Path, Path]) -> None:
 def slurm(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     base = tmp_path_factory.mktemp("replay-synth")
     trace = base / "slurm"
-    generate_slurm_trace(trace, **ARGS, interval_s=900)  # type: ignore[arg-type]
+    generate_slurm_trace(trace, **ARGS, interval_s=900)
     db = base / "slurm.duckdb"
     ingest(db, trace / "sacct.txt", trace / "scontrol", zone="America/Los_Angeles")
     return trace, db

@@ -59,7 +59,7 @@ def slurm_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module", params=["philly_sample", "synthetic_slurm", "philly_sample_compared"])
 def report(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Written:
     if request.param == "philly_sample":
-        return request.getfixturevalue("sample_report")  # type: ignore[no-any-return]  # the session's, only read
+        return request.getfixturevalue("sample_report")  # the session's, only read
     store = request.getfixturevalue("slurm_store" if request.param == "synthetic_slurm" else "sample_store")
     out = tmp_path_factory.mktemp("browser") / "out"
     if request.param != "philly_sample_compared":
@@ -97,7 +97,7 @@ def assert_renders_offline(report: Written, then: Callable[[Any], Any] | None = 
     errors: list[str] = []
     outside: list[str] = []
 
-    def route(r) -> None:  # type: ignore[no-untyped-def]
+    def route(r) -> None:
         if r.request.url.startswith(LOCAL_SCHEMES):
             r.continue_()
         else:
@@ -161,7 +161,7 @@ def test_hostile_names_render_as_plain_text(tmp_path_factory: pytest.TempPathFac
         hostile.build_store(tmp_path_factory.mktemp("hostile")), tmp_path_factory.mktemp("hostile_out")
     )
 
-    def look(page):  # type: ignore[no-untyped-def]
+    def look(page):
         legend = page.evaluate(
             "[...document.querySelectorAll('#fig-queue-delay-cdf-by-vc .legendtext')].map(t => t.textContent)"
         )

@@ -57,7 +57,7 @@ def test_two_reports_of_one_store_are_byte_identical(
     assert differing == []
 
     # the page differs only in the minute it was generated
-    def page(written) -> str:  # type: ignore[no-untyped-def]
+    def page(written) -> str:
         return re.sub(r"Generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", "Generated", written.html.read_text())
 
     assert page(first) == page(second)

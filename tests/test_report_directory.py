@@ -128,7 +128,7 @@ def test_a_report_that_fills_the_disk_leaves_the_previous_one(
     written = []
     real = build.csv_text
 
-    def filling(df, **options):  # type: ignore[no-untyped-def]
+    def filling(df, **options):
         if len(written) == 4:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         written.append(1)

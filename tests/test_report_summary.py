@@ -48,7 +48,7 @@ def synthetic_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
-def report(db: Path, out: Path, *options: str):  # type: ignore[no-untyped-def]
+def report(db: Path, out: Path, *options: str):
     return CliRunner().invoke(
         app,
         ["report", "--db", str(db), "--out", str(out), "--quotas", str(SYNTHETIC / "quotas.toml"), *options],
@@ -248,7 +248,7 @@ def test_missing_sections_are_null_not_errors() -> None:
     assert "no failed attempts" in summary.text(h)
 
 
-def test_philly_sample_summary_equals_its_jobs_csv(sample_report) -> None:  # type: ignore[no-untyped-def]
+def test_philly_sample_summary_equals_its_jobs_csv(sample_report) -> None:
     h, jobs = sample_report.summary, read_csv(sample_report.out_dir / "jobs.csv")
     assert h["overview"]["jobs"] == len(jobs)
     assert h["overview"]["gpu_hours"] == pytest.approx(floats(jobs, "gpu_time_s").sum() / 3600, rel=1e-9)

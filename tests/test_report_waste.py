@@ -46,7 +46,7 @@ def store(tmp_path: Path) -> Path:
     return _write_store(tmp_path / "w.duckdb", JOBS)
 
 
-def _write_store(db: Path, plan: dict) -> Path:  # type: ignore[type-arg]
+def _write_store(db: Path, plan: dict) -> Path:
     jobs, attempts, allocations, samples, details = [], [], [], [], []
     for job, (user, vc, start, minutes, gpus, sm) in plan.items():
         end = start + timedelta(minutes=minutes)
@@ -151,7 +151,7 @@ def test_a_long_even_trace_has_no_week_over_the_floor_and_still_gets_its_section
     assert "Over the 60 weeks with utilization samples, the unused share ranged from 50.0%" in page
 
 
-def test_real_sample_matches_a_plain_sum_over_jobs_csv(sample_report) -> None:  # type: ignore[no-untyped-def]
+def test_real_sample_matches_a_plain_sum_over_jobs_csv(sample_report) -> None:
     """Per user, from jobs.csv alone: GPU-hours, measured GPU-hours, GPU-hour-weighted utilization."""
     jobs = pl.read_csv(sample_report.out_dir / "jobs.csv", infer_schema_length=None).filter(pl.col("gpu_time_s") > 0)
     expected = {}

@@ -165,7 +165,7 @@ def _figures(page: str) -> dict[str, tuple[list[dict], dict]]:
     figures = {}
     for call in re.finditer(r'Plotly\.newPlot\(\s*"([^"]+)",\s*', page):
         data, end = decoder.raw_decode(page, call.end())
-        layout, _ = decoder.raw_decode(page, re.compile(r"\s*,\s*").match(page, end).end())  # type: ignore[union-attr]
+        layout, _ = decoder.raw_decode(page, re.compile(r"\s*,\s*").match(page, end).end())
         figures[call.group(1)] = (data, layout)
     return figures
 

@@ -74,7 +74,7 @@ def count(db: Path, table: str) -> int:
     return int(rows(db, f"SELECT count(*) FROM {table}")[0][0])
 
 
-def stored_gpu_samples(db: Path) -> list[tuple]:  # type: ignore[type-arg]
+def stored_gpu_samples(db: Path) -> list[tuple]:
     return rows(db, f"SELECT {KEY}, util_pct FROM gpu_samples ORDER BY ALL")
 
 
@@ -107,7 +107,7 @@ def test_a_gzip_copy_of_the_gpu_util_file_adds_no_sample(tmp_path: Path) -> None
     assert f"{len(cells):,} samples already stored" in result.stderr
     assert count(db, "gpu_samples") == len(cells) == 114_509
     assert rows(db, "SELECT rows_loaded FROM ingested_files WHERE path = ?", str(copy)) == [(0,)]
-    assert coverage(db) == alone and float(alone["coverage_pct"]) <= 100  # type: ignore[arg-type]
+    assert coverage(db) == alone and float(alone["coverage_pct"]) <= 100
 
 
 def _crlf(text: bytes) -> bytes:
@@ -126,7 +126,7 @@ def _bom(text: bytes) -> bytes:
         (PHILLY / "cluster_cpu_util", "host_samples", philly_host_rows),
     ],
 )
-def test_a_reencoded_copy_adds_no_sample(tmp_path: Path, encode, source: Path, table: str, expected) -> None:  # type: ignore[no-untyped-def]
+def test_a_reencoded_copy_adds_no_sample(tmp_path: Path, encode, source: Path, table: str, expected) -> None:
     """gzip -c gpu001.csv > copy/gpu001.csv.gz (or unix2dos, or a BOM in front); gca ingest gpu001.csv copy/."""
     copy = tmp_path / "copy" / (source.name + (".gz" if encode is gzip.compress else ""))
     copy.parent.mkdir()
@@ -147,7 +147,7 @@ def dcgm_valued_samples(path: Path) -> int:
         if line and not line.startswith("#"):
             labels, value, stamp = line.rsplit(" ", 2)
             if value != "NaN":
-                pairs.add((re.search(r'gpu="(\d+)"', labels).group(1), stamp))  # type: ignore[union-attr]
+                pairs.add((re.search(r'gpu="(\d+)"', labels).group(1), stamp))
     return len(pairs)
 
 
@@ -295,10 +295,10 @@ def _altered(tmp_path: Path, name: str, every: int, delta: float, lines: int = P
     return write(tmp_path / name / "cluster_gpu_util", "".join(out))
 
 
-def _first_by_hash(*files: Path) -> list[tuple]:  # type: ignore[type-arg]
+def _first_by_hash(*files: Path) -> list[tuple]:
     """What the store must hold: each sample's value from the file with the smallest sha256 among
     the files that have it."""
-    best: dict[tuple, tuple[str, float]] = {}  # type: ignore[type-arg]
+    best: dict[tuple, tuple[str, float]] = {}
     for path in files:
         digest = sha256(path)
         for key, value in philly_gpu_cells(path).items():
@@ -401,7 +401,7 @@ def test_gpu_time_coverage_never_passes_100_percent(tmp_path: Path) -> None:
     single, double = coverage(alone), coverage(both)
     m0 = sum(1 for (_, machine, _) in cells if machine == "m0")
     assert count(both, "gpu_samples") == len(cells) + m0
-    assert double["attributed_samples"] > single["attributed_samples"]  # type: ignore[operator]
-    uncapped = 100 * double["attributed_samples"] * 60 / (double["expected_samples"] * 60)  # type: ignore[operator]
+    assert double["attributed_samples"] > single["attributed_samples"]
+    uncapped = 100 * double["attributed_samples"] * 60 / (double["expected_samples"] * 60)
     assert uncapped > 110
-    assert float(single["coverage_pct"]) <= float(double["coverage_pct"]) <= 100  # type: ignore[arg-type]
+    assert float(single["coverage_pct"]) <= float(double["coverage_pct"]) <= 100

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NEW_YORK = "America/New_York"
 
 
-def _store(db: Path) -> dict[str, list[tuple]]:  # type: ignore[type-arg]
+def _store(db: Path) -> dict[str, list[tuple]]:
     """Every table of the store, rows sorted; the ingest's own timings left out."""
     with open_store(db, read_only=True) as con:
         tables = [
@@ -57,12 +57,12 @@ def _store(db: Path) -> dict[str, list[tuple]]:  # type: ignore[type-arg]
     return out
 
 
-def _ingest_each(db: Path, paths: list[Path], **options: object) -> list[tuple]:  # type: ignore[type-arg]
+def _ingest_each(db: Path, paths: list[Path], **options: object) -> list[tuple]:
     """Ingest the files one after the other (as nightly dumps come); each file's outcome."""
     outcomes = []
     with open_store(db) as con:
         for path in paths:
-            for report in ingest_paths(con, [path], IngestOptions(**options)):  # type: ignore[arg-type]
+            for report in ingest_paths(con, [path], IngestOptions(**options)):
                 outcomes.append(
                     (
                         report.status,
@@ -76,12 +76,12 @@ def _ingest_each(db: Path, paths: list[Path], **options: object) -> list[tuple]:
     return outcomes
 
 
-def _both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, paths: list[Path], **options: object):  # type: ignore[no-untyped-def]
+def _both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, paths: list[Path], **options: object):
     """(exact store and outcomes, fast store and outcomes, rows typed fast, plain rows sent back)."""
     counts = [0, 0]
     split = sacct_fast.split_clean
 
-    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def counted(*args, **kwargs):
         typed, other = split(*args, **kwargs)
         counts[0] += typed.height
         counts[1] += int(other.sum())
@@ -102,7 +102,7 @@ def _both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, paths: list[Path
     )
 
 
-def _assert_same(exact: tuple, fast: tuple, what: str) -> None:  # type: ignore[type-arg]
+def _assert_same(exact: tuple, fast: tuple, what: str) -> None:
     (exact_tables, exact_outcomes), (fast_tables, fast_outcomes) = exact, fast
     assert fast_outcomes == exact_outcomes, what
     assert fast_tables.keys() == exact_tables.keys(), what
@@ -539,7 +539,7 @@ def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return trace
 
 
-def _benchmark_module():  # type: ignore[no-untyped-def]
+def _benchmark_module():
     spec = importlib.util.spec_from_file_location("slurm_year", ROOT / "benchmarks" / "slurm_year.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -578,7 +578,7 @@ def test_chunks_read_the_lines_line_by_line_reads(
     path = tmp_path / "sacct.txt"
     path.write_bytes(content * 50)
 
-    def read(reader):  # type: ignore[no-untyped-def]
+    def read(reader):
         latin1: set[int] = set()
         try:
             return list(reader(path, latin1)), latin1, None
@@ -622,7 +622,7 @@ def test_line_digests_are_md5_of_the_first_500_characters() -> None:
         "日本" * limit,
     ]
     con = duckdb.connect()
-    expected = [con.execute("SELECT md5(left(?, ?))", [t, limit]).fetchone()[0] for t in texts]  # type: ignore[index]
+    expected = [con.execute("SELECT md5(left(?, ?))", [t, limit]).fetchone()[0] for t in texts]
     keys = pa.table({"line": pa.array(range(len(texts)), pa.int64())})
     _, _, kept = staging._kept(
         con.cursor(),
@@ -651,12 +651,12 @@ def test_plain_rows_count_pipes_as_arrow_does() -> None:
 # ------------------------------------------------------------- a job's only allocation row
 
 
-def _general_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, paths: list[Path], **options: object):  # type: ignore[no-untyped-def]
+def _general_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, paths: list[Path], **options: object):
     """(store and outcomes as ingested, the same with every row through slurm_sacct.sql's general
     way: no row taken for its job's only allocation row, so every window and group runs)."""
     link = slurm_link.link
 
-    def nothing_alone(keys):  # type: ignore[no-untyped-def]
+    def nothing_alone(keys):
         links = link(keys)
         return dataclasses.replace(links, alone=pa.array([False] * len(links.alone)))
 

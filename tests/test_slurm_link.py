@@ -18,7 +18,7 @@ from gpucluster_analysis.ingest.slurm import link
 def _keys(rng: random.Random, rows: int, het: bool) -> pa.Table:
     """Rows as a dump gives them: jobs with steps, repeated jobs, blocks that start with a
     step, het components, a second dump with a job of the first."""
-    out: dict[str, list] = {"line": [], "job_id": [], "dump": [], "het_offset": [], "is_alloc": [], "digest": []}  # type: ignore[type-arg]
+    out: dict[str, list] = {"line": [], "job_id": [], "dump": [], "het_offset": [], "is_alloc": [], "digest": []}
     line, dump = 1, 1
     jobs = [str(1000 + k) for k in range(rows // 5)]
     while len(out["line"]) < rows:
@@ -52,7 +52,7 @@ def _keys(rng: random.Random, rows: int, het: bool) -> pa.Table:
     )
 
 
-def _by_rule(keys: pa.Table) -> tuple[list, list, list, list]:  # type: ignore[type-arg]
+def _by_rule(keys: pa.Table) -> tuple[list, list, list, list]:
     rows = keys.to_pylist()
     block_no, alloc_line, blocks = [], [], []
     last_alloc: dict[object, int] = {}

@@ -97,7 +97,7 @@ def at(text: str) -> datetime:
 
 
 def gres_gpus(tres: str) -> int:
-    return int(re.search(r"gres/gpu=(\d+)", tres).group(1))  # type: ignore[union-attr]
+    return int(re.search(r"gres/gpu=(\d+)", tres).group(1))
 
 
 def node_names(hostlist: str) -> list[str]:
@@ -244,7 +244,7 @@ def check_limits(run: Run) -> None:
     vcs = {str(j["vc"]) for j in run.jobs.values()}
     got = {(q["kind"], q["vc"] or q["qos"]): (q["quota_gpus"], q["origin"]) for q in run.quotas}
     assert got == {
-        **{("vc", vc): (float(accounts[vc]), "sacctmgr") for vc in vcs},  # type: ignore[arg-type]
+        **{("vc", vc): (float(accounts[vc]), "sacctmgr") for vc in vcs},
         **{("qos_user", qos): (float(n), "sacctmgr") for qos, n in caps.items()},
     }
     assert "assoc.txt" in run.quotas_origin and run.quotas_origin.startswith("sacctmgr")

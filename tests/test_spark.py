@@ -112,7 +112,7 @@ def _java() -> bool:
 
 
 @pytest.fixture(scope="module")
-def spark():  # type: ignore[no-untyped-def]
+def spark():
     """One local session for the module; SparkEngine takes the active session as the caller's."""
     pytest.importorskip("pyspark")
     pytest.importorskip("sqlglot")
@@ -144,7 +144,7 @@ def _invoke(*args: str) -> None:
 
 @pytest.mark.spark
 @pytest.mark.parametrize("trace", sorted(TRACES))
-def test_spark_report_equals_duckdb_report(spark, trace: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_spark_report_equals_duckdb_report(spark, trace: str, tmp_path: Path) -> None:
     """Every CSV of the report (jobs.csv and each table) from `--engine spark` and from
     `--engine duckdb`, byte for byte, on the same Parquet dataset."""
     ingest, options = TRACES[trace]
@@ -187,7 +187,7 @@ def _spark_bin(name: str) -> Path | None:
 
 
 @pytest.fixture(scope="module")
-def standalone_master(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def standalone_master(tmp_path_factory: pytest.TempPathFactory):
     """A real Spark standalone cluster on 127.0.0.1: a master and one worker (its executors
     are JVMs of their own), started from PySpark's own Spark and stopped by PID."""
     spark_class = _spark_bin("spark-class")

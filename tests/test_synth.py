@@ -216,7 +216,7 @@ def test_job_log_has_the_upstream_quirks(job_log: list[dict[str, Any]]) -> None:
 
     def out_of_order(job: dict[str, Any]) -> bool:
         starts = [naive_to_utc(a["start_time"]) for a in job["attempts"] if a["start_time"] != "None"]
-        return starts != sorted(starts)  # type: ignore[type-var]
+        return starts != sorted(starts)
 
     assert any(out_of_order(job) for job in job_log)
     assert all(re.fullmatch(r"application_\d+_\d+", job["jobid"]) for job in job_log)

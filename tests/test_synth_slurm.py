@@ -46,7 +46,7 @@ def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def truth(trace: Path) -> dict:  # type: ignore[type-arg]
+def truth(trace: Path) -> dict:
     return json.loads((trace / "truth.json").read_text())
 
 
@@ -110,7 +110,7 @@ def test_helpers() -> None:
     assert (slurm_duration(59), slurm_duration(3 * 86_400 + 3661)) == ("00:00:59", "3-01:01:01")
 
 
-def test_sacct_reads_back_to_the_truth(trace: Path, truth: dict) -> None:  # type: ignore[type-arg]
+def test_sacct_reads_back_to_the_truth(trace: Path, truth: dict) -> None:
     rows = sacct_rows(trace)
     allocations: dict[str, list[dict[str, str]]] = defaultdict(list)
     steps: dict[str, set[str]] = defaultdict(set)
@@ -139,7 +139,7 @@ def test_sacct_reads_back_to_the_truth(trace: Path, truth: dict) -> None:  # typ
         assert iso(min(starts) if starts else None) == want["first_start_time"]
         assert iso(max(ends) if ends else None) == want["end_time"]
         if starts:
-            gpus = [int(re.search(r"gres/gpu=(\d+)", r["AllocTRES"]).group(1)) for r in started]  # type: ignore[union-attr]
+            gpus = [int(re.search(r"gres/gpu=(\d+)", r["AllocTRES"]).group(1)) for r in started]
             assert gpus[0] == want["num_gpus"] and len(expand(started[0]["NodeList"])) == want["num_servers"]
             gpu_time = sum(
                 (utc(r["End"]) - utc(r["Start"])).total_seconds() * g for r, g in zip(started, gpus, strict=True)
@@ -152,7 +152,7 @@ def test_sacct_reads_back_to_the_truth(trace: Path, truth: dict) -> None:  # typ
     assert {r["State"].split()[0] for r in rows} >= {"COMPLETED", "FAILED", "OUT_OF_MEMORY", "CANCELLED", "REQUEUED"}
 
 
-def test_gpu_logs_hold_exactly_the_truths_samples(trace: Path, truth: dict) -> None:  # type: ignore[type-arg]
+def test_gpu_logs_hold_exactly_the_truths_samples(trace: Path, truth: dict) -> None:
     samples: dict[tuple[str, int], list[tuple[datetime, float | None]]] = defaultdict(list)
     headers = 0
     for path in sorted((trace / "gpu").glob("*.csv")):
@@ -220,7 +220,7 @@ def dcgm_samples(trace: Path) -> dict[tuple[str, int], dict[int, dict[str, int |
     return samples
 
 
-def test_dcgm_scrapes_hold_exactly_the_truths_profiling(trace: Path, truth: dict) -> None:  # type: ignore[type-arg]
+def test_dcgm_scrapes_hold_exactly_the_truths_profiling(trace: Path, truth: dict) -> None:
     samples = dcgm_samples(trace)
     interval_ms = 1000 * truth["generator"]["dcgm_interval_s"]
     assert sorted(samples) == [(f"gpu{m:03d}", g) for m in range(1, 7) for g in range(8)]
@@ -236,7 +236,7 @@ def test_dcgm_scrapes_hold_exactly_the_truths_profiling(trace: Path, truth: dict
                 assert gr is None and tensor is None and dram is None  # profiling paused: every field
                 nan += 1
             else:
-                assert 0 <= tensor <= sm <= gr <= 1000 and 0 <= dram <= 1000  # type: ignore[operator]
+                assert 0 <= tensor <= sm <= gr <= 1000 and 0 <= dram <= 1000
     assert nan
     per_job: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for a in truth["attempts"]:
@@ -248,7 +248,7 @@ def test_dcgm_scrapes_hold_exactly_the_truths_profiling(trace: Path, truth: dict
                 for stamp, fields in samples[(place["machine"], g)].items():
                     sm = fields["DCGM_FI_PROF_SM_ACTIVE"]
                     if start <= stamp < end and sm is not None:
-                        per_job[a["job_id"]].append((sm, fields["DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"]))  # type: ignore[arg-type]
+                        per_job[a["job_id"]].append((sm, fields["DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"]))
     checked = 0
     for job in truth["jobs"]:
         values = per_job.get(job["job_id"], [])
@@ -260,7 +260,7 @@ def test_dcgm_scrapes_hold_exactly_the_truths_profiling(trace: Path, truth: dict
     assert checked > 100
 
 
-def test_some_jobs_look_busy_but_are_not(truth: dict) -> None:  # type: ignore[type-arg]
+def test_some_jobs_look_busy_but_are_not(truth: dict) -> None:
     sampled = [j for j in truth["jobs"] if j["sm_samples"] and j["util_samples"]]
     busy_idle = [j for j in sampled if j["mean_gpu_util_pct"] >= 80 and j["mean_sm_active_pct"] <= 20]
     working = [
@@ -272,8 +272,8 @@ def test_some_jobs_look_busy_but_are_not(truth: dict) -> None:  # type: ignore[t
     )
 
 
-def test_logs_and_scontrol_name_the_gpus_of_the_last_run(trace: Path, truth: dict) -> None:  # type: ignore[type-arg]
-    last_run: dict[str, dict] = {}  # type: ignore[type-arg]
+def test_logs_and_scontrol_name_the_gpus_of_the_last_run(trace: Path, truth: dict) -> None:
+    last_run: dict[str, dict] = {}
     for a in truth["attempts"]:
         if a["start_time"] is not None:
             last_run[a["job_id"]] = a
@@ -282,7 +282,7 @@ def test_logs_and_scontrol_name_the_gpus_of_the_last_run(trace: Path, truth: dic
     for path in logs:
         job_id = path.name.removeprefix("slurm-").removesuffix(".out")
         run = last_run[job_id]
-        visible = re.search(r"^CUDA_VISIBLE_DEVICES=([\d,]+)$", path.read_text(), re.M).group(1)  # type: ignore[union-attr]
+        visible = re.search(r"^CUDA_VISIBLE_DEVICES=([\d,]+)$", path.read_text(), re.M).group(1)
         assert [int(g) for g in visible.split(",")] == run["allocation"][0]["gpus"]
     failed = [j for j in truth["jobs"] if j["failure_reason"]]
     assert failed and all((trace / "logs" / f"slurm-{j['job_id']}.out").exists() for j in failed)
@@ -301,7 +301,7 @@ def test_logs_and_scontrol_name_the_gpus_of_the_last_run(trace: Path, truth: dic
         assert all(m == host and g == idx for m, g, host, idx in expected)
 
 
-def test_logs_print_the_speed_truth_says(trace: Path, truth: dict) -> None:  # type: ignore[type-arg]
+def test_logs_print_the_speed_truth_says(trace: Path, truth: dict) -> None:
     """Each slurm-<jobid>.out prints the speed of the job's last run that truth.json gives, as
     gca's extractor reads it (metric, median after the warm-up, unit: exactly)."""
     from gpucluster_analysis.speed import read_speed
@@ -374,7 +374,7 @@ PROFILING = ("mean_sm_active_pct", "mean_tensor_active_pct")
 
 
 @pytest.fixture(scope="module")
-def gca_jobs(trace: Path, truth: dict, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:  # type: ignore[type-arg]
+def gca_jobs(trace: Path, truth: dict, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     from gpucluster_analysis.analyze.prepare import format_for_csv, jobs_table, prepare
     from gpucluster_analysis.db import open_store
     from gpucluster_analysis.ingest import IngestOptions, ingest_paths
@@ -394,16 +394,16 @@ def _same(got: object, want: object, *, rel_tol: float = 1e-9, abs_tol: float = 
     if want is None or got is None:
         return got == want
     if isinstance(want, float) or isinstance(got, float):
-        return math.isclose(float(got), float(want), rel_tol=rel_tol, abs_tol=abs_tol)  # type: ignore[arg-type]
+        return math.isclose(float(got), float(want), rel_tol=rel_tol, abs_tol=abs_tol)
     return got == want
 
 
-def _exact_runs(truth: dict) -> set[str]:  # type: ignore[type-arg]
+def _exact_runs(truth: dict) -> set[str]:
     inexact = {a["job_id"] for a in truth["attempts"] if a["gpu_evidence"] == "node_level"}
     return {j["job_id"] for j in truth["jobs"]} - inexact
 
 
-def test_gca_jobs_csv_matches_truth(gca_jobs: dict, truth: dict) -> None:  # type: ignore[type-arg]
+def test_gca_jobs_csv_matches_truth(gca_jobs: dict, truth: dict) -> None:
     assert set(gca_jobs) == {j["job_id"] for j in truth["jobs"]}
     exact = _exact_runs(truth)
     mismatches = []
@@ -423,7 +423,7 @@ def test_gca_jobs_csv_matches_truth(gca_jobs: dict, truth: dict) -> None:  # typ
     assert len([j for j in truth["jobs"] if j["speed_median"] is not None]) > 0.75 * len(truth["jobs"])
 
 
-def test_gca_does_not_claim_exact_attribution_without_evidence(gca_jobs: dict, truth: dict) -> None:  # type: ignore[type-arg]
+def test_gca_does_not_claim_exact_attribution_without_evidence(gca_jobs: dict, truth: dict) -> None:
     exact = _exact_runs(truth)
     others = [j["job_id"] for j in truth["jobs"] if j["job_id"] not in exact]
     assert others

@@ -37,14 +37,14 @@ LA = ZoneInfo("America/Los_Angeles")
 @pytest.fixture(scope="module")
 def philly(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("waits") / "philly"
-    generate_trace(out, **ARGS)  # type: ignore[arg-type]
+    generate_trace(out, **ARGS)
     return out
 
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("waits") / "slurm"
-    generate_slurm_trace(out, **ARGS, interval_s=900)  # type: ignore[arg-type]
+    generate_slurm_trace(out, **ARGS, interval_s=900)
     return out
 
 

@@ -35,6 +35,6 @@ def test_periods_give_the_offset_zoneinfo_gives_every_hour(name: str) -> None:
     while at < end:
         while k + 1 < len(periods) and periods[k + 1][0] <= at:
             k += 1
-        assert periods[k][1] == int(at.astimezone(zone).utcoffset().total_seconds()), (name, at)  # type: ignore[union-attr]
+        assert periods[k][1] == int(at.astimezone(zone).utcoffset().total_seconds()), (name, at)
         at += timedelta(minutes=59)  # not on the hour: transitions fall on it, so both sides are met
     assert all(a[0] < b[0] for a, b in zip(periods, periods[1:], strict=False))

@@ -53,7 +53,7 @@ def rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def sums(jobs: list[dict[str, str]], key) -> dict[tuple[str, str], tuple[int, float, float]]:  # type: ignore[no-untyped-def]
+def sums(jobs: list[dict[str, str]], key) -> dict[tuple[str, str], tuple[int, float, float]]:
     """(group, cause) -> (jobs, waiting seconds, waiting GPU-seconds), from jobs.csv."""
     out: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
     for job in jobs:
