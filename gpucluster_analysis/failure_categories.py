@@ -13,6 +13,7 @@ from __future__ import annotations
 
 UNKNOWN = "unknown"  # a log that shows a failure no signature names (reason and category alike)
 NO_FAILURE_REASON = "none"  # the reason of a log that shows no failure at all
+SCHEDULER_ONLY_REASONS = ("admin_cancel", "cancelled")  # no log names them: no signature gives them
 
 # reason -> category (docs/domain.md, "Failure taxonomy").
 CATEGORIES: dict[str, str] = {
@@ -45,6 +46,10 @@ CATEGORIES: dict[str, str] = {
     "nan_loss": "user",
     "time_limit": "user",
     "user_kill": "user",
+    # given by a scheduler's record, never a log (scheduler_evidence.py): cancelled by root or an
+    # account other than the job's (an operator's choice), or by someone the dump does not name
+    "admin_cancel": "infrastructure",
+    "cancelled": "user",
     UNKNOWN: UNKNOWN,
     NO_FAILURE_REASON: "none",
 }

@@ -22,6 +22,7 @@ from gpucluster_analysis.classify.engine import (
 from gpucluster_analysis.classify.rules import CAUSE, DERIVED_REASONS, EVIDENCE_KINDS, parse_signatures
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.errors import ExitCode, RulesError
+from gpucluster_analysis.failure_categories import SCHEDULER_ONLY_REASONS
 from tests.conftest import REPO
 
 SIGNATURES = load_signatures()
@@ -50,7 +51,7 @@ def test_signature_does_not_match_its_counter_examples(sid: str, line: str) -> N
 
 def test_every_taxonomy_reason_has_a_signature() -> None:
     covered = {s.reason for s in SIGNATURES if s.kind == CAUSE}
-    assert set(CATEGORIES) - set(DERIVED_REASONS) <= covered
+    assert set(CATEGORIES) - set(DERIVED_REASONS) - set(SCHEDULER_ONLY_REASONS) <= covered
 
 
 def test_every_evidence_kind_is_used() -> None:
@@ -98,7 +99,9 @@ def test_real_log(case: str) -> None:
 def test_real_set_is_broad_and_sourced() -> None:
     expected = {p.stem: p.read_text().strip() for p in REAL.glob("*.expected")}
     assert len(expected) >= 60
-    assert set(expected.values()) >= set(CATEGORIES) - set(DERIVED_REASONS)  # every reason has a real case
+    assert set(expected.values()) >= set(CATEGORIES) - set(DERIVED_REASONS) - set(
+        SCHEDULER_ONLY_REASONS
+    )  # every reason has a real case
     assert all((REAL / f"{stem}.log").exists() for stem in expected)
     sources = (REAL / "SOURCES.md").read_text()
     assert all(f"| `{stem}` | {reason} | http" in sources for stem, reason in expected.items())

@@ -1691,3 +1691,14 @@ def test_dmon_and_xml_rows_past_the_bound_are_rejected(tmp_path: Path) -> None:
         (4, "GPU index 2000: over the bound of 1,024 GPUs per node (--max-gpus-per-node)"),
         (5, "time 29990714 08:00:00 is outside the years gca reads (1990-2059)"),
     ]
+
+
+def test_a_quoted_empty_line_at_the_top_is_no_dmon_data_and_no_crash() -> None:
+    """A kernel log pasted from a Markdown quote: its empty quoted line (`>`) is empty once
+    unquoted, and the dmon sniffer read its first character (IndexError, a traceback)."""
+    from gpucluster_analysis.ingest.gpu.nvsmi_layout import sniff_dmon
+
+    head = (
+        "[6781741.548768] NVRM: GPU at PCI:0000:91:00: GPU-b6c3\n>\n[6781741.548776] NVRM: GPU Board Serial Number: 1\n"
+    )
+    assert sniff_dmon(head) is False

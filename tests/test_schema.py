@@ -25,7 +25,7 @@ def test_version_1_store_is_upgraded_keeping_its_rows(tmp_path: Path) -> None:
     con.execute("INSERT INTO jobs VALUES ('philly', 'j1', 'u', 'v', 'passed', 'Pass', '2017-10-10 10:00:00', 1)")
     con.close()
     with open_store(db) as con:
-        assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(10,)]
+        assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(11,)]
         assert {"eligible_at", "job_name", "cancelled_by"} <= _columns(con, "jobs")
         assert {"num_gpus", "num_nodes", "status"} <= _columns(con, "attempts")
         assert con.execute("SELECT job_id, eligible_at FROM jobs").fetchall() == [("j1", None)]
@@ -60,7 +60,7 @@ def test_a_report_upgrades_a_store_from_an_older_gca(tmp_path: Path) -> None:
     with open_store(db, read_only=True) as con:
         assert "sm_active" in _columns(con, "gpu_sample_details")
         assert "kept_results" in {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-        assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(10,)]
+        assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(11,)]
     assert upgrade_older_store(db) is False  # current: left alone
 
 
@@ -95,7 +95,7 @@ def test_a_version_8_store_is_upgraded_and_its_duplicates_set_aside(
             con.execute("UPDATE schema_version SET version = 8")
             assert con.execute("SELECT count(*) FROM gpu_samples").fetchall() == [(2 * cells,)]
     with open_store(db) as con:
-        assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(10,)]
+        assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(11,)]
         assert con.execute("SELECT count(*) FROM gpu_samples").fetchall() == [(2 * cells,)]
         ingest_paths(con, [examples / "cluster_machine_list"], IngestOptions())
         assert con.execute("SELECT count(*) FROM gpu_samples").fetchall() == [(cells,)]

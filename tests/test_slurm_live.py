@@ -294,6 +294,28 @@ def test_capture_quotas_and_caps_from_sacctmgr(capture: Run) -> None:
     check_limits(capture)
 
 
+def test_capture_failure_reasons_are_the_schedulers_evidence(capture: Run) -> None:
+    """Issue #28, part 4: every job's reason and evidence from its last sacct allocation row,
+    worked out here from the row's State and ExitCode (the capture has no job logs and no
+    UID column: a cancel by uid 0 is root's, an operator's)."""
+    checked = 0
+    for job, rows in sacct_runs(capture.folder / "sacct.txt").items():
+        row = rows[-1]
+        word, _, by = row["State"].partition(" by ")
+        code, signal = (int(v) for v in row["ExitCode"].split(":"))
+        if word == "CANCELLED":
+            want = ("admin_cancel" if by == "0" else "cancelled", "scheduler")
+        elif word in ("COMPLETED", "REQUEUED", "RUNNING", "PENDING"):
+            want = ("", "")
+        else:
+            raise AssertionError(f"the capture has no {word} job: extend this test")
+        got = capture.jobs[job]
+        assert (got["failure_reason"] or "", got["failure_evidence"] or "") == want, job
+        assert (got["exit_code"], got["exit_signal"] or 0) == (code, signal), job
+        checked += word == "CANCELLED"
+    assert checked == 1  # the job cancelled while pending
+
+
 def test_compare_script_on_the_capture(tmp_path: Path) -> None:
     """scripts/slurm_live_compare.py agrees with the checks above and says why it cannot run."""
     out = tmp_path / "run"

@@ -284,7 +284,7 @@ def test_logs_and_scontrol_name_the_gpus_of_the_last_run(trace: Path, truth: dic
         run = last_run[job_id]
         visible = re.search(r"^CUDA_VISIBLE_DEVICES=([\d,]+)$", path.read_text(), re.M).group(1)
         assert [int(g) for g in visible.split(",")] == run["allocation"][0]["gpus"]
-    failed = [j for j in truth["jobs"] if j["failure_reason"]]
+    failed = [j for j in truth["jobs"] if j["failure_reason"] and j["status"] == "failed"]  # a kill needs no log
     assert failed and all((trace / "logs" / f"slurm-{j['job_id']}.out").exists() for j in failed)
     snapshots = sorted((trace / "scontrol").glob("*.txt"))
     assert snapshots
@@ -357,6 +357,7 @@ COMPARED = (
     "gpu_time_s",
     "failure_reason",
     "failure_category",
+    "failure_evidence",
     "eligible_time",
     "queue_basis",
     "speed_metric",

@@ -61,6 +61,10 @@ JOBS_COLUMNS = [
     "speed_metric",
     "speed_median",
     "speed_unit",
+    # What the scheduler said of how it ended, and what failure_reason rests on (issue #28).
+    "exit_code",
+    "exit_signal",
+    "failure_evidence",
 ]
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from gpucluster_analysis.classify.noise import normalize_line
 from gpucluster_analysis.errors import RulesError
-from gpucluster_analysis.failure_categories import CATEGORIES
+from gpucluster_analysis.failure_categories import CATEGORIES, SCHEDULER_ONLY_REASONS
 from gpucluster_analysis.textmatch import LinearPattern, compile_linear
 
 # Reasons the classifier itself gives, never a signature: a failure no signature names, and no failure.
@@ -195,7 +195,7 @@ def _evidence(table: object, n: int, source: str, seen: set[str]) -> Signature:
 
 def _signature(table: object, n: int, source: str, seen: set[str]) -> Signature:
     table, where = _checked_table(table, n, source, seen, "signature", _KEYS, _OPTIONAL_KEYS)
-    if table["reason"] not in CATEGORIES or table["reason"] in DERIVED_REASONS:
+    if table["reason"] not in CATEGORIES or table["reason"] in (*DERIVED_REASONS, *SCHEDULER_ONLY_REASONS):
         raise RulesError(f"{where}: unknown reason {table['reason']!r}", "use a reason id from the failure taxonomy")
     if not isinstance(table["priority"], int) or isinstance(table["priority"], bool):
         raise RulesError(f"{where}: priority must be an integer")

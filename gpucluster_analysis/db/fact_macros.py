@@ -22,7 +22,7 @@ from functools import cache
 
 import duckdb
 
-from gpucluster_analysis import failure_categories, wait_causes
+from gpucluster_analysis import failure_categories, scheduler_evidence, wait_causes
 
 
 def _literal(value: object) -> str:
@@ -36,8 +36,49 @@ def _literal(value: object) -> str:
     raise TypeError(f"no SQL literal for {value!r}")
 
 
-def _list(values: tuple[str, ...]) -> str:
-    return "[" + ", ".join(_literal(v) for v in values) + "]"
+def _list(values: tuple[str, ...] | frozenset[str]) -> str:
+    """A SQL list; a set's members sorted, so the macro's text is the same in every process."""
+    ordered = sorted(values) if isinstance(values, frozenset) else values
+    return "[" + ", ".join(_literal(v) for v in ordered) + "]"
+
+
+def _map(pairs: dict[str, str] | dict[int, str]) -> str:
+    return "MAP {" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in pairs.items()) + "}"
+
+
+def _scheduler_macros() -> tuple[str, ...]:
+    e = scheduler_evidence
+    state_reason = f"{_map(e.STATE_REASONS)}[upper(split_part(state, ' ', 1))]"
+    by_user = f"CASE WHEN cancelled_by = user_uid THEN {_literal(e.USER_CANCEL)} ELSE {_literal(e.ADMIN_CANCEL)} END"
+    log, scheduler, both, none = e.EVIDENCE
+    crashed = f"list_contains({list(sorted(e.SEGFAULT_SIGNALS))}, exit_signal)"
+    return (
+        "CREATE OR REPLACE TEMP MACRO signal_name(n) AS (\n"
+        f"    CASE WHEN n <> 0 THEN coalesce({_map(e.SIGNALS)}[n], CAST(n AS VARCHAR)) END\n)",
+        "CREATE OR REPLACE TEMP MACRO scheduler_reason(state, exit_code, exit_signal, cancelled_by, user_uid) AS (\n"
+        f"    CASE WHEN {state_reason} IS NOT NULL THEN {state_reason}\n"
+        f"         WHEN upper(split_part(state, ' ', 1)) = {_literal(e.CANCELLED)} THEN CASE\n"
+        f"             WHEN cancelled_by = {_literal(e.ROOT_UID)} THEN {_literal(e.ADMIN_CANCEL)}\n"
+        "             WHEN cancelled_by IS NOT NULL AND user_uid IS NOT NULL\n"
+        f"                 THEN {by_user}\n"
+        f"             ELSE {_literal(e.UNKNOWN_CANCEL)} END\n"
+        f"         WHEN list_contains({_list(e.FAILED_STATES)}, upper(split_part(state, ' ', 1))) THEN CASE\n"
+        "             WHEN coalesce(exit_signal, 0) <> 0\n"
+        f"                 THEN CASE WHEN {crashed} THEN {_literal(e.SEGFAULT)} ELSE {_literal(e.UNNAMED)} END\n"
+        f"             WHEN coalesce(exit_code, 0) <> 0 THEN {_literal(e.UNNAMED)} END\n"
+        "    END\n)",
+        "CREATE OR REPLACE TEMP MACRO job_failure_reason(log_reason, scheduler_reason) AS (\n"
+        f"    CASE WHEN list_contains({_list(e.OVERRIDING)}, scheduler_reason)\n"
+        f"              AND NOT coalesce(list_contains({_list(e.MORE_SPECIFIC_THAN_OVERRIDING)}, log_reason), false)\n"
+        "             THEN scheduler_reason\n"
+        f"         WHEN log_reason NOT IN ({_literal(e.UNNAMED)}, {_literal(e.NO_FAILURE)}) THEN log_reason\n"
+        "         ELSE coalesce(scheduler_reason, log_reason) END\n)",
+        "CREATE OR REPLACE TEMP MACRO failure_evidence(log_reason, scheduler_reason) AS (\n"
+        f"    CASE WHEN coalesce(log_reason <> {_literal(e.NO_FAILURE)}, false)\n"
+        f"         THEN CASE WHEN scheduler_reason IS NOT NULL THEN {_literal(both)} ELSE {_literal(log)} END\n"
+        "         ELSE CASE WHEN scheduler_reason IS NOT NULL\n"
+        f"                   THEN {_literal(scheduler)} ELSE {_literal(none)} END END\n)",
+    )
 
 
 @cache
@@ -56,6 +97,8 @@ def fact_macros_sql() -> tuple[str, ...]:
         f"    CASE WHEN NOT has_log THEN {_literal(failure_categories.NO_LOG)}"
         f" WHEN reason = {_literal(failure_categories.NO_FAILURE_REASON)}"
         f" THEN {_literal(failure_categories.NO_CAUSE)} ELSE category END\n)",
+        f"CREATE OR REPLACE TEMP MACRO reason_category(reason) AS ({_map(failure_categories.CATEGORIES)}[reason])",
+        *_scheduler_macros(),
     )
 
 

@@ -51,6 +51,7 @@ def store_views() -> dict[str, tuple[str, str]]:
     made again as the store opens for writing."""
     views = {
         "log_attempts": load_sql("queries", "log_attempts"),
+        "attempt_causes": load_sql("queries", "attempt_causes"),
         "attempt_root_causes": load_sql("queries", "attempt_failures"),
     }
     return {name: (sql, "gca " + hashlib.sha256(sql.encode()).hexdigest()[:16]) for name, sql in views.items()}

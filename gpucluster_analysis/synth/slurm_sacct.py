@@ -25,6 +25,7 @@ SACCT_COLUMNS = (
     "JobID",
     "JobName",
     "User",
+    "UID",
     "Account",
     "Partition",
     "State",
@@ -82,13 +83,14 @@ def _sacct_row(
     *,
     step: bool,
 ) -> str:
-    """One sacct -P line; steps leave User, Partition and Timelimit empty, as sacct prints them."""
+    """One sacct -P line; steps leave User, UID, Partition and Timelimit empty, as sacct prints them."""
     elapsed = slurm_duration((end or 0) - start) if start is not None else "00:00:00"
     return "|".join(
         (
             job_id,
             name,
             "" if step else job.user,
+            "" if step else str(job.uid),
             job.account,
             "" if step else PARTITION,
             state,

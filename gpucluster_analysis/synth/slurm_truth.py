@@ -64,10 +64,14 @@ def slurm_truth(
         # no attempt: end_time and attempts are the runs' (domain.md); the cancel ends the wait.
         end = max(r.end for r in runs) if runs else None
         final_failed = job.outcome.status == "failed"
-        reason = runs[-1].reason if final_failed else None
+        # every kill is its own user's scancel (`CANCELLED by <its uid>`, and sacct.txt has UID)
+        reason = runs[-1].reason if final_failed else ("user_kill" if job.outcome.status == "killed" else None)
         count = int(util_count[spec.index])
         sm_count = int(dcgm.count[spec.index])
         logged = bool(runs) and runs[-1].outcome != "launch_fail" and job.cancel_at is None
+        # what the reason rests on: every failed or killed run's sacct row says something (its
+        # state, a non-zero exit, who cancelled it), and its log, where it has one, shows it too
+        evidence = ("both" if logged else "scheduler") if job.outcome.status in ("failed", "killed") else None
         job_rows.append(
             {
                 "job_id": job.job_id,
@@ -88,7 +92,8 @@ def slurm_truth(
                 "mean_gpu_util_pct": float(util_sum[spec.index]) / count if count else None,
                 "util_samples": count,
                 "failure_reason": reason,
-                "failure_category": REASON_CATEGORY[reason] if reason else None,
+                "failure_category": {**REASON_CATEGORY, "user_kill": "user"}[reason] if reason else None,
+                "failure_evidence": evidence,
                 "eligible_time": iso(job.eligible),
                 "queue_basis": "eligible",
                 **waited,

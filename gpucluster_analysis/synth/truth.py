@@ -16,7 +16,8 @@ never reads the files back and never runs gca. Rules, as domain.md states them:
 * mean_gpu_util_pct / util_samples: over the written, non-null samples of
   attempts with a start, an end and GPUs (start <= t < end); null / 0 if none;
 * failure_reason / failure_category: the last failed attempt's, for jobs whose
-  final status is failed; null otherwise.
+  final status is failed, and the final attempt's for a killed job whose final attempt
+  failed (it was killed before its retry started); null otherwise.
 
 After those columns come the wait columns (`WAIT_COLUMNS`, docs/synth.md), which
 no reader of the log alone can reproduce everywhere: the job's first wait as
@@ -106,7 +107,12 @@ def job_truth(
         sized = next((r for r in ordered if r.alloc), None)
         timed = [r for r in recs if r.start is not None and r.end is not None]
         failed = [r for r in ordered if r.real.outcome in ("fail", "launch_fail")]
-        last_failure = failed[-1].real.reason if outcome.status == "failed" and failed else None
+        # a killed job's: its final attempt's when that failed (killed before its retry started)
+        last_failure = (
+            failed[-1].real.reason
+            if failed and (outcome.status == "failed" or (outcome.status == "killed" and failed[-1] is ordered[-1]))
+            else None
+        )
         count = int(util_count[spec.index])
         printed = [speeds[(spec.index, r.source_index)] for r in ordered if (spec.index, r.source_index) in speeds]
         jobs.append(

@@ -291,7 +291,7 @@ GROUP BY s.alloc_line;
 -- stage_sacct_alloc.)
 CREATE OR REPLACE TEMP VIEW stage_sacct_run AS
 SELECT a.line, a.job_id, a.het_offset, a.alone, a.state, a.status, a.source_status, a.exit_code, a.exit_signal,
-       a.gpus, a.req_gpus, a.nnodes, a.hosts, a.start_unknown, a.job_name, a.user_name, a.account, a.partition,
+       a.gpus, a.req_gpus, a.nnodes, a.hosts, a.start_unknown, a.job_name, a.user_name, a.user_uid, a.account, a.partition,
        a.qos, a.time_limit_s, a.gpu_model, a.cancelled_by, a.submit_at, a.eligible_at, a.start_at, a.end_at,
        greatest(slurm_status_rank(a.status), coalesce(r.rank, 0)) AS run_rank,
        (a.start_at IS NOT NULL OR coalesce(a.hosts, 0) > 0 OR a.start_unknown) AS placed,
@@ -373,7 +373,7 @@ FROM stage_sacct_attempt;
 -- was requeued is waiting again.
 INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id,
                   job_name, partition, eligible_at, time_limit_s, gpu_model, exit_code, exit_signal, cancelled_by,
-                  requested_gpus, left_queue_at, qos)
+                  requested_gpus, left_queue_at, qos, user_uid)
 WITH last_attempt AS (
     SELECT job_id, arg_max(leader_line, run_order) AS line, arg_max(status, run_order) AS status,
            arg_max(state, run_order) AS state, arg_max(req_gpus, run_order) AS req_gpus,
@@ -390,14 +390,14 @@ SELECT 'slurm', a.job_id, a.user_name, coalesce(a.account, a.partition),
             ELSE slurm_rank_status(a.run_rank) END,
        a.source_status, a.submit_at, $file_id,
        a.job_name, a.partition, a.eligible_at, a.time_limit_s, a.gpu_model, a.exit_code, a.exit_signal, a.cancelled_by,
-       a.req_gpus::DOUBLE, CASE WHEN NOT a.placed THEN coalesce(a.end_at, a.start_at) END, a.qos
+       a.req_gpus::DOUBLE, CASE WHEN NOT a.placed THEN coalesce(a.end_at, a.start_at) END, a.qos, a.user_uid
 FROM stage_sacct_alone_alloc a
 UNION ALL
 SELECT 'slurm', l.job_id, a.user_name, coalesce(a.account, a.partition),
        CASE WHEN l.state IN ('REQUEUED', 'REQUEUE_FED', 'REQUEUE_HOLD', 'SPECIAL_EXIT') THEN 'pending' ELSE l.status END,
        a.source_status, p.submit_at, $file_id,
        a.job_name, a.partition, p.eligible_at, a.time_limit_s, p.gpu_model, a.exit_code, a.exit_signal, a.cancelled_by,
-       l.req_gpus, l.left_queue_at, a.qos
+       l.req_gpus, l.left_queue_at, a.qos, a.user_uid
 FROM last_attempt l
 JOIN stage_sacct_alloc a ON a.line = l.line
 JOIN per_job p ON p.job_id = l.job_id;

@@ -181,7 +181,7 @@ def not_data(text: str, *, dmon: bool) -> bool:
     """A line before the first header that is no data row: a pasted shell prompt, a note,
     what a wrapper printed first (`Started host engine version 1.4.3 ...`)."""
     if dmon:
-        return not text[0].isdigit()
+        return not text[:1].isdigit()  # an empty line is no data row either
     return "," not in text or bool(PROMPT.search(text))
 
 

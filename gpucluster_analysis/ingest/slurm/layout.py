@@ -183,6 +183,7 @@ class Columns:
         self.job_id = at("jobid", "jobidraw")
         self.job_name = at("jobname")
         self.user = at("user")
+        self.uid = at("uid")
         self.account = at("account")
         self.cluster = at("cluster")
         self.qos = at("qos")

@@ -136,6 +136,7 @@ def parse_fields(
     row["status"] = status_of(state, times["start_t"] is not None)
     row["job_name"] = _value(fields, cols.job_name) or None
     row["user_name"] = _value(fields, cols.user) or None
+    row["user_uid"] = _value(fields, cols.uid) or None  # whose own `CANCELLED by <uid>` a cancel was
     row["account"] = _value(fields, cols.account) or None
     row["partition"] = _value(fields, cols.partition) or None
     row["qos"] = _value(fields, cols.qos) or None  # which QOS's per-user caps apply (sacctmgr show qos)

@@ -315,6 +315,7 @@ def split_clean(
                 for i, name in (
                     (cols.job_name, "job_name"),
                     (cols.user, "user_name"),
+                    (cols.uid, "user_uid"),
                     (cols.account, "account"),
                     (cols.partition, "partition"),
                     (cols.qos, "qos"),

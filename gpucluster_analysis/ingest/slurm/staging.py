@@ -25,6 +25,7 @@ STAGE_COLUMNS = [
     ("problem", pa.string()),
     ("job_name", pa.string()),
     ("user_name", pa.string()),
+    ("user_uid", pa.string()),
     ("account", pa.string()),
     ("partition", pa.string()),
     ("state", pa.string()),
