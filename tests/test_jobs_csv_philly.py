@@ -223,6 +223,11 @@ def expected_jobs(data: Path) -> dict[str, dict[str, object]]:
             "speed_metric": None,
             "speed_median": None,
             "speed_unit": None,
+            # Philly's record has no exit code, and Failed/Killed name no cause: a job that failed
+            # or was killed has nothing its reason could rest on
+            "exit_code": None,
+            "exit_signal": None,
+            "failure_evidence": "none" if STATUS[job["status"]] in ("failed", "killed") else None,
         }
     return expected
 
