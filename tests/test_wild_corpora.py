@@ -57,3 +57,11 @@ def test_speed_logs_are_annotated_and_sourced() -> None:
             assert all(any(f in text for f in (f"{v}", f"{v:g}", f"{int(v)}", f"{v:,}")) for v in q["values"]), stem
     assert len(frameworks) >= 20
     _sourced(folder, stems)
+
+
+def test_healthy_run_logs_are_sourced() -> None:
+    folder = DATA / "classify" / "wild_benign"
+    stems = sorted(p.stem for p in folder.glob("*.log"))
+    assert len(stems) >= 66
+    assert all(0 < (folder / f"{s}.log").stat().st_size < 40_000 for s in stems)
+    _sourced(folder, stems)
