@@ -150,7 +150,7 @@ FORMATS: dict[str, tuple[Callable[[random.Random, int], list[str]], str | None]]
     "lightning": (lightning, "lightning_tqdm_bar"),
     "megatron": (megatron, "megatron_tflops_per_gpu"),
     "megatron_deepspeed": (megatron_deepspeed, "megatron_deepspeed_tflops"),
-    "nanogpt": (nanogpt, "nanogpt_mfu"),
+    "nanogpt": (nanogpt, "nanogpt_ms_per_iter"),
     "torchtitan": (torchtitan, "torchtitan_tflops"),
     "keras": (keras, "keras_time_per_step"),
     "none": (nothing, None),

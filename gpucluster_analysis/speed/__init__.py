@@ -8,15 +8,21 @@ Contract (pure functions: nothing here prints, exits or touches the store):
   4 MiB; samples in such a tail have no line number). None: the log prints no speed.
 * The lines are recognized by the patterns of `patterns.toml` (data, with real example
   lines that the loader and tests/test_speed.py check). Every value is turned into one of
-  five canonical metrics where higher is faster: s/it, s/step and "iter time (s)" become
-  1/v per second, ms per iteration or step 1000/v, us/step 1,000,000/v.
+  four canonical metrics where higher is faster: s/it, s/step and "iter time (s)" become
+  1/v per second, ms per iteration or step 1000/v, us/step 1,000,000/v. MFU is never read:
+  it is a share of a peak the script assumed, no speed (issue #28).
+* Generic keys (`[[key]]` tables, speed/keys.py): the keys and units real loggers share
+  (`time: 0.44`, `iter_time: 1.27s`, `seconds: 0.811`, `ips: 355 samples/s`, JSON's
+  `"throughput": 111.9`, `3438 tok/s`, `TFLOP/s/device: 210`), whatever framework printed
+  them, never `data_time`, `eta`, a percentage or another phase's (`eval time`, `total
+  time`). They are read only where no framework pattern nor bar reads anything, and need
+  three lines.
 * The winning metric. When a log prints several, the pattern with the highest priority
   that matched at least once wins, and the summary is over its samples only (two
   patterns of one metric are not mixed). Priorities come in bands by metric:
-  tflops_per_gpu > mfu_pct > tokens_per_s > samples_per_s > iterations_per_s.
+  tflops_per_gpu > tokens_per_s > samples_per_s > iterations_per_s.
   Achieved TFLOP/s per GPU compares jobs of different sizes and models on the hardware
-  (what a study of slow GPUs needs); MFU is the same number divided by a peak the script
-  assumed (nanoGPT always assumes an A100's); tokens and samples per second measure work
+  (what a study of slow GPUs needs); tokens and samples per second measure work
   in the model's own units; iterations per second need the batch size to mean anything,
   so a tqdm bar's it/s comes last. Inside a band a framework's per-step line beats a
   run average, which beats a generic progress bar.

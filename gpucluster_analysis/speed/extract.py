@@ -53,8 +53,8 @@ class SpeedSummary:
     """The speed of one log: the winning pattern's samples and their statistics over the
     steady part of the run (the samples after `warmup_dropped`)."""
 
-    metric: str  # tflops_per_gpu, mfu_pct, tokens_per_s, samples_per_s or iterations_per_s
-    unit: str  # TFLOP/s/GPU, %, tokens/s, samples/s, it/s
+    metric: str  # tflops_per_gpu, tokens_per_s, samples_per_s or iterations_per_s
+    unit: str  # TFLOP/s/GPU, tokens/s, samples/s, it/s
     pattern_id: str
     framework: str
     per_gpu: bool  # the value is per GPU (else for the whole job)
@@ -175,31 +175,69 @@ def extract_speed_bytes(
     patterns = default_patterns() if patterns is None else tuple(patterns)
     if b"#015" in data:  # syslog and CloudWatch write carriage returns as #015
         data = data.replace(b"#015", b"\r")
+    # One scan: the frameworks' own patterns and the bars are run on the lines they may read;
+    # the lines a generic key may read are kept, and read only when the others read nothing.
+    plan, generic = _plan(patterns), _generic(patterns)
     steps: dict[int, list[SpeedSample]] = {}
     bars: dict[int, list[tuple[str, int, SpeedSample]]] = {}
-    plan = _plan(patterns)
+    deferred: list[tuple[int | None, str, list[int]]] = []
     for number, raw_line in lines_holding(data, plan.trigger):
         line = raw_line.decode("utf-8", "replace")
         low = line.lower()
         line_number = None if tail_from_line is not None and number >= tail_from_line else number
-        to_try = {i for lit, ids in plan.owners if lit in low for i in ids}
-        for i in sorted(to_try):
-            pattern = patterns[i]
-            for _, family, elapsed, raw, unit, value in line_hits(pattern, line):
-                sample = SpeedSample(line_number, value, raw, unit)
-                if pattern.kind == "bar":
-                    bars.setdefault(i, []).append((family, elapsed, sample))
-                else:
-                    steps.setdefault(i, []).append(sample)
+        to_try = sorted({i for lit, ids in plan.owners if lit in low for i in ids})
+        if generic.intersection(to_try):
+            deferred.append((line_number, line, [i for i in to_try if i in generic]))
+        _read_line(patterns, [i for i in to_try if i not in generic], line_number, line, steps, bars)
+    found = _kept(patterns, steps, bars)
+    if not found and deferred:
+        steps, bars = {}, {}
+        for line_number, line, ids in deferred:
+            _read_line(patterns, ids, line_number, line, steps, bars)
+        found = _kept(patterns, steps, bars)
+    if not found:
+        return None
+    ranked = sorted(found, key=lambda i: (-patterns[i].priority, i))
+    candidates = tuple((patterns[i].id, patterns[i].metric, len(found[i])) for i in ranked)
+    win = ranked[0]
+    return summarize(patterns[win], found[win], candidates)
+
+
+@lru_cache(maxsize=8)
+def _generic(patterns: tuple[SpeedPattern, ...]) -> frozenset[int]:
+    """The indices of the generic keys (speed/keys.py) among `patterns`."""
+    return frozenset(i for i, p in enumerate(patterns) if p.fallback)
+
+
+def _read_line(
+    patterns: tuple[SpeedPattern, ...],
+    ids: list[int],
+    line_number: int | None,
+    line: str,
+    steps: dict[int, list[SpeedSample]],
+    bars: dict[int, list[tuple[str, int, SpeedSample]]],
+) -> None:
+    for i in ids:
+        pattern = patterns[i]
+        for _, family, elapsed, raw, unit, value in line_hits(pattern, line):
+            sample = SpeedSample(line_number, value, raw, unit)
+            if pattern.kind == "bar":
+                bars.setdefault(i, []).append((family, elapsed, sample))
+            else:
+                steps.setdefault(i, []).append(sample)
+
+
+def _kept(
+    patterns: tuple[SpeedPattern, ...],
+    steps: dict[int, list[SpeedSample]],
+    bars: dict[int, list[tuple[str, int, SpeedSample]]],
+) -> dict[int, list[SpeedSample]]:
+    """Each pattern's samples (a bar pattern's: of its main family), of the patterns that read
+    at least their min_samples."""
     for i, hits in bars.items():
         family = _main_bar_family(hits)
         steps[i] = [sample for f, _, sample in hits if f == family]
-    if not steps:
-        return None
-    ranked = sorted(steps, key=lambda i: (-patterns[i].priority, i))
-    candidates = tuple((patterns[i].id, patterns[i].metric, len(steps[i])) for i in ranked)
-    win = ranked[0]
-    return summarize(patterns[win], steps[win], candidates)
+    return {i: samples for i, samples in steps.items() if len(samples) >= patterns[i].min_samples}
 
 
 def extract_speed(

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 # canonical metric -> (unit it is reported in, priority band = priority // 100)
 METRICS: dict[str, tuple[str, int]] = {
     "tflops_per_gpu": ("TFLOP/s/GPU", 5),
-    "mfu_pct": ("%", 4),
+    # band 4 was MFU's: a model-FLOPs utilization is a percentage of a peak the script assumed,
+    # no speed (issue #28), and no pattern reads it any more
     "tokens_per_s": ("tokens/s", 3),
     "samples_per_s": ("samples/s", 2),
     "iterations_per_s": ("it/s", 1),
@@ -51,6 +52,8 @@ class SpeedPattern:
     counter_examples: tuple[Example, ...] = ()
     unless_text: str = ""  # where this matches (a bar's piece, a step pattern's line), the regex reads nothing
     source: str = ""
+    min_samples: int = 1  # lines it must read before its samples can be a log's speed
+    fallback: bool = False  # a generic key (speed/keys.py): read only where no other pattern reads anything
     # Python's re, not RE2 (textmatch.py): these patterns ship with gca and are written not to
     # backtrack (tests/test_hostile_lines.py), and RE2's capture groups cost 3-9x per progress-bar line
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
@@ -67,7 +70,11 @@ class SpeedPattern:
     def to_canonical(self, raw: float, printed_unit: str | None) -> float | None:
         """The printed value in the canonical metric; None when it is not a usable speed
         (zero, negative, infinite, or a unit the pattern does not know)."""
-        name = self.convert if printed_unit is None else dict(self.convert_by_unit).get(printed_unit)
+        by_unit = dict(self.convert_by_unit)
+        if printed_unit is None:
+            name = self.convert if self.convert is not None else by_unit.get("")  # '': no unit printed
+        else:
+            name = by_unit.get(printed_unit, by_unit.get(printed_unit.lower()))
         if name is None or not raw > 0 or not math.isfinite(raw):
             return None
         return CONVERSIONS[name](raw)

@@ -17,13 +17,14 @@ from importlib import resources
 from pathlib import Path
 
 from gpucluster_analysis.errors import RulesError
+from gpucluster_analysis.speed.keys import pattern_table
 from gpucluster_analysis.speed.pattern import CONVERSIONS, KINDS, METRICS, Example, SpeedPattern
 from gpucluster_analysis.speed.reading import line_values
 
 SHIPPED = "patterns.toml"
 
 _KEYS = {"id", "framework", "metric", "unit", "per_gpu", "kind", "priority", "regex", "prefilter", "example"}
-_OPTIONAL = {"convert", "convert_by_unit", "description", "counter_example", "unless"}
+_OPTIONAL = {"convert", "convert_by_unit", "description", "counter_example", "unless", "min_samples", "fallback"}
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -50,14 +51,17 @@ def parse_patterns(text: str, source: str) -> list[SpeedPattern]:
         raise RulesError(
             f"{source}: not valid TOML: {e}", "fix the syntax; regexes go in '...' literal strings"
         ) from None
-    if set(data) - {"pattern"}:
+    if set(data) - {"pattern", "key"}:
         raise RulesError(
-            f"{source}: unknown top-level key(s) {sorted(set(data) - {'pattern'})}",
-            "only [[pattern]] tables are allowed",
+            f"{source}: unknown top-level key(s) {sorted(set(data) - {'pattern', 'key'})}",
+            "only [[pattern]] and [[key]] tables are allowed",
         )
-    tables = data.get("pattern", [])
-    if not isinstance(tables, list):
-        raise RulesError(f"{source}: 'pattern' must be an array of tables", "write each one as [[pattern]]")
+    tables, keys = data.get("pattern", []), data.get("key", [])
+    if not isinstance(tables, list) or not isinstance(keys, list):
+        raise RulesError(
+            f"{source}: 'pattern' and 'key' must be arrays of tables", "write each one as [[pattern]] or [[key]]"
+        )
+    tables = [*tables, *(pattern_table(t, n, source) for n, t in enumerate(keys, 1))]
     out: list[SpeedPattern] = []
     seen: set[str] = set()
     for n, table in enumerate(tables, 1):
@@ -100,7 +104,7 @@ def _pattern(table: object, n: int, source: str) -> SpeedPattern:
     if priority // 100 != band:
         raise RulesError(
             f"{where}: priority {priority} is outside the {table['metric']} band {band}00-{band}99",
-            "the hundreds digit says the metric: 5 tflops, 4 mfu, 3 tokens, 2 samples, 1 iterations",
+            "the hundreds digit says the metric: 5 tflops, 3 tokens, 2 samples, 1 iterations",
         )
     unless = table.get("unless", "")
     if not isinstance(unless, str):
@@ -128,6 +132,11 @@ def _pattern(table: object, n: int, source: str) -> SpeedPattern:
         raise RulesError(f"{where}: prefilter must be a non-empty list of non-empty strings")
     if any(x != x.lower() for x in prefilter):
         raise RulesError(f"{where}: prefilter literals must be lower case")
+    if not isinstance(table.get("fallback", False), bool):
+        raise RulesError(f"{where}: fallback must be true or false")
+    min_samples = table.get("min_samples", 1)
+    if not isinstance(min_samples, int) or isinstance(min_samples, bool) or min_samples < 1:
+        raise RulesError(f"{where}: min_samples must be a whole number, 1 or more")
     description = table.get("description", "")
     if not isinstance(description, str):
         raise RulesError(f"{where}: description must be a string")
@@ -152,6 +161,8 @@ def _pattern(table: object, n: int, source: str) -> SpeedPattern:
         counter_examples=counters,
         unless_text=unless,
         source=source,
+        min_samples=min_samples,
+        fallback=table.get("fallback") is True,
     )
     _check_examples(pattern, where)
     return pattern

@@ -39,6 +39,7 @@ def line_hits(pattern: SpeedPattern, line: str) -> list[Hit]:
     read from the end, and a piece that starts with the description and holds the "/total " of a
     bar already read later on the line is skipped unmatched."""
     has_unit = "unit" in pattern.regex.groupindex
+    skips = "skip" in pattern.regex.groupindex  # speed/keys.py's generic keys
     unless = pattern.unless
     if pattern.kind != "bar":
         hits: list[Hit] = []
@@ -47,6 +48,8 @@ def line_hits(pattern: SpeedPattern, line: str) -> list[Hit]:
             piece = whole[:PIECE_CHARS]
             if unless is None or unless.search(piece) is None:
                 for m in pattern.regex.finditer(piece):
+                    if skips and m.group("skip") is not None:  # a key of another phase or the whole run
+                        continue
                     raw = float(m.group("value").replace(",", ""))
                     unit = m.group("unit") if has_unit else None
                     value = pattern.to_canonical(raw, unit)

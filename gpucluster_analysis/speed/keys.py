@@ -1,0 +1,118 @@
+"""Speed read from the structure loggers share (issue #28, part 1): a `[[key]]` table of
+patterns.toml names the keys (or the units) that mean a time per iteration or a throughput,
+and this module writes the pattern that reads them, whatever framework printed the line:
+
+* form `key_value`: `key: 0.44`, `key=0.44`, `key 0.44`, JSON's `"key": 0.44` (a key, a separator or blanks, the
+  number, an optional unit of the table's `units`): mmcv's `time: 0.595`, YOLOX's
+  `iter_time: 1.270s`, MaxText's `seconds: 0.811`, nanoGPT's `time 1099.34ms`;
+* form `value_unit`: the number, then the unit naming what it counts (`355.1 samples/s`,
+  `3438 src tok/s`: one qualifying word may stand between).
+
+A key is a whole word: `data_time`, `avg_reader_cost` or `eta` are never read as `time` (no
+word character, `.`, `/` or `-` may stand before it), nor a key after one of the words of
+`NOT_AFTER` (`total time`, `eval time`: a whole run's or another phase's), nor a value that
+is a percentage, a clock (`10:43:36`), a date, or followed by a unit the table does not know
+(`0.5 it/s` after a samples key) or a bracketed word (`16.7 (graph/s)`). A running mean in
+brackets after the value (`time 0.6408 (0.6516)`) leaves the value read. Readings need
+`min_samples` lines (default 3) before they can be a log's speed: one `time: 5` is no rate.
+They are read only where no framework's own pattern (nor a progress bar) reads anything: a
+log those know is read as before, and costs no second pass.
+
+The generated pattern is validated as any [[pattern]] (patterns.py): its examples and
+counter-examples are real lines, checked at load.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpucluster_analysis.errors import RulesError
+
+KEY_KEYS = {"id", "metric", "per_gpu", "priority", "form", "names", "units", "example"}
+KEY_OPTIONAL = {"description", "counter_example", "min_samples", "framework"}
+FORMS = ("key_value", "value_unit")
+DEFAULT_MIN_SAMPLES = 3
+
+# Words that make the key after them another phase's or the whole run's, not a step's.
+NOT_AFTER = (
+    "total",
+    "elapsed",
+    "eval",
+    "evaluation",
+    "valid",
+    "validation",
+    "test",
+    "wall",
+    "run",
+    "epoch",
+    "data",
+    "training",
+)
+
+# A number as loggers print it: 0.44, 1e-3, 5,615 (thousands separators), possessive: linear.
+_NUMBER = r"(?P<value>\d{1,3}(?:,\d{3})++(?![\d])(?:\.\d++)?|\d++(?:\.\d++)?(?:[eE][-+]?\d++)?)"
+# What may not follow a value (or its unit): a letter or digit, %, /, a clock's or date's next
+# part; nor, after a blank, a percentage, another unit (`0.5 it/s`) or a bracketed word
+# (`(graph/s)`). The next field (`\taccuracy=`) and a bracketed number (a running mean) may.
+_AFTER = r"(?![\w%/:]|\.\d|[ \t]?+(?:%|[A-Za-z]++/|\([A-Za-z]))"
+
+
+def _alternation(words: list[str]) -> str:
+    """Longest first (so `tokens/s/device` is tried before `tokens/s`); blanks match blanks."""
+    return "|".join(re.escape(w).replace(r"\ ", "[ \\t]+") for w in sorted(words, key=lambda w: (-len(w), w)))
+
+
+def pattern_table(table: object, n: int, source: str) -> dict[str, object]:
+    """The [[pattern]] table a [[key]] table stands for (validated by patterns.py as any other)."""
+    if not isinstance(table, dict):
+        raise RulesError(f"{source}: key #{n} is not a table")
+    kid = table.get("id")
+    where = f"{source}: key {kid!r}" if isinstance(kid, str) else f"{source}: key #{n}"
+    unknown = set(table) - KEY_KEYS - KEY_OPTIONAL
+    if unknown:
+        raise RulesError(
+            f"{where}: unknown key(s) {sorted(unknown)}", f"allowed: {', '.join(sorted(KEY_KEYS | KEY_OPTIONAL))}"
+        )
+    missing = KEY_KEYS - set(table)
+    if missing:
+        raise RulesError(f"{where}: missing key(s) {sorted(missing)}")
+    if table["form"] not in FORMS:
+        raise RulesError(f"{where}: form must be one of {', '.join(FORMS)}")
+    names, units = table["names"], table["units"]
+    if not isinstance(names, list) or not names or not all(isinstance(x, str) and x.strip() for x in names):
+        raise RulesError(f"{where}: names must be a non-empty list of non-empty strings")
+    if not isinstance(units, dict) or not units or not all(isinstance(v, str) for v in units.values()):
+        raise RulesError(f"{where}: units must be a table of printed unit -> conversion ('' for none printed)")
+    printed = [u for u in units if u]
+    unit_group = f"(?P<unit>{_alternation(printed)})" if printed else "(?P<unit>(?!))"
+    if table["form"] == "key_value":
+        # a key after one of NOT_AFTER is matched whole, with that word, and read as nothing
+        # (reading.py skips a match whose `skip` group took part): one lookbehind per position
+        before = f"(?:(?P<skip>{_alternation(list(NOT_AFTER))})[ _])?+"
+        regex = (
+            f'(?i)(?<![\\w./-])"?+{before}(?:{_alternation(names)})"?+[ \\t]*+(?:[:=][ \\t]*+)?'
+            f"{_NUMBER}(?:[ \\t]?+{unit_group})?{_AFTER}"
+        )
+    else:
+        regex = f"(?i)(?<![\\w.,/]){_NUMBER}[ \\t]?+(?:[A-Za-z]++[ \\t])?{unit_group}{_AFTER}"
+        if "" in units:
+            raise RulesError(f"{where}: a value_unit key is read by its unit: '' (none printed) cannot be one")
+    out = {
+        "id": table["id"],
+        "framework": table.get("framework", "any"),
+        "metric": table["metric"],
+        "unit": printed[0] if printed else names[0],  # as printed: the unit, else the key
+        "per_gpu": table["per_gpu"],
+        "kind": "step",
+        "priority": table["priority"],
+        "regex": regex,
+        "prefilter": sorted({w.lower() for w in (names if table["form"] == "key_value" else printed)}),
+        "convert_by_unit": dict(units),
+        "example": table["example"],
+        "min_samples": table.get("min_samples", DEFAULT_MIN_SAMPLES),
+        "fallback": True,
+    }
+    for optional in ("description", "counter_example"):
+        if optional in table:
+            out[optional] = table[optional]
+    return out
