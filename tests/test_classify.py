@@ -19,6 +19,7 @@ from gpucluster_analysis.classify.engine import (
     normalize_line,
     read_bounded,
 )
+from gpucluster_analysis.classify.noise import line_level
 from gpucluster_analysis.classify.rules import CAUSE, DERIVED_REASONS, EVIDENCE_KINDS, parse_signatures
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.errors import ExitCode, RulesError
@@ -634,3 +635,85 @@ def test_cli_explains_none_and_unknown(tmp_path: Path) -> None:
     obj = json.loads(runner.invoke(app, ["classify", "--json", "--explain", str(unknown)]).stdout)
     assert (obj["reason"], obj["line_number"], obj["evidence"][0]["id"]) == ("unknown", 2, "nonzero_exit")
     assert obj["explain"][-1] == "no signature names this failure: unknown"
+
+
+# --- log levels (issue #28, part 2) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "level"),
+    [
+        (
+            "torch._dynamo.convert_frame: [WARNING] FileNotFoundError: [Errno 2] No such file or directory: 'ldconfig'",
+            "warning",
+        ),
+        ("INFO:2024-01-01 12:00:00,000:jax._src.xla_bridge: Unable to initialize backend 'tpu'", "info"),
+        ("WARNING:huggingface_hub.utils._http:'(ReadTimeoutError(...)' Retrying in 1s [Retry 1/5].", "warning"),
+        ("W1203 10:11:12.123456 140245 deprecation.py:323] From x", "warning"),
+        ("E0101 10:11:12.123456 140245 foo.cc:12] bad", "error"),
+        ("[W socket.cpp:663] [c10d] The client socket has failed to connect", "warning"),
+        ("2023-01-01 10:00:00.000 | WARNING  | __main__:main:12 - x", "warning"),
+        ("2021-10-11 14:38:12 | INFO     | yolox.core.trainer:246 - epoch", "info"),
+        ("2022-03-17 11:56:00,123 - mmdet - INFO - Epoch [1][250/7674]", "info"),
+        ("[NeMo W 2024-05-01 10:00:00 nemo_logging:349] warn", "warning"),
+        ("gpu1:123:456 [3] proxy.cc:1497 NCCL WARN Could not receive", "warning"),
+        ("gpu1:123:456 [0] NCCL INFO NET/Socket : Using", "info"),
+        ("slurmstepd: error: Detected 1 oom_kill event", "error"),
+        ("[rank0]: torch.OutOfMemoryError: CUDA out of memory", None),
+        ("Traceback (most recent call last):", None),
+        ("UserWarning: this is deprecated", None),
+    ],
+)
+def test_the_level_a_line_says(line: str, level: str | None) -> None:
+    assert line_level(line) == level
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the issue's healthy runs: a compile fallback, a missing optional backend, a retried request
+        "torch._dynamo.convert_frame: [WARNING] FileNotFoundError: [Errno 2] No such file or directory: 'ldconfig'\n"
+        "step 10 loss 2.1\n",
+        "INFO:2024-01-01 12:00:00,000:jax._src.xla_bridge: Unable to initialize backend 'tpu': "
+        "UNIMPLEMENTED: libtpu.so: cannot open shared object file: No such file or directory\nstep 1 loss 3.0\n",
+        # a warning logged with its traceback: the traceback is part of the warning
+        "torch._dynamo.convert_frame: [WARNING] Traceback (most recent call last):\n"
+        "  File \"x.py\", line 1, in f\nFileNotFoundError: [Errno 2] No such file or directory: 'ldconfig'\n",
+        # NCCL and c10d teardown warnings after the run reported success
+        ':::MLLOG {"event_type": "INTERVAL_END", "key": "run_stop", "metadata": {"status": "success"}}\n'
+        "n1:1:2 [3] proxy.cc:1521 NCCL WARN [Proxy Service 5] Failed to execute operation Close from rank 1\n",
+    ],
+)
+def test_a_line_logged_below_error_names_no_failure(text: str) -> None:
+    result = classify_text(text, SIGNATURES)
+    assert result.reason == "none", "\n".join(result.explain())
+
+
+def test_a_signature_may_count_at_a_level_and_explain_says_the_level() -> None:
+    """NCCL logs its own failures as WARN: nccl_error counts at that level (counts_at)."""
+    result = classify_text("n1:2683:2826 [0] misc/ibvwrap.cc:268 NCCL WARN Call to ibv_create_cq failed\n", SIGNATURES)
+    assert result.reason == "nccl_error"
+    assert "level warning" in result.explain()[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("rank 3 done\n*** Your MPI job will now abort.\n", "mpi_failure"),
+        (
+            "NVRM: nvAssertOkFailedNoLog: Assertion failed: Reset required [NV_ERR_RESET_REQUIRED] (0x00000062)\n"
+            "RuntimeError: NCCL error: unhandled cuda error\n",
+            "gpu_hw",
+        ),
+        (
+            "step 900 loss 2.0\nGCP Metadata Service says termination is imminent\n"
+            "Traceback (most recent call last):\nKeyboardInterrupt\n",
+            "preempted",
+        ),
+        ('{"Events": [{"EventType": "Preempt", "ResourceType": "VirtualMachine"}]}\nKilled\n', "preempted"),
+        ("salloc: Job allocation 608 has been revoked.\n", "preempted"),
+    ],
+)
+def test_real_failure_evidence_the_issue_names(text: str, reason: str) -> None:
+    result = classify_text(text, SIGNATURES)
+    assert result.reason == reason, "\n".join(result.explain())

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from gpucluster_analysis.classify.noise import is_blank, normalize_line
+from gpucluster_analysis.classify.noise import NON_FATAL_LEVELS, is_blank, line_level, normalize_line
 from gpucluster_analysis.classify.rules import CATEGORIES, CAUSE, Signature
 from gpucluster_analysis.logscan import HEAD_BYTES, TAIL_BYTES, lines_holding, read_parts, trie_pattern
 
@@ -77,6 +77,7 @@ class Match:
     line_number: int | None
     line: str
     chain: int  # index of the traceback in a chained exception (0 = the first one)
+    level: str | None = None  # the level its line was logged at, where the line says
 
     def key(self) -> tuple[int, int, int, int]:
         return (-(self.priority // 100), self.chain, -self.priority, self.line_number or 0)
@@ -114,9 +115,10 @@ class Classification:
             win = self.matched[0]
             for i, m in enumerate(self.matched):
                 tag = "winner" if i == 0 else _why(win, m)
+                level = f", level {m.level}" if m.level else ""
                 out.append(
                     f"{m.signature_id} ({m.reason}, priority {m.priority}, {_where(m.line_number)}, "
-                    f"traceback {m.chain}): {tag}: {m.line}"
+                    f"traceback {m.chain}{level}): {tag}: {m.line}"
                 )
         failures = [e for e in self.evidence if e.kind == "failure"]
         if self.reason == "unknown":
@@ -280,8 +282,24 @@ def classify_bytes(data: bytes, signatures: list[Signature], *, tail_from_line: 
                 causes = [s for s in causes if s.reason != GENERIC_REASON]
             failures = [s for s in found if s.kind == "failure"]
             success = [s for s in found if s.kind == "success"]
+            level = line_level(piece) if causes or failures else None
+            if level in NON_FATAL_LEVELS:
+                # the program logged it as a warning (or info) and went on: it names no failure,
+                # unless its signature says such a line may (counts_at); a traceback right after
+                # it is part of what was logged
+                below = [s for s in causes if level not in s.counts_at] + failures
+                if below:
+                    why = f"logged at {level.upper()} level: the program went on"
+                    notes.append(Evidence(below[0].id, "discounted", line_number, line, why))
+                    causes, failures = [s for s in causes if level in s.counts_at], []
+                    if not causes:
+                        ev = Evidence(below[0].id, "handled", line_number, line, f"logged at {level.upper()} level")
+                        if block is not None and _TRACEBACK.search(line):  # the traceback starts on this line
+                            block.handled = block.handled or ev
+                        else:
+                            handled_header = (number, ev)
             if causes or failures or success:
-                hits.append(_Hit(len(hits), line_number, line, chain, block, causes, failures, success))
+                hits.append(_Hit(len(hits), line_number, line, chain, block, causes, failures, success, level))
             if ends_block:
                 block = None
     return _decide(hits, notes)
@@ -316,6 +334,7 @@ class _Hit:
     causes: list[Signature]
     failures: list[Signature]
     success: list[Signature]
+    level: str | None = None  # the level the line was logged at, where it says
 
 
 def _decide(hits: list[_Hit], notes: list[Evidence]) -> Classification:
@@ -339,6 +358,9 @@ def _decide(hits: list[_Hit], notes: list[Evidence]) -> Classification:
             continue
         if last_success is not None and h.seq < last_success.seq:
             why = f"before the success at {_where(last_success.line_number)}"
+        elif last_success is not None and h.level in NON_FATAL_LEVELS:
+            # teardown after the run finished: a peer gone, a store closed (NCCL, c10d warnings)
+            why = f"logged at {h.level.upper()} level after the success at {_where(last_success.line_number)}"
         elif h.block is not None and h.block.handled is not None:
             why = (
                 f"in a traceback the program caught ({h.block.handled.evidence_id}, "
@@ -366,7 +388,7 @@ def _decide(hits: list[_Hit], notes: list[Evidence]) -> Classification:
                     )
                 )
             elif sig.id not in first:
-                first[sig.id] = Match(sig.id, sig.reason, sig.priority, h.line_number, h.line, h.chain)
+                first[sig.id] = Match(sig.id, sig.reason, sig.priority, h.line_number, h.line, h.chain, h.level)
     out += _first_of_each(notes)
     matched = sorted(first.values(), key=Match.key)
     if matched:

@@ -60,6 +60,11 @@ _TRAILING = "│┃║ \t"
 
 def normalize_line(line: str) -> str:
     """The line without ANSI codes and without its rank/host/time/quote/box prefixes."""
+    return _split(line)[1]
+
+
+def _split(line: str) -> tuple[str, str]:
+    """(the prefixes normalize_line strips, the rest)."""
     line = _ANSI.sub("", line)
     pos = 0
     match = _PREFIX.match
@@ -68,7 +73,46 @@ def normalize_line(line: str) -> str:
         if m is None or m.end() == pos:
             break
         pos = m.end()
-    return line[pos:].rstrip(_TRAILING)
+    return line[:pos], line[pos:].rstrip(_TRAILING)
+
+
+# A line's log level, where the line says it (issue #28, part 2), as one of LEVELS.
+LEVELS = ("debug", "info", "warning", "error", "fatal")
+# A line logged at one of these is not, by itself, the program saying it failed.
+NON_FATAL_LEVELS = ("debug", "info", "warning")
+_LEVEL_WORDS = {
+    "trace": "debug", "debug": "debug", "d": "debug",
+    "info": "info", "notice": "info", "success": "info", "i": "info",
+    "warning": "warning", "warn": "warning", "w": "warning",
+    "error": "error", "err": "error", "e": "error",
+    "critical": "fatal", "fatal": "fatal", "f": "fatal",
+}  # fmt: skip
+# In the stripped prefixes: `[WARNING]`, `[W]`, c10's `[W socket.cpp:...]`/`[W430 12:00:00 ...]`,
+# glog's `W1203 10:11:12.123456`, NeMo's `[NeMo W 2024-...`, `- mmdet - INFO - `, loguru's
+# `| WARNING |` and `INFO | `, `ERROR 05-12 ...`, `WARNING: `.
+_PREFIX_LEVEL = re.compile(
+    r"\[(?:NeMo )?+(?P<a>" + _LEVEL + r"|[DIWEF])(?:\]|[ \d])"
+    r"|(?:^|[\s|])(?P<b>[IWEF])\d{4} \d{2}:"
+    r"|(?:^|[\s|-])(?P<c>" + _LEVEL + r")(?: *+[|:-]| \d)",
+    re.IGNORECASE,
+)
+# At the start of what is left: Python logging's `WARNING:name:`, `name: [WARNING]`,
+# `wandb: WARNING`, `INFO:jax._src.xla_bridge:`; anywhere: NCCL's own `NCCL WARN`/`NCCL INFO`.
+_MESSAGE_LEVEL = re.compile(
+    r"^(?:[\w.]++: ?+)?\[?(?P<a>" + _LEVEL + r")\]?(?=[: ])|\bNCCL (?P<b>INFO|WARN)\b", re.IGNORECASE
+)
+
+
+def line_level(line: str) -> str | None:
+    """The level the line says it was logged at (debug, info, warning, error, fatal), from its
+    prefixes or the start of its message; None where it says none."""
+    prefix, rest = _split(line)
+    for text, pattern in ((prefix, _PREFIX_LEVEL), (rest[:200], _MESSAGE_LEVEL)):
+        m = pattern.search(text)
+        if m is not None:
+            word = next(g for g in m.groups() if g is not None)
+            return _LEVEL_WORDS[word.lower()]
+    return None
 
 
 def is_blank(line: str) -> bool:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from gpucluster_analysis.classify.noise import normalize_line
+from gpucluster_analysis.classify.noise import NON_FATAL_LEVELS, normalize_line
 from gpucluster_analysis.errors import RulesError
 from gpucluster_analysis.failure_categories import CATEGORIES, SCHEDULER_ONLY_REASONS
 from gpucluster_analysis.textmatch import LinearPattern, compile_linear
@@ -38,7 +38,7 @@ EVIDENCE_KINDS: dict[str, str] = {
 
 SHIPPED = "signatures.toml"
 _KEYS = {"id", "reason", "pattern", "priority", "examples"}
-_OPTIONAL_KEYS = {"description", "counter_examples", "prefilter", "warning", "unless"}
+_OPTIONAL_KEYS = {"description", "counter_examples", "prefilter", "warning", "unless", "counts_at"}
 _EVIDENCE_KEYS = {"id", "kind", "pattern", "examples"}
 _EVIDENCE_OPTIONAL_KEYS = {"description", "counter_examples", "prefilter", "unless"}
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -74,6 +74,8 @@ class Signature:
     warning: bool = False
     # a line the pattern matches does not count when this matches it too (RE2 has no lookahead)
     unless: str = ""
+    # the levels below error at which its line still names a failure (NCCL's watchdog logs WARN)
+    counts_at: tuple[str, ...] = ()
     # compiled by RE2 (textmatch.py): linear in the line, whatever the pattern
     regex: LinearPattern = field(init=False, repr=False, compare=False)
     unless_regex: LinearPattern | None = field(init=False, repr=False, compare=False)
@@ -199,6 +201,12 @@ def _signature(table: object, n: int, source: str, seen: set[str]) -> Signature:
         raise RulesError(f"{where}: unknown reason {table['reason']!r}", "use a reason id from the failure taxonomy")
     if not isinstance(table["priority"], int) or isinstance(table["priority"], bool):
         raise RulesError(f"{where}: priority must be an integer")
+    counts_at = table.get("counts_at", [])
+    if not isinstance(counts_at, list) or not set(counts_at) <= set(NON_FATAL_LEVELS):
+        raise RulesError(
+            f"{where}: counts_at must list levels among {', '.join(NON_FATAL_LEVELS)}",
+            "the levels below error at which a line of this signature still names a failure",
+        )
     if not isinstance(table.get("warning", False), bool):
         raise RulesError(f"{where}: warning must be true or false")
     literals = _checked_literals(table, where)
@@ -215,6 +223,7 @@ def _signature(table: object, n: int, source: str, seen: set[str]) -> Signature:
             prefilter=literals,
             warning=table.get("warning", False),
             unless=table["unless"],
+            counts_at=tuple(counts_at),
         ),
         where,
     )
