@@ -11,7 +11,8 @@ development set and the held-out third (`heldout_*`) apart. Run before any tunin
   worked out from `<case>.toml`: a quantity whose meaning is a time per iteration, iterations,
   samples or tokens per second or TFLOP/s per GPU (never `other`), in gca's canonical direction
   (1/s per iteration), its median over the values after the first (the warm-up) when there are
-  three or more; gca's metric must be of the same kind (an iteration time is iterations_per_s).
+  three or more, or its last value where the log prints a mean since the start (`running_mean`);
+  gca's metric must be of the same kind (an iteration time is iterations_per_s).
 """
 
 from __future__ import annotations
@@ -83,6 +84,9 @@ def _expected(case: dict) -> dict[str, float]:
             continue
         metric, convert = MEANINGS[q["meaning"]]
         values = [convert(v) for v in q["values"] if v]
+        if q.get("running_mean"):  # a mean since the start: the last is the run's
+            out.setdefault(metric, values[-1])
+            continue
         kept = values[1:] if len(values) >= 3 else values
         out.setdefault(metric, statistics.median(kept))
     return out

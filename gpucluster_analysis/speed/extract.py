@@ -139,6 +139,8 @@ def summarize(
     A run average (HF Trainer's final train_samples_per_second) already spans the whole
     run: nothing is dropped from it."""
     values = [s.value for s in samples]
+    if pattern.running_mean:  # each is the mean since the start: the last one is the run's
+        return _running_mean(pattern, samples, candidates)
     dropped = 0 if pattern.kind == "run_average" else warmup_count(values)
     kept = values[dropped:]
     median = statistics.median(kept)
@@ -162,6 +164,35 @@ def summarize(
         samples_seen=len(samples),
         samples_used=len(kept),
         warmup_dropped=dropped,
+        samples=tuple(samples),
+        candidates=candidates,
+    )
+
+
+RUNNING_MEAN_UNIT = " (mean since start)"
+
+
+def _running_mean(
+    pattern: SpeedPattern, samples: list[SpeedSample], candidates: tuple[tuple[str, str, int], ...]
+) -> SpeedSummary:
+    """A pattern whose values are means since the run started: the last is the run's speed (its
+    warm-up included, as in any run average), and the unit says it is such a mean."""
+    last = samples[-1].value
+    return SpeedSummary(
+        metric=pattern.metric,
+        unit=pattern.canonical_unit + RUNNING_MEAN_UNIT,
+        pattern_id=pattern.id,
+        framework=pattern.framework,
+        per_gpu=pattern.per_gpu,
+        kind=pattern.kind,
+        median=last,
+        p25=last,
+        p75=last,
+        iqr=0.0,
+        mad=0.0,
+        samples_seen=len(samples),
+        samples_used=1,
+        warmup_dropped=0,
         samples=tuple(samples),
         candidates=candidates,
     )

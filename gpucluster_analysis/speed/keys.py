@@ -49,6 +49,10 @@ NOT_AFTER = (
     "training",
 )
 
+# A line of a test or validation pass (`Test: [0/782]  Time 3.4`, mmengine's `Epoch(val)`):
+# its times and rates are not the training's.
+TEST_PHASE = r"(?i)\b(?:test|eval|evaluation|validation|val)(?:[ \t]*+:[ \t]*+\[|\))"
+
 # A number as loggers print it: 0.44, 1e-3, 5,615 (thousands separators), possessive: linear.
 _NUMBER = r"(?P<value>\d{1,3}(?:,\d{3})++(?![\d])(?:\.\d++)?|\d++(?:\.\d++)?(?:[eE][-+]?\d++)?)"
 # What may not follow a value (or its unit): a letter or digit, %, /, a clock's or date's next
@@ -94,10 +98,12 @@ def pattern_table(table: object, n: int, source: str) -> dict[str, object]:
             f"{_NUMBER}(?:[ \\t]?+{unit_group})?{_AFTER}"
         )
     else:
-        regex = f"(?i)(?<![\\w.,/]){_NUMBER}[ \\t]?+(?:[A-Za-z]++[ \\t])?{unit_group}{_AFTER}"
+        # `5092/261 tok/s` (OpenNMT's source/target tokens): the first number is read
+        regex = f"(?i)(?<![\\w.,/]){_NUMBER}(?:/\\d++(?:\\.\\d++)?)?+[ \\t]?+(?:[A-Za-z]++[ \\t])?{unit_group}{_AFTER}"
         if "" in units:
             raise RulesError(f"{where}: a value_unit key is read by its unit: '' (none printed) cannot be one")
     out = {
+        "unless": TEST_PHASE,
         "id": table["id"],
         "framework": table.get("framework", "any"),
         "metric": table["metric"],

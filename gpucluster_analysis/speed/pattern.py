@@ -54,6 +54,9 @@ class SpeedPattern:
     source: str = ""
     min_samples: int = 1  # lines it must read before its samples can be a log's speed
     fallback: bool = False  # a generic key (speed/keys.py): read only where no other pattern reads anything
+    # each value is the mean since the run started (detectron2's time, tf_cnn_benchmarks' images/sec):
+    # the last one is the run's speed, and its unit says so
+    running_mean: bool = False
     # Python's re, not RE2 (textmatch.py): these patterns ship with gca and are written not to
     # backtrack (tests/test_hostile_lines.py), and RE2's capture groups cost 3-9x per progress-bar line
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)

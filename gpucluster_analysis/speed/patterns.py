@@ -24,7 +24,9 @@ from gpucluster_analysis.speed.reading import line_values
 SHIPPED = "patterns.toml"
 
 _KEYS = {"id", "framework", "metric", "unit", "per_gpu", "kind", "priority", "regex", "prefilter", "example"}
-_OPTIONAL = {"convert", "convert_by_unit", "description", "counter_example", "unless", "min_samples", "fallback"}
+_OPTIONAL = {
+    "convert", "convert_by_unit", "description", "counter_example", "unless", "min_samples", "fallback", "running_mean",
+}  # fmt: skip
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -132,8 +134,9 @@ def _pattern(table: object, n: int, source: str) -> SpeedPattern:
         raise RulesError(f"{where}: prefilter must be a non-empty list of non-empty strings")
     if any(x != x.lower() for x in prefilter):
         raise RulesError(f"{where}: prefilter literals must be lower case")
-    if not isinstance(table.get("fallback", False), bool):
-        raise RulesError(f"{where}: fallback must be true or false")
+    for flag in ("fallback", "running_mean"):
+        if not isinstance(table.get(flag, False), bool):
+            raise RulesError(f"{where}: {flag} must be true or false")
     min_samples = table.get("min_samples", 1)
     if not isinstance(min_samples, int) or isinstance(min_samples, bool) or min_samples < 1:
         raise RulesError(f"{where}: min_samples must be a whole number, 1 or more")
@@ -163,6 +166,7 @@ def _pattern(table: object, n: int, source: str) -> SpeedPattern:
         source=source,
         min_samples=min_samples,
         fallback=table.get("fallback") is True,
+        running_mean=table.get("running_mean") is True,
     )
     _check_examples(pattern, where)
     return pattern
