@@ -466,3 +466,16 @@ def test_a_generic_key_needs_three_lines_and_yields_to_a_frameworks_own_pattern(
     lines = [f"iter {i}: loss 3.2, time 500.00ms" for i in range(1, 5)] + ["seconds: 0.25"] * 3
     s = extract_speed("\n".join(lines))
     assert s is not None and s.pattern_id == "nanogpt_ms_per_iter" and s.median == 2.0
+
+
+def test_a_mean_since_the_start_is_read_as_one() -> None:
+    """detectron2 prints the mean iteration time since training started: the last one is the
+    run's (1 / 0.5 here, worked out by hand), and the unit says what it is."""
+    lines = [
+        f"[04/14 09:0{i}:02] d2.utils.events INFO:  eta: 0:11:54  iter: {20 * i - 1}  total_loss: 9.2  "
+        f"time: {t}  data_time: 0.0220  lr: 0.001"
+        for i, t in enumerate([0.9, 0.7, 0.6, 0.5], 1)
+    ]
+    s = extract_speed("\n".join(lines))
+    assert s is not None and s.pattern_id == "detectron2_time"
+    assert (s.median, s.unit, s.warmup_dropped, s.samples_seen) == (2.0, "it/s (mean since start)", 0, 4)

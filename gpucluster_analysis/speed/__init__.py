@@ -36,6 +36,9 @@ Contract (pure functions: nothing here prints, exits or touches the store):
 * Warm-up: with 3 or more samples, the first ceil(10%) of them (at least one) are
   dropped, then every sample before the first one reaching half the median of the rest.
   Nothing is dropped from a run average (HF Trainer's train_samples_per_second).
+* Means since the start (`running_mean` patterns: detectron2's `time`, tf_cnn_benchmarks'
+  `images/sec`): the last value is the run's speed, nothing is dropped, and the unit ends in
+  ` (mean since start)`.
 * Summary: median, quartiles p25/p75 and IQR (linear interpolation, statistics.quantiles
   "inclusive"), MAD (median absolute deviation, unscaled), samples seen/used/dropped,
   every sample (line number, canonical value, printed value and unit) in log order, and
