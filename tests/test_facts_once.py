@@ -214,14 +214,14 @@ def test_failure_categories_query_orders_by_the_definition() -> None:
     con = connection()
     # one failed attempt per report category, in no particular order
     con.execute(
-        "CREATE TEMP TABLE attempt_failures AS SELECT * FROM (VALUES"
+        "CREATE TEMP TABLE failure_trials AS SELECT * FROM (VALUES"
         " ('s', 'j1', 10.0, 5.0, false, 'none', 'none'),"
         " ('s', 'j2', 10.0, 5.0, true, 'key_error', 'user'),"
         " ('s', 'j3', 10.0, 5.0, true, 'none', 'none'),"
         " ('s', 'j4', 10.0, 5.0, true, 'unknown', 'unknown'),"
         " ('s', 'j5', 10.0, 5.0, true, 'nccl_error', 'infrastructure'),"
         " ('s', 'j6', 10.0, 5.0, true, 'cuda_oom', 'framework'))"
-        " t(source, job_id, gpu_time_lost_s, runtime_to_failure_s, has_log, reason, category)"
+        " t(source, job_id, gpu_time_lost_s, runtime_to_failure_s, has_evidence, reason, category)"
     )
     for query in ("failure_categories", "failure_rtf_cdf"):
         got = run_query(con, query).get_column("category").to_list()

@@ -534,3 +534,48 @@ def test_a_log_that_shows_no_failure_is_no_cause_in_the_log(tmp_path: Path) -> N
     )
     assert num(s["unclassified_pct"]) == pytest.approx(100 * 6 / 13)
     assert "1 with a log that shows no failure at all (no cause in the log)," in written.html.read_text()
+
+
+def test_the_failure_tables_read_the_schedulers_record_beside_the_log(tmp_path: Path) -> None:
+    """Issue #28: a Slurm run FAILED with exit code 1 whose log shows no failure is an unnamed
+    failure (unknown), not "no cause in the log"; a TIMEOUT run without a log is time_limit, not
+    "no log"; a NODE_FAIL run whose log shows the NCCL error it caused is node_fail. Worked out
+    by hand from each run's record and log."""
+    extra = """
+    INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_at, file_id) VALUES
+      ('slurm', 'S1', 'u7', 'vc1', 'failed', 'FAILED', '2017-10-10 09:00:00', 1),
+      ('slurm', 'S2', 'u7', 'vc1', 'timeout', 'TIMEOUT', '2017-10-10 09:00:00', 1),
+      ('slurm', 'S3', 'u7', 'vc1', 'node_fail', 'NODE_FAIL', '2017-10-10 09:00:00', 1);
+    INSERT INTO attempts (source, job_id, attempt_no, source_index, start_at, end_at, status, source_status,
+                          exit_code, exit_signal, num_gpus, file_id) VALUES
+      ('slurm', 'S1', 0, 0, '2017-10-10 16:00:00', '2017-10-10 16:10:00', 'failed', 'FAILED', 1, 0, 1, 1),
+      ('slurm', 'S2', 0, 0, '2017-10-10 16:00:00', '2017-10-10 16:10:00', 'timeout', 'TIMEOUT', 0, 0, 1, 1),
+      ('slurm', 'S3', 0, 0, '2017-10-10 16:00:00', '2017-10-10 16:10:00', 'node_fail', 'NODE_FAIL', 0, 0, 1, 1);
+    INSERT INTO job_logs (job_id, attempt_ref, stream, layout, reason, category, signature_id, priority,
+                          line_number, file_id) VALUES
+      ('S1', 0, 'combined', 'synth', 'none', 'none', NULL, NULL, NULL, 3),
+      ('S3', 0, 'combined', 'synth', 'nccl_error', 'infrastructure', 'nccl_error', 850, 7, 3)
+    """
+    db = _store(tmp_path / "s.duckdb", HANDMADE, LOGS, extra)
+    with open_store(db, read_only=True) as con:
+        prepare(con)
+        rows = con.sql(
+            "SELECT job_id, log_reason, scheduler_reason, reason, category, failure_evidence, has_evidence"
+            " FROM failure_trials WHERE job_id LIKE 'S%' ORDER BY job_id"
+        ).fetchall()
+        labels = dict(
+            con.sql(
+                "SELECT job_id, failure_label(has_evidence, reason, category) FROM failure_trials"
+                " WHERE job_id LIKE 'S%'"
+            ).fetchall()
+        )
+        logs_only = con.sql(
+            "SELECT count(*) FROM attempt_failures WHERE job_id LIKE 'S%' AND reason = 'none'"
+        ).fetchall()
+    assert rows == [
+        ("S1", "none", "unknown", "unknown", "unknown", "scheduler", True),
+        ("S2", None, "time_limit", "time_limit", "user", "scheduler", True),
+        ("S3", "nccl_error", "node_fail", "node_fail", "infrastructure", "both", True),
+    ]
+    assert labels == {"S1": "unknown", "S2": "user", "S3": "infrastructure"}
+    assert logs_only == [(1,)]  # attempt_failures (the store's view) stays the log's reading

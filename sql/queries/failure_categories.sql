@@ -2,15 +2,15 @@
 -- framework, user, unknown = a log that shows a failure no signature names, 'no cause in the
 -- log' = a log that shows no failure at all, 'no log'; failure_label and their order
 -- failure_category_order(), of failure_categories.py).
--- Needs the temp table attempt_failures. Parameters: none.
+-- Needs the temp table failure_trials. Parameters: none.
 -- Output: category, trials, trials_pct, jobs (distinct jobs with a trial of this category),
 -- jobs_pct (of the jobs with a failed attempt; does not sum to 100), gpu_hours_lost,
 -- gpu_time_lost_pct, rtf_p50_s (runtime to failure).
 -- Stage: result
 WITH labelled AS (
     SELECT source, job_id, gpu_time_lost_s, runtime_to_failure_s,
-           failure_label(has_log, reason, category) AS category
-    FROM attempt_failures
+           failure_label(has_evidence, reason, category) AS category
+    FROM failure_trials
 ),
 totals AS (
     SELECT count(*) AS trials, count(DISTINCT (source, job_id)) AS jobs, sum(gpu_time_lost_s) AS lost_s

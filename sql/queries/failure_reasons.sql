@@ -3,7 +3,7 @@
 -- study's Table 6). Trials without a log are the row 'no log' (category 'no log'); a log
 -- that shows a failure no signature names is reason 'unknown'; a log that shows no failure
 -- at all (reason none) is the row 'no cause in the log' (category likewise).
--- Needs the temp table attempt_failures. Parameters: none.
+-- Needs the temp table failure_trials. Parameters: none.
 -- Output: category, reason, trials, trials_pct (of all trials), jobs (distinct jobs with at
 -- least one trial of this reason: a job that failed for several reasons counts under each),
 -- jobs_pct (of the jobs with a failed attempt; the column does not sum to 100), users,
@@ -14,9 +14,9 @@
 -- Stage: result
 WITH labelled AS (
     SELECT source, job_id, "user", gpu_time_lost_s, runtime_to_failure_s,
-           failure_label(has_log, reason, category) AS category,
-           failure_label(has_log, reason, reason) AS reason
-    FROM attempt_failures
+           failure_label(has_evidence, reason, category) AS category,
+           failure_label(has_evidence, reason, reason) AS reason
+    FROM failure_trials
 ),
 totals AS (
     SELECT count(*) AS trials, count(DISTINCT (source, job_id)) AS jobs, sum(gpu_time_lost_s) AS lost_s

@@ -2,7 +2,7 @@
 -- fail alike) and the same user again (across jobs): the study's repetition factor, trials
 -- per distinct (job or user, reason). Over classified trials only (a log and a reason other
 -- than unknown or none): an unexplained failure cannot be said to repeat.
--- Needs the temp table attempt_failures. Parameters: none.
+-- Needs the temp table failure_trials. Parameters: none.
 -- Output: scope ('job', 'user'), trials, pairs (distinct (job or user, reason)),
 -- repetition_factor (trials / pairs), repeated_pairs (pairs with 2+ trials),
 -- repeated_trials (trials in those pairs), repeated_trials_pct (of trials),
@@ -10,8 +10,8 @@
 -- Stage: result
 WITH classified AS (
     SELECT source, job_id, "user", reason, gpu_time_lost_s, coalesce(start_at, end_at) AS failed_at, attempt_no
-    FROM attempt_failures
-    WHERE has_log AND reason NOT IN ('unknown', 'none')
+    FROM failure_trials
+    WHERE has_evidence AND reason NOT IN ('unknown', 'none')
 ),
 scoped AS (
     SELECT 'job' AS scope, source, job_id AS who, reason, gpu_time_lost_s, failed_at, attempt_no FROM classified
