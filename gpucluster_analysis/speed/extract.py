@@ -36,6 +36,8 @@ __all__ = [
     "warmup_count",
 ]
 
+# after the unit of a pattern whose values are means since the start (detectron2, tf_cnn_benchmarks)
+RUNNING_MEAN_UNIT = " (mean since start)"
 WARMUP_FRACTION = 0.10  # the first ceil(10%) of the samples (at least one, when there are 3 or more)
 SLOW_START_FRACTION = 0.5  # then every sample before the first reaching half the median of the rest
 
@@ -137,12 +139,14 @@ def summarize(
 ) -> SpeedSummary:
     """Statistics of one pattern's samples (at least one) over the run without warm-up.
     A run average (HF Trainer's final train_samples_per_second) already spans the whole
-    run: nothing is dropped from it."""
+    run: nothing is dropped from it. Of means since the start only the last counts (it
+    includes its warm-up, as a run average does)."""
     values = [s.value for s in samples]
     if pattern.running_mean:  # each is the mean since the start: the last one is the run's
-        return _running_mean(pattern, samples, candidates)
-    dropped = 0 if pattern.kind == "run_average" else warmup_count(values)
-    kept = values[dropped:]
+        dropped, kept = 0, values[-1:]
+    else:
+        dropped = 0 if pattern.kind == "run_average" else warmup_count(values)
+        kept = values[dropped:]
     median = statistics.median(kept)
     if len(kept) >= 2:
         p25, _, p75 = statistics.quantiles(kept, n=4, method="inclusive")
@@ -151,7 +155,7 @@ def summarize(
     mad = statistics.median(abs(v - median) for v in kept)
     return SpeedSummary(
         metric=pattern.metric,
-        unit=pattern.canonical_unit,
+        unit=pattern.canonical_unit + (RUNNING_MEAN_UNIT if pattern.running_mean else ""),
         pattern_id=pattern.id,
         framework=pattern.framework,
         per_gpu=pattern.per_gpu,
@@ -164,35 +168,6 @@ def summarize(
         samples_seen=len(samples),
         samples_used=len(kept),
         warmup_dropped=dropped,
-        samples=tuple(samples),
-        candidates=candidates,
-    )
-
-
-RUNNING_MEAN_UNIT = " (mean since start)"
-
-
-def _running_mean(
-    pattern: SpeedPattern, samples: list[SpeedSample], candidates: tuple[tuple[str, str, int], ...]
-) -> SpeedSummary:
-    """A pattern whose values are means since the run started: the last is the run's speed (its
-    warm-up included, as in any run average), and the unit says it is such a mean."""
-    last = samples[-1].value
-    return SpeedSummary(
-        metric=pattern.metric,
-        unit=pattern.canonical_unit + RUNNING_MEAN_UNIT,
-        pattern_id=pattern.id,
-        framework=pattern.framework,
-        per_gpu=pattern.per_gpu,
-        kind=pattern.kind,
-        median=last,
-        p25=last,
-        p75=last,
-        iqr=0.0,
-        mad=0.0,
-        samples_seen=len(samples),
-        samples_used=1,
-        warmup_dropped=0,
         samples=tuple(samples),
         candidates=candidates,
     )
