@@ -20,6 +20,7 @@ from pathlib import Path
 from gpucluster_analysis.classify.noise import NON_FATAL_LEVELS, normalize_line
 from gpucluster_analysis.errors import RulesError
 from gpucluster_analysis.failure_categories import CATEGORIES, SCHEDULER_ONLY_REASONS
+from gpucluster_analysis.rule_tables import checked_keys
 from gpucluster_analysis.textmatch import LinearPattern, compile_linear
 
 # Reasons the classifier itself gives, never a signature: a failure no signature names, and no failure.
@@ -144,18 +145,7 @@ def _checked_table(
     table: object, n: int, source: str, seen: set[str], noun: str, keys: set[str], optional: set[str]
 ) -> tuple[dict, str]:
     """The table with its optional keys defaulted, and how errors name it; checks keys, strings and the id."""
-    if not isinstance(table, dict):
-        raise RulesError(f"{source}: {noun} #{n} is not a table")
-    sid = table.get("id")
-    where = f"{source}: {noun} {sid!r}" if isinstance(sid, str) else f"{source}: {noun} #{n}"
-    unknown = set(table) - keys - optional
-    if unknown:
-        raise RulesError(
-            f"{where}: unknown key(s) {sorted(unknown)}", f"allowed keys: {', '.join(sorted(keys | optional))}"
-        )
-    missing = keys - set(table)
-    if missing:
-        raise RulesError(f"{where}: missing key(s) {sorted(missing)}")
+    table, where = checked_keys(table, n, source, noun, keys, optional)
     for key in sorted(keys & {"id", "reason", "kind", "pattern"}):
         if not isinstance(table[key], str) or not table[key]:
             raise RulesError(f"{where}: {key} must be a non-empty string")
@@ -164,11 +154,12 @@ def _checked_table(
         raise RulesError(f"{where}: description must be a string")
     if not isinstance(table["unless"], str):
         raise RulesError(f"{where}: unless must be a string (a pattern)")
-    if not _ID.match(sid):  # type: ignore[arg-type]  # id: checked a string above
+    sid = table["id"]  # a non-empty string: checked above
+    if not _ID.match(sid):
         raise RulesError(f"{where}: id must be snake_case")
     if sid in seen:
         raise RulesError(f"{where}: duplicate id", "ids must be unique within a file, signatures and evidence together")
-    seen.add(sid)  # type: ignore[arg-type]  # id: checked a string above
+    seen.add(sid)
     return table, where
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 
 from gpucluster_analysis.errors import RulesError
+from gpucluster_analysis.rule_tables import checked_keys
 
 KEY_KEYS = {"id", "metric", "per_gpu", "priority", "form", "names", "units", "example"}
 KEY_OPTIONAL = {"description", "counter_example", "min_samples", "framework"}
@@ -68,18 +69,7 @@ def _alternation(words: list[str]) -> str:
 
 def pattern_table(table: object, n: int, source: str) -> dict[str, object]:
     """The [[pattern]] table a [[key]] table stands for (validated by patterns.py as any other)."""
-    if not isinstance(table, dict):
-        raise RulesError(f"{source}: key #{n} is not a table")
-    kid = table.get("id")
-    where = f"{source}: key {kid!r}" if isinstance(kid, str) else f"{source}: key #{n}"
-    unknown = set(table) - KEY_KEYS - KEY_OPTIONAL
-    if unknown:
-        raise RulesError(
-            f"{where}: unknown key(s) {sorted(unknown)}", f"allowed: {', '.join(sorted(KEY_KEYS | KEY_OPTIONAL))}"
-        )
-    missing = KEY_KEYS - set(table)
-    if missing:
-        raise RulesError(f"{where}: missing key(s) {sorted(missing)}")
+    table, where = checked_keys(table, n, source, "key", KEY_KEYS, KEY_OPTIONAL)
     if table["form"] not in FORMS:
         raise RulesError(f"{where}: form must be one of {', '.join(FORMS)}")
     names, units = table["names"], table["units"]

@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from gpucluster_analysis.errors import RulesError
+from gpucluster_analysis.rule_tables import checked_keys
 from gpucluster_analysis.speed.keys import pattern_table
 from gpucluster_analysis.speed.pattern import CONVERSIONS, KINDS, METRICS, Example, SpeedPattern
 from gpucluster_analysis.speed.reading import line_values
@@ -76,18 +77,7 @@ def parse_patterns(text: str, source: str) -> list[SpeedPattern]:
 
 
 def _pattern(table: object, n: int, source: str) -> SpeedPattern:
-    if not isinstance(table, dict):
-        raise RulesError(f"{source}: pattern #{n} is not a table")
-    pid = table.get("id")
-    where = f"{source}: pattern {pid!r}" if isinstance(pid, str) else f"{source}: pattern #{n}"
-    unknown = set(table) - _KEYS - _OPTIONAL
-    if unknown:
-        raise RulesError(
-            f"{where}: unknown key(s) {sorted(unknown)}", f"allowed keys: {', '.join(sorted(_KEYS | _OPTIONAL))}"
-        )
-    missing = _KEYS - set(table)
-    if missing:
-        raise RulesError(f"{where}: missing key(s) {sorted(missing)}")
+    table, where = checked_keys(table, n, source, "pattern", _KEYS, _OPTIONAL)
     for key in ("id", "framework", "metric", "unit", "kind", "regex"):
         if not isinstance(table[key], str) or not table[key]:
             raise RulesError(f"{where}: {key} must be a non-empty string")
