@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from gpucluster_analysis.classify.noise import NON_FATAL_LEVELS, is_blank, line_level, normalize_line
+from gpucluster_analysis.classify.noise import NON_FATAL_LEVELS, is_blank, level_of, normalize_line, split_prefixes
 from gpucluster_analysis.classify.rules import CATEGORIES, CAUSE, Signature
 from gpucluster_analysis.logscan import HEAD_BYTES, TAIL_BYTES, lines_holding, read_parts, trie_pattern
 
@@ -251,7 +251,7 @@ def classify_bytes(data: bytes, signatures: list[Signature], *, tail_from_line: 
             to_try = _signatures_to_try(piece.lower(), plan)
             if to_try is None:
                 continue
-            line = normalize_line(piece)
+            prefix, line = split_prefixes(piece)
             if is_blank(line):
                 continue
             if _CHAIN.match(line):
@@ -282,7 +282,7 @@ def classify_bytes(data: bytes, signatures: list[Signature], *, tail_from_line: 
                 causes = [s for s in causes if s.reason != GENERIC_REASON]
             failures = [s for s in found if s.kind == "failure"]
             success = [s for s in found if s.kind == "success"]
-            level = line_level(piece) if causes or failures else None
+            level = level_of(prefix, line) if causes or failures else None
             if level in NON_FATAL_LEVELS:
                 # the program logged it as a warning (or info) and went on: it names no failure,
                 # unless its signature says such a line may (counts_at); a traceback right after

@@ -60,10 +60,10 @@ _TRAILING = "│┃║ \t"
 
 def normalize_line(line: str) -> str:
     """The line without ANSI codes and without its rank/host/time/quote/box prefixes."""
-    return _split(line)[1]
+    return split_prefixes(line)[1]
 
 
-def _split(line: str) -> tuple[str, str]:
+def split_prefixes(line: str) -> tuple[str, str]:
     """(the prefixes normalize_line strips, the rest)."""
     line = _ANSI.sub("", line)
     pos = 0
@@ -106,7 +106,11 @@ _MESSAGE_LEVEL = re.compile(
 def line_level(line: str) -> str | None:
     """The level the line says it was logged at (debug, info, warning, error, fatal), from its
     prefixes or the start of its message; None where it says none."""
-    prefix, rest = _split(line)
+    return level_of(*split_prefixes(line))
+
+
+def level_of(prefix: str, rest: str) -> str | None:
+    """line_level of a line split_prefixes already split."""
     for text, pattern in ((prefix, _PREFIX_LEVEL), (rest[:200], _MESSAGE_LEVEL)):
         m = pattern.search(text)
         if m is not None:

@@ -56,7 +56,7 @@ def _scheduler_macros() -> tuple[str, ...]:
         "CREATE OR REPLACE TEMP MACRO signal_name(n) AS (\n"
         f"    CASE WHEN n <> 0 THEN coalesce({_map(e.SIGNALS)}[n], CAST(n AS VARCHAR)) END\n)",
         "CREATE OR REPLACE TEMP MACRO scheduler_reason(state, exit_code, exit_signal, cancelled_by, user_uid) AS (\n"
-        f"    CASE WHEN {state_reason} IS NOT NULL THEN {state_reason}\n"
+        f"    coalesce({state_reason}, CASE\n"
         f"         WHEN upper(split_part(state, ' ', 1)) = {_literal(e.CANCELLED)} THEN CASE\n"
         f"             WHEN cancelled_by = {_literal(e.ROOT_UID)} THEN {_literal(e.ADMIN_CANCEL)}\n"
         "             WHEN cancelled_by IS NOT NULL AND user_uid IS NOT NULL\n"
@@ -66,7 +66,7 @@ def _scheduler_macros() -> tuple[str, ...]:
         "             WHEN coalesce(exit_signal, 0) <> 0\n"
         f"                 THEN CASE WHEN {crashed} THEN {_literal(e.SEGFAULT)} ELSE {_literal(e.UNNAMED)} END\n"
         f"             WHEN coalesce(exit_code, 0) <> 0 THEN {_literal(e.UNNAMED)} END\n"
-        "    END\n)",
+        "    END)\n)",
         "CREATE OR REPLACE TEMP MACRO job_failure_reason(log_reason, scheduler_reason) AS (\n"
         f"    CASE WHEN list_contains({_list(e.OVERRIDING)}, scheduler_reason)\n"
         f"              AND NOT coalesce(list_contains({_list(e.MORE_SPECIFIC_THAN_OVERRIDING)}, log_reason), false)\n"
