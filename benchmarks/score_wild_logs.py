@@ -12,7 +12,8 @@ development set and the held-out third (`heldout_*`) apart. Run before any tunin
   samples or tokens per second or TFLOP/s per GPU (never `other`), in gca's canonical direction
   (1/s per iteration), its median over the values after the first (the warm-up) when there are
   three or more, or its last value where the log prints a mean since the start (`running_mean`);
-  gca's metric must be of the same kind (an iteration time is iterations_per_s).
+  gca's metric must be of the same kind (an iteration time is iterations_per_s). A progress bar's
+  rate annotated in both of tqdm's forms (s/it and it/s) is one quantity, its values in the order annotated.
 """
 
 from __future__ import annotations
@@ -41,6 +42,15 @@ MEANINGS = {
 }
 
 
+SHOW_CASES = "--cases" in sys.argv
+
+
+def _show(part: str, line: str) -> None:
+    """With --cases, name the development set's misses; never the held-out's, which stay unseen."""
+    if SHOW_CASES and part == "development":
+        print(f"      {line}")
+
+
 def _split(paths: list[Path]) -> dict[str, list[Path]]:
     return {
         "development": [p for p in paths if not p.name.startswith("heldout_")],
@@ -60,6 +70,7 @@ def score_failures() -> None:
             right += got == want
             if got != want:
                 wrong[f"{want} -> {got}"] += 1
+                _show(name, f"{log.stem}: {want} -> {got}")
         print(f"failures, {name}: {right}/{len(logs)} right ({100 * right / max(len(logs), 1):.0f}%)")
         for what, n in wrong.most_common():
             print(f"    {n} x {what}")
@@ -69,7 +80,12 @@ def score_benign() -> None:
     folder = DATA / "classify" / "wild_benign"
     signatures = load_signatures()
     for name, logs in _split(sorted(folder.glob("*.log"))).items():
-        given = Counter(classify_file(log, signatures).reason for log in logs)
+        given: Counter[str] = Counter()
+        for log in logs:
+            reason = classify_file(log, signatures).reason
+            given[reason] += 1
+            if reason != "none":
+                _show(name, f"{log.stem}: {reason}")
         false = sum(n for reason, n in given.items() if reason != "none")
         print(
             f"healthy runs, {name}: {false}/{len(logs)} given a failure reason "
@@ -77,9 +93,23 @@ def score_benign() -> None:
         )
 
 
+# tqdm prints one bar's rate as s/it below 1 it/s and as it/s above: one quantity in two forms
+BAR_FORMS = {"s/it", "it/s"}
+
+
+def _one_bar(quantities: list[dict]) -> list[dict]:
+    """A bar's s/it and it/s quantities (annotated apart) as the one quantity they are, in it/s."""
+    forms = [q for q in quantities if q["key"] in BAR_FORMS and q["meaning"] != "other" and not q.get("running_mean")]
+    if len(forms) < 2:
+        return quantities
+    values = [1 / v if q["key"] == "s/it" else v for q in forms for v in q["values"] if v]
+    merged = {"key": "it/s", "meaning": "iterations_per_second", "values": values}
+    return [merged] + [q for q in quantities if not any(q is f for f in forms)]
+
+
 def _expected(case: dict) -> dict[str, float]:
     out: dict[str, float] = {}
-    for q in case.get("quantity", []):
+    for q in _one_bar(case.get("quantity", [])):
         if q["meaning"] not in MEANINGS or not q["values"]:
             continue
         metric, convert = MEANINGS[q["meaning"]]
@@ -104,12 +134,15 @@ def score_speed() -> None:
             got = read_speed(log)
             if got is None:
                 outcome["nothing read"] += 1
+                _show(name, f"{log.stem}: nothing read, want {want}")
             elif got.metric not in want:
                 outcome[f"another metric ({got.metric})"] += 1
+                _show(name, f"{log.stem}: {got.metric} {got.median:.4g}, want {want}")
             elif abs(got.median - want[got.metric]) <= 0.05 * abs(want[got.metric]):
                 outcome["right"] += 1
             else:
                 outcome["off by more than 5%"] += 1
+                _show(name, f"{log.stem}: {got.metric} {got.median:.4g}, want {want}")
         held = sum(n for k, n in outcome.items() if not k.startswith("no speed"))
         print(f"speed, {name}: {outcome['right']}/{held} read within 5% ({100 * outcome['right'] / max(held, 1):.0f}%)")
         for what, n in outcome.most_common():
@@ -117,5 +150,5 @@ def score_speed() -> None:
 
 
 if __name__ == "__main__":
-    for part in sys.argv[1:] or ["failures", "benign", "speed"]:
+    for part in [a for a in sys.argv[1:] if a != "--cases"] or ["failures", "benign", "speed"]:
         {"failures": score_failures, "benign": score_benign, "speed": score_speed}[part]()

@@ -19,11 +19,11 @@ from gpucluster_analysis.classify.engine import (
     normalize_line,
     read_bounded,
 )
-from gpucluster_analysis.classify.noise import line_level
 from gpucluster_analysis.classify.rules import CAUSE, DERIVED_REASONS, EVIDENCE_KINDS, parse_signatures
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.errors import ExitCode, RulesError
 from gpucluster_analysis.failure_categories import SCHEDULER_ONLY_REASONS
+from gpucluster_analysis.logline import line_level
 from tests.conftest import REPO
 
 SIGNATURES = load_signatures()
@@ -662,6 +662,10 @@ def test_cli_explains_none_and_unknown(tmp_path: Path) -> None:
         ("[rank0]: torch.OutOfMemoryError: CUDA out of memory", None),
         ("Traceback (most recent call last):", None),
         ("UserWarning: this is deprecated", None),
+        # Python's warnings module: file, line, category
+        ("/usr/lib/python3.10/multiprocessing/resource_tracker.py:237: UserWarning: resource_tracker: x", "warning"),
+        ("C:\\venv\\lib\\site-packages\\torch\\x.py:12: FutureWarning: y", "warning"),
+        ("train.py:12: error: y", None),
     ],
 )
 def test_the_level_a_line_says(line: str, level: str | None) -> None:
@@ -717,3 +721,36 @@ def test_a_signature_may_count_at_a_level_and_explain_says_the_level() -> None:
 def test_real_failure_evidence_the_issue_names(text: str, reason: str) -> None:
     result = classify_text(text, SIGNATURES)
     assert result.reason == reason, "\n".join(result.explain())
+
+
+def _steps(first: int, n: int) -> str:
+    return "".join(f"iter {i}: loss 3.2{i % 10}, time 500.00ms\n" for i in range(first, first + n))
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        # a JIT compile fails, the run falls back and trains on for three steps: it survived
+        ("x.h:3:12: fatal error: y.h: No such file or directory\ncompilation terminated.\n" + _steps(1, 3), "none"),
+        # two steps are not enough to say so
+        ("x.h:3:12: fatal error: y.h: No such file or directory\n" + _steps(1, 2), "file_not_found"),
+        # steps, then the failure: it ended the run
+        (_steps(1, 5) + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n", "cuda_oom"),
+        # one rank fails, the others print steps, then the failure that follows from it
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+            + _steps(1, 4)
+            + "RuntimeError: NCCL communicator was aborted on rank 0.\n",
+            "cuda_oom",
+        ),
+    ],
+)
+def test_a_run_that_trained_on_after_its_failure_evidence_survived_it(tmp_path: Path, text: str, reason: str) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(text)
+    result = classify_file(log, SIGNATURES)
+    assert result.reason == reason, "\n".join(result.explain())
+    if reason == "none":
+        assert any("trained on" in line for line in result.explain())
+    # without the steps the speed reader reads, the rule is not applied
+    assert classify_text(text, SIGNATURES).reason != "none"

@@ -4,7 +4,7 @@ Reproduction (before): a printed line that hangs the classifier and the ingest,
 
     python3 -c "print('(a'+'=aa'*40+' failed')" > /tmp/x.out; timeout 60 gca classify /tmp/x.out   # exit 124
 
-(classify/noise.py's Ray-tag prefix `\\((?:[\\w.-]+ )?(?:\\w+=[^\\s,()]+,? ?)+\\) ?` is exponential: 71
+(logline.py's Ray-tag prefix `\\((?:[\\w.-]+ )?(?:\\w+=[^\\s,()]+,? ?)+\\) ?` is exponential: 71
 characters took 24 s), `xid` + 64k digits (the host prefix `[a-z][\\w-]*\\d+...`: 67 s), the speed
 patterns `keras_time_per_step` (an 8 KB line: 1 s) and `lightning_rich_bar` (2,000 spaces then `•`:
 6.6 s), and a site's own `--signatures` pattern, which could hang it the same way.
@@ -33,7 +33,7 @@ from typer.testing import CliRunner
 
 import gpucluster_analysis
 from gpucluster_analysis.classify import classify_bytes, load_signatures
-from gpucluster_analysis.classify.noise import normalize_line
+from gpucluster_analysis.logline import normalize_line
 from gpucluster_analysis.classify.rules import expand, parse_signatures
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.errors import RulesError
@@ -194,7 +194,7 @@ def test_the_collection_finds_the_patterns_that_hung() -> None:
     nothing would make the check below pass on nothing)."""
     assert len(CODE_PATTERNS) > 80
     for key in (
-        "gpucluster_analysis.classify.noise._PREFIX",
+        "gpucluster_analysis.logline._PREFIX",
         "gpucluster_analysis.ingest.gpu.dcgm._FAST",
         "gpucluster_analysis.ingest.slurm.scontrol._KEY_VALUE",
         "gpucluster_analysis.ingest.slurm.nodes._FIELD",

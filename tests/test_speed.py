@@ -453,6 +453,11 @@ GENERIC = tuple(p for p in PATTERNS if p.fallback)
         ("mfu: 0.25%, throughput: 45%", None),
         ("eta: 0:25:00, time: 10:43:36", None),
         ("speed: 0.25 it/s", None),  # a unit its key does not count
+        ("results: time=1 minute and 42.6 seconds", None),  # a duration in words
+        # a printed unit is the value's, whatever follows it (a bracketed note)
+        ("iter 2 | loss 1.6 | iter time: 500.00 ms (step)", ("iterations_per_s", 2.0)),
+        # of one table's keys a line's first; a whole step's time before an iteration's
+        ("iter_time=0.001, forward_time=0.005, train_time=0.250, time=2", ("iterations_per_s", 4.0)),
     ],
 )
 def test_generic_keys_read_what_loggers_share(line: str, want: tuple[str, float] | None) -> None:
@@ -479,3 +484,30 @@ def test_a_mean_since_the_start_is_read_as_one() -> None:
     s = extract_speed("\n".join(lines))
     assert s is not None and s.pattern_id == "detectron2_time"
     assert (s.median, s.unit, s.warmup_dropped, s.samples_seen) == (2.0, "it/s (mean since start)", 0, 4)
+
+
+def test_a_clock_is_no_step_time_but_a_step_time_that_slows_down_is() -> None:
+    """A time since the start rises evenly from line to line (modded-nanogpt's `train_time`): it
+    is not read, and the step time beside it is; a step time that slows down unevenly is read
+    (medians worked out by hand)."""
+    clock = [f"step:{i} train_time:{100 * i}ms step_avg:{ms}ms" for i, ms in enumerate([100, 110, 90, 100, 105], 1)]
+    s = extract_speed("\n".join(clock), GENERIC)
+    # step_avg without its warm-up (the first): 110, 90, 100, 105 ms; the median of their rates
+    assert s is not None and s.pattern_id == "key_time_per_iteration"
+    assert s.median == pytest.approx((1000 / 105 + 1000 / 100) / 2)
+    slowing = [f"iter: {i}, iter_time: {t}s, data_time: 0.2s" for i, t in enumerate([2.5, 3.9, 4.3, 4.7, 5.6])]
+    s = extract_speed("\n".join(slowing), GENERIC)
+    # 3.9, 4.3, 4.7, 5.6 s after the warm-up: the median of their rates
+    assert s is not None and s.median == pytest.approx((1 / 4.3 + 1 / 4.7) / 2)
+
+
+def test_a_bar_family_ignores_how_wide_its_columns_are() -> None:
+    """YOLOv5 pads its columns to its numbers' width: one bar still, and the validation bar apart."""
+    train = "        {e}/2      4.76G    {l}    0.0647    0.01698        227        640: 100% 8/8 [00:0{s}<00:00,  {r}it/s]"
+    val = "                 Class     Images  Instances          P          R      mAP50   mAP50-95: 100% 4/4 [00:01<00:00,  2.{v}it/s]"
+    lines = [train.format(e=0, l="0.04618", s=9, r="1.20"), val.format(v=1)]
+    lines += [train.format(e=1, l="0.0462", s=2, r="3.80"), val.format(v=2)]
+    lines += [train.format(e=2, l="0.04", s=2, r="4.20"), val.format(v=3)]
+    s = extract_speed("\n".join(lines))
+    # the training bar: 1.2, 3.8, 4.2 it/s; the first is warm-up -> median of 3.8 and 4.2
+    assert s is not None and s.pattern_id == "tqdm_bar" and s.median == pytest.approx(4.0)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from gpucluster_analysis.classify.noise import NON_FATAL_LEVELS, normalize_line
+from gpucluster_analysis.logline import NON_FATAL_LEVELS, normalize_line
 from gpucluster_analysis.errors import RulesError
 from gpucluster_analysis.failure_categories import CATEGORIES, SCHEDULER_ONLY_REASONS
 from gpucluster_analysis.rule_tables import checked_keys

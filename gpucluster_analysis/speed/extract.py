@@ -243,7 +243,31 @@ def _kept(
     for i, hits in bars.items():
         family = _main_bar_family(hits)
         steps[i] = [sample for f, _, sample in hits if f == family]
-    return {i: samples for i, samples in steps.items() if len(samples) >= patterns[i].min_samples}
+    return {
+        i: samples
+        for i, samples in steps.items()
+        if len(samples) >= patterns[i].min_samples
+        and not (patterns[i].fallback and patterns[i].metric == "iterations_per_s" and _is_clock(samples))
+    }
+
+
+def _is_clock(samples: list[SpeedSample]) -> bool:
+    """A generic key's time that rises at 9 of 10 lines at least, each time by about the same
+    amount (the rises' median deviation under a quarter of their median) and by 1% of its
+    median at least: the time since the start (modded-nanogpt's `train_time`, 372, 514, 657 ms),
+    not a step's. A step time that slows down rises unevenly (YOLOX's 2.6, 3.9, 4.3, 4.7, 5.6 s).
+    A clock rises at each line by the time between two lines: by 1% of its median at least in
+    a log of up to about 200 such lines from its start; a mean since the start creeps up by
+    less (modded-nanogpt's `step_avg`, 258.6, 260.7, 263.3 ms)."""
+    if len(samples) < 4:
+        return False
+    times = [1 / s.value for s in samples]  # the canonical value of a time key is its reciprocal
+    rises = [b - a for a, b in zip(times, times[1:]) if b > a]
+    if len(rises) < 0.9 * (len(times) - 1):
+        return False
+    typical = statistics.median(rises)
+    even = statistics.median(abs(r - typical) for r in rises) <= 0.25 * typical
+    return even and typical >= 0.01 * statistics.median(times)
 
 
 def extract_speed(

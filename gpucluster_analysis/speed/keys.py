@@ -11,8 +11,12 @@ and this module writes the pattern that reads them, whatever framework printed t
 A key is a whole word: `data_time`, `avg_reader_cost` or `eta` are never read as `time` (no
 word character, `.`, `/` or `-` may stand before it), nor a key after one of the words of
 `NOT_AFTER` (`total time`, `eval time`: a whole run's or another phase's), nor a value that
-is a percentage, a clock (`10:43:36`), a date, or followed by a unit the table does not know
-(`0.5 it/s` after a samples key) or a bracketed word (`16.7 (graph/s)`). A running mean in
+is a percentage, a clock (`10:43:36`), a date, a duration in words (`1 minute`), or followed
+by a unit the table does not know (`0.5 it/s` after a samples key) or a bracketed word
+(`16.7 (graph/s)`; after a printed unit a bracketed word is a note: `548.72 ms (step)`).
+Of a line's keys of one table only the first is read (reading.py); where a line holds the keys
+of several tables, the table of higher priority is the job's speed (ESPnet's `iter_time`, its
+data loader's wait, loses to its `train_time`). A running mean in
 brackets after the value (`time 0.6408 (0.6516)`) leaves the value read. Readings need
 `min_samples` lines (default 3) before they can be a log's speed: one `time: 5` is no rate.
 They are read only where no framework's own pattern (nor a progress bar) reads anything: a
@@ -59,7 +63,11 @@ _NUMBER = r"(?P<value>\d{1,3}(?:,\d{3})++(?![\d])(?:\.\d++)?|\d++(?:\.\d++)?(?:[
 # What may not follow a value (or its unit): a letter or digit, %, /, a clock's or date's next
 # part; nor, after a blank, a percentage, another unit (`0.5 it/s`) or a bracketed word
 # (`(graph/s)`). The next field (`\taccuracy=`) and a bracketed number (a running mean) may.
-_AFTER = r"(?![\w%/:]|\.\d|[ \t]?+(?:%|[A-Za-z]++/|\([A-Za-z]))"
+# A duration in words (`time=1 minute and 42.6 seconds`) is a whole phase's, never a step's.
+_NOT_STEP_WORD = r"[ \t]?+(?:%|[A-Za-z]++/|(?:minutes?|mins?|hours?|hrs?|days?)\b)"
+_AFTER = rf"(?![\w%/:]|\.\d|{_NOT_STEP_WORD}|[ \t]?+\([A-Za-z])"
+# After a printed unit a bracketed word is the line's own note (LitGPT's `548.72 ms (step)`).
+_AFTER_UNIT = rf"(?![\w%/:]|\.\d|{_NOT_STEP_WORD})"
 
 
 def _alternation(words: list[str]) -> str:
@@ -85,7 +93,8 @@ def pattern_table(table: object, n: int, source: str) -> dict[str, object]:
         before = f"(?:(?P<skip>{_alternation(list(NOT_AFTER))})[ _])?+"
         regex = (
             f'(?i)(?<![\\w./-])"?+{before}(?:{_alternation(names)})"?+[ \\t]*+(?:[:=][ \\t]*+)?'
-            f"{_NUMBER}(?:[ \\t]?+{unit_group})?{_AFTER}"
+            # a unit printed is taken (possessive): `548.72 ms` is never 548.72 without its unit
+            f"{_NUMBER}(?:[ \\t]?+{unit_group})?+(?(unit){_AFTER_UNIT}|{_AFTER})"
         )
     else:
         # `5092/261 tok/s` (OpenNMT's source/target tokens): the first number is read

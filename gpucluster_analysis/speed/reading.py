@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from gpucluster_analysis.classify.noise import normalize_line
+from gpucluster_analysis.logline import normalize_line
 from gpucluster_analysis.speed.pattern import SpeedPattern
 from gpucluster_analysis.textmatch import PIECE_CHARS
 
@@ -25,8 +25,9 @@ def seconds(clock: str) -> int:
 @lru_cache(maxsize=4096)
 def bar_family(desc: str, total: str) -> str:
     """A bar's family: its description without rank/host/time prefixes and with digits
-    masked ("Epoch 3:" -> "Epoch #:"), and its total."""
-    return re.sub(r"\d+", "#", normalize_line(desc)).strip() + "/" + total
+    masked ("Epoch 3:" -> "Epoch #:") and blanks collapsed (YOLOv5's columns shift with the width of
+    their numbers), and its total."""
+    return re.sub(r"\s+", " ", re.sub(r"\d+", "#", normalize_line(desc))).strip() + "/" + total
 
 
 Hit = tuple[int, str, int, float, str, float]  # position, family, elapsed s, raw, printed unit, canonical value
@@ -50,6 +51,8 @@ def line_hits(pattern: SpeedPattern, line: str) -> list[Hit]:
                 for m in pattern.regex.finditer(piece):
                     if skips and m.group("skip") is not None:  # a key of another phase or the whole run
                         continue
+                    if skips and any(h[0] >= start for h in hits):  # a generic key: the piece's first only
+                        break
                     raw = float(m.group("value").replace(",", ""))
                     unit = m.group("unit") if has_unit else None
                     value = pattern.to_canonical(raw, unit)

@@ -34,7 +34,7 @@ from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.ingest.base import FileFormat, IngestOptions
 from gpucluster_analysis.ingest.files import open_binary
 from gpucluster_analysis.logscan import HEAD_BYTES, TAIL_BYTES
-from gpucluster_analysis.speed import extract_speed_bytes
+from gpucluster_analysis.speed import SpeedSummary, extract_speed_bytes
 
 _STREAMS = {
     "stdout": "stdout",
@@ -174,9 +174,8 @@ def cuda_visible_indices(data: bytes, max_gpus_per_node: int = DEFAULT_MAX_GPUS_
     return sorted(found)
 
 
-def _speed_columns(data: bytes, tail_from_line: int | None) -> dict[str, object]:
+def _speed_columns(speed: SpeedSummary | None) -> dict[str, object]:
     """The job_logs speed_* columns of the training speed the log prints (all None when it prints none)."""
-    speed = extract_speed_bytes(data, tail_from_line=tail_from_line)
     if speed is None:
         return dict.fromkeys(SPEED_COLUMNS)
     return {
@@ -226,12 +225,11 @@ def _parse(path: Path, options: IngestOptions, digest: Any) -> dict[str, list[di
         )
     head, tail, _size = read_head_and_tail(path, digest)
     sigs = _signatures(tuple(options.signatures))
-    if tail is None:
-        data = head
-        result = classify_bytes(data, sigs)
-    else:  # line numbers in the tail are unknown: a match there gets none
-        data = head + b"\n" + tail
-        result = classify_bytes(data, sigs, tail_from_line=head.count(b"\n") + 2)
+    # line numbers in the tail of a cut file are unknown: a match there gets none
+    data, tail_from_line = (head, None) if tail is None else (head + b"\n" + tail, head.count(b"\n") + 2)
+    speed = extract_speed_bytes(data, tail_from_line=tail_from_line)
+    steps = [] if speed is None else [s.line_number for s in speed.samples]
+    result = classify_bytes(data, sigs, tail_from_line=tail_from_line, progress=steps)
     log = {
         "job_id": place.job_id,
         "attempt_ref": place.attempt_ref,
@@ -246,7 +244,7 @@ def _parse(path: Path, options: IngestOptions, digest: Any) -> dict[str, list[di
         "other_signatures": [m.signature_id for m in result.matched[1:]],
         "bytes_read": len(head) + len(tail or b""),
         "truncated": tail is not None,
-        **_speed_columns(data, None if tail is None else head.count(b"\n") + 2),
+        **_speed_columns(speed),
     }
     bindings: list[dict[str, object]] = [
         {

@@ -1,4 +1,5 @@
-"""Strip the noise that tools, launchers and pasting put around a log line.
+"""Strip the noise that tools, launchers and pasting put around a log line, and read the level
+the line was logged at: what the classifier and the speed reader both read a line through.
 
 A signature sees a line after `normalize_line`: ANSI colour codes removed (also the
 `[36m` left when a paste lost the escape character), then, repeatedly, whatever
@@ -97,9 +98,13 @@ _PREFIX_LEVEL = re.compile(
     re.IGNORECASE,
 )
 # At the start of what is left: Python logging's `WARNING:name:`, `name: [WARNING]`,
-# `wandb: WARNING`, `INFO:jax._src.xla_bridge:`; anywhere: NCCL's own `NCCL WARN`/`NCCL INFO`.
+# `wandb: WARNING`, `INFO:jax._src.xla_bridge:`; Python's warnings module, `file.py:237:
+# UserWarning: ...` (any category named ...Warning); anywhere: NCCL's own `NCCL WARN`/`NCCL INFO`.
 _MESSAGE_LEVEL = re.compile(
-    r"^(?:[\w.]++: ?+)?\[?(?P<a>" + _LEVEL + r")\]?(?=[: ])|\bNCCL (?P<b>INFO|WARN)\b", re.IGNORECASE
+    r"^(?:[\w.]++: ?+)?\[?(?P<a>" + _LEVEL + r")\]?(?=[: ])"
+    r"|^(?:[A-Za-z]:)?+[^\s:]++:\d++: [A-Z]\w*+(?<=(?P<c>Warning)):"
+    r"|\bNCCL (?P<b>INFO|WARN)\b",
+    re.IGNORECASE,
 )
 
 
