@@ -2,7 +2,8 @@
 patterns.toml names the keys (or the units) that mean a time per iteration or a throughput,
 and this module writes the pattern that reads them, whatever framework printed the line:
 
-* form `key_value`: `key: 0.44`, `key=0.44`, `key 0.44`, JSON's `"key": 0.44` (a key, a separator or blanks, the
+* form `key_value`: `key: 0.44`, `key=0.44`, `key 0.44`, JSON's `"key": 0.44`, a table's `| key | 0.44 |`
+  (Stable-Baselines3's logger) (a key, a separator or blanks, the
   number, an optional unit of the table's `units`): mmcv's `time: 0.595`, YOLOX's
   `iter_time: 1.270s`, MaxText's `seconds: 0.811`, nanoGPT's `time 1099.34ms`;
 * form `value_unit`: the number, then the unit naming what it counts (`355.1 samples/s`,
@@ -92,7 +93,7 @@ def pattern_table(table: object, n: int, source: str) -> dict[str, object]:
         # (reading.py skips a match whose `skip` group took part): one lookbehind per position
         before = f"(?:(?P<skip>{_alternation(list(NOT_AFTER))})[ _])?+"
         regex = (
-            f'(?i)(?<![\\w./-])"?+{before}(?:{_alternation(names)})"?+[ \\t]*+(?:[:=][ \\t]*+)?'
+            f'(?i)(?<![\\w./-])"?+{before}(?:{_alternation(names)})"?+[ \\t]*+(?:[:=|][ \\t]*+)?'
             # a unit printed is taken (possessive): `548.72 ms` is never 548.72 without its unit
             f"{_NUMBER}(?:[ \\t]?+{unit_group})?+(?(unit){_AFTER_UNIT}|{_AFTER})"
         )
