@@ -22,8 +22,10 @@ STATE_REASONS: dict[str, str] = {
     "PREEMPTED": "preempted",
 }
 CANCELLED = "CANCELLED"
-# States of a job that failed by its own exit: its exit code or signal is the evidence.
-FAILED_STATES = frozenset({"FAILED", "LAUNCH_FAILED"})
+# States whose exit code or signal is the evidence: a job that failed by its own exit, and a
+# COMPLETED one that failed by a step (Slurm: its own ExitCode 0:0, a step's non-zero, which gca
+# takes from DerivedExitCode or the step rows as the job's exit code; 0:0 says nothing).
+EXIT_STATES = frozenset({"FAILED", "LAUNCH_FAILED", "COMPLETED"})
 
 # Cancels: by the job's own user (`CANCELLED by <uid>` of the job's UID) the taxonomy's
 # user_kill; by root (uid 0) or another account than the job's, an operator's; by a uid
@@ -71,6 +73,10 @@ SIGNALS: dict[int, str] = {
     31: "SIGSYS",
 }
 SEGFAULT_SIGNALS = frozenset({4, 7, 8, 11})
+# Slurm's own dummy signal for a step its cgroup killed for memory (slurm.h SIG_OOM, 253), which
+# sacct prints as 125 (253 & 0x7f): `OUT_OF_MEMORY 0:125`, and a COMPLETED job's failed step.
+SLURM_OOM_SIGNAL = 125
+SIGNALS[SLURM_OOM_SIGNAL] = "SIG_OOM"
 SEGFAULT = "segfault"
 UNNAMED = "unknown"  # a failure shown (an exit code, a signal) whose cause nothing names
 NO_FAILURE = "none"

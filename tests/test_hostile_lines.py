@@ -33,10 +33,10 @@ from typer.testing import CliRunner
 
 import gpucluster_analysis
 from gpucluster_analysis.classify import classify_bytes, load_signatures
-from gpucluster_analysis.logline import normalize_line
 from gpucluster_analysis.classify.rules import expand, parse_signatures
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.errors import RulesError
+from gpucluster_analysis.logline import normalize_line
 from gpucluster_analysis.speed.extract import extract_speed_bytes
 from gpucluster_analysis.speed.patterns import load_patterns, parse_patterns
 from gpucluster_analysis.speed.reading import line_values

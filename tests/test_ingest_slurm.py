@@ -197,7 +197,8 @@ def test_jobs_statuses_from_allocation_and_steps(main_store: Path) -> None:
     }
     assert got == {
         "1001": ("passed", "COMPLETED", None, 0, 0),
-        "1002": ("failed", "COMPLETED", None, 0, 0),  # step .0 OUT_OF_MEMORY under a COMPLETED allocation
+        # step .0 OUT_OF_MEMORY 0:125 under a COMPLETED 0:0 allocation: the step's exit is the job's
+        "1002": ("failed", "COMPLETED", None, 0, 125),
         "1003": ("timeout", "TIMEOUT", None, 0, 0),  # CANCELLED steps and a step FAILED 0:9 are teardown
         "1004": ("killed", "CANCELLED by 1234", "1234", 0, 0),
         "1005": ("pending", "PENDING", None, 0, 0),
@@ -205,7 +206,7 @@ def test_jobs_statuses_from_allocation_and_steps(main_store: Path) -> None:
         "1010_1": ("passed", "COMPLETED", None, 0, 0),
         "1010_2": ("failed", "FAILED", None, 1, 0),
         "1010_[3-5%2]": ("pending", "PENDING", None, 0, 0),  # pending array tasks: one job
-        "1020": ("failed", "COMPLETED", None, 0, 0),  # het component 1's step .0 FAILED 2:0
+        "1020": ("failed", "COMPLETED", None, 2, 0),  # het component 1's step .0 FAILED 2:0
         "1030": ("passed", "COMPLETED", None, 0, 0),  # NODE_FAIL, requeued, then COMPLETED
         "1040": ("passed", "COMPLETED", None, 0, 0),
     }

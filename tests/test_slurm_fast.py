@@ -151,6 +151,7 @@ COLUMNS = [
     "QOS",
     "State",
     "ExitCode",
+    "DerivedExitCode",
     "Submit",
     "Eligible",
     "Start",
@@ -326,6 +327,8 @@ class _Dump:
             "QOS": "" if step else self.pick("QOS", rng.choice(["normal", "high"])),
             "State": self.pick("State", state),
             "ExitCode": self.pick("ExitCode", rng.choice(["0:0", "1:0", "0:15"])),
+            # sacct prints a step's DerivedExitCode empty
+            "DerivedExitCode": "" if step else self.pick("ExitCode", rng.choice(["0:0", "0:0", "2:0", "0:9", "0:125"])),
             "Submit": self.pick("time", times[0]),
             "Eligible": self.pick("time", times[1]),
             "Start": self.pick("time", times[2]),

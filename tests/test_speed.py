@@ -503,8 +503,10 @@ def test_a_clock_is_no_step_time_but_a_step_time_that_slows_down_is() -> None:
 
 def test_a_bar_family_ignores_how_wide_its_columns_are() -> None:
     """YOLOv5 pads its columns to its numbers' width: one bar still, and the validation bar apart."""
-    train = "        {e}/2      4.76G    {l}    0.0647    0.01698        227        640: 100% 8/8 [00:0{s}<00:00,  {r}it/s]"
-    val = "                 Class     Images  Instances          P          R      mAP50   mAP50-95: 100% 4/4 [00:01<00:00,  2.{v}it/s]"
+    train = (
+        "        {e}/2      4.76G    {l}    0.0647    0.01698        227        640: 100% 8/8 [00:0{s}<00:00,  {r}it/s]"
+    )
+    val = "      Class     Images  Instances      P      R   mAP50   mAP50-95: 100% 4/4 [00:01<00:00,  2.{v}it/s]"
     lines = [train.format(e=0, l="0.04618", s=9, r="1.20"), val.format(v=1)]
     lines += [train.format(e=1, l="0.0462", s=2, r="3.80"), val.format(v=2)]
     lines += [train.format(e=2, l="0.04", s=2, r="4.20"), val.format(v=3)]

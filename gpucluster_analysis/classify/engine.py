@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from gpucluster_analysis.logline import NON_FATAL_LEVELS, is_blank, level_of, normalize_line, split_prefixes
 from gpucluster_analysis.classify.rules import CATEGORIES, CAUSE, Signature
+from gpucluster_analysis.logline import NON_FATAL_LEVELS, is_blank, level_of, normalize_line, split_prefixes
 from gpucluster_analysis.logscan import HEAD_BYTES, TAIL_BYTES, lines_holding, read_parts, trie_pattern
 from gpucluster_analysis.speed import extract_speed_bytes
 
@@ -360,7 +360,7 @@ def _trained_on(counting: list[_Hit], progress: Sequence[int | None]) -> Evidenc
     after = [n for n in progress if n is not None and n > last]
     if len(after) < TRAINED_ON_STEPS:
         return None
-    why = f"the run trained on after its last failure evidence ({_where(last)}): {len(after)} training steps read after it"
+    why = f"the run trained on after its last failure evidence ({_where(last)}): {len(after)} training steps after it"
     return Evidence("training_progress", "success", after[0], f"training steps at lines {after[0]}-{after[-1]}", why)
 
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from gpucluster_analysis.logline import NON_FATAL_LEVELS, normalize_line
 from gpucluster_analysis.errors import RulesError
 from gpucluster_analysis.failure_categories import CATEGORIES, SCHEDULER_ONLY_REASONS
+from gpucluster_analysis.logline import NON_FATAL_LEVELS, normalize_line
 from gpucluster_analysis.rule_tables import checked_keys
 from gpucluster_analysis.textmatch import LinearPattern, compile_linear
 

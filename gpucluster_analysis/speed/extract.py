@@ -12,6 +12,7 @@ each piece, last piece first, skipping earlier states of a bar already read.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 import statistics
 from dataclasses import dataclass
@@ -262,7 +263,7 @@ def _is_clock(samples: list[SpeedSample]) -> bool:
     if len(samples) < 4:
         return False
     times = [1 / s.value for s in samples]  # the canonical value of a time key is its reciprocal
-    rises = [b - a for a, b in zip(times, times[1:]) if b > a]
+    rises = [b - a for a, b in itertools.pairwise(times) if b > a]
     if len(rises) < 0.9 * (len(times) - 1):
         return False
     typical = statistics.median(rises)

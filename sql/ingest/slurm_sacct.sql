@@ -273,7 +273,8 @@ DELETE FROM sacct_records WHERE source = 'slurm'
 -- FAILED by a signal in a run that did not pass, are how Slurm tears a run down. (Of every
 -- staged run: a run not stored is never looked up.)
 CREATE OR REPLACE TEMP TABLE stage_sacct_step_rank AS
-SELECT s.alloc_line, max(slurm_status_rank(s.status)) AS rank
+SELECT s.alloc_line, max(slurm_status_rank(s.status)) AS rank,
+       max(s.exit_code) AS exit_code, max(s.exit_signal) AS exit_signal
 FROM stage_sacct_steps s
 JOIN stage_sacct_allocs a ON a.line = s.alloc_line
 WHERE s.step <> 'extern'
@@ -281,6 +282,15 @@ WHERE s.step <> 'extern'
   AND (s.status = 'node_fail' OR s.state = 'OUT_OF_MEMORY'
        OR (s.status = 'failed' AND (coalesce(s.exit_code, 0) <> 0 OR a.status = 'passed')))
 GROUP BY s.alloc_line;
+
+-- What a run's steps say, as sacct's DerivedExitCode (the highest exit code of the job's steps,
+-- and the signal) where the dump has it, else as the failed steps above (their highest code and
+-- signal). A step's non-zero exit code makes the run failed; a signal only a run that passed (a
+-- signal in a run that did not pass is how it was torn down). A run that passed by its own
+-- ExitCode (0:0) but failed by a step takes the step's as its exit code and signal: what
+-- jobs.csv shows and the scheduler's evidence reads (scheduler_evidence.py).
+CREATE OR REPLACE TEMP MACRO slurm_step_failed(status, code, signal) AS
+    coalesce(code, 0) <> 0 OR (coalesce(signal, 0) <> 0 AND status = 'passed');
 
 -- The storable allocation rows with the columns the inserts read. run_rank: the row's status
 -- with what its steps add. placed: a row with neither a start nor a node (cancelled or
@@ -290,13 +300,27 @@ GROUP BY s.alloc_line;
 -- rows are read from it once, into stage_sacct_sole, and the others' kept rows into
 -- stage_sacct_alloc.)
 CREATE OR REPLACE TEMP VIEW stage_sacct_run AS
-SELECT a.line, a.job_id, a.het_offset, a.alone, a.state, a.status, a.source_status, a.exit_code, a.exit_signal,
+WITH derived AS (
+    SELECT a.*, r.rank AS step_rank,
+           coalesce(a.derived_exit_code, r.exit_code) AS step_code,
+           coalesce(a.derived_exit_signal, r.exit_signal) AS step_signal
+    FROM stage_sacct_good a LEFT JOIN stage_sacct_step_rank r ON r.alloc_line = a.line
+)
+SELECT a.line, a.job_id, a.het_offset, a.alone, a.state, a.status, a.source_status,
+       CASE WHEN by_step THEN a.step_code ELSE a.exit_code END AS exit_code,
+       CASE WHEN by_step THEN a.step_signal ELSE a.exit_signal END AS exit_signal,
        a.gpus, a.req_gpus, a.nnodes, a.hosts, a.start_unknown, a.job_name, a.user_name, a.user_uid, a.account, a.partition,
        a.qos, a.time_limit_s, a.gpu_model, a.cancelled_by, a.submit_at, a.eligible_at, a.start_at, a.end_at,
-       greatest(slurm_status_rank(a.status), coalesce(r.rank, 0)) AS run_rank,
+       greatest(slurm_status_rank(a.status), coalesce(a.step_rank, 0),
+                CASE WHEN slurm_step_failed(a.status, a.derived_exit_code, a.derived_exit_signal)
+                     THEN slurm_status_rank('failed') ELSE 0 END) AS run_rank,
        (a.start_at IS NOT NULL OR coalesce(a.hosts, 0) > 0 OR a.start_unknown) AS placed,
        a.record_no, a.sole, a.digests
-FROM stage_sacct_good a LEFT JOIN stage_sacct_step_rank r ON r.alloc_line = a.line;
+FROM (
+    SELECT *, status = 'passed' AND coalesce(exit_code, 0) = 0 AND coalesce(exit_signal, 0) = 0
+              AND slurm_step_failed(status, step_code, step_signal) AS by_step
+    FROM derived
+) a;
 
 -- The sole jobs' rows, with their records (finished, the latest time named, the digest of the
 -- block's lines: see stage_sacct_record).
@@ -346,8 +370,11 @@ SELECT a.job_id, a.source_index,
     -- tie on the component; the line settles it, whatever order the scan gives)
     arg_min(a.source_status, (coalesce(a.het_offset, 0), a.line)) AS source_status,
     arg_min(a.state, (coalesce(a.het_offset, 0), a.line)) AS state,
-    arg_min(a.exit_code, (coalesce(a.het_offset, 0), a.line)) AS exit_code,
-    arg_min(a.exit_signal, (coalesce(a.het_offset, 0), a.line)) AS exit_signal,
+    -- the exit of the first component that has one (a het component's failed step)
+    arg_min(a.exit_code, (coalesce(a.exit_code, 0) = 0 AND coalesce(a.exit_signal, 0) = 0,
+                          coalesce(a.het_offset, 0), a.line)) AS exit_code,
+    arg_min(a.exit_signal, (coalesce(a.exit_code, 0) = 0 AND coalesce(a.exit_signal, 0) = 0,
+                            coalesce(a.het_offset, 0), a.line)) AS exit_signal,
     arg_min(a.line, (coalesce(a.het_offset, 0), a.line)) AS leader_line,
     sum(a.gpus)::DOUBLE AS num_gpus,
     sum(a.req_gpus)::DOUBLE AS req_gpus,
@@ -376,6 +403,7 @@ INSERT INTO jobs (source, job_id, user_name, vc, status, source_status, submit_a
                   requested_gpus, left_queue_at, qos, user_uid)
 WITH last_attempt AS (
     SELECT job_id, arg_max(leader_line, run_order) AS line, arg_max(status, run_order) AS status,
+           arg_max(exit_code, run_order) AS exit_code, arg_max(exit_signal, run_order) AS exit_signal,
            arg_max(state, run_order) AS state, arg_max(req_gpus, run_order) AS req_gpus,
            arg_max(CASE WHEN NOT placed THEN left_at END, run_order) AS left_queue_at
     FROM stage_sacct_attempt_no GROUP BY job_id
@@ -396,7 +424,7 @@ UNION ALL
 SELECT 'slurm', l.job_id, a.user_name, coalesce(a.account, a.partition),
        CASE WHEN l.state IN ('REQUEUED', 'REQUEUE_FED', 'REQUEUE_HOLD', 'SPECIAL_EXIT') THEN 'pending' ELSE l.status END,
        a.source_status, p.submit_at, $file_id,
-       a.job_name, a.partition, p.eligible_at, a.time_limit_s, p.gpu_model, a.exit_code, a.exit_signal, a.cancelled_by,
+       a.job_name, a.partition, p.eligible_at, a.time_limit_s, p.gpu_model, l.exit_code, l.exit_signal, a.cancelled_by,
        l.req_gpus, l.left_queue_at, a.qos, a.user_uid
 FROM last_attempt l
 JOIN stage_sacct_alloc a ON a.line = l.line

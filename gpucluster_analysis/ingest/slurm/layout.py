@@ -190,6 +190,7 @@ class Columns:
         self.partition = at("partition")
         self.state = at("state")
         self.exit = at("exitcode")
+        self.derived_exit = at("derivedexitcode")  # the highest exit code of the job's steps
         self.submit = at("submit")
         self.eligible = at("eligible")
         self.start = at("start")

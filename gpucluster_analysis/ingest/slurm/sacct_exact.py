@@ -56,6 +56,10 @@ def parse_fields(
         if problems:
             row["problem"] = "; ".join(problems)
         return row, []
+    try:
+        row["derived_exit_code"], row["derived_exit_signal"] = parse_exit(_value(fields, cols.derived_exit))
+    except ValueError:
+        problems.append(f"unreadable DerivedExitCode {_value(fields, cols.derived_exit)!r} (expected exit:signal)")
     times: dict[str, str | None] = {}
     for key, i, label in (
         ("submit_t", cols.submit, "Submit"),

@@ -167,6 +167,7 @@ def _parsed_tres(text: str) -> tuple[int | None, str | None, int | None, bool | 
 _STATE_RE = re.compile(_STATE)
 _STATE_SCHEMA = {"word": pl.String, "cancelled_by": pl.String, "known": pl.Boolean}
 _EXIT_SCHEMA = {"exit_code": pl.Int32, "exit_signal": pl.Int32, "exit_ok": pl.Boolean}
+_DERIVED_SCHEMA = {"derived_exit_code": pl.Int32, "derived_exit_signal": pl.Int32, "derived_ok": pl.Boolean}
 
 
 def _state_parts(text: str) -> tuple[str | None, str | None, bool]:
@@ -309,6 +310,7 @@ def split_clean(
             *tres_text(cols.req_tres, "req"),
             value(cols.alloc_tres).alias("alloc_text"),
             value(cols.nodelist).alias("nodelist"),
+            value(cols.derived_exit).alias("derived_text"),
             value(cols.nnodes).alias("nnodes_text"),
             *[
                 pl.when(value(i) == "").then(None).otherwise(value(i)).alias(name)
@@ -348,6 +350,8 @@ def split_clean(
         typed = typed.with_columns(
             (pl.col(f"{name}_ok") & pl.col(f"{name}_tres").str.contains(_TRES)).alias(f"{name}_ok")
         )
+    derived = _lookup(typed["derived_text"], _exit_parts, _DERIVED_SCHEMA)
+    typed = typed.join(derived, left_on="derived_text", right_on="key", how="left", maintain_order="left")
     if cols.nodelist is not None:
         hostlists = _lookup(typed["nodelist"], _parsed_hosts, {"host_list": pl.List(pl.String), "hosts_ok": pl.Boolean})
         typed = typed.join(hostlists, left_on="nodelist", right_on="key", how="left", maintain_order="left")
@@ -361,6 +365,7 @@ def split_clean(
         & pl.col("end_t_ok")
         & pl.col("limit_ok")
         & pl.col("hosts_ok")
+        & pl.col("derived_ok")
         & pl.col("nnodes_text").str.contains(_NNODES)
         & (~pl.col("alloc_present") | pl.col("alloc_ok"))
         & (~pl.col("req_present") | pl.col("req_ok"))
@@ -424,6 +429,7 @@ def split_clean(
         pl.col("word").alias("state"),
         _status(pl.lit(True)).alias("status"),
         pl.col("exit_code"),
+        pl.col("exit_signal"),
         pl.col("cluster"),
         pl.lit(None, dtype=pl.String).alias("text"),
     )

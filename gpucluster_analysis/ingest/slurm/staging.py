@@ -34,6 +34,8 @@ STAGE_COLUMNS = [
     ("cancelled_by", pa.string()),
     ("exit_code", pa.int32()),
     ("exit_signal", pa.int32()),
+    ("derived_exit_code", pa.int32()),  # DerivedExitCode: the highest exit code of the steps
+    ("derived_exit_signal", pa.int32()),
     ("submit_t", pa.string()),
     ("eligible_t", pa.string()),
     ("start_t", pa.string()),
@@ -61,6 +63,7 @@ STEP_COLUMNS = [
     ("state", pa.string()),
     ("status", pa.string()),
     ("exit_code", pa.int32()),
+    ("exit_signal", pa.int32()),
     ("cluster", pa.string()),
     ("text", pa.string()),
 ]
