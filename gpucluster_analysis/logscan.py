@@ -62,3 +62,15 @@ def lines_holding(data: bytes, trigger: re.Pattern[bytes]) -> Iterator[tuple[int
         counted_to = start
         yield number, data[start:end]
         pos = end + 1
+
+
+def offset_after_line(data: bytes, line_number: int) -> int:
+    """The offset in `data` where its line `line_number + 1` (1-based) starts; len(data) when it
+    has no such line."""
+    pos = 0
+    for _ in range(line_number):
+        pos = data.find(b"\n", pos)
+        if pos < 0:
+            return len(data)
+        pos += 1
+    return pos

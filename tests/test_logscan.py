@@ -4,7 +4,7 @@ plain split-and-test finds; the trie regex matches exactly its words."""
 import random
 import re
 
-from gpucluster_analysis.logscan import lines_holding, read_parts, trie_pattern
+from gpucluster_analysis.logscan import lines_holding, offset_after_line, read_parts, trie_pattern
 
 
 def _plain(data: bytes, trigger: re.Pattern[bytes]) -> list[tuple[int, bytes]]:
@@ -60,3 +60,8 @@ def test_read_parts_whole_and_cut(tmp_path):
     small.write_bytes(b"0123456789")
     assert read_parts(small, head=4, tail=6) == (b"0123456789", None, 10)
     assert read_parts(small, head=3, tail=4) == (b"012", b"6789", 10)
+
+
+def test_offset_after_line_by_hand():
+    data = b"a\nbb\n\nccc"
+    assert [offset_after_line(data, n) for n in range(6)] == [0, 2, 5, 6, 9, 9]

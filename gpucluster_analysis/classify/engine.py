@@ -5,8 +5,9 @@ Outcome: a named reason when a signature counts; `unknown` when no signature cou
 failure evidence does (a traceback, a non-zero exit, a fatal signal); `none` when the log
 shows no failure at all (a warning is not a cause). What does not count: anything before
 the last `success` evidence (the run finished, or recovered: a resume, a batch size that
-fits), the lines of a traceback that `handled` evidence marks as caught (`Exception ignored
-in:`, multiprocessing finalizers), lines that are `note` evidence (NCCL falling back to
+fits), anything the run trained on after (the speed reader reads three training steps in the
+lines after the last failure evidence), the lines of a traceback that `handled` evidence marks
+as caught (`Exception ignored in:`, multiprocessing finalizers), lines that are `note` evidence (NCCL falling back to
 another transport, TensorRT libraries missing), and a signature marked `warning` in a log
 where nothing else counts.
 
@@ -32,14 +33,21 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from gpucluster_analysis.classify.rules import CATEGORIES, CAUSE, Signature
 from gpucluster_analysis.logline import NON_FATAL_LEVELS, is_blank, level_of, normalize_line, split_prefixes
-from gpucluster_analysis.logscan import HEAD_BYTES, TAIL_BYTES, lines_holding, read_parts, trie_pattern
+from gpucluster_analysis.logscan import (
+    HEAD_BYTES,
+    TAIL_BYTES,
+    lines_holding,
+    offset_after_line,
+    read_parts,
+    trie_pattern,
+)
 from gpucluster_analysis.speed import extract_speed_bytes
 
 __all__ = [
@@ -68,8 +76,10 @@ _TRACEBACK_LITERAL = "traceback (most recent call last)"
 # A `handled` header ("Exception ignored in: ...") covers a traceback starting at most this many lines later.
 HANDLED_REACH = 3
 GENERIC_REASON = "python_exception"
-# Training steps a run prints after its last failure evidence that show it survived it.
+# Training steps a run prints after its last failure evidence that show it survived it; fewer
+# bytes after it than this cannot hold them (a step's line is longer than 10 bytes).
 TRAINED_ON_STEPS = 3
+TRAINED_ON_MIN_BYTES = 30
 
 
 @dataclass(frozen=True)
@@ -236,19 +246,9 @@ def classify_text(text: str, signatures: list[Signature], *, tail_from_line: int
     return classify_bytes(text.encode("utf-8", "surrogatepass"), signatures, tail_from_line=tail_from_line)
 
 
-def classify_bytes(
-    data: bytes,
-    signatures: list[Signature],
-    *,
-    tail_from_line: int | None = None,
-    progress: Sequence[int | None] = (),
-) -> Classification:
+def classify_bytes(data: bytes, signatures: list[Signature], *, tail_from_line: int | None = None) -> Classification:
     """`classify_text` for undecoded bytes: only the lines worth looking at are decoded
-    (UTF-8, errors replaced).
-
-    `progress`: the line numbers of the training steps the log prints (the speed reader's
-    samples). A log that trains on for TRAINED_ON_STEPS steps after its last failure evidence
-    survived it: `none` (classify_file passes them; without them the rule is not applied)."""
+    (UTF-8, errors replaced)."""
     if b"#015" in data:  # syslog and CloudWatch write carriage returns as #015
         data = data.replace(b"#015", b"\r")
     plan = _plan(tuple(signatures))
@@ -272,8 +272,8 @@ def classify_bytes(
                 block = None
                 continue
             line_number = None if tail_from_line is not None and number >= tail_from_line else number
-            data = line.encode("utf-8", "surrogatepass")
-            found = [sigs[i] for i in to_try if sigs[i].matches_bytes(data)]
+            encoded = line.encode("utf-8", "surrogatepass")
+            found = [sigs[i] for i in to_try if sigs[i].matches_bytes(encoded)]
             note = next((s for s in found if s.kind == "note"), None)
             if note is not None:  # a routine note: nothing on this line counts
                 notes.append(Evidence(note.id, "note", line_number, line, "a routine note, not a failure"))
@@ -315,7 +315,7 @@ def classify_bytes(
                 hits.append(_Hit(len(hits), line_number, line, chain, block, causes, failures, success, level))
             if ends_block:
                 block = None
-    return _decide(hits, notes, progress)
+    return _decide(hits, notes, data)
 
 
 def _first_of_each(notes: list[Evidence]) -> list[Evidence]:
@@ -350,21 +350,25 @@ class _Hit:
     level: str | None = None  # the level the line was logged at, where it says
 
 
-def _trained_on(counting: list[_Hit], progress: Sequence[int | None]) -> Evidence | None:
-    """The evidence that the run trained on after its last counting failure evidence: at least
-    TRAINED_ON_STEPS training steps read after it. None when it did not, or when a line number is
-    unknown (the tail of a cut file)."""
-    if not counting or not progress or any(h.line_number is None for h in counting):
+def _trained_on(counting: list[_Hit], data: bytes) -> Evidence | None:
+    """The evidence that the run trained on after its last counting failure evidence: the
+    speed reader reads TRAINED_ON_STEPS training steps at least in the lines after it. None
+    when it does not, or when a line number is unknown (the tail of a cut file)."""
+    if not counting or any(h.line_number is None for h in counting):
         return None
     last = max(h.line_number or 0 for h in counting)
-    after = [n for n in progress if n is not None and n > last]
-    if len(after) < TRAINED_ON_STEPS:
+    start = offset_after_line(data, last)
+    if len(data) - start < TRAINED_ON_MIN_BYTES:  # no room for three steps: most failures end here
         return None
-    why = f"the run trained on after its last failure evidence ({_where(last)}): {len(after)} training steps after it"
-    return Evidence("training_progress", "success", after[0], f"training steps at lines {after[0]}-{after[-1]}", why)
+    speed = extract_speed_bytes(data[start:])
+    if speed is None or speed.samples_seen < TRAINED_ON_STEPS:
+        return None
+    first = (speed.samples[0].line_number or 1) + last
+    why = f"the run trained on after its last failure evidence ({_where(last)}): {speed.samples_seen} steps after it"
+    return Evidence("training_progress", "success", first, f"{speed.pattern_id}: {speed.samples_seen} steps", why)
 
 
-def _decide(hits: list[_Hit], notes: list[Evidence], progress: Sequence[int | None] = ()) -> Classification:
+def _decide(hits: list[_Hit], notes: list[Evidence], data: bytes = b"") -> Classification:
     """Drop what does not count (before the last success, in a handled traceback), then name the cause."""
     last_success = max((h for h in hits if h.success), key=lambda h: h.seq, default=None)
     out: list[Evidence] = []
@@ -400,7 +404,7 @@ def _decide(hits: list[_Hit], notes: list[Evidence], progress: Sequence[int | No
             counting.append(h)
             continue
         out += [Evidence(s.id, "discounted", h.line_number, h.line, why) for s in h.causes]
-    trained_on = _trained_on(counting, progress)
+    trained_on = _trained_on(counting, data)
     if trained_on is not None:  # what came before did not stop the run
         out.insert(0, trained_on)
         why = f"before the run trained on ({_where(trained_on.line_number)})"
@@ -457,16 +461,6 @@ def classify_file(path: Path, signatures: list[Signature]) -> Classification:
     """
     first, last, size = read_parts(Path(path), HEAD_BYTES, TAIL_BYTES)
     if last is None:
-        return dataclasses.replace(classify_bytes(first, signatures, progress=training_steps(first)), bytes_read=size)
-    data, tail_from_line = first + b"\n" + last, first.count(b"\n") + 2
-    result = classify_bytes(
-        data, signatures, tail_from_line=tail_from_line, progress=training_steps(data, tail_from_line)
-    )
+        return dataclasses.replace(classify_bytes(first, signatures), bytes_read=size)
+    result = classify_bytes(first + b"\n" + last, signatures, tail_from_line=first.count(b"\n") + 2)
     return dataclasses.replace(result, truncated=True, bytes_read=len(first) + len(last))
-
-
-def training_steps(data: bytes, tail_from_line: int | None = None) -> list[int | None]:
-    """The line numbers of the training steps a log prints, as the speed reader reads them
-    (None for a step in the tail of a cut file): classify_bytes's `progress`."""
-    speed = extract_speed_bytes(data, tail_from_line=tail_from_line)
-    return [] if speed is None else [s.line_number for s in speed.samples]

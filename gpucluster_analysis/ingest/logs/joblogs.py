@@ -228,8 +228,7 @@ def _parse(path: Path, options: IngestOptions, digest: Any) -> dict[str, list[di
     # line numbers in the tail of a cut file are unknown: a match there gets none
     data, tail_from_line = (head, None) if tail is None else (head + b"\n" + tail, head.count(b"\n") + 2)
     speed = extract_speed_bytes(data, tail_from_line=tail_from_line)
-    steps = [] if speed is None else [s.line_number for s in speed.samples]
-    result = classify_bytes(data, sigs, tail_from_line=tail_from_line, progress=steps)
+    result = classify_bytes(data, sigs, tail_from_line=tail_from_line)
     log = {
         "job_id": place.job_id,
         "attempt_ref": place.attempt_ref,
