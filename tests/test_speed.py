@@ -454,6 +454,11 @@ GENERIC = tuple(p for p in PATTERNS if p.fallback)
         ("eta: 0:25:00, time: 10:43:36", None),
         ("speed: 0.25 it/s", None),  # a unit its key does not count
         ("results: time=1 minute and 42.6 seconds", None),  # a duration in words
+        # a key in its namespace (W&B, TensorBoard names); another phase's or the loader's is not read
+        ("Train throughput/samples_per_sec: 412.5", ("samples_per_s", 412.5)),
+        ("INFO:tensorflow:global_step/sec: 0.84", ("iterations_per_s", 0.84)),
+        ("eval/samples_per_second: 99.0", None),
+        ("data/time: 0.5", None),
         # a printed unit is the value's, whatever follows it (a bracketed note)
         ("iter 2 | loss 1.6 | iter time: 500.00 ms (step)", ("iterations_per_s", 2.0)),
         # of one table's keys a line's first; a whole step's time before an iteration's

@@ -3,7 +3,7 @@ patterns.toml names the keys (or the units) that mean a time per iteration or a 
 and this module writes the pattern that reads them, whatever framework printed the line:
 
 * form `key_value`: `key: 0.44`, `key=0.44`, `key 0.44`, JSON's `"key": 0.44`, a table's `| key | 0.44 |`
-  (Stable-Baselines3's logger) (a key, a separator or blanks, the
+  (Stable-Baselines3's logger), a key in its namespace (`throughput/samples_per_sec: 412`) (a key, a separator or blanks, the
   number, an optional unit of the table's `units`): mmcv's `time: 0.595`, YOLOX's
   `iter_time: 1.270s`, MaxText's `seconds: 0.811`, nanoGPT's `time 1099.34ms`;
 * form `value_unit`: the number, then the unit naming what it counts (`355.1 samples/s`,
@@ -53,6 +53,7 @@ NOT_AFTER = (
     "epoch",
     "data",
     "training",
+    "val",
 )
 
 # A line of a test or validation pass (`Test: [0/782]  Time 3.4`, mmengine's `Epoch(val)`):
@@ -91,7 +92,10 @@ def pattern_table(table: object, n: int, source: str) -> dict[str, object]:
     if table["form"] == "key_value":
         # a key after one of NOT_AFTER is matched whole, with that word, and read as nothing
         # (reading.py skips a match whose `skip` group took part): one lookbehind per position
-        before = f"(?:(?P<skip>{_alternation(list(NOT_AFTER))})[ _])?+"
+        # a metric's namespace (`throughput/`, `train/`: W&B and TensorBoard names) may stand
+        # before the key; `eval/`, `data/` are another phase's or the loader's: read as nothing
+        # (the namespace gives back its last part where that is the key: `global_step/sec`)
+        before = f"(?:(?P<skip>{_alternation(list(NOT_AFTER))})[ _/]|(?:[A-Za-z]\\w{{0,30}}+/){{1,3}})?"
         regex = (
             f'(?i)(?<![\\w./-])"?+{before}(?:{_alternation(names)})"?+[ \\t]*+(?:[:=|][ \\t]*+)?'
             # a unit printed is taken (possessive): `548.72 ms` is never 548.72 without its unit
