@@ -2,9 +2,10 @@
 patterns.toml names the keys (or the units) that mean a time per iteration or a throughput,
 and this module writes the pattern that reads them, whatever framework printed the line:
 
-* form `key_value`: `key: 0.44`, `key=0.44`, `key 0.44`, JSON's `"key": 0.44`, a table's `| key | 0.44 |`
-  (Stable-Baselines3's logger), a key in its namespace (`throughput/samples_per_sec: 412`) (a key, a separator or blanks, the
-  number, an optional unit of the table's `units`): mmcv's `time: 0.595`, YOLOX's
+* form `key_value`: `key: 0.44`, `key=0.44`, `key 0.44`, JSON's `"key": 0.44`, a table's
+  `| key | 0.44 |` (Stable-Baselines3's logger), a key in its namespace
+  (`throughput/samples_per_sec: 412`) (a key, a separator or blanks, the number, an optional
+  unit of the table's `units`): mmcv's `time: 0.595`, YOLOX's
   `iter_time: 1.270s`, MaxText's `seconds: 0.811`, nanoGPT's `time 1099.34ms`;
 * form `value_unit`: the number, then the unit naming what it counts (`355.1 samples/s`,
   `3438 src tok/s`: one qualifying word may stand between).
