@@ -821,3 +821,72 @@ def test_sources_and_steps(text: str, server: str) -> None:
     for bad in ("http://h:9090", "prometheus+ftp://h", "prometheus+http://h:9090?x=1", "prometheus+http://:9090"):
         with pytest.raises(InputError):
             parse_source(bad)
+
+
+# ------------------------------------------------------- the plainest dcgm-exporter series (issue #29)
+
+PLAIN_STEP = 15  # Prometheus' default scrape interval
+PLAIN_SCRAPES = 2 * 3600 // PLAIN_STEP  # two hours
+PLAIN_GPUS = 8
+
+
+def plain_util(gpu: int, k: int) -> int:
+    return (11 * gpu + k) % 101
+
+
+def plain_openmetrics() -> str:
+    """dcgm-exporter's ordinary series (its default labels: no MIG, no pod, no job), one host."""
+
+    def labels(gpu: int) -> str:
+        return (
+            f'gpu="{gpu}",UUID="GPU-9{gpu}-0000",device="nvidia{gpu}",modelName="NVIDIA H100 80GB HBM3",'
+            'Hostname="node07"'
+        )
+
+    lines = ["# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
+    lines += [
+        f"DCGM_FI_DEV_GPU_UTIL{{{labels(g)}}} {plain_util(g, k)} {T0 + PLAIN_STEP * k}"
+        for g in range(PLAIN_GPUS)
+        for k in range(PLAIN_SCRAPES)
+    ]
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+@pytest.fixture(scope="module")
+def plain_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    for tool in (PROMETHEUS, PROMTOOL):
+        if not tool.exists():
+            _unavailable(f"{tool} is not installed (apt-get install prometheus)")
+    work = tmp_path_factory.mktemp("plain-tsdb")
+    (work / "samples.om").write_text(plain_openmetrics())
+    subprocess.run(
+        [str(PROMTOOL), "tsdb", "create-blocks-from", "openmetrics", str(work / "samples.om"), str(work / "data")],
+        check=True,
+        capture_output=True,
+    )
+    running = Server(work / "data", free_port(), tmp_path_factory.mktemp("plain-prometheus"))
+    running.start()
+    yield running
+    running.stop()
+
+
+def test_plain_dcgm_exporter_series_are_pulled_every_sample_once(plain_server: Server, tmp_path: Path) -> None:
+    """The pull of series clean enough for the fast parse once failed (`stage_dcgm_series does not
+    exist`): 8 GPUs x 2 h of 15 s scrapes, pulled at their interval, give every sample once, the
+    chunks count every series and point, and a second pull adds nothing."""
+    db = tmp_path / "s.duckdb"
+    end = T0 + PLAIN_STEP * PLAIN_SCRAPES  # exclusive
+    with open_store(db) as con:
+        pull(con, plain_server.source, since_ms=T0 * 1000, until_ms=end * 1000, step_ms=PLAIN_STEP * 1000)
+    want = sorted(
+        (datetime.fromtimestamp(T0 + PLAIN_STEP * k, UTC).replace(tzinfo=None), "node07", g, float(plain_util(g, k)))
+        for g in range(PLAIN_GPUS)
+        for k in range(PLAIN_SCRAPES)
+    )
+    assert samples(db) == want
+    assert rows(db, "SELECT sum(series), sum(samples) FROM prometheus_chunks") == [
+        (PLAIN_GPUS * len(chunks(db)), PLAIN_GPUS * PLAIN_SCRAPES)
+    ]
+    with open_store(db) as con:
+        pull(con, plain_server.source, since_ms=T0 * 1000, until_ms=end * 1000, step_ms=PLAIN_STEP * 1000)
+    assert samples(db) == want

@@ -15,6 +15,8 @@ store the same. No database I/O here (the read may run in a thread).
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +70,9 @@ class Typed:
     rows: pl.DataFrame
     devices: pl.DataFrame
     xid_events: pl.DataFrame
+    # of a Prometheus answer: its series and their points, every one (what the live pull records)
+    series: int = 0
+    points: int = 0
 
 
 def read(
@@ -137,6 +142,7 @@ def _typed(answer: pl.DataFrame, metrics: dict[str, str], fallback: str | None, 
     kept = labelled.filter(pl.col("measure").is_not_null())
     if kept.is_empty():
         return None
+    every = (series.height, int(series.get_column("values").list.len().sum() or 0))
     points = kept.select("series_no", "values").explode("values").filter(pl.col("values").is_not_null())
     if points.get_column("values").list.len().ne(2).any():
         return None
@@ -146,7 +152,8 @@ def _typed(answer: pl.DataFrame, metrics: dict[str, str], fallback: str | None, 
         pl.col("values").list.get(0).cast(pl.Float64, strict=False).alias("ts"),
         pl.col("values").list.get(1).alias("text"),
     )
-    return _checked(kept, points, max_gpus_per_node)
+    typed = _checked(kept, points, max_gpus_per_node)
+    return None if typed is None else dataclasses.replace(typed, series=every[0], points=every[1])
 
 
 def _checked(

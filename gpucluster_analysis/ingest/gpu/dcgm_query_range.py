@@ -9,6 +9,7 @@ thread); every other one is read by DuckDB's JSON reader and staged as dcgm.py s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -36,10 +37,24 @@ def _read_ahead_query_range(path: Path, options: IngestOptions) -> object:
     return Exact() if typed is None else typed
 
 
+@dataclass(frozen=True)
+class AnswerCounts:
+    """What one Prometheus answer held and gave: its series and their points, every one, and
+    the rows stored and rejected."""
+
+    counts: LoadCounts
+    series: int
+    points: int
+
+
 def _load_query_range(ctx: LoadContext) -> LoadCounts:
+    return _load_answer(ctx).counts
+
+
+def _load_answer(ctx: LoadContext) -> AnswerCounts:
     ahead = ctx.prepared if ctx.prepared is not None else _read_ahead_query_range(ctx.path, ctx.options)
-    if isinstance(ahead, dcgm_fast.Typed):
-        return store_typed(ctx, ahead)
+    if isinstance(ahead, dcgm_fast.Typed):  # a plainly clean answer: read in polars
+        return AnswerCounts(store_typed(ctx, ahead), ahead.series, ahead.points)
     if ctx.path.stat().st_size > _MAX_RESPONSE_BYTES:
         raise ParseError(
             f"{ctx.path}: a Prometheus API response over 1 GiB, read whole as one JSON value",
@@ -108,12 +123,16 @@ def _load_query_range(ctx: LoadContext) -> LoadCounts:
             f"{ctx.path}: no series of a DCGM metric gca reads (GPU_UTIL, FB_USED, POWER_USAGE, ...)",
             hint='export DCGM_FI_* metrics, e.g. query_range of {__name__=~"DCGM_FI_.*"}',
         )
-    return store_stage_dcgm(ctx)
+    series, points = ctx.con.execute(
+        "SELECT count(*), coalesce(sum(len(points)), 0) FROM stage_dcgm_series"
+    ).fetchall()[0]
+    return AnswerCounts(store_stage_dcgm(ctx), int(series), int(points))
 
 
-def load_query_range(ctx: LoadContext) -> LoadCounts:
-    """Store the Prometheus API response at ctx.path as `dcgm_query_range` does (the live pull's chunks)."""
-    return _load_query_range(ctx)
+def load_query_range(ctx: LoadContext) -> AnswerCounts:
+    """Store the Prometheus API response at ctx.path as `dcgm_query_range` does (the live pull's
+    chunks), whichever way reads it (the polars one for a plainly clean answer)."""
+    return _load_answer(ctx)
 
 
 def sniff_query_range(head: str) -> bool:

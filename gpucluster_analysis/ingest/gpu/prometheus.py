@@ -295,10 +295,8 @@ def _pull_chunk(
                 counts, series, samples = LoadCounts(rows=0, rejects=0), 0, 0
             else:
                 ctx = LoadContext(con=con, path=body, file_id=int(file_id), options=options, head="")
-                counts = dcgm_query_range.load_query_range(ctx)
-                series, samples = con.execute(
-                    "SELECT count(*), coalesce(sum(len(points)), 0) FROM stage_dcgm_series"
-                ).fetchall()[0]
+                answer = dcgm_query_range.load_query_range(ctx)
+                counts, series, samples = answer.counts, answer.series, answer.points
             seconds = time.perf_counter() - started
             con.execute(
                 "UPDATE ingested_files SET rows_loaded = ?, rejects = ?, seconds = ? WHERE file_id = ?",
