@@ -16,7 +16,6 @@ store the same. No database I/O here (the read may run in a thread).
 from __future__ import annotations
 
 import dataclasses
-
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
