@@ -393,9 +393,10 @@ def test_half_the_range_then_the_whole_then_again_stores_nothing_twice(server: S
     before = rows(Path(db), "SELECT (SELECT count(*) FROM ingested_files), (SELECT count(*) FROM gpu_sample_details)")
     again = runner.invoke(app, ["ingest", server.url, "--since", SINCE, "--until", UNTIL, *AUTH, "--db", db])
     assert again.exit_code == 0, again.output
-    # at the default step (30 s) too: a chunk covers its times up to its end + its step
+    # without --step: the step is the interval the samples show, a minute
+    assert f"gca: {server_url}: the samples are 60 s apart: pulled at that step" in again.stderr
     assert (
-        f"gca: {server_url}: 2024-05-01T00:00:00Z to 2024-05-01T02:59:30Z was pulled before (2 chunks); skipped"
+        f"gca: {server_url}: 2024-05-01T00:00:00Z to 2024-05-01T02:59:00Z was pulled before (2 chunks); skipped"
         in again.stderr
     )
     assert f"gca: {server_url}: nothing new to pull" in again.stderr
@@ -465,6 +466,16 @@ def test_errors_are_one_line_naming_the_url(server: Server, tmp_path: Path) -> N
         result := runner.invoke(app, ["ingest", f"prometheus+http://127.0.0.1:{closed}", *pull_args, *AUTH])
     )
     assert result.exit_code == ExitCode.DATA
+    # without --step the first request asks for the scrape interval; with one, for the samples
+    assert (
+        line.startswith(f"gca: error: http://127.0.0.1:{closed}/api/v1/query (the scrape interval, at ")
+        and "connection refused" in line
+    )
+    line = one_error_line(
+        result := runner.invoke(
+            app, ["ingest", f"prometheus+http://127.0.0.1:{closed}", *pull_args, "--step", "1m", *AUTH]
+        )
+    )
     assert (
         line.startswith(f"gca: error: http://127.0.0.1:{closed}/api/v1/query_range (2024-05-01T00:00:00Z to ")
         and "connection refused" in line
@@ -473,7 +484,7 @@ def test_errors_are_one_line_naming_the_url(server: Server, tmp_path: Path) -> N
     line = one_error_line(result := runner.invoke(app, ["ingest", f"{server.url}/nope", *pull_args, *AUTH]))
     assert (
         result.exit_code == ExitCode.USAGE
-        and line.startswith(f"gca: error: {base}/nope/api/v1/query_range (")
+        and line.startswith(f"gca: error: {base}/nope/api/v1/query (")
         and "HTTP 404" in line
     )
 
@@ -872,12 +883,14 @@ def plain_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 def test_plain_dcgm_exporter_series_are_pulled_every_sample_once(plain_server: Server, tmp_path: Path) -> None:
     """The pull of series clean enough for the fast parse once failed (`stage_dcgm_series does not
-    exist`): 8 GPUs x 2 h of 15 s scrapes, pulled at their interval, give every sample once, the
-    chunks count every series and point, and a second pull adds nothing."""
+    exist`); and at the default 30 s step a pull of 15 s scrapes kept half of them. 8 GPUs x 2 h
+    of 15 s scrapes, pulled without --step, give every sample once, the chunks count every
+    series and point, and a second pull adds nothing."""
     db = tmp_path / "s.duckdb"
     end = T0 + PLAIN_STEP * PLAIN_SCRAPES  # exclusive
-    with open_store(db) as con:
-        pull(con, plain_server.source, since_ms=T0 * 1000, until_ms=end * 1000, step_ms=PLAIN_STEP * 1000)
+    with open_store(db) as con:  # no step given: the 15 s the samples show, found by the pull
+        report = pull(con, plain_server.source, since_ms=T0 * 1000, until_ms=end * 1000, step_ms=None)
+    assert (report.step_ms, report.step_found) == (PLAIN_STEP * 1000, True)
     want = sorted(
         (datetime.fromtimestamp(T0 + PLAIN_STEP * k, UTC).replace(tzinfo=None), "node07", g, float(plain_util(g, k)))
         for g in range(PLAIN_GPUS)
@@ -888,5 +901,5 @@ def test_plain_dcgm_exporter_series_are_pulled_every_sample_once(plain_server: S
         (PLAIN_GPUS * len(chunks(db)), PLAIN_GPUS * PLAIN_SCRAPES)
     ]
     with open_store(db) as con:
-        pull(con, plain_server.source, since_ms=T0 * 1000, until_ms=end * 1000, step_ms=PLAIN_STEP * 1000)
-    assert samples(db) == want
+        again = pull(con, plain_server.source, since_ms=T0 * 1000, until_ms=end * 1000, step_ms=None)
+    assert again.chunks == [] and samples(db) == want

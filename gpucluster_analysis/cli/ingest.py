@@ -128,7 +128,11 @@ def ingest(
     ] = None,
     step: Annotated[
         str | None,
-        typer.Option("--step", help="Prometheus pull: seconds between sample times, e.g. 30s, 1m, 15 (default 30s)."),
+        typer.Option(
+            "--step",
+            help="Prometheus pull: seconds between sample times, e.g. 30s, 1m, 15 (default: the scrape interval the"
+            " server's samples show, so that each scrape is pulled once; 30s where they show none).",
+        ),
     ] = None,
     match: Annotated[
         str | None,
@@ -356,6 +360,14 @@ def _pull(con: duckdb.DuckDBPyConnection, pull: PullPlan, options: IngestOptions
         except GcaError:
             listener.stop()
             raise
+    if pull.step_ms is None:
+        step = f"{report.step_ms / 1000:g} s"
+        stderr.print(
+            f"gca: {report.server}: the samples are {step} apart: pulled at that step"
+            if report.step_found
+            else f"gca: {report.server}: too few samples to tell their interval: pulled every {step} (--step sets it)",
+            markup=False,
+        )
     for start, end, chunks in report.covered:
         stderr.print(
             f"gca: {report.server}: {iso(start)} to {iso(end)} was pulled before ({chunks:,} "

@@ -1,7 +1,8 @@
 """Pull DCGM metrics from a live Prometheus: `gca ingest prometheus+http://HOST:9090 --since ... --until ...`.
 
 The pull asks `/api/v1/query_range` for `{__name__=~"<match>"}` (by default the DCGM
-metrics gca reads, `dcgm.METRICS`) at every multiple of the step in [since, until), in
+metrics gca reads, `dcgm.METRICS`) at every multiple of the step in [since, until) (without
+--step, the step is the scrape interval the server's samples show: each scrape once), in
 time chunks: at most `MAX_POINTS` points per series (Prometheus refuses more than
 11,000) and, once the first chunk has told how many series there are, about
 `MAX_RESPONSE_POINTS` points per response, so one response stays a few tens of MB
@@ -22,6 +23,7 @@ halves, down to one sample time).
 
 from __future__ import annotations
 
+import json
 import tempfile
 import time
 import urllib.error
@@ -38,7 +40,13 @@ from gpucluster_analysis.errors import GcaError, InputError, StoreError
 from gpucluster_analysis.ingest.base import IngestOptions, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.gpu import dcgm_query_range
 from gpucluster_analysis.ingest.gpu.prometheus_http import MAX_ANSWER_BYTES, TIMEOUT_S, AnswerTooBig, check_body, fetch
-from gpucluster_analysis.ingest.gpu.prometheus_plan import PrometheusSource, default_match, query_for
+from gpucluster_analysis.ingest.gpu.prometheus_plan import (
+    DEFAULT_STEP,
+    PrometheusSource,
+    default_match,
+    parse_step,
+    query_for,
+)
 from gpucluster_analysis.ingest.registry import sample_kinds
 from gpucluster_analysis.ingest.samples import compare_new
 from gpucluster_analysis.sqlfiles import run_script
@@ -77,6 +85,8 @@ class PullReport:
     covered: list[tuple[int, int, int]] = field(default_factory=list)
     # GPU samples a file of DCGM samples gave before (an export, scrapes), not stored again (ingest/samples.py)
     duplicates: int = 0
+    # the step is the scrape interval the server's samples showed (no --step given)
+    step_found: bool = False
 
     @property
     def rows(self) -> int:
@@ -121,7 +131,7 @@ def pull(
     *,
     since_ms: int,
     until_ms: int,
-    step_ms: int,
+    step_ms: int | None,
     match: str | None = None,
     listener: PullListener | None = None,
     max_points: int = MAX_POINTS,
@@ -140,6 +150,10 @@ def pull(
     query = query_for(match or default_match())
     now_ms = int(time.time() * 1000)
     until_ms = min(until_ms, now_ms + 1)  # never mark the future as pulled
+    found_ms = None
+    if step_ms is None:  # every scrape once: the step is the interval the samples show
+        found_ms = scrape_interval(source, query, since_ms, until_ms, timeout_s)
+        step_ms = found_ms or parse_step(DEFAULT_STEP)
     first, last = -(-since_ms // step_ms), -(-until_ms // step_ms) - 1  # grid indices: t = k * step
     if last < first:
         raise InputError(
@@ -147,7 +161,7 @@ def pull(
             f" at --step {_seconds(step_ms)}s",
             hint="give a --since before --until (and before now)",
         )
-    report = PullReport(source.server, query, step_ms)
+    report = PullReport(source.server, query, step_ms, step_found=found_ms is not None)
     _refuse_other_queries(con, source, query, first * step_ms, (last + 1) * step_ms)
     todo = _uncovered(con, source, query, first, last, step_ms, report)
     for start, end, chunks in report.covered:
@@ -198,6 +212,61 @@ def pull(
     found = compare_new(con, sample_kinds())
     report.duplicates = sum(found[c.file_id].samples for c in report.chunks if c.file_id in found)
     return report
+
+
+# Samples per series counted over these two windows ending at one time: the difference over
+# their difference in length is the scrape interval (the windows' edges count alike in both).
+_LONG_WINDOW_S, _SHORT_WINDOW_S = 600, 300
+
+
+def scrape_interval(
+    source: PrometheusSource, query: str, since_ms: int, until_ms: int, timeout_s: float = TIMEOUT_S
+) -> int | None:
+    """The interval between the samples of the series `query` selects, in ms (whole seconds from
+    1 s up), as the server counts them in the ten minutes after `since` (else before `until`);
+    None where it has too few samples there to tell. Small requests: the metric names there
+    (`group by (__name__)`), then for the first (a range function drops the name, so two
+    metrics' series could not be told apart) the server counts
+    `avg(count_over_time(m[10m])) - avg(count_over_time(m[5m]))`: samples in five minutes."""
+    for at_ms in dict.fromkeys((min(since_ms + _LONG_WINDOW_S * 1000, until_ms), until_ms)):
+        names = _instant(source, f"group by (__name__) ({query})", at_ms, timeout_s)
+        name = min((r["metric"].get("__name__", "") for r in names), default="")
+        if not name:
+            continue
+        metric = f'{{__name__="{name}"}}'  # a metric name holds no quote ([a-zA-Z_:][a-zA-Z0-9_:]*)
+        counted = _instant(
+            source,
+            f"avg(count_over_time({metric}[{_LONG_WINDOW_S}s])) - avg(count_over_time({metric}[{_SHORT_WINDOW_S}s]))",
+            at_ms,
+            timeout_s,
+        )
+        per_window = float(counted[0]["value"][1]) if counted else 0.0
+        if per_window >= 1:  # at least one sample more in the longer window
+            seconds = (_LONG_WINDOW_S - _SHORT_WINDOW_S) / per_window
+            return round(seconds) * 1000 if seconds >= 1 else max(1, round(seconds * 1000))
+    return None
+
+
+def _instant(source: PrometheusSource, expr: str, at_ms: int, timeout_s: float) -> list[dict]:
+    """The result of an instant query of the scrape interval's (small: a few series)."""
+    url = f"{source.server}/api/v1/query?{urllib.parse.urlencode({'query': expr, 'time': _seconds(at_ms)})}"
+    shown = f"{source.server}/api/v1/query (the scrape interval, at {iso(at_ms)})"
+    with tempfile.TemporaryDirectory(prefix="gca-prometheus-") as scratch:
+        body = Path(scratch) / "interval.json"
+        fetch(source, url, shown, body, timeout_s, _INTERVAL_ANSWER_BYTES)
+        try:
+            result = json.loads(body.read_text())["data"]["result"]
+            if not isinstance(result, list) or not all(isinstance(r, dict) for r in result):
+                raise TypeError(result)
+            return result
+        except (ValueError, KeyError, TypeError) as e:
+            raise InputError(
+                f"{shown}: the answer is not Prometheus API JSON",
+                hint="check the URL: it should be the Prometheus server's base URL",
+            ) from e
+
+
+_INTERVAL_ANSWER_BYTES = 1 << 20  # a few series: the metric names, one number
 
 
 def _refuse_other_queries(

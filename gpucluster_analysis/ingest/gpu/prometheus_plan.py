@@ -15,7 +15,7 @@ from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.ingest.gpu import dcgm
 
 SCHEMES = ("prometheus+http", "prometheus+https")
-DEFAULT_STEP = "30s"  # dcgm-exporter's default collection interval
+DEFAULT_STEP = "30s"  # dcgm-exporter's default collection interval, where the scrapes tell none
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)?")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
@@ -122,7 +122,7 @@ class PullPlan:
     source: PrometheusSource
     since_ms: int
     until_ms: int | None  # None: now, when the pull starts
-    step_ms: int
+    step_ms: int | None  # None: the scrape interval the server's samples show (prometheus.scrape_interval)
     match: str | None  # None: the DCGM metrics gca reads
 
 
@@ -155,7 +155,7 @@ def plan_pulls(
         )
     since_ms = parse_instant(since, "--since")
     until_ms = parse_instant(until, "--until") if until else None
-    step_ms = parse_step(step or DEFAULT_STEP)
+    step_ms = parse_step(step) if step else None
     if until_ms is not None and until_ms <= since_ms:
         raise InputError(
             f"--until {until} is not after --since {since}", hint="give a range that moves forward in time"
