@@ -12,7 +12,8 @@ development set and the held-out third (`heldout_*`) apart. Run before any tunin
   samples or tokens per second or TFLOP/s per GPU (never `other`), in gca's canonical direction
   (1/s per iteration), its median over the values after the first (the warm-up) when there are
   three or more, or its last value where the log prints a mean since the start (`running_mean`);
-  gca's metric must be of the same kind (an iteration time is iterations_per_s). A progress bar's
+  gca's metric must be of the same kind (an iteration time is iterations_per_s), per GPU or for
+  the whole job as the log's. A progress bar's
   rate annotated in both of tqdm's forms (s/it and it/s) is one quantity, its values in the order annotated.
 """
 
@@ -29,16 +30,16 @@ from gpucluster_analysis.speed import read_speed
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 
-# a quantity's meaning -> (gca's canonical metric, how a printed value becomes it)
+# a quantity's meaning -> (gca's canonical metric, whether per GPU, how a printed value becomes it)
 MEANINGS = {
-    "seconds_per_iteration": ("iterations_per_s", lambda v: 1 / v),
-    "ms_per_iteration": ("iterations_per_s", lambda v: 1000 / v),
-    "iterations_per_second": ("iterations_per_s", lambda v: v),
-    "samples_per_second": ("samples_per_s", lambda v: v),
-    "samples_per_second_per_gpu": ("samples_per_s", lambda v: v),
-    "tokens_per_second": ("tokens_per_s", lambda v: v),
-    "tokens_per_second_per_gpu": ("tokens_per_s", lambda v: v),
-    "tflops_per_gpu": ("tflops_per_gpu", lambda v: v),
+    "seconds_per_iteration": ("iterations_per_s", False, lambda v: 1 / v),
+    "ms_per_iteration": ("iterations_per_s", False, lambda v: 1000 / v),
+    "iterations_per_second": ("iterations_per_s", False, lambda v: v),
+    "samples_per_second": ("samples_per_s", False, lambda v: v),
+    "samples_per_second_per_gpu": ("samples_per_s", True, lambda v: v),
+    "tokens_per_second": ("tokens_per_s", False, lambda v: v),
+    "tokens_per_second_per_gpu": ("tokens_per_s", True, lambda v: v),
+    "tflops_per_gpu": ("tflops_per_gpu", True, lambda v: v),
 }
 
 
@@ -107,18 +108,19 @@ def _one_bar(quantities: list[dict]) -> list[dict]:
     return [merged] + [q for q in quantities if not any(q is f for f in forms)]
 
 
-def _expected(case: dict) -> dict[str, float]:
-    out: dict[str, float] = {}
+def _expected(case: dict) -> dict[tuple[str, bool], float]:
+    """(metric, per GPU) -> the log's own speed of that kind."""
+    out: dict[tuple[str, bool], float] = {}
     for q in _one_bar(case.get("quantity", [])):
         if q["meaning"] not in MEANINGS or not q["values"]:
             continue
-        metric, convert = MEANINGS[q["meaning"]]
+        metric, per_gpu, convert = MEANINGS[q["meaning"]]
         values = [convert(v) for v in q["values"] if v]
         if q.get("running_mean"):  # a mean since the start: the last is the run's
-            out.setdefault(metric, values[-1])
+            out.setdefault((metric, per_gpu), values[-1])
             continue
         kept = values[1:] if len(values) >= 3 else values
-        out.setdefault(metric, statistics.median(kept))
+        out.setdefault((metric, per_gpu), statistics.median(kept))
     return out
 
 
@@ -132,17 +134,18 @@ def score_speed() -> None:
                 outcome["no speed gca could be held to (every quantity `other`)"] += 1
                 continue
             got = read_speed(log)
+            kind = None if got is None else (got.metric, got.per_gpu)
             if got is None:
                 outcome["nothing read"] += 1
                 _show(name, f"{log.stem}: nothing read, want {want}")
-            elif got.metric not in want:
-                outcome[f"another metric ({got.metric})"] += 1
-                _show(name, f"{log.stem}: {got.metric} {got.median:.4g}, want {want}")
-            elif abs(got.median - want[got.metric]) <= 0.05 * abs(want[got.metric]):
+            elif kind not in want:
+                outcome[f"another metric ({got.metric}{' per GPU' if got.per_gpu else ''})"] += 1
+                _show(name, f"{log.stem}: {kind} {got.median:.4g}, want {want}")
+            elif abs(got.median - want[kind]) <= 0.05 * abs(want[kind]):
                 outcome["right"] += 1
             else:
                 outcome["off by more than 5%"] += 1
-                _show(name, f"{log.stem}: {got.metric} {got.median:.4g}, want {want}")
+                _show(name, f"{log.stem}: {kind} {got.median:.4g}, want {want}")
         held = sum(n for k, n in outcome.items() if not k.startswith("no speed"))
         print(f"speed, {name}: {outcome['right']}/{held} read within 5% ({100 * outcome['right'] / max(held, 1):.0f}%)")
         for what, n in outcome.most_common():

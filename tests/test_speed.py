@@ -452,7 +452,9 @@ GENERIC = tuple(p for p in PATTERNS if p.fallback)
         ("eval_time: 0.25", None),
         ("mfu: 0.25%, throughput: 45%", None),
         ("eta: 0:25:00, time: 10:43:36", None),
-        ("speed: 0.25 it/s", None),  # a unit its key does not count
+        ("speed: 0.25 it/s", ("iterations_per_s", 0.25)),  # not samples (its key's), iterations (its unit's)
+        ("Train loss 3 9.564240 Grad Norm 13.827114 4.00s/it", ("iterations_per_s", 0.25)),  # a rate outside a bar
+        ("tokens_per_sec_per_gpu: 11.4K | lm_loss: 2.38", ("tokens_per_s", 11400.0)),  # in thousands
         ("results: time=1 minute and 42.6 seconds", None),  # a duration in words
         # a key in its namespace (W&B, TensorBoard names); another phase's or the loader's is not read
         ("Train throughput/samples_per_sec: 412.5", ("samples_per_s", 412.5)),

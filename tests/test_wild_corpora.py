@@ -46,6 +46,12 @@ def test_failure_logs_are_labelled_and_sourced() -> None:
     _sourced(folder, stems)
 
 
+def _printed_forms(v: float) -> tuple[str, ...]:
+    """How a value may be printed: as Python writes it, with thousands separators, or in
+    thousands or millions (nanotron's `11.5K`)."""
+    return (f"{v}", f"{v:g}", f"{int(v)}", f"{v:,}", f"{v / 1e3:g}", f"{v / 1e6:g}")
+
+
 def test_speed_logs_are_annotated_and_sourced() -> None:
     folder = DATA / "speed" / "wild"
     stems = sorted(p.stem for p in folder.glob("*.log"))
@@ -60,7 +66,7 @@ def test_speed_logs_are_annotated_and_sourced() -> None:
             assert q["meaning"] in MEANINGS, (stem, q["meaning"])
             # every value is printed in the log (as Python writes it, with thousands separators, or
             # in thousands or millions: nanotron's `11.5K`)
-            forms = (lambda v: (f"{v}", f"{v:g}", f"{int(v)}", f"{v:,}", f"{v / 1e3:g}", f"{v / 1e6:g}"))
+            forms = lambda v: (f"{v}", f"{v:g}", f"{int(v)}", f"{v:,}", f"{v / 1e3:g}", f"{v / 1e6:g}")
             assert all(any(f in text for f in forms(v)) for v in q["values"]), stem
     assert len(frameworks) >= 20
     _sourced(folder, stems)

@@ -55,6 +55,18 @@ NOT_AFTER = (
     "data",
     "training",
     "val",
+    # a part of a step, not the whole (OpenPCDet's `Forward time: 0.31`)
+    "forward",
+    "backward",
+    "fwd",
+    "bwd",
+    "optim",
+    "optimizer",
+    "loader",
+    "dataloader",
+    "reader",
+    "wait",
+    "io",
 )
 
 # A line of a test or validation pass (`Test: [0/782]  Time 3.4`, mmengine's `Epoch(val)`):
@@ -100,7 +112,7 @@ def pattern_table(table: object, n: int, source: str) -> dict[str, object]:
         regex = (
             f'(?i)(?<![\\w./-])"?+{before}(?:{_alternation(names)})"?+[ \\t]*+(?:[:=|][ \\t]*+)?'
             # a unit printed is taken (possessive): `548.72 ms` is never 548.72 without its unit
-            f"{_NUMBER}(?:[ \\t]?+{unit_group})?+(?(unit){_AFTER_UNIT}|{_AFTER})"
+            f"{_NUMBER}(?P<si>[kKM](?![A-Za-z]))?+(?:[ \\t]?+{unit_group})?+(?(unit){_AFTER_UNIT}|{_AFTER})"
         )
     else:
         # `5092/261 tok/s` (OpenNMT's source/target tokens): the first number is read

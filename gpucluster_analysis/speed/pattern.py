@@ -32,6 +32,10 @@ class Example:
     source: str
 
 
+# A value printed in thousands or millions (nanotron's `tokens_per_sec: 22.8K`): the `si` group.
+SI_MULTIPLIERS = {"k": 1e3, "K": 1e3, "M": 1e6}
+
+
 # eq=False: a pattern is equal only to itself and hashes by identity, so caching on a
 # tuple of patterns costs nothing per log (hashing every field cost ~40% of a small log).
 @dataclass(frozen=True, eq=False)

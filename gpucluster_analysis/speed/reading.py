@@ -10,7 +10,7 @@ import re
 from functools import lru_cache
 
 from gpucluster_analysis.logline import normalize_line
-from gpucluster_analysis.speed.pattern import SpeedPattern
+from gpucluster_analysis.speed.pattern import SI_MULTIPLIERS, SpeedPattern
 from gpucluster_analysis.textmatch import PIECE_CHARS
 
 
@@ -40,6 +40,7 @@ def line_hits(pattern: SpeedPattern, line: str) -> list[Hit]:
     read from the end, and a piece that starts with the description and holds the "/total " of a
     bar already read later on the line is skipped unmatched."""
     has_unit = "unit" in pattern.regex.groupindex
+    has_si = "si" in pattern.regex.groupindex
     skips = "skip" in pattern.regex.groupindex  # speed/keys.py's generic keys
     unless = pattern.unless
     if pattern.kind != "bar":
@@ -54,6 +55,8 @@ def line_hits(pattern: SpeedPattern, line: str) -> list[Hit]:
                     if skips and any(h[0] >= start for h in hits):  # a generic key: the piece's first only
                         break
                     raw = float(m.group("value").replace(",", ""))
+                    if has_si and m.group("si"):
+                        raw *= SI_MULTIPLIERS[m.group("si")]
                     unit = m.group("unit") if has_unit else None
                     value = pattern.to_canonical(raw, unit)
                     if value is not None:
