@@ -64,10 +64,7 @@ def test_speed_logs_are_annotated_and_sourced() -> None:
         assert max(len(q["values"]) for q in case["quantity"]) >= 3, stem
         for q in case["quantity"]:
             assert q["meaning"] in MEANINGS, (stem, q["meaning"])
-            # every value is printed in the log (as Python writes it, with thousands separators, or
-            # in thousands or millions: nanotron's `11.5K`)
-            forms = lambda v: (f"{v}", f"{v:g}", f"{int(v)}", f"{v:,}", f"{v / 1e3:g}", f"{v / 1e6:g}")
-            assert all(any(f in text for f in forms(v)) for v in q["values"]), stem
+            assert all(any(f in text for f in _printed_forms(v)) for v in q["values"]), stem
     assert len(frameworks) >= 20
     _sourced(folder, stems)
 
