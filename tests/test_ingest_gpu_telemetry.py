@@ -925,7 +925,7 @@ def test_empty_and_header_only_files(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     empty = tmp_path / "node35.csv"
     empty.write_text("")
-    with pytest.raises(InputError, match="not a format gca recognizes"):
+    with pytest.raises(InputError, match=": empty"):
         ingest(db, empty)
     (forced,) = ingest(db, empty, format_name="nvsmi_csv")
     assert forced.status == "failed" and "no nvidia-smi --query-gpu header and no data" in forced.message

@@ -887,14 +887,16 @@ def test_real_sonar_dump_without_header(tmp_path: Path) -> None:
     ]
 
 
-def test_real_fixed_width_with_a_cut_job_name_is_refused(tmp_path: Path) -> None:
-    # maestrowf's sacct default output: `hello_wor+` and `6564055.bat+` lost their ends
+def test_real_sacct_default_output_is_refused_naming_the_format_gca_needs(tmp_path: Path) -> None:
+    # maestrowf's `sacct` with its default columns (and `hello_wor+`, `6564055.bat+` cut short):
+    # no time, no GPUs, no nodes, no usage: nothing gca could tell of its jobs (issue #29)
     (report,) = ingest(tmp_path / "s.duckdb", DATA / "real_fixed_maestro.txt", zone="UTC")
     assert report.status == "failed"
     assert report.message == (
-        f"{DATA / 'real_fixed_maestro.txt'}:3: sacct cut the JobName field to 'hello_wor+': its fixed-width "
-        "output loses"
-        " what does not fit (export with sacct --parsable2 (-P), or widen the column, e.g. --format=JobName%60)"
+        f"{DATA / 'real_fixed_maestro.txt'}:1: sacct output without a time, GPU, node or usage column (JobID, "
+        "JobName, Partition, Account, AllocCPUS, State, ExitCode): gca cannot tell when its jobs ran, where, nor "
+        "on how many GPUs (dump it with sacct -a -D -P --format JobID,JobName,User,Account,Partition,QOS,State,"
+        "ExitCode,Submit,Eligible,Start,End,Timelimit,NNodes,ReqTRES,AllocTRES,NodeList)"
     )
 
 
@@ -1687,3 +1689,23 @@ def test_a_bad_bound_is_a_usage_error(tmp_path: Path) -> None:
         assert f"--max-gpus-per-node {bad}: not a number of GPUs a node can hold" in result.output
         assert "Traceback" not in result.output
     assert not (tmp_path / "s.duckdb").exists()
+
+
+def test_plain_sacct_and_an_empty_file_are_refused_saying_why(tmp_path: Path) -> None:
+    """Issue #29: `sacct -a` with its default columns holds no time and no GPUs: a refusal that
+    names the --format gca needs, not `loaded, 1 row`; an empty file says it is empty."""
+    plain = tmp_path / "jobs.txt"
+    plain.write_text("JobID|JobName|Partition|Account|AllocCPUS|State|ExitCode|\n123|train|gpu|ml|8|COMPLETED|0:0|\n")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n")
+    runner = CliRunner()
+    db = tmp_path / "s.duckdb"
+    result = runner.invoke(app, ["ingest", str(plain), "--db", str(db)])
+    assert result.exit_code != 0
+    line = [ln for ln in result.stderr.splitlines() if ln.startswith("gca: error:")]
+    assert len(line) == 1 and "sacct output without a time, GPU, node or usage column" in line[0]
+    assert "--format JobID,JobName,User,Account,Partition,QOS,State,ExitCode,Submit" in line[0]
+    result = runner.invoke(app, ["ingest", str(empty), "--db", str(db)])
+    assert result.exit_code != 0 and f"gca: error: {empty}: empty" in result.stderr
+    with open_store(db, read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM jobs").fetchone() == (0,)

@@ -54,6 +54,8 @@ def plan_files(
                     continue
                 if fmt is None and child.name.endswith(LOG_LIKE_SUFFIXES):
                     listener.skipped(child, UNPLACED_LOG)
+                elif fmt is None and _is_empty(child):
+                    listener.skipped(child, "empty")
                 elif fmt is None:
                     listener.skipped(child, "not a format gca reads")
                 else:
@@ -70,6 +72,8 @@ def plan_files(
                 f"{path}: looks like a job log, but its path does not say which job it belongs to",
                 hint="name the layout with --log-pattern, e.g. --log-pattern '{job_id}/{attempt}/stderr.txt'",
             )
+        if fmt is None and _is_empty(path):
+            raise InputError(f"{path}: empty", hint="check that the tool that wrote it finished")
         if fmt is None:
             raise InputError(
                 f"{path}: not a format gca recognizes",
@@ -79,6 +83,16 @@ def plan_files(
     if paths and not plan:
         raise _nothing_to_ingest(paths, found)
     return plan
+
+
+def _is_empty(path: Path) -> bool:
+    """No byte, or blanks only (read as far as 64 KiB: a bigger file is not empty)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return False
+    return len(head) < 1 << 16 and not head.strip()
 
 
 def _nothing_to_ingest(folders: list[Path], found: int) -> NothingToIngestError:

@@ -12,6 +12,21 @@ from gpucluster_analysis.ingest.slurm.values import EXIT_CODE, JOB_ID, KNOWN_STA
 
 # Columns a dump loads without, leaving what the report needs unknown: (column, the
 # lower-case names that stand for it, what is unknown without them).
+# What to export: the columns gca reads (README's nightly recipe).
+SACCT_FORMAT = (
+    "JobID,JobName,User,Account,Partition,QOS,State,ExitCode,Submit,Eligible,Start,End,Timelimit,NNodes,"
+    "ReqTRES,AllocTRES,NodeList"
+)
+# A dump tells gca something of its jobs only with one of these (lower case): a time, the GPUs,
+# the nodes, or what the job used (a seff-style dump); `sacct -a` with its default columns
+# (JobID, JobName, Partition, Account, AllocCPUS, State, ExitCode) has none.
+PLACING_COLUMNS = frozenset(
+    {
+        *("submit", "eligible", "start", "end", "elapsed", "elapsedraw"),
+        *("alloctres", "reqtres", "allocgres", "reqgres", "nodelist"),
+        *("totalcpu", "usercpu", "systemcpu", "avecpu", "maxrss", "averss", "tresusageinmax", "tresusageintot"),
+    }
+)
 NEEDED_COLUMNS = (
     ("Start", ("start",), "when runs started"),
     ("End", ("end",), "when runs ended"),

@@ -18,8 +18,10 @@ from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest.slurm.layout import (
     FREE_TEXT,
     NEEDED_COLUMNS,
+    PLACING_COLUMNS,
     PROMPT,
     RULE,
+    SACCT_FORMAT,
     SONAR_COLUMNS,
     TOOL_MESSAGES,
     Columns,
@@ -58,6 +60,15 @@ class Reader:
                 f"{self.path}:{line_no}: the sacct columns lack JobID or State "
                 f"({', '.join(layout.names or layout.columns)})",
                 hint="gca needs at least JobID and State; add them to sacct --format",
+            )
+        if not names.intersection(PLACING_COLUMNS):
+            # `sacct -a` as it prints by default: JobID, JobName, Partition, Account, AllocCPUS,
+            # State, ExitCode; nothing says when a job ran nor on how many GPUs
+            raise ParseError(
+                f"{self.path}:{line_no}: sacct output without a time, GPU, node or usage column "
+                f"({', '.join(layout.names or layout.columns)}): gca cannot tell when its jobs ran, where, "
+                "nor on how many GPUs",
+                hint=f"dump it with sacct -a -D -P --format {SACCT_FORMAT}",
             )
         self.layout, self.cols = layout, Columns(layout)
         self.headers += 1

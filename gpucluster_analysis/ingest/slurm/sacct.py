@@ -28,7 +28,7 @@ from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import open_binary
 from gpucluster_analysis.ingest.memory import bounded_memory
-from gpucluster_analysis.ingest.slurm.layout import NEEDED_COLUMNS
+from gpucluster_analysis.ingest.slurm.layout import NEEDED_COLUMNS, SACCT_FORMAT
 from gpucluster_analysis.ingest.slurm.reader import Reader
 from gpucluster_analysis.ingest.slurm.sacct_exact import parse_fields
 from gpucluster_analysis.ingest.slurm.sniff import is_slurm_json, sniff_sacct
@@ -41,11 +41,6 @@ SOURCE = "slurm"
 # DuckDB's memory limit while a sacct dump loads: past it the staging tables spill to the
 # store's temp directory. The typed rows (Arrow, ~1 GB at a million jobs) come on top.
 SQL_MEMORY_BYTES = 1500 * 1000**2
-# What to export: the columns gca reads (README's nightly recipe).
-SACCT_FORMAT = (
-    "JobID,JobName,User,Account,Partition,QOS,State,ExitCode,Submit,Eligible,Start,End,Timelimit,NNodes,"
-    "ReqTRES,AllocTRES,NodeList"
-)
 
 
 def _load_sacct(ctx: LoadContext) -> LoadCounts:
