@@ -335,12 +335,32 @@ def test_a_queue_that_was_always_empty_is_recognized(tmp_path: Path) -> None:
         "# 2026-11-25T11:14:43Z\nthe queue was drained\n",  # not a squeue line
         "# gpu   pwr  gtemp\n# Idx  W    C\n",  # nvidia-smi dmon
         "# 2026-11-25T11:14:43Z\n",  # one line says nothing
+        # issue #29: a running-jobs snapshot (squeue -h -t R -o '%i|%N|%b'), and one without GRES:
+        # node lists and GRES are no pending reasons
+        "# 2026-11-25T11:14:43Z\n4812|gpu5|gres:gpu:1\n4813|gpu[01-02]|gres:gpu:8\n",
+        "# 2026-11-25T11:14:43Z\n4812|gpu5\n4813|gpu[01-02]\n",
+        "# 2026-11-25T11:14:43Z\n4812|Resources\n4813|gpu7\n",  # one such line in the head is enough
     ],
 )
 def test_other_text_is_not_taken_for_squeue(tmp_path: Path, text: str) -> None:
     path = write(tmp_path / "notes.txt", text)
     fmt = detect_format(path, read_head(path))
     assert fmt is None or fmt.name != "slurm_squeue"
+
+
+@pytest.mark.parametrize(
+    "reasons",
+    [
+        "Resources\nPriority\nDependency\nBeginTime\nAssocGrpGRES\nQOSMaxJobsPerUserLimit\nJobHeldUser",
+        "ReqNodeNotAvail, UnavailableNodes:gpu[01-02]\n(null)\nNone\nPartitionTimeLimit",
+        "launch failed requeued held\nDependencyNeverSatisfied",
+    ],
+)
+def test_slurms_reasons_are_taken_for_squeue(tmp_path: Path, reasons: str) -> None:
+    lines = [f"{4800 + i}|{r}" for i, r in enumerate(reasons.split("\n"))]
+    path = write(tmp_path / "notes.txt", "# 2026-11-25T11:14:43Z\n" + "\n".join(lines) + "\n")
+    fmt = detect_format(path, read_head(path))
+    assert fmt is not None and fmt.name == "slurm_squeue"
 
 
 def test_no_other_formats_file_is_taken_for_squeue(tmp_path: Path) -> None:

@@ -36,18 +36,29 @@ _WHOLE_LINE = "\x01"
 _STAMP = re.compile(r"^#\s*\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:[.,]\d+)?\s*(?:Z|[+-]\d{2}(?::?\d{2})?)?$")
 _DATA = re.compile(r"^\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?\s*\|\s*\S")
 _HEADER = re.compile(r"^JOBID\s*\|\s*REASON$", re.IGNORECASE)
+# A pending reason as squeue's %r prints it: Slurm's reason vocabulary is CamelCase words
+# (Resources, Priority, Dependency, BeginTime, AssocGrpGRES, QOSMaxJobsPerUserLimit,
+# ReqNodeNotAvail, UnavailableNodes:... after a comma, JobHeldUser, PartitionTimeLimit, ...),
+# `None`, `(null)`, or its one lower-case phrase; a node list (`gpu5`), GRES (`gres:gpu:1`) or a
+# third field (`%i|%N|%b`, a running-jobs snapshot) is not one.
+_REASON = re.compile(r"^\d[^|]*\|\s*(?:\(null\)|launch failed requeued held|[A-Z][A-Za-z_]*+(?:[,(][^|]*)?)\s*$")
 
 
 def _sniff(head: str) -> bool:
-    """A timestamp line first, then (past other `#` lines) a `<jobid>|<reason>` line or the
-    JOBID|REASON header; or nothing but timestamp lines (snapshots of an empty queue)."""
+    """A timestamp line first, then (past other `#` lines) `<jobid>|<reason>` lines whose reason
+    is one of Slurm's (after an optional JOBID|REASON header); or nothing but timestamp lines
+    (snapshots of an empty queue)."""
     lines = [ln.strip() for ln in first_lines(head, 50) if ln.strip()]
     if not lines or not _STAMP.match(lines[0]):
         return False
     rest = [ln for ln in lines[1:] if not ln.startswith("#")]
     if not rest:
         return len(lines) >= 2 and all(_STAMP.match(ln) for ln in lines)
-    return bool(_DATA.match(rest[0]) or _HEADER.match(rest[0]))
+    if _HEADER.match(rest[0]):
+        rest = rest[1:]
+    # every line of the head that is not a timestamp is a job and a reason of Slurm's
+    data = [ln for ln in rest if not _STAMP.match(ln) and not _HEADER.match(ln)]
+    return all(_DATA.match(ln) and _REASON.match(ln) for ln in data)
 
 
 def _load(ctx: LoadContext) -> LoadCounts:
