@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from gpucluster_analysis.analyze.prepare import prepare
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.db import open_store
-from gpucluster_analysis.errors import ParseError
+from gpucluster_analysis.errors import InputError, ParseError
 from gpucluster_analysis.ingest import detect_format
 from gpucluster_analysis.ingest.files import read_head
 from gpucluster_analysis.ingest.slurm.hostlist import HostlistError, expand_hostlist
@@ -889,8 +889,12 @@ def test_real_sonar_dump_without_header(tmp_path: Path) -> None:
 
 def test_real_sacct_default_output_is_refused_naming_the_format_gca_needs(tmp_path: Path) -> None:
     # maestrowf's `sacct` with its default columns (and `hello_wor+`, `6564055.bat+` cut short):
-    # no time, no GPUs, no nodes, no usage: nothing gca could tell of its jobs (issue #29)
-    (report,) = ingest(tmp_path / "s.duckdb", DATA / "real_fixed_maestro.txt", zone="UTC")
+    # no time, no GPUs, no nodes, no usage: nothing gca could tell of its jobs (issue #29). Not
+    # recognized as a dump gca can use, saying why; forced, the reader refuses it the same way.
+    path = DATA / "real_fixed_maestro.txt"
+    with pytest.raises(InputError, match=r"no time, GPU, node or usage column, so not a sacct dump gca can use"):
+        ingest(tmp_path / "s.duckdb", path, zone="UTC")
+    (report,) = ingest(tmp_path / "s.duckdb", path, zone="UTC", format_name="slurm_sacct")
     assert report.status == "failed"
     assert report.message == (
         f"{DATA / 'real_fixed_maestro.txt'}:1: sacct output without a time, GPU, node or usage column (JobID, "
@@ -916,10 +920,16 @@ def test_real_fixed_width_without_times(tmp_path: Path) -> None:
 
 
 def test_real_alloctres_without_state_is_refused(tmp_path: Path) -> None:
-    # slurm-mail's `sacct --fields JobID,AllocTRES -P`: without State there is no outcome to store
-    (report,) = ingest(tmp_path / "s.duckdb", DATA / "real_alloctres_only.txt", zone="UTC")
+    # slurm-mail's `sacct --fields JobID,AllocTRES -P`: without State there is no outcome to store;
+    # not recognized as sacct (a folder skips it saying why), and refused by the reader when forced
+    path = DATA / "real_alloctres_only.txt"
+    with pytest.raises(
+        InputError, match=r"real_alloctres_only.txt: columns JobID, AllocTRES: a JobID column but no State"
+    ):
+        ingest(tmp_path / "s.duckdb", path, zone="UTC")
+    (report,) = ingest(tmp_path / "s.duckdb", path, zone="UTC", format_name="slurm_sacct")
     assert report.status == "failed"
-    assert report.message.startswith(f"{DATA / 'real_alloctres_only.txt'}:1: the sacct columns lack JobID or State")
+    assert report.message.startswith(f"{path}:1: the sacct columns lack JobID or State")
     # its MIG and H100 TRES are read right: one GPU each, the slice type kept as the model
     mig = parse_tres("billing=64,cpu=9,gres/cpu=9,gres/gpu:a100_3g.20gb=1,gres/gpu=1,mem=60G,node=1")
     assert mig is not None and (mig.gpus, mig.model, mig.nodes) == (1, "a100_3g.20gb", 1)
@@ -1703,8 +1713,19 @@ def test_plain_sacct_and_an_empty_file_are_refused_saying_why(tmp_path: Path) ->
     result = runner.invoke(app, ["ingest", str(plain), "--db", str(db)])
     assert result.exit_code != 0
     line = [ln for ln in result.stderr.splitlines() if ln.startswith("gca: error:")]
-    assert len(line) == 1 and "sacct output without a time, GPU, node or usage column" in line[0]
+    assert len(line) == 1 and "no time, GPU, node or usage column, so not a sacct dump gca can use" in line[0]
     assert "--format JobID,JobName,User,Account,Partition,QOS,State,ExitCode,Submit" in line[0]
+    # in a folder, both are skipped saying why, and the rest is ingested (exit 0)
+    folder = tmp_path / "site"
+    folder.mkdir()
+    for f in (plain, empty, DATA / "parsable2.txt"):
+        (folder / f.name).write_bytes(f.read_bytes())
+    result = runner.invoke(app, ["ingest", str(folder), "--db", str(tmp_path / "f.duckdb")])
+    assert result.exit_code == 0, result.output
+    assert f"skipped {folder / 'empty.txt'}: empty" in result.stderr
+    assert (
+        f"skipped {folder / 'jobs.txt'}: columns JobID, JobName, Partition, Account, AllocCPUS, State" in result.stderr
+    )
     result = runner.invoke(app, ["ingest", str(empty), "--db", str(db)])
     assert result.exit_code != 0 and f"gca: error: {empty}: empty" in result.stderr
     with open_store(db, read_only=True) as con:

@@ -104,6 +104,9 @@ class FileFormat:
     # ...). A sample is its kind, machine, GPU and time: one already stored from a file of the
     # same kind is not stored again (ingest/samples.py); another kind's is another measurement.
     sample_kind: str | None = None
+    # Given the head of a file its sniffer refused: why it is not this format where it nearly
+    # is (a table with a JobID column but no State), said instead of "not a format gca reads".
+    near_miss: Callable[[str], str | None] | None = None
 
 
 @dataclass

@@ -13,7 +13,7 @@ from gpucluster_analysis.ingest.base import FileFormat, IngestOptions
 from gpucluster_analysis.ingest.files import LFS_POINTER, not_lfs_pointer, read_head
 from gpucluster_analysis.ingest.logs.joblogs import LOG_LIKE_SUFFIXES
 from gpucluster_analysis.ingest.progress import IngestListener
-from gpucluster_analysis.ingest.registry import claim_by_path, detect_format, format_named
+from gpucluster_analysis.ingest.registry import claim_by_path, detect_format, format_named, near_miss
 
 # Parse-only formats (job logs) are stored this many files per transaction.
 PARSED_BATCH_FILES = 2000
@@ -57,7 +57,7 @@ def plan_files(
                 elif fmt is None and _is_empty(child):
                     listener.skipped(child, "empty")
                 elif fmt is None:
-                    listener.skipped(child, "not a format gca reads")
+                    listener.skipped(child, _near_miss(child) or "not a format gca reads")
                 else:
                     plan.append((child, fmt))
             continue
@@ -74,6 +74,8 @@ def plan_files(
             )
         if fmt is None and _is_empty(path):
             raise InputError(f"{path}: empty", hint="check that the tool that wrote it finished")
+        if fmt is None and (why := _near_miss(path)):
+            raise InputError(f"{path}: {why}")
         if fmt is None:
             raise InputError(
                 f"{path}: not a format gca recognizes",
@@ -83,6 +85,14 @@ def plan_files(
     if paths and not plan:
         raise _nothing_to_ingest(paths, found)
     return plan
+
+
+def _near_miss(path: Path) -> str | None:
+    """Why a file no format took is not the one it nearly is (registry.near_miss)."""
+    try:
+        return near_miss(read_head(path))
+    except (InputError, OSError):
+        return None
 
 
 def _is_empty(path: Path) -> bool:

@@ -64,6 +64,13 @@ def claim_by_path(path: Path, options: IngestOptions) -> FileFormat | None:
     return None
 
 
+def near_miss(head: str) -> str | None:
+    """Why a file no format's sniffer took is not the format it nearly is; None where none says."""
+    if looks_binary(head):
+        return None
+    return next((why for fmt in FORMATS if fmt.near_miss and (why := fmt.near_miss(head))), None)
+
+
 def detect_format(path: Path, head: str) -> FileFormat | None:
     """The format whose sniffer accepts the head; a conventional file name breaks ties."""
     if looks_binary(head):

@@ -31,7 +31,7 @@ from gpucluster_analysis.ingest.memory import bounded_memory
 from gpucluster_analysis.ingest.slurm.layout import NEEDED_COLUMNS, SACCT_FORMAT
 from gpucluster_analysis.ingest.slurm.reader import Reader
 from gpucluster_analysis.ingest.slurm.sacct_exact import parse_fields
-from gpucluster_analysis.ingest.slurm.sniff import is_slurm_json, sniff_sacct
+from gpucluster_analysis.ingest.slurm.sniff import is_slurm_json, near_miss_sacct, sniff_sacct
 from gpucluster_analysis.ingest.slurm.staging import Stager
 from gpucluster_analysis.ingest.slurm.values import TEXT_LIMIT
 from gpucluster_analysis.sqlfiles import run_script
@@ -180,6 +180,7 @@ FORMATS = [
         description="Slurm sacct output (-P, -p, or fixed width without cut fields); --columns for -n dumps",
         file_names=("sacct",),
         sniff=sniff_sacct,
+        near_miss=near_miss_sacct,
         load=bounded_memory(_load_sacct, SQL_MEMORY_BYTES),
         forget=_forget_sacct,
     ),

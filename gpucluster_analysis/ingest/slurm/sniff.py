@@ -6,7 +6,14 @@ from __future__ import annotations
 import re
 
 from gpucluster_analysis.ingest.files import first_lines
-from gpucluster_analysis.ingest.slurm.layout import PROMPT, RULE, TOOL_MESSAGES, header_fields
+from gpucluster_analysis.ingest.slurm.layout import (
+    PLACING_COLUMNS,
+    PROMPT,
+    RULE,
+    SACCT_FORMAT,
+    TOOL_MESSAGES,
+    header_fields,
+)
 from gpucluster_analysis.ingest.slurm.values import JOB_ID, KNOWN_STATES, parse_state
 
 # --- recognizing the files -----------------------------------------------------------
@@ -33,13 +40,43 @@ def sniff_sacct(head: str) -> bool:
         return False
     header = header_fields(lines[0])
     if header is not None:
-        return header[1] is not None or (len(lines) > 1 and bool(RULE.match(lines[1])))
+        shaped = header[1] is not None or (len(lines) > 1 and bool(RULE.match(lines[1])))
+        return shaped and _missing_from_header(header[0]) is None
     # Headerless -P/-p output: a job id and a state word among the fields.
     fields = [f.strip() for f in lines[0].split("|")]
     return (
         len(fields) >= 2
         and any(JOB_ID.match(f) for f in fields)
         and any(parse_state(f)[0] in KNOWN_STATES for f in fields)
+    )
+
+
+def _missing_from_header(fields: list[str]) -> str | None:
+    """What a header with a JobID column lacks to be a sacct dump gca can use, or None."""
+    names = {f.lower() for f in fields}
+    if "state" not in names:
+        return "a JobID column but no State"
+    if not names & PLACING_COLUMNS:
+        return "no time, GPU, node or usage column"
+    return None
+
+
+def near_miss_sacct(head: str) -> str | None:
+    """Why a table with a JobID column is no sacct dump gca reads (other tools' TSVs, plain
+    `sacct -a`), with the sacct line that gives one; None for anything else."""
+    lines = [
+        ln for ln in first_lines(head, 8) if ln.strip() and not ln.startswith(TOOL_MESSAGES) and not PROMPT.match(ln)
+    ]
+    header = header_fields(lines[0]) if lines else None
+    if header is None:
+        return None
+    fields = header[0]
+    missing = _missing_from_header(fields)
+    if missing is None:
+        return None
+    return (
+        f"columns {', '.join(fields)}: {missing}, so not a sacct dump gca can use"
+        f" (dump one with sacct -a -D -P --format {SACCT_FORMAT})"
     )
 
 
