@@ -23,7 +23,6 @@ SELECT *, CASE
     WHEN listed_gpus > $max_gpus_per_node THEN listed_gpus || ' GPUs on one node' || $gpu_bound
     WHEN gpu_mem IS NOT NULL AND gpu_memory_gb IS NULL THEN 'unreadable GPU memory ' || gpu_mem
     WHEN copy_no > 1 THEN 'machine listed twice'
-    WHEN machine_id IN (SELECT machine_id FROM machines) THEN 'machine already stored from another list'
 END AS problem
 FROM stage_machine_checked;
 
@@ -31,5 +30,8 @@ INSERT INTO rejects (file_id, line, reason, text)
 SELECT $file_id, NULL, problem, concat_ws(',', machine_id, trim(gpus), trim(gpu_mem))
 FROM stage_machine_problem WHERE problem IS NOT NULL;
 
-INSERT INTO machines (machine_id, listed_gpus, gpu_memory_gb, source, file_id)
-SELECT machine_id, listed_gpus, gpu_memory_gb, 'philly', $file_id FROM stage_machine_problem WHERE problem IS NULL;
+-- stored by machine_list_store.sql (a machine an earlier list gave: unchanged or superseded)
+CREATE OR REPLACE TEMP TABLE stage_machine_rows AS
+SELECT machine_id, listed_gpus, gpu_memory_gb, NULL::DOUBLE AS cpus, NULL::DOUBLE AS memory_mib,
+       NULL::VARCHAR AS gpu_model
+FROM stage_machine_problem WHERE problem IS NULL;

@@ -10,7 +10,9 @@
   partitions is listed twice: kept once); `%N` may be a hostlist (`gpu[01-04]`).
 
 They are the machine list (table machines, source slurm), as Philly's cluster_machine_list
-is. A line that names no node, or whose GPU count cannot be read, is a reject.
+is, stored by the same rule (ingest/machine_lists.py: a node a later list gives again with the
+same values is unchanged, with others the later list holds). A line that names no node, or
+whose GPU count cannot be read, is a reject.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from gpucluster_analysis.errors import ParseError
 from gpucluster_analysis.ingest.base import FileFormat, LoadContext, LoadCounts
 from gpucluster_analysis.ingest.files import first_lines
 from gpucluster_analysis.ingest.lines import read_lines
+from gpucluster_analysis.ingest.machine_lists import store_machine_rows
 from gpucluster_analysis.ingest.slurm.hostlist import HostlistError, expand_hostlist
 
 _FIELD = re.compile(r"(?<!\w)(\w++)=(\S*+)")  # tried at word starts only: linear in a line of one long word
@@ -129,10 +132,9 @@ def _load(ctx: LoadContext) -> LoadCounts:
         {"max_gpus_per_node": bounds["max_gpus_per_node"]},
     )
     ctx.con.execute(
-        "INSERT INTO machines (machine_id, listed_gpus, gpu_memory_gb, cpus, memory_mib, gpu_model, source, file_id)"
-        " SELECT machine_id, CAST(gpus_text AS INTEGER), NULL, cpus, memory_mib, gpu_model, 'slurm', ?"
-        " FROM stage_nodes WHERE sane",
-        [ctx.file_id],
+        "CREATE OR REPLACE TEMP TABLE stage_machine_rows AS SELECT machine_id,"
+        " CAST(gpus_text AS INTEGER) AS listed_gpus, NULL::DOUBLE AS gpu_memory_gb, cpus, memory_mib, gpu_model"
+        " FROM stage_nodes WHERE sane"
     )
     ctx.con.execute(
         "INSERT INTO rejects (file_id, line, reason, text)"
@@ -140,7 +142,6 @@ def _load(ctx: LoadContext) -> LoadCounts:
         " WHERE NOT sane ORDER BY line",
         {"file_id": ctx.file_id, "gpu_bound": bounds["gpu_bound"]},
     )
-    stored = ctx.con.execute("SELECT count(*) FILTER (WHERE sane) FROM stage_nodes").fetchall()[0][0]
     ctx.con.execute("DROP TABLE stage_nodes")
     if rejects:
         bad = pa.table(  # noqa: F841  -- DuckDB reads it by name
@@ -154,7 +155,7 @@ def _load(ctx: LoadContext) -> LoadCounts:
             "INSERT INTO rejects (file_id, line, reason, text) SELECT ?, line, reason, text FROM bad", [ctx.file_id]
         )
     rejected = ctx.con.execute("SELECT count(*) FROM rejects WHERE file_id = ?", [ctx.file_id]).fetchall()[0][0]
-    return LoadCounts(rows=int(stored), rejects=int(rejected))
+    return store_machine_rows(ctx, "slurm", LoadCounts(rows=0, rejects=int(rejected)))
 
 
 def _add_scontrol(

@@ -26,6 +26,7 @@ from gpucluster_analysis.ingest.csv_rejects import (
     reset_reader_rejects,
 )
 from gpucluster_analysis.ingest.files import first_lines, locate_json_error
+from gpucluster_analysis.ingest.machine_lists import store_machine_rows
 from gpucluster_analysis.sqlfiles import run_script
 from gpucluster_analysis.timezones import install_zone
 
@@ -216,7 +217,8 @@ def _load_mem_util(ctx: LoadContext) -> LoadCounts:
 
 def _load_machine_list(ctx: LoadContext) -> LoadCounts:
     fixed = [("machine_id", "VARCHAR"), ("gpus", "VARCHAR"), ("gpu_mem", "VARCHAR")]
-    return _load_csv(ctx, "philly_machine_list", "machines", fixed, "cluster_machine_list")
+    counts = _load_csv(ctx, "philly_machine_list", "machines", fixed, "cluster_machine_list")
+    return store_machine_rows(ctx, "philly", counts)
 
 
 # sample_kind (ingest/samples.py): each utilization file is a measurement of its own; the CPU and
