@@ -968,3 +968,52 @@ def test_alibaba_absurd_pods_are_rejected_relative_or_anchored(tmp_path: Path) -
     db = tmp_path / "late.duckdb"
     (report,) = ingest(db, path, epoch="2040-01-01T00:00:00Z")  # p4 now ends in 2075
     assert rows(db, "SELECT line FROM rejects ORDER BY line") == [(3,), (4,), (5,)]
+
+
+# ------------------------------------------------------- variant lists in one folder (issue #29)
+
+
+def test_a_folder_of_alibaba_variant_lists_ingests_one_and_skips_the_others(tmp_path: Path) -> None:
+    """The variant pod lists re-sample the same pods: a folder gives the default list and skips the
+    others saying why (no longer a mixture of one list whole and thousands of another's pods, then
+    a failure); without a default, the first by name. Named alone, a variant is ingested."""
+    from typer.testing import CliRunner
+
+    from gpucluster_analysis.cli import app
+
+    folder = tmp_path / "trace"
+    folder.mkdir()
+    for name in ("openb_pod_list_default.csv", "openb_pod_list_cpu050.csv", "openb_pod_list_gpuspec33.csv"):
+        shutil.copyfile(ALIBABA, folder / name)
+    runner = CliRunner()
+    db = tmp_path / "s.duckdb"
+    result = runner.invoke(app, ["ingest", str(folder), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert "each a variant of openb_pod_list_default.csv (the pod lists re-sample the same pods)" in result.stderr
+    assert rows(db, "SELECT DISTINCT f.path FROM jobs JOIN ingested_files f USING (file_id)") == [
+        (str(folder / "openb_pod_list_default.csv"),)
+    ]
+    # the same jobs as the list ingested alone
+    (alone,) = ingest(tmp_path / "alone.duckdb", ALIBABA)
+    assert rows(db, "SELECT count(*) FROM jobs") == [(alone.rows,)]
+    (folder / "openb_pod_list_default.csv").unlink()
+    other = tmp_path / "t.duckdb"
+    result = runner.invoke(app, ["ingest", str(folder), "--db", str(other)])
+    assert result.exit_code == 0 and "a variant of openb_pod_list_cpu050.csv" in result.stderr
+    result = runner.invoke(
+        app, ["ingest", str(folder / "openb_pod_list_gpuspec33.csv"), "--db", str(tmp_path / "u.duckdb")]
+    )
+    assert result.exit_code == 0, result.output
+
+
+def test_the_real_alibaba_2023_folder_loads_its_default_lists(tmp_path: Path) -> None:
+    from tests.conftest import SHARED_DATA
+
+    folder = SHARED_DATA / "public-traces" / "alibaba-gpu-2023"
+    if not folder.exists():
+        pytest.skip("../shared/data/public-traces is not here")
+    reports = ingest(tmp_path / "s.duckdb", folder)
+    assert sorted((Path(r.path).name, r.status) for r in reports) == [
+        ("openb_node_list_all_node.csv", "loaded"),
+        ("openb_pod_list_default.csv", "loaded"),
+    ]

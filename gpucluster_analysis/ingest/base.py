@@ -107,6 +107,9 @@ class FileFormat:
     # Given the head of a file its sniffer refused: why it is not this format where it nearly
     # is (a table with a JobID column but no State), said instead of "not a format gca reads".
     near_miss: Callable[[str], str | None] | None = None
+    # Given the files of this format found in one folder: those to skip, with why, where they
+    # are variants of one another (Alibaba's pod lists re-sample the same pods).
+    variants: Callable[[list[Path]], dict[Path, str]] | None = None
 
 
 @dataclass

@@ -42,6 +42,7 @@ def plan_files(
         if not path.exists():
             raise InputError(f"{path}: no such file or directory")
         if path.is_dir():
+            first = len(plan)
             for child in _walk(path):
                 found += 1
                 if child.is_symlink() and not child.exists():
@@ -60,6 +61,7 @@ def plan_files(
                     listener.skipped(child, _near_miss(child) or "not a format gca reads")
                 else:
                     plan.append((child, fmt))
+            plan[first:] = _without_variants(plan[first:], listener)
             continue
         fmt = _recognize(path, forced, options)
         if fmt is None and path.name.endswith(_ARCHIVE_SUFFIXES):
@@ -85,6 +87,22 @@ def plan_files(
     if paths and not plan:
         raise _nothing_to_ingest(paths, found)
     return plan
+
+
+def _without_variants(found: list[tuple[Path, FileFormat]], listener: IngestListener) -> list[tuple[Path, FileFormat]]:
+    """A folder's files less those its format calls variants of another there (FileFormat.variants)."""
+    skip: dict[Path, str] = {}
+    groups: dict[tuple[str, Path], list[Path]] = {}
+    for child, fmt in found:
+        if fmt.variants is not None:
+            groups.setdefault((fmt.name, child.parent), []).append(child)
+    for (name, _), paths in groups.items():
+        fmt = next(f for c, f in found if f.name == name)
+        assert fmt.variants is not None
+        skip.update(fmt.variants(paths))
+    for path, why in sorted(skip.items()):
+        listener.skipped(path, why)
+    return [(c, f) for c, f in found if c not in skip]
 
 
 def _near_miss(path: Path) -> str | None:

@@ -81,6 +81,22 @@ def _is_job_trace(names: list[str]) -> bool:
     return all(n in names for n in _JOB_REQUIRED) and ("gpu_num" in names or "node_num" in names)
 
 
+_POD_VARIANTS = "the pod lists re-sample the same pods"
+_NODE_VARIANTS = "the node lists describe the same cluster"
+
+
+def _one_of(paths: list[Path], preferred: str, why: str) -> dict[Path, str]:
+    """Of a folder's variant lists, all but one (`preferred`, else the first by name) to skip."""
+    if len(paths) < 2:
+        return {}
+    keep = next((p for p in paths if p.name == preferred), min(paths))
+    return {
+        p: f"a variant of {keep.name} ({why}): gca ingests one per store; name this file alone to take it instead"
+        for p in paths
+        if p != keep
+    }
+
+
 def _sniff_helios(head: str) -> bool:
     names = _header(head)
     return _is_job_trace(names) and "vc" in names and "type" not in names
@@ -263,6 +279,7 @@ FORMATS = [
         file_names=("openb_pod_list",),
         sniff=_sniff_alibaba,
         load=_load_alibaba,
+        variants=lambda paths: _one_of(paths, "openb_pod_list_default.csv", _POD_VARIANTS),
     ),
     FileFormat(
         name="alibaba_node_list",
@@ -271,5 +288,8 @@ FORMATS = [
         file_names=("openb_node_list",),
         sniff=_sniff_alibaba_nodes,
         load=_load_alibaba_nodes,
+        variants=lambda paths: _one_of(
+            paths, "openb_node_list_all_node.csv", "the node lists describe the same cluster"
+        ),
     ),
 ]
