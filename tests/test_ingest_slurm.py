@@ -31,7 +31,7 @@ from gpucluster_analysis.ingest.slurm.values import (
     parse_tres,
 )
 from tests.marks import keep_by_default
-from tests.store_helpers import headline, ingest, jobs_csv, rows
+from tests.store_helpers import headline, ingest, jobs_csv, rows, write
 
 DATA = Path(__file__).resolve().parent / "data" / "slurm"
 ZURICH = "Europe/Zurich"
@@ -833,7 +833,8 @@ def test_fixed_width_without_header_is_refused(tmp_path: Path) -> None:
     path.write_text("".join((DATA / "fixed_width.txt").read_text().splitlines(keepends=True)[2:]))
     db = tmp_path / "s.duckdb"
     (report,) = ingest(db, path, format_name="slurm_sacct", columns=("JobID", "JobName", "State"))
-    assert report.status == "failed" and "sacct_n.txt:1: sacct output without '|'" in report.message
+    assert report.status == "failed"
+    assert "sacct_n.txt:1: sacct output without a delimiter that splits it into the 3" in report.message
 
 
 def test_a_pending_jobs_forecast_start_is_no_start(tmp_path: Path) -> None:
@@ -1730,3 +1731,38 @@ def test_plain_sacct_and_an_empty_file_are_refused_saying_why(tmp_path: Path) ->
     assert result.exit_code != 0 and f"gca: error: {empty}: empty" in result.stderr
     with open_store(db, read_only=True) as con:
         assert con.execute("SELECT count(*) FROM jobs").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("delimiter", ["\u2603", "^|^", "\t"])
+@pytest.mark.parametrize("header", [True, False])
+def test_sacct_with_another_delimiter_is_read_as_with_bars(tmp_path: Path, delimiter: str, header: bool) -> None:
+    """Issue #29: tools that parse sacct avoid `|`, which free text may hold: Groningen's jobinfo
+    (`--delimiter=\u2603`), Princeton's reportseff (`--delimiter='^|^'`). With a header the delimiter
+    is its own; without one, the one that splits the first row into the columns --columns names.
+    The store is the one the same dump with `|` gives."""
+    source = (DATA / "parsable2.txt").read_text().splitlines()
+    columns = tuple(source[0].split("|"))
+    body = source[1:]
+    bars, other = tmp_path / "bars.txt", tmp_path / "other.txt"
+    bars.write_text("\n".join(([source[0]] if header else []) + body) + "\n")
+    other.write_text("\n".join(ln.replace("|", delimiter) for ln in ([source[0]] if header else []) + body) + "\n")
+    options = {} if header else {"columns": columns}
+    (a,) = ingest(tmp_path / "a.duckdb", bars, zone=ZURICH, **options)
+    (b,) = ingest(tmp_path / "b.duckdb", other, zone=ZURICH, **options)
+    assert (b.status, b.rows, b.rejects) == (a.status, a.rows, a.rejects) == ("loaded", 12, 0)
+    query = "SELECT job_id, j.status, j.exit_code, submit_at, num_gpus FROM jobs j JOIN attempts USING (source, job_id)"
+    assert rows(tmp_path / "b.duckdb", query + " ORDER BY ALL") == rows(tmp_path / "a.duckdb", query + " ORDER BY ALL")
+
+
+def test_a_row_short_of_one_trailing_field_is_read(tmp_path: Path) -> None:
+    """A copy that dropped the last, empty field (`...|gpu01` for `...|gpu01|` under a header
+    naming one more column) is read as if the field were there, empty."""
+    path = tmp_path / "sacct.txt"
+    # (job 1040's name holds a `|`: with one more column named, its row would be ambiguous)
+    lines = [ln for ln in (DATA / "parsable2.txt").read_text().splitlines() if not ln.startswith("1040")]
+    path.write_text("\n".join([lines[0] + "|Comment"] + lines[1:]) + "\n")
+    (report,) = ingest(tmp_path / "s.duckdb", path, zone=ZURICH)
+    assert (report.status, report.rows, report.rejects) == ("loaded", 11, 0)
+    (plain,) = ingest(tmp_path / "p.duckdb", write(tmp_path / "plain.txt", "\n".join(lines) + "\n"), zone=ZURICH)
+    query = "SELECT job_id, status, exit_code, submit_at FROM jobs ORDER BY ALL"
+    assert rows(tmp_path / "s.duckdb", query) == rows(tmp_path / "p.duckdb", query)

@@ -74,6 +74,25 @@ class Layout:
             return None
 
 
+# A run of characters no sacct field name or plain value is made of: a delimiter sacct was given
+# (`--delimiter`; tools pick `☃` or `^|^` because free text may hold `|`). A tab counts; a space
+# (fixed-width output) does not.
+DELIMITER_RUN = re.compile(r"[^A-Za-z0-9_.:\-+/=,()\[\]% ]+")
+
+
+def delimiter_for(line: str, columns: int) -> str | None:
+    """The delimiter that splits a headerless row into `columns` fields (or one more: a trailing
+    delimiter): the longest of `|` and the runs of such characters that does; None where none does."""
+    text = line.rstrip()
+    fits = [
+        run
+        for run in dict.fromkeys(["|", *DELIMITER_RUN.findall(text)])
+        if (n := len(text.split(run))) == columns or (n == columns + 1 and text.endswith(run))
+    ]
+    # `^|^` splits as `|` does too, into the same count: the longer run is the delimiter
+    return max(fits, key=len, default=None)
+
+
 def header_fields(line: str) -> tuple[list[str], str | None] | None:
     """(fields, delimiter) when the line is a sacct header (delimiter None: fixed width)."""
     lead = re.match(r"^\s*[A-Za-z][A-Za-z0-9]*", line)
@@ -84,7 +103,9 @@ def header_fields(line: str) -> tuple[list[str], str | None] | None:
         delimiter = None
         fields = line.split()
     else:
-        delimiter = rest[0]
+        # what stands between the first two names, however long: `|`, `☃`, reportseff's `^|^`
+        found = DELIMITER_RUN.match(rest)
+        delimiter = found.group(0) if found else rest[0]
         fields = [f.strip() for f in line.split(delimiter)]
         if fields and fields[-1] == "":
             fields.pop()

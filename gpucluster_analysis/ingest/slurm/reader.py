@@ -27,6 +27,7 @@ from gpucluster_analysis.ingest.slurm.layout import (
     Columns,
     Layout,
     clean_columns,
+    delimiter_for,
     fixed_layout,
     header_fields,
     is_sonar_row,
@@ -207,17 +208,19 @@ class Reader:
                 hint="name its columns in sacct --format order with --columns, e.g. --columns "
                 "JobID,JobName,State,Start,End",
             )
-        if "|" not in text:
-            raise ParseError(
-                f"{self.path}:{line_no}: sacct output without '|' and without a header line: fixed-width"
-                " output cannot be read without its header",
-                hint="export with sacct --parsable2 (-P)",
-            )
         names = clean_columns(spec)
-        fields = text.split("|")
+        # `|` (-P), or the delimiter (sacct --delimiter) that splits the row into the named columns
+        delimiter = delimiter_for(text, len(names)) or ("|" if "|" in text else None)
+        if delimiter is None:
+            raise ParseError(
+                f"{self.path}:{line_no}: sacct output without a delimiter that splits it into the {len(names)}"
+                " columns named, and without a header line: fixed-width output cannot be read without its header",
+                hint="export with sacct --parsable2 (-P), or name its columns as the dump has them with --columns",
+            )
+        fields = text.split(delimiter)
         trailing = len(fields) == len(names) + 1 and fields[-1].strip() == ""
         self.set_layout(
-            Layout([n.lower() for n in names], "|", trailing=trailing, names=names, named_by=named_by), line_no
+            Layout([n.lower() for n in names], delimiter, trailing=trailing, names=names, named_by=named_by), line_no
         )
 
     def _split(self, text: str, line_no: int) -> list[str] | int | str:
@@ -236,6 +239,8 @@ class Reader:
             # One free-text column (JobName) held the delimiter: the fields around it are exact.
             k, extra = free[0], len(fields) - n
             fields = fields[:k] + [layout.delimiter.join(fields[k : k + extra + 1])] + fields[k + extra + 1 :]
+        if len(fields) == n - 1:  # a trailing empty field a copy dropped (`...|gpu01` for `...|gpu01|`)
+            fields.append("")
         if len(fields) != n:
             return len(fields)
         return [f.strip() for f in fields]

@@ -1,8 +1,9 @@
 """Slurm `sacct` accounting dumps: the slurm_sacct format and its load.
 
 `slurm_sacct` reads `sacct --parsable2` (`-P`), `--parsable` (`-p`, a trailing `|`) and
-another `--delimiter`, with a header line or, for `--noheader` dumps, the column order
-given with `gca ingest --columns`; and the default fixed-width output where no field was
+another `--delimiter` (`☃`, `^|^`: the header's own, or for a headerless dump the one that
+splits its first row into the columns named), with a header line or, for `--noheader` dumps,
+the column order given with `gca ingest --columns`; and the default fixed-width output where no field was
 cut (a `+` at the end of a full-width field is a cut: the file is refused, asking for `-P`).
 The reader (reader.py, following the layout of layout.py) walks the lines; each is parsed
 by sacct_exact.py with the value parsers of values.py (job id, state, exit code, times, TRES,

@@ -7,6 +7,7 @@ import re
 
 from gpucluster_analysis.ingest.files import first_lines
 from gpucluster_analysis.ingest.slurm.layout import (
+    DELIMITER_RUN,
     PLACING_COLUMNS,
     PROMPT,
     RULE,
@@ -42,13 +43,16 @@ def sniff_sacct(head: str) -> bool:
     if header is not None:
         shaped = header[1] is not None or (len(lines) > 1 and bool(RULE.match(lines[1])))
         return shaped and _missing_from_header(header[0]) is None
-    # Headerless -P/-p output: a job id and a state word among the fields.
-    fields = [f.strip() for f in lines[0].split("|")]
-    return (
-        len(fields) >= 2
-        and any(JOB_ID.match(f) for f in fields)
-        and any(parse_state(f)[0] in KNOWN_STATES for f in fields)
-    )
+    # Headerless -P/-p output (or another --delimiter's): a job id and a state word among the fields.
+    for delimiter in dict.fromkeys(["|", *DELIMITER_RUN.findall(lines[0])]):
+        fields = [f.strip() for f in lines[0].split(delimiter)]
+        if (
+            len(fields) >= 2
+            and any(JOB_ID.match(f) for f in fields)
+            and any(parse_state(f)[0] in KNOWN_STATES for f in fields)
+        ):
+            return True
+    return False
 
 
 def _missing_from_header(fields: list[str]) -> str | None:
