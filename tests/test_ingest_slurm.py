@@ -1766,3 +1766,19 @@ def test_a_row_short_of_one_trailing_field_is_read(tmp_path: Path) -> None:
     (plain,) = ingest(tmp_path / "p.duckdb", write(tmp_path / "plain.txt", "\n".join(lines) + "\n"), zone=ZURICH)
     query = "SELECT job_id, status, exit_code, submit_at FROM jobs ORDER BY ALL"
     assert rows(tmp_path / "s.duckdb", query) == rows(tmp_path / "p.duckdb", query)
+
+
+def test_delimiter_option_names_what_gca_cannot_find(tmp_path: Path) -> None:
+    """`sacct -n -P --delimiter=, --format JobID,User,State,Submit,Start,End`: a comma is no
+    delimiter gca guesses (TRES values hold commas), so the dump needs --delimiter, as sacct had it."""
+    dump = write(
+        tmp_path / "jobs.txt",
+        "7|ann|COMPLETED|2024-03-01T10:00:00|2024-03-01T10:00:00|2024-03-01T11:00:00\n".replace("|", ","),
+    )
+    args = ["ingest", str(dump), "--format", "slurm_sacct", "--columns", "JobID,User,State,Submit,Start,End"]
+    runner = CliRunner()
+    refused = runner.invoke(app, [*args, "--db", str(tmp_path / "a.duckdb"), "--tz", "UTC"])
+    assert refused.exit_code != 0 and "without a delimiter that splits it into the 6 columns named" in refused.stderr
+    read = runner.invoke(app, [*args, "--delimiter", ",", "--db", str(tmp_path / "b.duckdb"), "--tz", "UTC"])
+    assert read.exit_code == 0, read.output
+    assert rows(tmp_path / "b.duckdb", "SELECT job_id, user_name, status FROM jobs") == [("7", "ann", "passed")]

@@ -76,6 +76,14 @@ def ingest(
             "for nvidia-smi --format=csv,noheader the --query-gpu list (timestamp,index,utilization.gpu,...)",
         ),
     ] = None,
+    delimiter: Annotated[
+        str | None,
+        typer.Option(
+            "--delimiter",
+            help="sacct output's delimiter, as given to sacct --delimiter (default: the header's, or for"
+            " headerless output the one that splits its rows into the --columns named).",
+        ),
+    ] = None,
     host: Annotated[
         str | None,
         typer.Option(
@@ -243,6 +251,7 @@ def ingest(
         log_pattern=log_pattern,
         signatures=tuple(signatures or ()),
         columns=tuple(c for c in columns.split(",") if c.strip()) if columns else None,
+        delimiter=delimiter or None,
         host=host,
         time=time,
         interval_s=interval,

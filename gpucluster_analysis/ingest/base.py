@@ -31,6 +31,7 @@ class IngestOptions:
     time: str | None = None  # when a timeless snapshot was taken / a dmon run started (ISO 8601 or epoch s)
     interval_s: float | None = None  # seconds between samples of a timeless dmon or --query-gpu log
     columns: tuple[str, ...] | None = None  # field order of a headerless file (sacct -n: JobID,State,...)
+    delimiter: str | None = None  # sacct --delimiter (else the header's, or the one the first row shows)
     epoch: str | None = None  # ISO 8601 instant a trace's relative seconds count from (Alibaba); None: 1970-01-01 UTC
     # a row naming more GPUs on one node (or a GPU index at or past it) is rejected (bounds.py)
     max_gpus_per_node: int = DEFAULT_MAX_GPUS_PER_NODE

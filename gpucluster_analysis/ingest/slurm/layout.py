@@ -93,13 +93,17 @@ def delimiter_for(line: str, columns: int) -> str | None:
     return max(fits, key=len, default=None)
 
 
-def header_fields(line: str) -> tuple[list[str], str | None] | None:
-    """(fields, delimiter) when the line is a sacct header (delimiter None: fixed width)."""
+def header_fields(line: str, given: str | None = None) -> tuple[list[str], str | None] | None:
+    """(fields, delimiter) when the line is a sacct header (delimiter None: fixed width);
+    `given`: the delimiter the user named (gca ingest --delimiter)."""
     lead = re.match(r"^\s*[A-Za-z][A-Za-z0-9]*", line)
     if not lead:
         return None
     rest = line[lead.end() :]
-    if rest == "" or rest[0] == " ":
+    if given:
+        delimiter = given
+        fields = [f.strip() for f in line.split(given)]
+    elif rest == "" or rest[0] == " ":
         delimiter = None
         fields = line.split()
     else:

@@ -47,6 +47,7 @@ class Reader:
     path: Path
     columns_option: tuple[str, ...] | None
     layout: Layout | None = None
+    delimiter_option: str | None = None  # gca ingest --delimiter: sacct's, named by the user
     cols: Columns | None = None
     header_text: str | None = None
     latin1_lines: set[int] = field(default_factory=set)  # lines read as Latin-1
@@ -182,7 +183,7 @@ class Reader:
             return line_no, text, "the shell's prompt and command, not a row"  # a pasted terminal session
         # The header comes first, and again wherever dumps were concatenated.
         if self.layout is None or text == self.header_text or text.lstrip()[:5].lower() == "jobid":
-            found = header_fields(text)
+            found = header_fields(text, self.delimiter_option)
             if found is not None:
                 self.header_text = text
                 fields, delimiter = found
@@ -210,7 +211,7 @@ class Reader:
             )
         names = clean_columns(spec)
         # `|` (-P), or the delimiter (sacct --delimiter) that splits the row into the named columns
-        delimiter = delimiter_for(text, len(names)) or ("|" if "|" in text else None)
+        delimiter = self.delimiter_option or delimiter_for(text, len(names)) or ("|" if "|" in text else None)
         if delimiter is None:
             raise ParseError(
                 f"{self.path}:{line_no}: sacct output without a delimiter that splits it into the {len(names)}"

@@ -53,7 +53,7 @@ def _load_sacct(ctx: LoadContext) -> LoadCounts:
         )
     zone = ctx.options.zone or local_zone()  # the machine's unless --tz says otherwise; recorded with the file
     install_zone(ctx.con, zone)
-    reader = Reader(ctx.path, ctx.options.columns)
+    reader = Reader(ctx.path, ctx.options.columns, delimiter_option=ctx.options.delimiter)
     stager = Stager(ctx.con)
     # Arrow's default pool (mimalloc) gives freed pages back and takes new ones as huge pages,
     # which the kernel zeroes again for every run of lines typed: ~1 s of system time at a
