@@ -1782,3 +1782,19 @@ def test_delimiter_option_names_what_gca_cannot_find(tmp_path: Path) -> None:
     read = runner.invoke(app, [*args, "--delimiter", ",", "--db", str(tmp_path / "b.duckdb"), "--tz", "UTC"])
     assert read.exit_code == 0, read.output
     assert rows(tmp_path / "b.duckdb", "SELECT job_id, user_name, status FROM jobs") == [("7", "ann", "passed")]
+
+
+def test_a_format_named_that_does_not_fit_says_what_the_file_looks_like(tmp_path: Path) -> None:
+    """Issue #29: `--format slurm_sacct` on Philly's JSON job log once said `sacct output without a
+    header line ... use --columns`; it says what the file is."""
+    job_log = write(
+        tmp_path / "cluster_job_log",
+        '[{"status": "Pass", "vc": "vc1", "jobid": "application_1_1", "attempts": [], "submitted_time": '
+        '"2017-10-03 02:25:00", "user": "u1"}]\n',
+    )
+    result = CliRunner().invoke(
+        app, ["ingest", str(job_log), "--format", "slurm_sacct", "--db", str(tmp_path / "s.duckdb")]
+    )
+    assert result.exit_code != 0
+    assert f"gca: error: {job_log}: looks like philly_job_log (" in result.stderr
+    assert "not slurm_sacct" in result.stderr and "--format philly_job_log" in result.stderr

@@ -163,6 +163,14 @@ def _recognize(path: Path, forced: FileFormat | None, options: IngestOptions) ->
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from e
     if head.startswith(LFS_POINTER.decode()):
         not_lfs_pointer(path)
+    if forced is not None and not forced.sniff(head):
+        # the format named does not fit, another does: say what the file looks like
+        other = detect_format(path, head)
+        if other is not None and other is not forced:
+            raise InputError(
+                f"{path}: looks like {other.name} ({other.description}), not {forced.name}",
+                hint=f"drop --format (gca recognizes it), or pass --format {other.name}",
+            )
     return forced if forced else detect_format(path, head)
 
 
