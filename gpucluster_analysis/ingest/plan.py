@@ -55,10 +55,8 @@ def plan_files(
                     continue
                 if fmt is None and child.name.endswith(LOG_LIKE_SUFFIXES):
                     listener.skipped(child, UNPLACED_LOG)
-                elif fmt is None and _is_empty(child):
-                    listener.skipped(child, "empty")
                 elif fmt is None:
-                    listener.skipped(child, _near_miss(child) or "not a format gca reads")
+                    listener.skipped(child, _why_unread(child) or "not a format gca reads")
                 else:
                     plan.append((child, fmt))
             plan[first:] = _without_variants(plan[first:], listener)
@@ -74,10 +72,9 @@ def plan_files(
                 f"{path}: looks like a job log, but its path does not say which job it belongs to",
                 hint="name the layout with --log-pattern, e.g. --log-pattern '{job_id}/{attempt}/stderr.txt'",
             )
-        if fmt is None and _is_empty(path):
-            raise InputError(f"{path}: empty", hint="check that the tool that wrote it finished")
-        if fmt is None and (why := _near_miss(path)):
-            raise InputError(f"{path}: {why}")
+        if fmt is None and (why := _why_unread(path)):
+            hint = "check that the tool that wrote it finished" if why == EMPTY else None
+            raise InputError(f"{path}: {why}", hint=hint)
         if fmt is None:
             raise InputError(
                 f"{path}: not a format gca recognizes",
@@ -91,36 +88,34 @@ def plan_files(
 
 def _without_variants(found: list[tuple[Path, FileFormat]], listener: IngestListener) -> list[tuple[Path, FileFormat]]:
     """A folder's files less those its format calls variants of another there (FileFormat.variants)."""
-    skip: dict[Path, str] = {}
-    groups: dict[tuple[str, Path], list[Path]] = {}
+    groups: dict[tuple[str, Path], tuple[FileFormat, list[Path]]] = {}
     for child, fmt in found:
         if fmt.variants is not None:
-            groups.setdefault((fmt.name, child.parent), []).append(child)
-    for (name, _), paths in groups.items():
-        fmt = next(f for c, f in found if f.name == name)
-        assert fmt.variants is not None
+            groups.setdefault((fmt.name, child.parent), (fmt, []))[1].append(child)
+    skip: dict[Path, str] = {}
+    for fmt, paths in groups.values():
+        assert fmt.variants is not None  # grouped only if it has them
         skip.update(fmt.variants(paths))
     for path, why in sorted(skip.items()):
         listener.skipped(path, why)
     return [(c, f) for c, f in found if c not in skip]
 
 
-def _near_miss(path: Path) -> str | None:
-    """Why a file no format took is not the one it nearly is (registry.near_miss)."""
+EMPTY = "empty"
+
+
+def _why_unread(path: Path) -> str | None:
+    """Why a file no format took is not read, where that says more than "not a format": it is
+    empty (no byte, or blanks only, as far as 64 KiB: a bigger file is not empty), or the format
+    it nearly is says why it is not one (registry.near_miss)."""
     try:
+        with path.open("rb") as f:
+            start = f.read(1 << 16)
+        if len(start) < 1 << 16 and not start.strip():
+            return EMPTY
         return near_miss(read_head(path))
     except (InputError, OSError):
         return None
-
-
-def _is_empty(path: Path) -> bool:
-    """No byte, or blanks only (read as far as 64 KiB: a bigger file is not empty)."""
-    try:
-        with path.open("rb") as f:
-            head = f.read(1 << 16)
-    except OSError:
-        return False
-    return len(head) < 1 << 16 and not head.strip()
 
 
 def _nothing_to_ingest(folders: list[Path], found: int) -> NothingToIngestError:

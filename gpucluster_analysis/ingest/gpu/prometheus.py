@@ -217,6 +217,7 @@ def pull(
 # Samples per series counted over these two windows ending at one time: the difference over
 # their difference in length is the scrape interval (the windows' edges count alike in both).
 _LONG_WINDOW_S, _SHORT_WINDOW_S = 600, 300
+_INTERVAL_ANSWER_BYTES = 1 << 20  # a few series: the metric names, one number
 
 
 def scrape_interval(
@@ -264,9 +265,6 @@ def _instant(source: PrometheusSource, expr: str, at_ms: int, timeout_s: float) 
                 f"{shown}: the answer is not Prometheus API JSON",
                 hint="check the URL: it should be the Prometheus server's base URL",
             ) from e
-
-
-_INTERVAL_ANSWER_BYTES = 1 << 20  # a few series: the metric names, one number
 
 
 def _refuse_other_queries(

@@ -80,13 +80,18 @@ class Layout:
 DELIMITER_RUN = re.compile(r"[^A-Za-z0-9_.:\-+/=,()\[\]% ]+")
 
 
+def delimiters_in(line: str) -> list[str]:
+    """What may be a headerless row's delimiter: `|` (-P), then each run of DELIMITER_RUN's characters."""
+    return list(dict.fromkeys(["|", *DELIMITER_RUN.findall(line)]))
+
+
 def delimiter_for(line: str, columns: int) -> str | None:
     """The delimiter that splits a headerless row into `columns` fields (or one more: a trailing
-    delimiter): the longest of `|` and the runs of such characters that does; None where none does."""
+    delimiter): the longest of delimiters_in(line) that does; None where none does."""
     text = line.rstrip()
     fits = [
         run
-        for run in dict.fromkeys(["|", *DELIMITER_RUN.findall(text)])
+        for run in delimiters_in(text)
         if (n := len(text.split(run))) == columns or (n == columns + 1 and text.endswith(run))
     ]
     # `^|^` splits as `|` does too, into the same count: the longer run is the delimiter

@@ -7,12 +7,12 @@ import re
 
 from gpucluster_analysis.ingest.files import first_lines
 from gpucluster_analysis.ingest.slurm.layout import (
-    DELIMITER_RUN,
     PLACING_COLUMNS,
     PROMPT,
     RULE,
     SACCT_FORMAT,
     TOOL_MESSAGES,
+    delimiters_in,
     header_fields,
 )
 from gpucluster_analysis.ingest.slurm.values import JOB_ID, KNOWN_STATES, parse_state
@@ -33,10 +33,7 @@ def is_slurm_json(head: str) -> bool:
 def sniff_sacct(head: str) -> bool:
     if is_slurm_json(head):
         return True
-    # sacct's own messages (2>&1) and a pasted prompt may come before the header
-    lines = [
-        ln for ln in first_lines(head, 8) if ln.strip() and not ln.startswith(TOOL_MESSAGES) and not PROMPT.match(ln)
-    ]
+    lines = _content_lines(head)
     if not lines:
         return False
     header = header_fields(lines[0])
@@ -44,7 +41,7 @@ def sniff_sacct(head: str) -> bool:
         shaped = header[1] is not None or (len(lines) > 1 and bool(RULE.match(lines[1])))
         return shaped and _missing_from_header(header[0]) is None
     # Headerless -P/-p output (or another --delimiter's): a job id and a state word among the fields.
-    for delimiter in dict.fromkeys(["|", *DELIMITER_RUN.findall(lines[0])]):
+    for delimiter in delimiters_in(lines[0]):
         fields = [f.strip() for f in lines[0].split(delimiter)]
         if (
             len(fields) >= 2
@@ -53,6 +50,14 @@ def sniff_sacct(head: str) -> bool:
         ):
             return True
     return False
+
+
+def _content_lines(head: str) -> list[str]:
+    """The head's first lines but sacct's own messages (2>&1) and a pasted prompt, which may come
+    before the header."""
+    return [
+        ln for ln in first_lines(head, 8) if ln.strip() and not ln.startswith(TOOL_MESSAGES) and not PROMPT.match(ln)
+    ]
 
 
 def _missing_from_header(fields: list[str]) -> str | None:
@@ -68,9 +73,7 @@ def _missing_from_header(fields: list[str]) -> str | None:
 def near_miss_sacct(head: str) -> str | None:
     """Why a table with a JobID column is no sacct dump gca reads (other tools' TSVs, plain
     `sacct -a`), with the sacct line that gives one; None for anything else."""
-    lines = [
-        ln for ln in first_lines(head, 8) if ln.strip() and not ln.startswith(TOOL_MESSAGES) and not PROMPT.match(ln)
-    ]
+    lines = _content_lines(head)
     header = header_fields(lines[0]) if lines else None
     if header is None:
         return None
