@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+import duckdb
 
 from gpucluster_analysis.analyze.prepare import format_for_csv, jobs_table, prepare
 from gpucluster_analysis.db import open_store
@@ -35,10 +39,17 @@ def rows(db: Path, sql: str, *params: object) -> list[tuple]:
         return con.execute(sql, list(params)).fetchall()
 
 
-def jobs_csv(db: Path) -> dict[str, dict[str, object]]:
-    """jobs.csv rows by job_id, formatted as the report writes them."""
+@contextmanager
+def prepared_store(db: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The store read-only, with what the report reads prepared (its views and temp tables)."""
     with open_store(db, read_only=True) as con:
         prepare(con)
+        yield con
+
+
+def jobs_csv(db: Path) -> dict[str, dict[str, object]]:
+    """jobs.csv rows by job_id, formatted as the report writes them."""
+    with prepared_store(db) as con:
         table = format_for_csv(jobs_table(con))
     return {row["job_id"]: row for row in table.to_dicts()}
 

@@ -198,19 +198,24 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="module")
-def tsdb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def backfilled(tmp_path_factory: pytest.TempPathFactory, name: str, samples: str) -> Path:
+    """A TSDB directory promtool built from OpenMetrics text (skipped, or failed in CI, without it)."""
     for tool in (PROMETHEUS, PROMTOOL):
         if not tool.exists():
             _unavailable(f"{tool} is not installed (apt-get install prometheus)")
-    work = tmp_path_factory.mktemp("tsdb")
-    (work / "samples.om").write_text(openmetrics())
+    work = tmp_path_factory.mktemp(name)
+    (work / "samples.om").write_text(samples)
     subprocess.run(
         [str(PROMTOOL), "tsdb", "create-blocks-from", "openmetrics", str(work / "samples.om"), str(work / "data")],
         check=True,
         capture_output=True,
     )
     return work / "data"
+
+
+@pytest.fixture(scope="module")
+def tsdb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return backfilled(tmp_path_factory, "tsdb", openmetrics())
 
 
 @pytest.fixture(scope="module")
@@ -865,17 +870,8 @@ def plain_openmetrics() -> str:
 
 @pytest.fixture(scope="module")
 def plain_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    for tool in (PROMETHEUS, PROMTOOL):
-        if not tool.exists():
-            _unavailable(f"{tool} is not installed (apt-get install prometheus)")
-    work = tmp_path_factory.mktemp("plain-tsdb")
-    (work / "samples.om").write_text(plain_openmetrics())
-    subprocess.run(
-        [str(PROMTOOL), "tsdb", "create-blocks-from", "openmetrics", str(work / "samples.om"), str(work / "data")],
-        check=True,
-        capture_output=True,
-    )
-    running = Server(work / "data", free_port(), tmp_path_factory.mktemp("plain-prometheus"))
+    data = backfilled(tmp_path_factory, "plain-tsdb", plain_openmetrics())
+    running = Server(data, free_port(), tmp_path_factory.mktemp("plain-prometheus"))
     running.start()
     yield running
     running.stop()

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gpucluster_analysis.analyze.prepare import prepare
 from gpucluster_analysis.cli import app
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.errors import InputError, ParseError
@@ -31,7 +30,7 @@ from gpucluster_analysis.ingest.slurm.values import (
     parse_tres,
 )
 from tests.marks import keep_by_default
-from tests.store_helpers import headline, ingest, jobs_csv, rows, write
+from tests.store_helpers import headline, ingest, jobs_csv, prepared_store, rows, write
 
 DATA = Path(__file__).resolve().parent / "data" / "slurm"
 ZURICH = "Europe/Zurich"
@@ -819,8 +818,7 @@ def test_scontrol_bindings_meet_sacct_jobs(tmp_path: Path) -> None:
     )
     db = tmp_path / "s.duckdb"
     ingest(db, DATA / "parsable2.txt", snapshot, zone=ZURICH)
-    with open_store(db, read_only=True) as con:
-        prepare(con)
+    with prepared_store(db) as con:
         got = con.execute(
             "SELECT job_id, attribution, machine_id, gpu_index FROM attempt_attribution"
             " WHERE job_id IN ('1001', '1010_1') ORDER BY ALL"

@@ -19,6 +19,7 @@ from gpucluster_analysis.db import open_store
 from gpucluster_analysis.ingest import IngestOptions, ingest_paths
 from gpucluster_analysis.report.build import Written, build_report
 from gpucluster_analysis.synth import generate_trace
+from tests.store_helpers import prepared_store
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "synthetic"
 
@@ -157,8 +158,7 @@ def num(text: str) -> float:
 
 def test_failed_attempts_and_their_root_causes(tmp_path: Path) -> None:
     db = _store(tmp_path / "s.duckdb", HANDMADE, LOGS)
-    with open_store(db, read_only=True) as con:
-        prepare(con)
+    with prepared_store(db) as con:
         rows = con.sql(
             "SELECT source, job_id, attempt_no, num_gpus, runtime_to_failure_s, gpu_time_lost_s, has_log, reason,"
             " stream, line_number, log_files, job_root_cause FROM attempt_failures"
@@ -206,8 +206,7 @@ def test_a_killed_jobs_final_attempt_failed_when_its_log_names_a_cause(tmp_path:
       ('J9', 1, 'stderr', 'synth', 'unknown', 'unknown', NULL, NULL, NULL, 3)
     """
     db = _store(tmp_path / "k.duckdb", HANDMADE, LOGS, extra)
-    with open_store(db, read_only=True) as con:
-        prepare(con)
+    with prepared_store(db) as con:
         rows = con.sql(
             "SELECT job_id, attempt_no, reason, job_root_cause FROM attempt_failures"
             " WHERE job_id IN ('K1', 'K2', 'J9') ORDER BY job_id"
@@ -557,8 +556,7 @@ def test_the_failure_tables_read_the_schedulers_record_beside_the_log(tmp_path: 
       ('S3', 0, 'combined', 'synth', 'nccl_error', 'infrastructure', 'nccl_error', 850, 7, 3)
     """
     db = _store(tmp_path / "s.duckdb", HANDMADE, LOGS, extra)
-    with open_store(db, read_only=True) as con:
-        prepare(con)
+    with prepared_store(db) as con:
         rows = con.sql(
             "SELECT job_id, log_reason, scheduler_reason, reason, category, failure_evidence, has_evidence"
             " FROM failure_trials WHERE job_id LIKE 'S%' ORDER BY job_id"

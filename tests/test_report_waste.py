@@ -23,6 +23,7 @@ from gpucluster_analysis.analyze.prepare import prepare, prepare_report, run_que
 from gpucluster_analysis.db import open_store
 from gpucluster_analysis.report.build import build_report
 from gpucluster_analysis.report.sections import waste
+from tests.store_helpers import prepared_store
 
 MONDAY = datetime(2024, 1, 1)
 NEXT_MONDAY = datetime(2024, 1, 8)
@@ -81,8 +82,7 @@ def _write_store(db: Path, plan: dict) -> Path:
 
 
 def _waste(db: Path, floor_pct: float = 2.0) -> dict[tuple[str, str], dict]:
-    with open_store(db, read_only=True) as con:
-        prepare(con)
+    with prepared_store(db) as con:
         prepare_report(con)
         rows = run_query(con, "gpu_waste", waste_floor_pct=floor_pct).to_dicts()
     return {(r["scope"], r["name"]): r for r in rows}

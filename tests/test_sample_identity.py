@@ -19,12 +19,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gpucluster_analysis.analyze.prepare import prepare
 from gpucluster_analysis.cli import app
-from gpucluster_analysis.db import open_store
 from gpucluster_analysis.db.queries import run_query
 from gpucluster_analysis.ingest import load
-from tests.store_helpers import ingest, rows, write
+from tests.store_helpers import ingest, prepared_store, rows, write
 
 REPO = Path(__file__).resolve().parent.parent
 PHILLY = REPO / "examples" / "synthetic"
@@ -79,8 +77,7 @@ def stored_gpu_samples(db: Path) -> list[tuple]:
 
 
 def coverage(db: Path) -> dict[str, object]:
-    with open_store(db, read_only=True) as con:
-        prepare(con)
+    with prepared_store(db) as con:
         interval = run_query(con, "gpu_sample_interval").row(0)[0]
         return run_query(con, "gpu_time_coverage", sample_interval_s=interval).row(0, named=True)
 

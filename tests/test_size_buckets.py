@@ -10,11 +10,9 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from gpucluster_analysis.analyze.prepare import prepare
-from gpucluster_analysis.db import open_store
 from gpucluster_analysis.report.build import build_report
 from gpucluster_analysis.report.figure_style import SIZE_ORDER
-from tests.store_helpers import ingest, write
+from tests.store_helpers import ingest, prepared_store, write
 
 PODS = (
     "\n".join(
@@ -48,8 +46,7 @@ def test_each_job_is_in_its_bucket(tmp_path: Path) -> None:
     db = tmp_path / "t.duckdb"
     (report,) = ingest(db, write(tmp_path / "openb_pod_list_sizes.csv", PODS))
     assert (report.rows, report.rejects) == (8, 0)
-    with open_store(db, read_only=True) as con:
-        prepare(con)
+    with prepared_store(db) as con:
         got = {
             job_id: (bucket, order)
             for job_id, bucket, order in con.execute("SELECT job_id, size_bucket, size_order FROM job_keys").fetchall()

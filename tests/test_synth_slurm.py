@@ -24,6 +24,7 @@ from gpucluster_analysis.errors import InputError
 from gpucluster_analysis.synth.slurm import generate_slurm_trace
 from gpucluster_analysis.synth.slurm_jobs import compress_hostlist, slurm_duration
 from gpucluster_analysis.synth.slurm_sacct import SACCT_COLUMNS
+from tests.store_helpers import prepared_store
 
 LA = ZoneInfo("America/Los_Angeles")
 STATUS_OF_STATE = {
@@ -376,7 +377,7 @@ PROFILING = ("mean_sm_active_pct", "mean_tensor_active_pct")
 
 @pytest.fixture(scope="module")
 def gca_jobs(trace: Path, truth: dict, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    from gpucluster_analysis.analyze.prepare import format_for_csv, jobs_table, prepare
+    from gpucluster_analysis.analyze.prepare import format_for_csv, jobs_table
     from gpucluster_analysis.db import open_store
     from gpucluster_analysis.ingest import IngestOptions, ingest_paths
 
@@ -386,8 +387,7 @@ def gca_jobs(trace: Path, truth: dict, tmp_path_factory: pytest.TempPathFactory)
     formats = {r.format for r in reports}
     assert {"slurm_sacct", "slurm_scontrol", "nvsmi_csv", "dcgm_prom", "job_log"} <= formats, formats
     assert [(r.path.name, r.status, r.rejects) for r in reports if r.status != "loaded" or r.rejects] == []
-    with open_store(db, read_only=True) as con:
-        prepare(con)
+    with prepared_store(db) as con:
         return {r["job_id"]: r for r in format_for_csv(jobs_table(con)).to_dicts()}
 
 
